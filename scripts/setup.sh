@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs everything statectl needs on a fresh machine, idempotently:
+#   - Java 17 and Maven (Debian packages, only if missing and we are root)
+#   - a virtualenv in .venv with statectl and its pinned Python dependencies
+#   - the Kafka broker jars and Spark's Kafka connector jars, resolved once from Maven Central
+#     into ~/.cache/statectl/jars (later runs are offline)
+# Pass --bench to also install kcat (for benchmarks/produce.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+if [[ " $* " == *" --bench "* ]] && ! command -v kcat >/dev/null 2>&1; then need_apt+=(kcat); fi
+if ((${#need_apt[@]})); then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    log "installing ${need_apt[*]} (apt)"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    log "missing ${need_apt[*]}: install them (Java 17+, Maven) and run this again"; exit 1
+  fi
+fi
+
+PY=${PYTHON:-}
+if [[ -z "$PY" ]]; then
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+      PY=$candidate; break
+    fi
+  done
+fi
+[[ -n "$PY" ]] || { log "Python 3.11 is required"; exit 1; }
+
+if [[ ! -x .venv/bin/python ]]; then
+  log "creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.statectl-installed
+if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+  log "installing Python dependencies (first time: a few minutes, PySpark is large)"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[test]"
+  touch "$stamp"
+fi
+
+.venv/bin/statectl jars fetch >/dev/null
+log "ready: $(.venv/bin/statectl --version); jars in ${STATECTL_JAR_CACHE:-~/.cache/statectl/jars}"

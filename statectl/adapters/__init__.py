@@ -1,0 +1,1 @@
+"""Adapters: the only modules that import confluent_kafka or pyspark."""

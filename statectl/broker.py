@@ -1,0 +1,272 @@
+"""A local single-node Apache Kafka broker (KRaft, combined broker + controller) on loopback.
+
+The broker runs from the official jars (see :mod:`statectl.jars`) as a background JVM that
+outlives the command that started it. Its data dir holds ``server.properties``, the log dirs,
+``broker.log`` and ``broker.json`` (pid and ports), which is how ``status`` and ``down`` find it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from statectl.errors import OperationalError, UsageError
+from statectl.jars import KAFKA_BROKER, ensure_bundle
+
+DEFAULT_PORT = 9092
+HOST = "127.0.0.1"
+
+
+@dataclass
+class BrokerStatus:
+    running: bool
+    data_dir: str
+    bootstrap_servers: str | None = None
+    pid: int | None = None
+    port: int | None = None
+    controller_port: int | None = None
+    log_file: str | None = None
+    kafka_version: str = KAFKA_BROKER.version
+    already_running: bool = False
+    ready_seconds: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _state_file(data_dir: Path) -> Path:
+    return data_dir / "broker.json"
+
+
+def _read_state(data_dir: Path) -> dict | None:
+    try:
+        return json.loads(_state_file(data_dir).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _pid_is_broker(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"kafka.Kafka" in cmdline
+
+
+def port_in_use(port: int, host: str = HOST) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.3)
+        return s.connect_ex((host, port)) == 0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def broker_status(data_dir: Path) -> BrokerStatus:
+    """Whether the broker of ``data_dir`` is running, and where."""
+    state = _read_state(data_dir)
+    if not state or not _pid_is_broker(int(state.get("pid", -1))):
+        return BrokerStatus(running=False, data_dir=str(data_dir))
+    return BrokerStatus(
+        running=True,
+        data_dir=str(data_dir),
+        bootstrap_servers=f"{HOST}:{state['port']}",
+        pid=int(state["pid"]),
+        port=int(state["port"]),
+        controller_port=int(state["controller_port"]),
+        log_file=str(data_dir / "broker.log"),
+    )
+
+
+def _kafka_uuid() -> str:
+    # Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding.
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _server_properties(data_dir: Path, port: int, controller_port: int) -> str:
+    return "\n".join(
+        [
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.bootstrap.servers={HOST}:{controller_port}",
+            f"listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{HOST}:{port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"log.dirs={data_dir / 'logs'}",
+            "num.partitions=1",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=4",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            # Topics are created deliberately (with their configs) by statectl, never by accident.
+            "auto.create.topics.enable=false",
+            "",
+        ]
+    )
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if not java:
+        raise OperationalError("Java is not installed; the Kafka broker needs Java 17 or newer")
+    return java
+
+
+def _classpath() -> str:
+    jars = ensure_bundle(KAFKA_BROKER)
+    return os.pathsep.join(str(j) for j in jars)
+
+
+def _format_storage(data_dir: Path, java: str, classpath: str) -> None:
+    props = data_dir / "server.properties"
+    proc = subprocess.run(
+        [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
+         "-t", _kafka_uuid(), "-c", str(props)],
+        capture_output=True, text=True, timeout=120,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise OperationalError(f"formatting the broker storage in {data_dir} failed: {tail[0]}")
+
+
+def _log_tail(log: Path, lines: int = 5) -> str:
+    try:
+        text = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    interesting = [ln for ln in text if "ERROR" in ln or "Exception" in ln] or text
+    return " | ".join(ln.strip()[:300] for ln in interesting[-lines:])
+
+
+def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -> BrokerStatus:
+    """Start the broker in the background (formatting storage the first time) and wait until it answers."""
+    data_dir = data_dir.resolve()
+    current = broker_status(data_dir)
+    if current.running:
+        current.already_running = True
+        return current
+    if port_in_use(port):
+        raise UsageError(
+            f"port {port} is already in use by another process; "
+            f"stop it or choose another port with --port"
+        )
+    java = _java()
+    classpath = _classpath()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    props = data_dir / "server.properties"
+    state = _read_state(data_dir) or {}
+    formatted = (data_dir / "logs" / "meta.properties").exists()
+    controller_port = int(state.get("controller_port") or 0)
+    if not formatted or not controller_port or port_in_use(controller_port):
+        if formatted:
+            # The controller's address is recorded in the formatted metadata; a new one needs a new format.
+            shutil.rmtree(data_dir / "logs", ignore_errors=True)
+            formatted = False
+        controller_port = free_port()
+        while controller_port == port:
+            controller_port = free_port()
+    props.write_text(_server_properties(data_dir, port, controller_port))
+    if not formatted:
+        _format_storage(data_dir, java, classpath)
+
+    log_file = data_dir / "broker.log"
+    log4j = resources.files("statectl.resources").joinpath("kafka-log4j2.properties")
+    with resources.as_file(log4j) as log4j_path, open(log_file, "ab") as log:
+        log4j_copy = data_dir / "log4j2.properties"
+        shutil.copyfile(log4j_path, log4j_copy)
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [java, "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+             f"-Dlog4j2.configurationFile={log4j_copy}", f"-Dkafka.logs.dir={data_dir}",
+             "-cp", classpath, "kafka.Kafka", str(props)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # survives Ctrl-C in the terminal that started it
+            cwd=data_dir,
+        )
+    _state_file(data_dir).write_text(
+        json.dumps({"pid": proc.pid, "port": port, "controller_port": controller_port})
+    )
+    deadline = started + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise OperationalError(
+                f"the Kafka broker exited during start-up (code {proc.returncode}): "
+                f"{_log_tail(log_file)} — full log: {log_file}"
+            )
+        if port_in_use(port) and _answers(f"{HOST}:{port}"):
+            status = broker_status(data_dir)
+            status.ready_seconds = round(time.monotonic() - started, 2)
+            return status
+        time.sleep(0.2)
+    _terminate(proc.pid, 10)
+    raise OperationalError(
+        f"the Kafka broker did not become ready within {timeout:.0f} s; see {log_file}"
+    )
+
+
+def _answers(bootstrap: str) -> bool:
+    from statectl.adapters.kafka import broker_answers
+
+    return broker_answers(bootstrap, timeout=2.0)
+
+
+def _terminate(pid: int, timeout: float) -> bool:
+    """SIGTERM, wait, then SIGKILL. Returns True if it exited after SIGTERM."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _pid_is_broker(pid):
+            _reap(pid)
+            return True
+        _reap(pid)
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _reap(pid)
+    return False
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def broker_down(data_dir: Path, timeout: float = 30.0) -> BrokerStatus:
+    """Stop the broker of ``data_dir`` (controlled shutdown, then a kill if it hangs)."""
+    data_dir = data_dir.resolve()
+    status = broker_status(data_dir)
+    if status.running and status.pid:
+        _terminate(status.pid, timeout)
+    state = _read_state(data_dir)
+    if state is not None:
+        state.pop("pid", None)
+        _state_file(data_dir).write_text(json.dumps(state))
+    return status

@@ -1,0 +1,64 @@
+"""`statectl kafka up | down | status`: the embedded local broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from statectl.cli.common import JsonOpt
+
+app = typer.Typer(
+    help="Start, stop and check a local single-node Kafka broker (KRaft, official jars, loopback only).",
+    no_args_is_help=True,
+)
+
+DataDirOpt = Annotated[
+    Optional[Path],
+    typer.Option("--data-dir", metavar="DIR", help="Broker data dir (default: ./.statectl/kafka, or $STATECTL_HOME/kafka)."),
+]
+
+
+def _dir(data_dir: Path | None) -> Path:
+    from statectl.paths import default_broker_dir
+
+    return data_dir or default_broker_dir()
+
+
+@app.command()
+def up(
+    port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="Port of the PLAINTEXT listener on 127.0.0.1.")] = 9092,
+    data_dir: DataDirOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Start the broker in the background and wait until it answers; prints the bootstrap address.
+
+    The first run fetches the broker jars from Maven Central into ~/.cache/statectl/jars and
+    formats the storage. Running `up` on a running broker says so and changes nothing.
+    """
+    from statectl.broker import broker_up
+    from statectl.render.kafka import broker_status
+
+    broker_status(broker_up(_dir(data_dir), port), json, "up")
+
+
+@app.command()
+def down(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
+    """Stop the broker cleanly (a controlled shutdown; killed if it hangs for 30 s)."""
+    from statectl.broker import broker_down
+    from statectl.render.kafka import broker_status
+
+    broker_status(broker_down(_dir(data_dir)), json, "down")
+
+
+@app.command()
+def status(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
+    """Say whether the broker is running, its bootstrap address, pid and log file. Exit 1 when stopped."""
+    from statectl.broker import broker_status as read_status
+    from statectl.render.kafka import broker_status
+
+    st = read_status(_dir(data_dir))
+    broker_status(st, json, "status")
+    if not st.running:
+        raise typer.Exit(1)

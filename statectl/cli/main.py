@@ -1,0 +1,49 @@
+"""The `statectl` command: wires the command groups together; nothing else lives here."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from statectl import __version__
+from statectl.cli import jars, kafka, produce
+from statectl.cli.common import DEBUG, StatectlGroup
+
+app = typer.Typer(
+    cls=StatectlGroup,
+    name="statectl",
+    help=(
+        "Operate stateful Spark Structured Streaming jobs on Kafka: run the jobs, inspect their "
+        "checkpoint state, manage changelog-style topic configs, produce test data.\n\n"
+        "Start here:  statectl kafka up  →  statectl produce-test-data leaderboard  →  "
+        "statectl run leaderboard --available-now"
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"statectl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and client logs on errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    if debug:
+        DEBUG["on"] = True
+
+
+app.add_typer(kafka.app, name="kafka")
+app.add_typer(jars.app, name="jars")
+app.command("produce-test-data")(produce.produce_test_data)
+
+
+def main() -> None:
+    app()

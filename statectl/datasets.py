@@ -1,0 +1,254 @@
+"""Test data as Kafka records: the seed files, console-producer style line files, and synthetic
+generators. Pure Python, no Kafka: everything here yields ``(key, value)`` byte pairs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from statectl.errors import UsageError
+
+Record = tuple[bytes | None, bytes | None]
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+@dataclass
+class ParsedLines:
+    records: list[Record]
+    skipped_empty: int = 0
+    tombstones: int = 0
+
+
+def parse_lines(data: bytes, parse_key: bool = False, separator: str = "\t", source: str = "input") -> ParsedLines:
+    """Split ``data`` into records the way kafka-console-producer does with ``parse.key``.
+
+    Each non-empty line is one record. With ``parse_key`` the text before the first separator is
+    the key and the rest the value; an empty value is a tombstone (None). Blank lines are skipped
+    and counted. A line without the separator is an error: every such line is reported, with its
+    number, and nothing is returned.
+    """
+    if parse_key and not separator:
+        raise UsageError("--key-separator must not be empty")
+    sep = separator.encode()
+    result = ParsedLines([])
+    missing: list[int] = []
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line does not start another
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip(b"\r")
+        if not line.strip():
+            result.skipped_empty += 1
+            continue
+        if not parse_key:
+            result.records.append((None, line))
+            continue
+        key, found, value = line.partition(sep)
+        if not found:
+            missing.append(number)
+            continue
+        if value == b"":
+            result.tombstones += 1
+            result.records.append((key, None))
+        else:
+            result.records.append((key, value))
+    if missing:
+        shown = ", ".join(str(n) for n in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise UsageError(
+            f"{source}: {len(missing)} line(s) have no key separator {separator!r} "
+            f"(line {shown}); fix them or choose --key-separator — nothing was produced"
+        )
+    return result
+
+
+def read_lines_file(path: Path, parse_key: bool, separator: str) -> ParsedLines:
+    if not path.exists():
+        raise UsageError(f"file {path} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory, not a file")
+    return parse_lines(path.read_bytes(), parse_key, separator, source=str(path))
+
+
+def read_json_array(path: Path, key_field: str) -> list[Record]:
+    """A JSON array of objects -> records keyed by ``key_field`` (the value is the object's JSON)."""
+    try:
+        items = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable JSON array ({exc})") from None
+    if not isinstance(items, list):
+        raise UsageError(f"{path}: expected a JSON array")
+    out: list[Record] = []
+    for item in items:
+        key = item.get(key_field) if isinstance(item, dict) else None
+        out.append((str(key).encode() if key is not None else None, json.dumps(item).encode()))
+    return out
+
+
+# ---------------------------------------------------------------- datasets
+TABLE_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}
+
+
+@dataclass
+class TopicBatch:
+    """Records bound for one topic, and how to create the topic if it is missing."""
+
+    topic: str
+    records: Iterable[Record]
+    count: int
+    partitions: int = 4
+    configs: dict[str, str] = field(default_factory=dict)
+    tombstones: int = 0
+    skipped_empty: int = 0
+
+
+@dataclass
+class Dataset:
+    name: str
+    description: str
+    build: Callable[["DatasetOptions"], list[TopicBatch]]
+    synthetic: bool = False
+
+
+@dataclass
+class DatasetOptions:
+    count: int = 100_000
+    seed: int = 42
+    players: int = 1_000
+    products: int = 100
+    data_dir: Path = DATA_DIR
+
+
+def _seed_file(opts: DatasetOptions, name: str) -> Path:
+    path = opts.data_dir / name
+    if not path.exists():
+        raise UsageError(f"seed file {path} is missing; set STATECTL_DATA_DIR or restore data/")
+    return path
+
+
+def _table_batch(topic: str, parsed: ParsedLines) -> TopicBatch:
+    return TopicBatch(topic, parsed.records, len(parsed.records), partitions=2, configs=dict(TABLE_CONFIGS),
+                      tombstones=parsed.tombstones, skipped_empty=parsed.skipped_empty)
+
+
+def _leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
+    players = read_lines_file(_seed_file(opts, "players.json"), True, "|")
+    products = read_lines_file(_seed_file(opts, "products.json"), True, "|")
+    scores = read_lines_file(_seed_file(opts, "score-events.json"), False, "|")
+    return [
+        _table_batch("players", players),
+        _table_batch("products", products),
+        TopicBatch("score-events", scores.records, len(scores.records), skipped_empty=scores.skipped_empty),
+    ]
+
+
+def _patient_events(opts: DatasetOptions) -> list[TopicBatch]:
+    parsed = read_lines_file(_seed_file(opts, "patient-events.json"), True, "|")
+    return [TopicBatch("patient-events", parsed.records, len(parsed.records), tombstones=parsed.tombstones)]
+
+
+def _sales_events(opts: DatasetOptions) -> list[TopicBatch]:
+    records = read_json_array(_seed_file(opts, "sales-events.json"), "product")
+    return [TopicBatch("sales-events", records, len(records))]
+
+
+def _sales_events_sample(opts: DatasetOptions) -> list[TopicBatch]:
+    parsed = read_lines_file(_seed_file(opts, "sales-events-sample.txt"), True, ":")
+    return [TopicBatch("sales-events", parsed.records, len(parsed.records))]
+
+
+# ---------------------------------------------------------------- synthetic leaderboard
+GAMES = [
+    "Super Smash Bros", "Mario Kart", "Tetris", "Street Fighter", "Rocket League", "Celeste",
+    "Hades", "Minecraft", "Zelda", "Metroid", "Pac-Man", "Galaga", "Doom", "Portal", "Halo",
+]
+NAMES = [
+    "Elyse", "Mitch", "Isabelle", "Sammy", "Ada", "Linus", "Grace", "Ken", "Barbara", "Dennis",
+    "Margaret", "Alan", "Frances", "Edsger", "Radia", "Tim", "Anita", "Guido", "Sophie", "Yukihiro",
+]
+
+
+def zipf_cum_weights(n: int, s: float = 1.1) -> list[float]:
+    """Cumulative Zipf weights over ranks 1..n: a few hot keys, a long tail."""
+    return list(itertools.accumulate(1.0 / (rank ** s) for rank in range(1, n + 1)))
+
+
+def player_records(n: int) -> list[Record]:
+    return [
+        (str(i).encode(), json.dumps({"id": i, "name": f"{NAMES[(i - 1) % len(NAMES)]}-{i}"}).encode())
+        for i in range(1, n + 1)
+    ]
+
+
+def product_records(n: int) -> list[Record]:
+    return [
+        (str(i).encode(), json.dumps({"id": i, "name": f"{GAMES[(i - 1) % len(GAMES)]} {1 + (i - 1) // len(GAMES)}"}).encode())
+        for i in range(1, n + 1)
+    ]
+
+
+def score_events(count: int, players: int, products: int, seed: int, chunk: int = 65_536) -> Iterator[Record]:
+    """``count`` unkeyed score events, Zipf-skewed over players and products; 1 in 8 scores is a float."""
+    rng = random.Random(seed)
+    # Shuffle rank -> id so the hot keys are not simply the smallest ids.
+    player_ids = list(range(1, players + 1))
+    product_ids = list(range(1, products + 1))
+    rng.shuffle(player_ids)
+    rng.shuffle(product_ids)
+    pw = zipf_cum_weights(players)
+    qw = zipf_cum_weights(products)
+    done = 0
+    while done < count:
+        k = min(chunk, count - done)
+        ps = rng.choices(player_ids, cum_weights=pw, k=k)
+        qs = rng.choices(product_ids, cum_weights=qw, k=k)
+        scores = [rng.randrange(0, 100_000) for _ in range(k)]
+        for i in range(k):
+            s = scores[i]
+            if s & 7 == 0:
+                yield None, b'{"score": %d.5, "product_id": %d, "player_id": %d}' % (s, qs[i], ps[i])
+            else:
+                yield None, b'{"score": %d, "product_id": %d, "player_id": %d}' % (s, qs[i], ps[i])
+        done += k
+
+
+def _synthetic_leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
+    if opts.players < 1 or opts.products < 1 or opts.count < 0:
+        raise UsageError("--players and --products must be at least 1 and --count not negative")
+    return [
+        TopicBatch("players", player_records(opts.players), opts.players, partitions=2, configs=dict(TABLE_CONFIGS)),
+        TopicBatch("products", product_records(opts.products), opts.products, partitions=2, configs=dict(TABLE_CONFIGS)),
+        TopicBatch("score-events", score_events(opts.count, opts.players, opts.products, opts.seed), opts.count),
+    ]
+
+
+DATASETS: dict[str, Dataset] = {
+    d.name: d
+    for d in [
+        Dataset("leaderboard", "chapter 4 seed data: players and products tables, 8 score events", _leaderboard),
+        Dataset("synthetic-leaderboard", "players/products tables and --count Zipf-skewed score events", _synthetic_leaderboard, synthetic=True),
+        Dataset("patient-events", "chapter 6 seed: patient 1 checks in and out (keyed)", _patient_events),
+        Dataset("sales-events", "sales-aggregation seed: 5 sales events keyed by product", _sales_events),
+        Dataset("sales-events-sample", "the post's 100-line sample, 'product:json' lines", _sales_events_sample),
+    ]
+}
+
+
+def dataset_batches(name: str, opts: DatasetOptions) -> list[TopicBatch]:
+    if name not in DATASETS:
+        import difflib
+
+        guess = difflib.get_close_matches(name, list(DATASETS), n=1)
+        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+        raise UsageError(f"unknown dataset {name!r}{hint}; known: {', '.join(DATASETS)}")
+    return DATASETS[name].build(opts)
+
+
+def file_batch(path: Path, topic: str, parse_key: bool, separator: str, partitions: int) -> TopicBatch:
+    parsed = read_lines_file(path, parse_key, separator)
+    return TopicBatch(topic, parsed.records, len(parsed.records), partitions=partitions,
+                      tombstones=parsed.tombstones, skipped_empty=parsed.skipped_empty)

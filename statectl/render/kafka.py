@@ -1,0 +1,53 @@
+"""Renderers for `statectl kafka` and `statectl produce-test-data`."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from statectl.broker import BrokerStatus
+from statectl.produce import ProduceReport
+from statectl.render import emit_json, err, out
+
+
+def broker_status(status: BrokerStatus, as_json: bool, action: str) -> None:
+    if as_json:
+        emit_json({"action": action, **status.to_dict()})
+        return
+    if action == "up":
+        if status.already_running:
+            err().print(f"Kafka {status.kafka_version} is already running (pid {status.pid}).")
+        else:
+            err().print(f"Kafka {status.kafka_version} is up in {status.ready_seconds:.1f} s (pid {status.pid}); log: {status.log_file}")
+        out().print(status.bootstrap_servers)
+    elif action == "down":
+        if status.running:
+            err().print(f"Kafka broker (pid {status.pid}) stopped.")
+        else:
+            err().print(f"No Kafka broker is running for {status.data_dir}.")
+    else:
+        if status.running:
+            out().print(f"running  {status.bootstrap_servers}  pid {status.pid}  data {status.data_dir}  log {status.log_file}", soft_wrap=True)
+        else:
+            out().print(f"stopped  data {status.data_dir}", soft_wrap=True)
+
+
+def produce_report(report: ProduceReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    table = Table(title=f"Produced to {report.bootstrap_servers}" + (" (interrupted)" if report.interrupted else ""))
+    table.add_column("topic")
+    table.add_column("delivered", justify="right")
+    table.add_column("failed", justify="right")
+    table.add_column("tombstones", justify="right")
+    table.add_column("skipped blank lines", justify="right")
+    table.add_column("created", justify="center")
+    for t in report.topics:
+        table.add_row(t.topic, f"{t.delivered:,}", f"{t.failed:,}", f"{t.tombstones:,}",
+                      f"{t.skipped_empty:,}", "yes" if t.topic in report.created_topics else "")
+    out().print(table)
+    for t in report.topics:
+        for reason, n in t.errors.items():
+            err().print(f"  {t.topic}: {n:,} × {reason}")
+    err().print(f"{report.delivered:,} records in {report.elapsed_seconds:.2f} s "
+                f"({report.records_per_second:,.0f} records/s)")

@@ -1,0 +1,63 @@
+"""Shared fixtures: a real KRaft broker for the whole session, started from the cached jars."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real single-node Kafka broker on a free loopback port; stopped when the session ends."""
+    from statectl.broker import broker_down, broker_up, free_port
+
+    data_dir = tmp_path_factory.mktemp("kafka")
+    status = broker_up(data_dir, port=free_port(), timeout=90)
+    try:
+        yield status
+    finally:
+        broker_down(data_dir)
+
+
+@pytest.fixture(scope="session")
+def bootstrap(kafka_broker) -> str:
+    return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture
+def unique_topic():
+    """A fresh topic name per test, so tests on the shared broker never see each other's data."""
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def cli():
+    """Invoke the statectl CLI in-process; returns typer's Result (exit_code, stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from statectl.cli.main import app
+
+    runner = CliRunner()
+
+    def invoke(*args: str, env: dict | None = None):
+        return runner.invoke(app, list(args), env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def run_statectl(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300):
+    """Run statectl in a subprocess (a fresh interpreter, as a user would)."""
+    import subprocess
+
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "statectl", *args], capture_output=True, text=True,
+        env=full_env, cwd=cwd or REPO, timeout=timeout,
+    )

@@ -1,0 +1,75 @@
+"""`statectl kafka up | status | down` against a real broker in its own data dir."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from statectl.broker import free_port
+from tests.conftest import run_statectl
+
+pytestmark = pytest.mark.integration
+
+
+def test_broker_lifecycle(tmp_path):
+    port = free_port()
+    data = str(tmp_path / "kafka")
+    up = run_statectl("kafka", "up", "--port", str(port), "--data-dir", data, "--json")
+    assert up.returncode == 0, up.stderr
+    info = json.loads(up.stdout)
+    assert info["running"] and info["bootstrap_servers"] == f"127.0.0.1:{port}"
+    assert not info["already_running"]
+    try:
+        again = run_statectl("kafka", "up", "--port", str(port), "--data-dir", data)
+        assert again.returncode == 0
+        assert "already running" in again.stderr
+        assert again.stdout.strip() == f"127.0.0.1:{port}"
+
+        status = run_statectl("kafka", "status", "--data-dir", data, "--json")
+        assert status.returncode == 0
+        assert json.loads(status.stdout)["pid"] == info["pid"]
+    finally:
+        down = run_statectl("kafka", "down", "--data-dir", data)
+    assert down.returncode == 0
+    assert "stopped" in down.stderr
+    stopped = run_statectl("kafka", "status", "--data-dir", data)
+    assert stopped.returncode == 1 and stopped.stdout.startswith("stopped")
+    # The port is free again: the broker really exited.
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_broker_restarts_on_existing_data(tmp_path, unique_topic):
+    from statectl.adapters.kafka import TopicSpec, create_missing_topics, existing_topics, require_broker
+    from statectl.broker import broker_down, broker_up
+
+    data = tmp_path / "kafka"
+    first = broker_up(data, port=free_port())
+    try:
+        create_missing_topics(require_broker(first.bootstrap_servers), [TopicSpec(unique_topic)])
+    finally:
+        broker_down(data)
+    second = broker_up(data, port=free_port())
+    try:
+        assert unique_topic in existing_topics(require_broker(second.bootstrap_servers))
+    finally:
+        broker_down(data)
+
+
+def test_busy_port_is_a_clear_usage_error(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        result = run_statectl("kafka", "up", "--port", str(port), "--data-dir", str(tmp_path / "k"))
+    assert result.returncode == 2
+    assert f"port {port} is already in use by another process" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_down_without_a_broker_is_fine(tmp_path):
+    result = run_statectl("kafka", "down", "--data-dir", str(tmp_path / "none"))
+    assert result.returncode == 0
+    assert "No Kafka broker is running" in result.stderr

@@ -1,0 +1,126 @@
+"""`statectl produce-test-data` against the real broker, read back with a real consumer.
+
+Bad inputs tried: a line without the separator (refused, nothing produced), blank lines
+(skipped and counted), an empty value (a tombstone), a missing file, --file without --topic,
+a DATASET together with --file, an unknown dataset, an unreachable broker (error within seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from statectl.adapters.kafka import admin_client, existing_topics, read_topic
+
+pytestmark = pytest.mark.integration
+
+
+def _values(bootstrap, topic):
+    return [(r.key, r.value) for r in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset))]
+
+
+def test_leaderboard_seed_dataset_round_trips(cli, bootstrap):
+    result = cli("produce-test-data", "leaderboard", "-b", bootstrap, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert {t["topic"]: (t["delivered"], t["failed"]) for t in report["topics"]} == {
+        "players": (4, 0), "products": (2, 0), "score-events": (8, 0),
+    }
+    players = dict(_values(bootstrap, "players"))
+    assert json.loads(players[b"3"]) == {"id": 3, "name": "Isabelle"}
+    products = dict(_values(bootstrap, "products"))
+    assert set(products) >= {b"1", b"6"}
+    scores = [json.loads(v) for k, v in _values(bootstrap, "score-events")]
+    assert {"score": 9000.0, "product_id": 6, "player_id": 3} in scores
+    assert all(k is None for k, _ in _values(bootstrap, "score-events"))
+
+    from confluent_kafka.admin import ConfigResource
+
+    res = ConfigResource(ConfigResource.Type.TOPIC, "players")
+    admin = admin_client(bootstrap)
+    configs = admin.describe_configs([res])[res].result()
+    assert configs["cleanup.policy"].value == "compact"
+
+
+@pytest.mark.parametrize(
+    "dataset, topic, expected",
+    [
+        ("patient-events", "patient-events", [(b"1", b"check-in"), (b"1", b"check-out")]),
+        ("sales-events", "sales-events", None),
+    ],
+    ids=["patient-events", "sales-events"],
+)
+def test_other_seed_datasets(cli, bootstrap, dataset, topic, expected):
+    before = len(read_topic(bootstrap, topic)) if topic in existing_topics(admin_client(bootstrap)) else 0
+    result = cli("produce-test-data", dataset, "-b", bootstrap, "--json")
+    assert result.exit_code == 0, result.output
+    records = _values(bootstrap, topic)[before:]
+    if expected is not None:
+        assert records == expected
+    else:
+        # Keyed by product: order holds per key (a key lives in one partition), not across keys.
+        per_key: dict[bytes, list[int]] = {}
+        for k, v in records:
+            assert json.loads(v)["product"].encode() == k
+            per_key.setdefault(k, []).append(json.loads(v)["value"])
+        assert per_key == {b"product2": [1000, 1300], b"product1": [1500, 1000], b"product5": [1000]}
+
+
+def test_file_with_parse_key_tombstones_and_blank_lines(cli, bootstrap, unique_topic, tmp_path):
+    f = tmp_path / "in.txt"
+    f.write_text("a|1\n\nb|2\nb|\n   \nc|x|y\n")
+    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--parse-key",
+                 "--key-separator", "|", "--partitions", "1", "-b", bootstrap, "--json")
+    assert result.exit_code == 0, result.output
+    topic = json.loads(result.stdout)["topics"][0]
+    assert (topic["delivered"], topic["tombstones"], topic["skipped_empty"]) == (4, 1, 2)
+    assert _values(bootstrap, unique_topic) == [(b"a", b"1"), (b"b", b"2"), (b"b", None), (b"c", b"x|y")]
+
+
+def test_line_without_separator_produces_nothing(cli, bootstrap, unique_topic, tmp_path):
+    f = tmp_path / "bad.txt"
+    f.write_text("a|1\nnothing here\n")
+    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--parse-key",
+                 "--key-separator", "|", "-b", bootstrap)
+    assert result.exit_code == 2
+    assert "1 line(s) have no key separator '|' (line 2)" in result.stderr
+    assert unique_topic not in existing_topics(admin_client(bootstrap))
+
+
+def test_synthetic_generator_counts_and_rate(cli, bootstrap):
+    started = time.monotonic()
+    result = cli("produce-test-data", "synthetic-leaderboard", "--count", "300", "--players", "5",
+                 "--products", "3", "--rate", "1000", "-b", bootstrap, "--json")
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [t["delivered"] for t in report["topics"]] == [5, 3, 300]
+    # 308 records at 1,000/s cannot finish much faster than 0.3 s.
+    assert elapsed >= 0.25
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--file", "/nonexistent/x.txt", "--topic", "t"], 2, "file /nonexistent/x.txt does not exist"),
+        (["--file", "data/players.json"], 2, "--file needs --topic"),
+        (["leaderboard", "--file", "data/players.json", "--topic", "t"], 2, "either a DATASET or --file"),
+        (["leaderbord"], 2, "unknown dataset 'leaderbord' (did you mean 'leaderboard'?)"),
+        ([], 2, "name a DATASET"),
+    ],
+    ids=["missing-file", "file-without-topic", "dataset-and-file", "unknown-dataset", "nothing"],
+)
+def test_usage_errors(cli, args, code, message):
+    result = cli("produce-test-data", *args, "-b", "127.0.0.1:1")
+    assert result.exit_code == code
+    assert message in result.stderr
+
+
+def test_unreachable_broker_fails_fast(cli):
+    started = time.monotonic()
+    result = cli("produce-test-data", "leaderboard", "-b", "127.0.0.1:1")
+    assert result.exit_code == 1
+    assert "cannot reach Kafka at 127.0.0.1:1 within 5 s" in result.stderr
+    assert time.monotonic() - started < 15
