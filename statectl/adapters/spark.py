@@ -1,0 +1,101 @@
+"""The Spark session every job and Spark-backed command uses.
+
+RocksDB state store with changelog checkpointing, the Kafka connector jars from the local
+cache (never ``spark.jars.packages``: resolution happens once, offline afterwards), Spark's
+logging to a file, the UI off unless asked, Python workers on this interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+
+from statectl.errors import OperationalError
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+BASE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "false",  # AQE does not apply to streaming; keep plans plain
+    "spark.driver.memory": "2g",
+    "spark.sql.streaming.stopActiveRunOnRestart": "true",
+}
+
+
+def pyspark_jars_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise OperationalError("PySpark is not installed; run scripts/setup.sh")
+    return Path(list(spec.submodule_search_locations)[0]) / "jars"
+
+
+def connector_jars() -> list[Path]:
+    """The Kafka connector bundle minus what PySpark already ships (same artifact, any version)."""
+    from statectl.jars import SPARK_KAFKA, artifact_base, ensure_bundle
+
+    shipped = {artifact_base(p.name) for p in pyspark_jars_dir().glob("*.jar")}
+    return [j for j in ensure_bundle(SPARK_KAFKA) if artifact_base(j.name) not in shipped]
+
+
+def spark_log_file() -> Path:
+    from statectl.paths import default_log_dir
+
+    env = os.environ.get("STATECTL_SPARK_LOG")
+    path = Path(env) if env else default_log_dir() / "spark.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.resolve()
+
+
+def spark_session(
+    app_name: str = "statectl",
+    master: str = "local[*]",
+    conf: dict[str, str] | None = None,
+    ui: bool = False,
+    log_file: Path | None = None,
+):
+    """Create (or reuse, in this process) the SparkSession statectl runs on.
+
+    Static settings (jars, master, logging) only take effect when the JVM starts; a later call
+    in the same process reuses that JVM and applies only the SQL confs it is given.
+    """
+    # Python workers must run this interpreter (it has pandas, pyarrow, statectl, the jobs).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    settings = dict(BASE_CONF)
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    if ui:
+        settings["spark.ui.enabled"] = "true"
+    if active is not None:
+        for key, value in settings.items():
+            if key.startswith("spark.sql."):
+                active.conf.set(key, value)
+        return active
+
+    log_file = (log_file or spark_log_file()).resolve()
+    log4j = resources.files("statectl.resources").joinpath("spark-log4j2.properties")
+    with resources.as_file(log4j) as log4j_path:
+        java_opts = f"-Dlog4j2.configurationFile=file:{log4j_path} -Dstatectl.spark.log={log_file}"
+        builder = SparkSession.builder.appName(app_name).master(master)
+        builder = builder.config("spark.jars", ",".join(str(j) for j in connector_jars()))
+        builder = builder.config("spark.driver.extraJavaOptions", java_opts)
+        builder = builder.config("spark.executor.extraJavaOptions", java_opts)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        try:
+            session = builder.getOrCreate()
+        except Exception as exc:  # py4j/JVM start-up failures come in many types
+            raise OperationalError(f"Spark did not start: {str(exc).splitlines()[0][:300]} (log: {log_file})") from exc
+    session.sparkContext.setLogLevel("WARN")
+    return session
