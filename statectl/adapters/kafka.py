@@ -189,3 +189,181 @@ def iter_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> Iterator[Co
             raise OperationalError(f"timed out reading {topic!r} after {timeout:.0f} s")
     finally:
         consumer.close()
+
+
+# ---------------------------------------------------------------- topic configs (statectl topic-config)
+def refuse_if_nothing_listens(bootstrap: str, timeout: float = 1.0) -> None:
+    """BrokerUnavailable at once when every bootstrap address refuses the connection or does not
+    resolve, instead of waiting out the client's reach timeout (a closed port never opens later)."""
+    import socket
+
+    reasons = []
+    for address in bootstrap.split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout):
+                return
+        except (ConnectionRefusedError, socket.gaierror, ValueError) as exc:
+            reasons.append(f"{address.strip()}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+        except OSError:
+            return  # slow or filtered: let the Kafka client decide within its timeout
+    raise BrokerUnavailable(
+        f"cannot reach Kafka at {bootstrap} ({'; '.join(reasons)}); is the broker running? "
+        "(start a local one with `statectl kafka up`, or pass --bootstrap-servers)"
+    )
+
+
+class ReadOnlyAdmin:
+    """An admin client that can look and validate but never write: the second guard of a dry run."""
+
+    def __init__(self, admin: AdminClient):
+        self._admin = admin
+
+    def list_topics(self, *args, **kwargs):
+        return self._admin.list_topics(*args, **kwargs)
+
+    def describe_configs(self, *args, **kwargs):
+        return self._admin.describe_configs(*args, **kwargs)
+
+    def incremental_alter_configs(self, resources, **kwargs):
+        self._refuse_write("alter topic configs", kwargs)
+        return self._admin.incremental_alter_configs(resources, **kwargs)
+
+    def create_topics(self, topics, **kwargs):
+        self._refuse_write("create topics", kwargs)
+        return self._admin.create_topics(topics, **kwargs)
+
+    @staticmethod
+    def _refuse_write(what: str, kwargs: dict) -> None:
+        if not kwargs.get("validate_only"):
+            raise OperationalError(f"refused to {what}: this admin client is read-only (dry run)")
+
+
+def topic_admin(bootstrap: str, read_only: bool) -> AdminClient | ReadOnlyAdmin:
+    """An admin client for a broker that answers; read-only ones can only describe and validate."""
+    refuse_if_nothing_listens(bootstrap)
+    admin = require_broker(bootstrap)
+    return ReadOnlyAdmin(admin) if read_only else admin
+
+
+def _config_entry(entry) -> dict:
+    from confluent_kafka.admin import ConfigSource
+
+    def source(s) -> str:
+        return s.name if isinstance(s, ConfigSource) else ConfigSource(s).name
+
+    # librdkafka hands synonyms over as a dict keyed by name, so two levels that share a name
+    # (topic and cluster min.insync.replicas) keep only the last; the order is the broker's precedence.
+    return {
+        "name": entry.name, "value": entry.value, "source": source(entry.source),
+        "is_default": entry.is_default, "is_sensitive": entry.is_sensitive, "is_read_only": entry.is_read_only,
+        "synonyms": [(s.name, source(s.source), s.value) for s in (entry.synonyms or {}).values()],
+    }
+
+
+def describe_topics(admin, names: list[str], timeout: float = REACH_TIMEOUT) -> dict[str, dict]:
+    """Layout and every config of the named topics that exist: name -> {topic, partitions,
+    replication_factor, configs: {key: {name, value, source, is_default, ..., synonyms}}}."""
+    from confluent_kafka.admin import ConfigResource
+
+    md = admin.list_topics(timeout=timeout)
+    present = [n for n in dict.fromkeys(names) if n in md.topics and md.topics[n].error is None]
+    if not present:
+        return {}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in present]
+    out = {}
+    for res, fut in admin.describe_configs(resources, request_timeout=timeout).items():
+        try:
+            entries = fut.result()
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise OperationalError(f"could not describe the configs of topic {res.name!r}: {exc.args[0].str()}") from exc
+        partitions = md.topics[res.name].partitions
+        out[res.name] = {
+            "topic": res.name,
+            "partitions": len(partitions),
+            "replication_factor": max((len(p.replicas) for p in partitions.values()), default=0),
+            "configs": {name: _config_entry(e) for name, e in entries.items()},
+        }
+    return {n: out[n] for n in present if n in out}
+
+
+def alter_topic_configs(admin, changes: dict[str, list[tuple[str, str, str | None]]], validate_only: bool,
+                        timeout: float = 15.0) -> dict[str, tuple[str, str]]:
+    """IncrementalAlterConfigs for ``{topic: [("set"|"delete", key, value)]}`` — only the named keys
+    change (never the deprecated alter that resets the rest). Returns ``{topic: (error name, message)}``
+    for the topics the broker refused; empty when every topic was accepted."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    ops = {"set": AlterConfigOpType.SET, "delete": AlterConfigOpType.DELETE}
+    resources = [
+        ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+            ConfigEntry(key, value if op == "set" else None, incremental_operation=ops[op])
+            for op, key, value in entries
+        ])
+        for topic, entries in changes.items() if entries
+    ]
+    if not resources:
+        return {}
+    failures = {}
+    futures = admin.incremental_alter_configs(resources, validate_only=validate_only, request_timeout=timeout)
+    for res, fut in futures.items():
+        try:
+            fut.result()
+        except KafkaException as exc:
+            failures[res.name] = (exc.args[0].name(), exc.args[0].str())
+    return failures
+
+
+def validate_new_topics(admin, specs: list[TopicSpec], timeout: float = 15.0) -> dict[str, tuple[str, str]]:
+    """Ask the broker whether it would create ``specs`` (validate_only); ``{topic: (error name, message)}``."""
+    if not specs:
+        return {}
+    futures = admin.create_topics(
+        [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor,
+                  config={k: str(v) for k, v in s.configs.items()}) for s in specs],
+        validate_only=True, operation_timeout=timeout, request_timeout=timeout,
+    )
+    failures = {}
+    for name, fut in futures.items():
+        try:
+            fut.result()
+        except KafkaException as exc:
+            failures[name] = (exc.args[0].name(), exc.args[0].str())
+    return failures
+
+
+def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.5, on_caught_up=None):
+    """Yield lists of (key, value) from the start of ``topic`` and then as records arrive, until ``stop`` is set.
+
+    ``on_caught_up`` is called once the records present at the start have been read.
+    """
+    import uuid
+
+    consumer = Consumer(
+        client_config(bootstrap, **{"group.id": f"statectl-view-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+                                    "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    )
+    try:
+        consumer.subscribe([topic])
+        pending_eof: set[int] | None = None
+        while not stop.is_set():
+            msgs = consumer.consume(num_messages=5_000, timeout=poll_seconds)
+            batch = []
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if pending_eof is None:
+                            pending_eof = {p.partition for p in consumer.assignment()}
+                        pending_eof.discard(msg.partition())
+                        if not pending_eof and on_caught_up:
+                            on_caught_up()
+                            on_caught_up = None
+                    continue
+                batch.append((msg.key(), msg.value()))
+            if batch:
+                yield batch
+    finally:
+        consumer.close()

@@ -7,6 +7,7 @@ logging to a file, the UI off unless asked, Python workers on this interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from importlib import resources
@@ -94,8 +95,28 @@ def spark_session(
         for key, value in settings.items():
             builder = builder.config(key, value)
         try:
-            session = builder.getOrCreate()
+            with _child_output_to(log_file):
+                session = builder.getOrCreate()
         except Exception as exc:  # py4j/JVM start-up failures come in many types
             raise OperationalError(f"Spark did not start: {str(exc).splitlines()[0][:300]} (log: {log_file})") from exc
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+@contextlib.contextmanager
+def _child_output_to(log_file: Path):
+    """Point fds 1 and 2 at ``log_file`` while the JVM is spawned, so the JVM and the Python
+    workers it forks (which print progress chatter to stdout) write there, not to the terminal."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (*saved, fd):
+            os.close(f)

@@ -1,0 +1,62 @@
+"""`statectl query leaderboard` and `statectl serve leaderboard`: interactive queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from statectl.cli.common import BootstrapOpt, ConfigOpt
+
+query_app = typer.Typer(help="Query a job's current results (read from its materialised output topic).", no_args_is_help=True)
+serve_app = typer.Typer(help="Serve a job's current results over HTTP (the reference app's REST API).", no_args_is_help=True)
+
+
+def _topic_and_bootstrap(config: Path | None, bootstrap: str | None) -> tuple[str, str]:
+    from statectl.config import LeaderboardConfig, load_config, resolve_bootstrap
+
+    if config is None:
+        default = Path(__file__).resolve().parents[2] / "configs" / "leaderboard.yaml"
+        cfg = load_config(default) if default.exists() else LeaderboardConfig(job="leaderboard")
+    else:
+        cfg = load_config(config, expect_job="leaderboard")
+    return cfg.topics.high_scores, resolve_bootstrap(bootstrap, cfg.kafka.bootstrap_servers)
+
+
+@query_app.command("leaderboard")
+def query_leaderboard(
+    product_id: Annotated[Optional[str], typer.Argument(help="One game's id; omit for all games.")] = None,
+    table: Annotated[bool, typer.Option("--table", help="A rich table instead of JSON.")] = False,
+    config: ConfigOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+) -> None:
+    """Print the current leaderboard as JSON: {"<productId>": [entry, ...]} or one game's [entry, ...].
+
+    Entries are best first: {"playerId", "productId", "playerName", "gameName", "score"}.
+    Exit 2 for an unknown game.
+    """
+    from statectl.render.query import leaderboard
+    from statectl.views import read_view, select_game
+
+    topic, bootstrap = _topic_and_bootstrap(config, bootstrap_servers)
+    leaderboard(select_game(read_view(bootstrap, topic), product_id), product_id, table)
+
+
+@serve_app.command("leaderboard")
+def serve_leaderboard(
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 7000,
+    host: Annotated[str, typer.Option("--host", help="Address to bind (default: loopback only).")] = "127.0.0.1",
+    config: ConfigOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+) -> None:
+    """Serve GET /leaderboard, /leaderboard/<productId> (404 if unknown) and /leaderboard/count.
+
+    The view follows the high-scores topic live, so it is current while the job runs.
+    Stop with Ctrl-C.
+    """
+    from statectl.render import err
+    from statectl.server import serve
+
+    topic, bootstrap = _topic_and_bootstrap(config, bootstrap_servers)
+    serve(bootstrap, topic, host, port, announce=lambda url: err().print(f"serving the leaderboard on {url} (Ctrl-C to stop)"))

@@ -1,0 +1,69 @@
+"""Interactive queries over a job's materialised output topic (the high-scores view).
+
+``read_view`` reads the compacted topic to its end once; ``LiveView`` keeps a copy current from a
+background consumer, for the REST server. Both work while the job runs and after it stopped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from statectl.errors import UsageError
+from statectl.leaderboard import materialize
+
+
+def read_view(bootstrap: str, topic: str) -> dict[str, list[dict]]:
+    from statectl.adapters.kafka import existing_topics, read_topic, require_broker
+
+    admin = require_broker(bootstrap)
+    if topic not in existing_topics(admin):
+        raise UsageError(f"topic {topic!r} does not exist yet; run the job first (statectl run leaderboard)")
+    # A key lives in one partition, so offset order is its update order.
+    records = sorted(read_topic(bootstrap, topic, timeout=30), key=lambda r: (r.partition, r.offset))
+    return materialize((r.key, r.value) for r in records)
+
+
+def select_game(view: dict[str, list[dict]], product_id: str | None):
+    if product_id is None:
+        return view
+    if product_id not in view:
+        raise UsageError(f"no leaderboard for product {product_id!r}; known: {', '.join(view) or 'none'}")
+    return view[product_id]
+
+
+class LiveView:
+    """The view, refreshed by a background thread that tails the topic."""
+
+    def __init__(self, bootstrap: str, topic: str, poll_seconds: float = 0.5):
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.poll_seconds = poll_seconds
+        self._records: dict[bytes, bytes | None] = {}
+        self._view: dict[str, list[dict]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tail, name="statectl-view", daemon=True)
+        self.ready = threading.Event()
+
+    def start(self) -> "LiveView":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def snapshot(self) -> dict[str, list[dict]]:
+        with self._lock:
+            return dict(self._view)
+
+    def _tail(self) -> None:
+        from statectl.adapters.kafka import tail_topic
+
+        for batch in tail_topic(self.bootstrap, self.topic, self._stop, self.poll_seconds, on_caught_up=self.ready.set):
+            with self._lock:
+                for key, value in batch:
+                    if key is not None:
+                        self._records[key] = value
+                self._view = materialize(self._records.items())
