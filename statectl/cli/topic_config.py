@@ -1,0 +1,67 @@
+"""`statectl topic-config`: show, check, diff and apply changelog-style topic configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from statectl.cli.common import BootstrapOpt, JsonOpt
+
+
+def topic_config(
+    topic: Annotated[Optional[str], typer.Argument(help="The topic to describe or change. Omit with --file.")] = None,
+    set_: Annotated[
+        Optional[list[str]],
+        typer.Option("--set", metavar="KEY=VALUE", help="Set a topic config, e.g. --set segment.bytes=536870912 (repeatable)."),
+    ] = None,
+    delete: Annotated[
+        Optional[list[str]],
+        typer.Option("--delete", metavar="KEY", help="Remove the topic's override of KEY, back to the broker's default (repeatable)."),
+    ] = None,
+    preset: Annotated[
+        Optional[str],
+        typer.Option("--preset", metavar="NAME", help="Apply a named set of configs: aggressive-compaction (Table 6-1's knobs). --set wins over it."),
+    ] = None,
+    file: Annotated[
+        Optional[Path],
+        typer.Option("--file", "-f", metavar="PATH", help="Declarative topics file (see configs/topics.yaml): creates missing topics, applies one diff."),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the diff (and let the broker validate it); change nothing.")] = False,
+    bootstrap_servers: BootstrapOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Show, set and remove changelog-style topic configs — one topic or a whole topics file.
+
+    Without --set/--delete/--preset it lists every config of TOPIC with value, source and
+    default, non-defaults first. Changes are checked first (names against the broker's own,
+    types, ranges, then the broker's validate_only), shown as a diff, and written with
+    IncrementalAlterConfigs — all or nothing. Keys a topics file does not mention are reported,
+    never removed.
+
+    Examples:
+
+      statectl topic-config players
+
+      statectl topic-config pulse-counts --set segment.bytes=536870912 --set min.cleanable.dirty.ratio=0.3
+
+      statectl topic-config pulse-counts --preset aggressive-compaction --dry-run
+
+      statectl topic-config --file configs/topics.yaml --dry-run
+    """
+    from statectl.config import resolve_bootstrap
+    from statectl.render import topic_config as render
+    from statectl.topic_apply import TopicConfigOptions, apply_plan, describe_topic, plan_changes
+
+    opts = TopicConfigOptions(topic, set_ or [], delete or [], preset, file, dry_run,
+                              resolve_bootstrap(bootstrap_servers))
+    opts.check()
+    if opts.describes:
+        render.described(describe_topic(opts), json)
+        return
+    diff = plan_changes(opts)
+    render.plan(diff, json, final=dry_run or diff.is_noop)
+    if dry_run or diff.is_noop:
+        return
+    render.applied(apply_plan(diff), json)
