@@ -55,7 +55,7 @@ def dlq_value(reason: Column, detail: Column, raw: Column) -> Column:
     )
 
 
-INT_PATTERN = r"^-?[0-9]{1,18}$"
+INT_PATTERN = r"^[0-9]{1,18}$"
 NUMBER_PATTERN = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 NON_FINITE = ("nan", "+nan", "-nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf")
 

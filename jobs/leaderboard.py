@@ -1,6 +1,6 @@
 """The chapter-4 video game leaderboard on Spark Structured Streaming.
 
-Topology (one query, one read of each topic, two RocksDB-backed stateful operators):
+Topology (one query, one source per topic, two RocksDB-backed stateful operators):
 
     score-events ─┐                      ┌─ products (global table) ─┐
     players ──────┼─ parse ─▶ PlayerJoin ┼──────────────────────────▶ TopScores ─▶ high-scores
@@ -22,8 +22,8 @@ timestamp. Across micro-batches, batch order is processing order.
 
 Rows that cannot be processed (malformed JSON, missing or mistyped fields, non-finite scores,
 oversized or null values, bad table keys) are never dropped silently: they travel through both
-operators as ``dlq`` rows (grouped under a null key, which holds no state) and are written to
-the dead-letter topic with their reason.
+operators as ``dlq`` rows (grouped under the reserved key -1, which holds no state) and are
+written to the dead-letter topic with their reason. Ids are non-negative integers.
 """
 
 from __future__ import annotations
@@ -70,75 +70,94 @@ REASONS = [
 ]
 
 TABLE_KINDS = {"player", "player_delete", "product", "product_delete"}
+
+#: The grouping key of rows an operator only passes on (dead letters, the other table's rows).
+#: Never null: PySpark 4.2 turns an int key column holding a null into floats, and a float key
+#: reaches the JVM state server as the wrong key — every such group then shares one state slot.
+PASS_THROUGH = -1
 _DELETED = "\x00deleted"
 
 
 # ---------------------------------------------------------------- parsing (Spark SQL, no Python)
 def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
-    """Kafka rows of all three topics -> ROW_SCHEMA rows, validated; bad ones become ``dlq`` rows."""
+    """Kafka rows of all three topics -> ROW_SCHEMA rows, validated; bad ones become ``dlq`` rows.
+
+    The common case costs one typed JSON parse. Only a score that fails it is parsed again as
+    text to say why (missing field, mistyped field, non-finite score, malformed JSON).
+    """
     topic = F.col("topic")
     small = F.length("value") <= max_bytes
-    raw = F.when(small, F.col("value").cast("string"))
     is_score = topic == topics.score_events
     is_player = topic == topics.players
-    table_kind = F.when(is_player, F.lit("player")).otherwise(F.lit("product"))
-
-    sj = F.from_json(raw, "player_id STRING, product_id STRING, score STRING, _corrupt STRING",
-                     {"columnNameOfCorruptRecord": "_corrupt"})
-    tj = F.from_json(raw, "name STRING, _corrupt STRING", {"columnNameOfCorruptRecord": "_corrupt"})
-    df = src.select(
+    raw = F.when(small, F.col("value").cast("string"))
+    typed = F.from_json(raw, "player_id LONG, product_id LONG, score DOUBLE")
+    table = F.from_json(raw, "name STRING, _corrupt STRING", {"columnNameOfCorruptRecord": "_corrupt"})
+    parsed = src.select(
         "topic", "partition", "offset",
         F.col("key").cast("string").alias("rkey"),
         F.col("value").isNull().alias("is_null"),
         small.alias("small"),
         F.unix_millis("timestamp").alias("ts"),
         F.when(small, raw).otherwise(F.substring(F.col("value").cast("string"), 1, 1024)).alias("raw"),
-        F.when(is_score, sj).alias("s"),
-        F.when(~is_score, tj).alias("t"),
+        is_score.alias("is_score"),
+        is_player.alias("is_player"),
+        F.when(is_score, typed).alias("s"),
+        F.when(~is_score, table).alias("t"),
     )
     s, t = F.col("s"), F.col("t")
-    score_text = F.trim(s["score"])
-    score_value = score_text.cast("double")
-    missing = F.concat_ws(", ", *[F.when(s[c].isNull(), F.lit(c)) for c in ("player_id", "product_id", "score")])
+    score_ok = (
+        (s["player_id"] >= 0) & (s["product_id"] >= 0) & s["score"].isNotNull()
+        & ~F.isnan(s["score"]) & (F.abs(s["score"]) != float("inf"))
+    )
+    # Diagnostics for a score that failed the typed parse, on its text form.
+    text = F.from_json(F.col("raw"), "player_id STRING, product_id STRING, score STRING, _corrupt STRING",
+                       {"columnNameOfCorruptRecord": "_corrupt"})
+    score_text = F.trim(text["score"])
     score_reason = (
         F.when(F.col("is_null"), "null_value")
         .when(~F.col("small"), "oversized")
-        .when(s.isNull() | s["_corrupt"].isNotNull(), "malformed_json")
-        .when(s["player_id"].isNull() | s["product_id"].isNull() | s["score"].isNull(), "missing_field")
-        .when(~s["player_id"].rlike(INT_PATTERN) | ~s["product_id"].rlike(INT_PATTERN), "mistyped_field")
-        .when(F.lower(score_text).isin(*NON_FINITE), "non_finite_score")
-        .when(~score_text.rlike(NUMBER_PATTERN), "mistyped_field")
-        .when(F.isnan(score_value) | (F.abs(score_value) == float("inf")), "non_finite_score")
-    )
-    score_detail = (
-        F.when(score_reason == "missing_field", F.concat(F.lit("missing "), missing))
-        .when(score_reason == "mistyped_field", F.lit("player_id and product_id must be integers, score a number"))
-        .when(score_reason == "oversized", F.concat(F.lit("larger than "), F.lit(str(max_bytes)), F.lit(" bytes")))
+        .when(score_ok, F.lit(None))
+        .when(text.isNull() | text["_corrupt"].isNotNull(), "malformed_json")
+        .when(text["player_id"].isNull() | text["product_id"].isNull() | text["score"].isNull(), "missing_field")
+        .when(F.lower(score_text).isin(*NON_FINITE) | F.isnan(s["score"]) | (F.abs(s["score"]) == float("inf")),
+              "non_finite_score")
+        .otherwise("mistyped_field")
     )
     key_ok = F.col("rkey").isNotNull() & F.col("rkey").rlike(INT_PATTERN)
+    table_kind = F.when(F.col("is_player"), F.lit("player")).otherwise(F.lit("product"))
     table_reason = (
         F.when(~key_ok, "invalid_key")
         .when(F.col("is_null"), F.lit(None))
         .when(~F.col("small"), "oversized")
         .when(t.isNull() | t["_corrupt"].isNotNull() | t["name"].isNull(), F.concat(F.lit("malformed_"), table_kind))
     )
-    table_detail = (
-        F.when(table_reason == "invalid_key", F.lit("a table key must be an integer id"))
-        .when(table_reason.startswith("malformed_"), F.lit("expected a JSON object with a \"name\""))
+    # Materialise the reason once; everything below reads the column.
+    with_reason = parsed.select("*", F.when(F.col("is_score"), score_reason).otherwise(table_reason).alias("reason"))
+    reason = F.col("reason")
+    missing = F.concat_ws(", ", *[F.when(text[c].isNull(), F.lit(c)) for c in ("player_id", "product_id", "score")])
+    detail = (
+        F.when(reason == "missing_field", F.concat(F.lit("missing "), missing))
+        .when(reason == "mistyped_field", F.lit("player_id and product_id must be non-negative JSON integers, score a JSON number"))
+        .when(reason == "oversized", F.lit(f"larger than {max_bytes} bytes"))
+        .when(reason == "invalid_key", F.lit("a table key must be a non-negative integer id"))
+        .when(reason.startswith("malformed_") & ~F.col("is_score"), F.lit('expected a JSON object with a "name"'))
     )
-    reason = F.when(is_score, score_reason).otherwise(table_reason)
+    good = reason.isNull()
+    is_score, is_player = F.col("is_score"), F.col("is_player")
     kind = (
-        F.when(reason.isNotNull(), "dlq")
+        F.when(~good, "dlq")
         .when(is_score, "score")
         .when(F.col("is_null"), F.concat(table_kind, F.lit("_delete")))
         .otherwise(table_kind)
     )
     table_id = F.col("rkey").cast("long")
-    return df.select(
+    return with_reason.select(
         kind.alias("kind"),
-        F.when(reason.isNull(), F.when(is_score, s["player_id"].cast("long")).when(is_player, table_id)).alias("player_id"),
-        F.when(reason.isNull(), F.when(is_score, s["product_id"].cast("long")).when(~is_player, table_id)).alias("product_id"),
-        F.when(is_score & reason.isNull(), score_value).alias("score"),
+        F.when(good & is_score, s["player_id"]).when(good & is_player, table_id)
+        .otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
+        F.when(good & is_score, s["product_id"]).when(good & ~is_player, table_id)
+        .otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
+        F.when(good & is_score, s["score"]).alias("score"),
         F.when(~is_score, t["name"]).alias("name"),
         F.lit(None).cast("string").alias("player_name"),
         F.col("ts"),
@@ -146,9 +165,10 @@ def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
         F.col("offset").alias("off"),
         F.col("topic").alias("src"),
         F.col("rkey"),
-        F.col("raw"),
-        reason.alias("reason"),
-        F.when(reason.isNotNull(), F.when(is_score, score_detail).otherwise(table_detail)).alias("detail"),
+        # A valid score's text is not needed downstream (a dead letter rebuilds it from the fields).
+        F.when(~(good & is_score), F.col("raw")).alias("raw"),
+        reason,
+        F.when(~good, detail).alias("detail"),
     )
 
 
@@ -182,10 +202,6 @@ def as_of_lookup(pdf: pd.DataFrame, upsert: str, delete: str, initial: str | Non
     final = known.iloc[-1]
     known = known.where(known != _DELETED, None)
     return known, (None if final == _DELETED else final)
-
-
-def _is_null(value) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value))
 
 
 def dlq_json(row) -> str:
@@ -223,11 +239,21 @@ class PlayerJoin(StatefulProcessor):
         self.player = handle.getValueState("player", NAME_STATE)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        pdf = in_processing_order(rows)
-        if _is_null(key[0]):  # dead letters and product rows just pass through
+        pdf = pd.concat(list(rows), ignore_index=True)
+        if key[0] == PASS_THROUGH:  # dead letters and product rows
             yield pdf[COLUMNS]
             return
-        initial = self.player.get()[0] if self.player.exists() else None
+        stored = self.player.get()
+        initial = stored[0] if stored is not None else None
+        kinds = pdf["kind"]
+        if (kinds == "score").all():
+            # The common case: no table update for this player in the batch, no ordering needed.
+            if initial is None:
+                yield _unknown_player(pdf)[COLUMNS]
+            else:
+                yield pdf.assign(player_name=initial)[COLUMNS]
+            return
+        pdf = in_processing_order([pdf])
         known, final = as_of_lookup(pdf, "player", "player_delete", initial)
         if final is None:
             if initial is not None:
@@ -237,13 +263,24 @@ class PlayerJoin(StatefulProcessor):
         scores = pdf["kind"] == "score"
         if not scores.any():
             return
-        out = pdf[scores].copy()
-        out["player_name"] = known[scores]
+        out = pdf[scores].assign(player_name=known[scores])
         unknown = out["player_name"].isna()
-        out.loc[unknown, "kind"] = "dlq"
-        out.loc[unknown, "reason"] = "unknown_player"
-        out.loc[unknown, "detail"] = "no player with this id was known when the score was processed"
+        if unknown.any():
+            out = pd.concat([out[~unknown], _unknown_player(out[unknown])], ignore_index=True)
         yield out[COLUMNS]
+
+
+def _unknown_player(scores: pd.DataFrame) -> pd.DataFrame:
+    return scores.assign(kind="dlq", reason="unknown_player", raw=_score_text(scores),
+                         detail="no player with this id was known when the score was processed")
+
+
+def _score_text(scores: pd.DataFrame) -> list[str]:
+    """The JSON of valid score rows (their original text is not carried through the operators)."""
+    return [
+        json.dumps({"score": float(sc) if sc != int(sc) else int(sc), "product_id": int(q), "player_id": int(p)})
+        for sc, q, p in zip(scores["score"], scores["product_id"], scores["player_id"])
+    ]
 
 
 class TopScores(StatefulProcessor):
@@ -270,13 +307,14 @@ class TopScores(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         pdf = in_processing_order(rows)
-        if _is_null(key[0]):
+        if key[0] == PASS_THROUGH:
             dlq = pdf[pdf["kind"] == "dlq"]
             if len(dlq):
                 yield self._dead_letters(dlq)
             return
         product_id = int(key[0])
-        initial = self.game.get()[0] if self.game.exists() else None
+        stored = self.game.get()
+        initial = stored[0] if stored is not None else None
         known, final = as_of_lookup(pdf, "product", "product_delete", initial)
         if final is None:
             if initial is not None:
@@ -288,7 +326,7 @@ class TopScores(StatefulProcessor):
         scores = pdf[pdf["kind"] == "score"].assign(game_name=known[pdf["kind"] == "score"])
         unknown = scores["game_name"].isna()
         if unknown.any():
-            lost = scores[unknown].assign(kind="dlq", reason="unknown_product",
+            lost = scores[unknown].assign(kind="dlq", reason="unknown_product", raw=_score_text(scores[unknown]),
                                           detail="no product with this id was known when the score was processed")
             dlq = pd.concat([dlq, lost[COLUMNS]], ignore_index=True)
         scores = scores[~unknown]
@@ -330,9 +368,14 @@ TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio":
 
 def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
     t = config.topics
-    src = kafka_source(spark, bootstrap, [t.score_events, t.players, t.products],
-                       config.kafka.starting_offsets, config.kafka.max_offsets_per_trigger,
-                       config.kafka.min_partitions)
+    k = config.kafka
+    # Separate sources so that max_offsets_per_trigger throttles only the score events: table
+    # updates produced before a score always arrive in the same or an earlier micro-batch, which
+    # keeps the result independent of how the input was cut into batches (restarts included).
+    scores = kafka_source(spark, bootstrap, [t.score_events], k.starting_offsets, k.max_offsets_per_trigger,
+                          k.min_partitions)
+    tables = [kafka_source(spark, bootstrap, [name], k.starting_offsets) for name in (t.players, t.products)]
+    src = scores.unionByName(tables[0]).unionByName(tables[1])
     rows = _parse(src, t, config.leaderboard.max_record_bytes)
     enriched = rows.groupBy("player_id").transformWithStateInPandas(
         statefulProcessor=PlayerJoin(), outputStructType=ROW_SCHEMA, outputMode="Append", timeMode="None",

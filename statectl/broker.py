@@ -142,7 +142,8 @@ def _format_storage(data_dir: Path, java: str, classpath: str) -> None:
     props = data_dir / "server.properties"
     proc = subprocess.run(
         [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
-         "-t", _kafka_uuid(), "-c", str(props)],
+         # "=" form: a random id may start with "-", which argparse would take for an option.
+         f"--cluster-id={_kafka_uuid()}", "-c", str(props)],
         capture_output=True, text=True, timeout=120,
     )
     if proc.returncode != 0:

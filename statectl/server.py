@@ -52,23 +52,27 @@ def make_handler(live: LiveView):
     return Handler
 
 
-def serve(bootstrap: str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None,
-          ready: Callable[[int], None] | None = None) -> None:
-    from statectl.adapters.kafka import require_broker
+def make_server(bootstrap: str, topic: str, host: str, port: int) -> tuple[ThreadingHTTPServer, LiveView]:
+    """A bound (not yet serving) HTTP server over a live view of ``topic``."""
+    from statectl.adapters.kafka import existing_topics, require_broker
 
-    require_broker(bootstrap)
+    admin = require_broker(bootstrap)
     live = LiveView(bootstrap, topic).start()
-    live.ready.wait(timeout=30)
+    if topic in existing_topics(admin):
+        live.ready.wait(timeout=30)  # serve the current view from the first request on
     try:
         httpd = ThreadingHTTPServer((host, port), make_handler(live))
     except OSError as exc:
         live.stop()
         raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
-    bound = httpd.server_address[1]
+    return httpd, live
+
+
+def serve(bootstrap: str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None) -> None:
+    """Serve until Ctrl-C."""
+    httpd, live = make_server(bootstrap, topic, host, port)
     if announce:
-        announce(f"http://{host}:{bound}/leaderboard")
-    if ready:
-        ready(bound)
+        announce(f"http://{host}:{httpd.server_address[1]}/leaderboard")
     try:
         httpd.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

@@ -1,0 +1,351 @@
+"""The leaderboard job end to end: real broker, real Spark (RocksDB state), in-process runs sharing
+one JVM, and subprocess runs where a signal or a kill is the point.
+
+Bad inputs tried (see test_dead_letters): invalid JSON, a JSON array, missing fields, ids given as
+strings and as floats, a non-numeric score, NaN, 1e400, a null score-event value, an oversized
+record, a non-integer table key, a malformed player value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from statectl.adapters.kafka import fast_producer, read_topic
+from statectl.config import load_config
+from statectl.leaderboard import materialize
+from statectl.runner import CheckpointLock, RunRequest, run_job
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.integration
+
+T0 = int(time.time() * 1000) - 60_000
+
+SEED_EXPECTED = {
+    "1": [("Isabelle", 4000.0), ("Mitch", 2000.0), ("Elyse", 1000.0)],
+    "6": [("Isabelle", 9000.0), ("Mitch", 2500.0), ("Sammy", 1200.0)],
+}
+
+
+class Leaderboard:
+    """One isolated leaderboard: its own topics and checkpoint on the shared broker."""
+
+    def __init__(self, bootstrap: str, tmp: Path, *overrides: str):
+        self.bootstrap = bootstrap
+        self.tmp = tmp
+        p = f"lb-{uuid.uuid4().hex[:8]}"
+        self.topics = {k: f"{p}-{k}" for k in ("score_events", "players", "products", "high_scores", "dlq")}
+        self.overrides = [f"topics.{k}={v}" for k, v in self.topics.items()]
+        self.overrides += ["spark.master=local[2]", "spark.conf.spark.sql.shuffle.partitions=2", *overrides]
+        self.checkpoint = tmp / f"ckpt-{p}"
+        self.config_file = tmp / f"{p}.yaml"
+        self.config_file.write_text(yaml.safe_dump(self._config_dict()))
+        from statectl.adapters.kafka import TopicSpec, create_missing_topics, require_broker
+
+        create_missing_topics(require_broker(bootstrap), [
+            TopicSpec(self.topics["score_events"], 4), TopicSpec(self.topics["players"], 2),
+            TopicSpec(self.topics["products"], 2),
+        ])
+
+    def _config_dict(self) -> dict:
+        cfg = load_config(REPO / "configs" / "leaderboard.yaml", self.overrides)
+        from statectl.config import config_to_dict
+
+        d = config_to_dict(cfg)
+        d["checkpoint_dir"] = str(self.checkpoint)
+        d["kafka"]["bootstrap_servers"] = self.bootstrap
+        return d
+
+    def reading_the_same_input(self, tmp: Path) -> "Leaderboard":
+        """Another leaderboard (own checkpoint and outputs, no throttling) over this one's input topics."""
+        inputs = ("score_events", "players", "products")
+        other = Leaderboard(self.bootstrap, tmp, *[f"topics.{k}={self.topics[k]}" for k in inputs])
+        other.topics.update({k: self.topics[k] for k in inputs})
+        return other
+
+    def config(self, *extra: str):
+        return load_config(self.config_file, list(extra))
+
+    def produce(self, topic_key: str, records, flush=True):
+        """records: (key, value, timestamp_ms or None); dict values are JSON-encoded."""
+        producer = fast_producer(self.bootstrap, **{"linger.ms": 0})
+        for key, value, ts in records:
+            if isinstance(value, (dict, list)):
+                value = json.dumps(value)
+            # Timestamps are given relative to a base a minute ago (the broker refuses 1970).
+            kwargs = {"timestamp": T0 + ts} if ts is not None else {}
+            producer.produce(self.topics[topic_key], value=value, key=None if key is None else str(key), **kwargs)
+        assert producer.flush(15) == 0
+
+    def run(self, *extra: str, checkpoint: Path | None = None):
+        return run_job(RunRequest(self.config(*extra), available_now=True, checkpoint_dir=checkpoint or self.checkpoint))
+
+    def view(self, topic_key: str = "high_scores"):
+        records = sorted(read_topic(self.bootstrap, self.topics[topic_key]), key=lambda r: (r.partition, r.offset))
+        return materialize((r.key, r.value) for r in records)
+
+    def ranked(self, topic_key: str = "high_scores"):
+        return {pid: [(e["playerName"], e["score"]) for e in entries] for pid, entries in self.view(topic_key).items()}
+
+    def dead_letters(self):
+        return [json.loads(r.value) for r in read_topic(self.bootstrap, self.topics["dlq"])]
+
+
+def player(pid, name):
+    return {"id": pid, "name": name}
+
+
+def score(player_id, product_id, value):
+    return {"score": value, "product_id": product_id, "player_id": player_id}
+
+
+def test_seed_data_through_query_rest_and_topic(cli, bootstrap, tmp_path):
+    lb = Leaderboard(bootstrap, tmp_path)
+    for topic_key, name in (("players", "players.json"), ("products", "products.json")):
+        result = cli("produce-test-data", "--file", f"data/{name}", "--topic", lb.topics[topic_key],
+                     "--parse-key", "--key-separator", "|", "-b", bootstrap)
+        assert result.exit_code == 0, result.stderr
+    result = cli("produce-test-data", "--file", "data/score-events.json", "--topic", lb.topics["score_events"],
+                 "-b", bootstrap)
+    assert result.exit_code == 0, result.stderr
+
+    result = cli("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "finished" and summary["input_rows"] == 14
+    assert summary["dropped"] == {}
+    assert summary["outputs"][lb.topics["high_scores"]] == 2
+
+    # 1. the topic itself
+    assert lb.ranked() == SEED_EXPECTED
+    # 2. statectl query
+    result = cli("query", "leaderboard", "--config", str(lb.config_file))
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {pid: [(e["playerName"], e["score"]) for e in v] for pid, v in data.items()} == SEED_EXPECTED
+    assert data["6"][0] == {"playerId": 3, "productId": 6, "playerName": "Isabelle", "gameName": "Mario Kart", "score": 9000.0}
+    one = cli("query", "leaderboard", "1", "--config", str(lb.config_file))
+    assert [e["playerName"] for e in json.loads(one.stdout)] == ["Isabelle", "Mitch", "Elyse"]
+    missing = cli("query", "leaderboard", "7", "--config", str(lb.config_file))
+    assert missing.exit_code == 2 and "no leaderboard for product '7'" in missing.stderr
+    # 3. the REST API
+    from statectl.server import make_server
+
+    httpd, live = make_server(bootstrap, lb.topics["high_scores"], "127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        all_games = json.load(urllib.request.urlopen(f"{base}/leaderboard"))
+        assert {pid: [(e["playerName"], e["score"]) for e in v] for pid, v in all_games.items()} == SEED_EXPECTED
+        assert json.load(urllib.request.urlopen(f"{base}/leaderboard/count")) == 2
+        assert json.load(urllib.request.urlopen(f"{base}/leaderboard/1"))[0]["playerName"] == "Isabelle"
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"{base}/leaderboard/7")
+        assert info.value.code == 404
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        live.stop()
+
+
+def test_table_semantics_within_one_micro_batch(bootstrap, tmp_path):
+    lb = Leaderboard(bootstrap, tmp_path)
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 900)])
+    lb.produce("players", [(11, player(11, "Bo"), 950)])
+    lb.produce("score_events", [(None, score(10, 1, 50), 1000)])  # before player 10 exists: dropped
+    lb.produce("players", [(10, player(10, "Ann"), 1001)])
+    lb.produce("score_events", [(None, score(10, 1, 100), 1002)])  # Ann
+    lb.produce("players", [(10, player(10, "Annie"), 1003)])  # renamed
+    lb.produce("score_events", [(None, score(10, 1, 200), 1004)])  # Annie
+    lb.produce("players", [(10, None, 1005)])  # deleted
+    lb.produce("score_events", [(None, score(10, 1, 300), 1006)])  # dropped
+    lb.produce("score_events", [(None, score(11, 2, 70), 1007)])  # product 2 unknown yet: dropped
+    lb.produce("products", [(2, {"id": 2, "name": "Doom"}, 1008)])
+    lb.produce("score_events", [(None, score(11, 2, 80), 1009)])  # joins from now on
+    lb.produce("players", [(12, player(12, "Cy"), 1010)])
+    lb.produce("score_events", [(None, score(12, 1, 100), 1010)])  # same timestamp: the table update counts
+    summary = lb.run()
+    assert summary.batches == 1
+    assert lb.ranked() == {"1": [("Annie", 200.0), ("Ann", 100.0), ("Cy", 100.0)], "2": [("Bo", 80.0)]}
+    assert [e["gameName"] for e in lb.view()["2"]] == ["Doom"]
+    assert summary.dropped == {"unknown_player": 2, "unknown_product": 1}
+    letters = sorted((d["reason"], json.loads(d["value"])["score"]) for d in lb.dead_letters())
+    assert letters == [("unknown_player", 50), ("unknown_player", 300), ("unknown_product", 70)]
+
+
+def test_ranking_ties_duplicates_several_places_top_n_and_batches(bootstrap, tmp_path):
+    lb = Leaderboard(bootstrap, tmp_path, "leaderboard.top_n=4", "kafka.max_offsets_per_trigger=3")
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1)])
+    lb.produce("players", [(i, player(i, n), 2) for i, n in ((1, "A"), (2, "B"), (3, "C"), (4, "D"))])
+    first = lb.run()
+    assert first.batches == 1  # max_offsets_per_trigger throttles score events only, never the tables
+    lb.produce("score_events", [
+        (None, score(1, 1, 500), 10),
+        (None, score(2, 1, 500), 11),  # tie: player 1 was earlier
+        (None, score(1, 1, 700), 12),  # player 1 holds a second place
+        (None, score(3, 1, 600), 13),
+    ])
+    lb.produce("score_events", [
+        (None, score(3, 1, 600), 13),  # the same record delivered twice
+        (None, score(4, 1, 100), 14),  # below the top 4
+        (None, score(4, 1, 900.5), 15),  # a float score, new best
+    ])
+    summary = lb.run()
+    assert summary.batches >= 2  # maxOffsetsPerTrigger is split across partitions, so not exactly 3 per batch
+    assert lb.ranked() == {"1": [("D", 900.5), ("A", 700.0), ("C", 600.0), ("A", 500.0)]}
+    assert summary.dropped == {}
+
+
+def test_restart_continues_to_the_same_result_as_one_run(bootstrap, tmp_path):
+    from statectl.datasets import player_records, product_records, score_events
+
+    lb = Leaderboard(bootstrap, tmp_path)
+    lb.produce("players", [(k.decode(), v, None) for k, v in player_records(40)])
+    lb.produce("products", [(k.decode(), v, None) for k, v in product_records(5)])
+    events = [v for _, v in score_events(4000, players=45, products=6, seed=11)]  # some unknown ids
+    lb.produce("score_events", [(None, v, None) for v in events[:2000]])
+    lb.run("kafka.max_offsets_per_trigger=700")
+    lb.produce("score_events", [(None, v, None) for v in events[2000:]])
+    restarted = lb.run("kafka.max_offsets_per_trigger=700")
+    assert restarted.batches >= 3
+
+    whole = lb.reading_the_same_input(tmp_path)
+    once = whole.run()
+    assert once.batches == 1
+    assert lb.view() == whole.view()
+    assert len(lb.view()) == 5
+
+
+def test_dead_letters_are_counted_and_routed(bootstrap, tmp_path):
+    lb = Leaderboard(bootstrap, tmp_path, "leaderboard.max_record_bytes=200")
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1)])
+    lb.produce("players", [(1, player(1, "A"), 2), ("x", player(2, "B"), 2), (3, "{not json", 2)])
+    bad = [
+        "{not json", "[1, 2]", json.dumps({"score": 5, "product_id": 1}),
+        json.dumps({"score": 5, "product_id": "1", "player_id": 1}),
+        json.dumps({"score": 5, "product_id": 1.5, "player_id": 1}),
+        json.dumps({"score": "abc", "product_id": 1, "player_id": 1}),
+        '{"score": NaN, "product_id": 1, "player_id": 1}',
+        '{"score": 1e400, "product_id": 1, "player_id": 1}',
+        None,
+        json.dumps({"score": 1, "product_id": 1, "player_id": 1, "pad": "x" * 300}),
+    ]
+    bad.append(json.dumps({"score": 5, "product_id": 1, "player_id": -1}))
+    # Regression: unknown players in a batch that also carries dead letters once got another
+    # player's name (a null grouping key made PySpark send float keys to the state server).
+    lb.produce("score_events", [(None, v, 10) for v in bad] + [(None, score(1, 1, 42), 11), (None, score(99, 1, 43), 11)])
+    summary = lb.run()
+    assert lb.ranked() == {"1": [("A", 42.0)]}
+    assert summary.dropped == {
+        "malformed_json": 2, "missing_field": 1, "mistyped_field": 4, "non_finite_score": 2,
+        "null_value": 1, "oversized": 1, "invalid_key": 1, "malformed_player": 1, "unknown_player": 1,
+    }
+    letters = lb.dead_letters()
+    assert len(letters) == 14
+    missing = [d for d in letters if d["reason"] == "missing_field"]
+    assert missing[0]["detail"] == "missing player_id" and missing[0]["sourceTopic"] == lb.topics["score_events"]
+    bad_scores = {(d["sourcePartition"], d["sourceOffset"]) for d in letters if d["sourceTopic"] == lb.topics["score_events"]}
+    assert len(bad_scores) == 12  # every bad score event, each once
+    unknown = [d for d in letters if d["reason"] == "unknown_player"]
+    assert json.loads(unknown[0]["value"]) == score(99, 1, 43)
+
+
+def test_checkpoint_in_use_is_refused(bootstrap, tmp_path):
+    lb = Leaderboard(bootstrap, tmp_path)
+    with CheckpointLock(lb.checkpoint):
+        from statectl.errors import OperationalError
+
+        with pytest.raises(OperationalError, match="is in use by another run"):
+            lb.run()
+
+
+def _spawn_run(lb: Leaderboard, *args: str, log: Path) -> subprocess.Popen:
+    env = dict(os.environ, STATECTL_SPARK_LOG=str(log))
+    return subprocess.Popen(
+        [sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(lb.config_file), *args],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+
+
+def _wait_for_commits(checkpoint: Path, n: int, proc: subprocess.Popen, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        commits = checkpoint / "commits"
+        if commits.is_dir() and len([f for f in os.listdir(commits) if f.isdigit()]) >= n:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"run exited early: {proc.stderr.read()}")
+        time.sleep(0.2)
+    raise AssertionError(f"no {n} committed batches within {timeout} s")
+
+
+def test_sigkill_mid_run_then_restart_gives_the_same_result(bootstrap, tmp_path):
+    from statectl.datasets import player_records, product_records, score_events
+
+    lb = Leaderboard(bootstrap, tmp_path, "kafka.max_offsets_per_trigger=1500", "trigger.processing_time=0 seconds")
+    lb.produce("players", [(k.decode(), v, None) for k, v in player_records(30)])
+    lb.produce("products", [(k.decode(), v, None) for k, v in product_records(4)])
+    lb.produce("score_events", [(None, v, None) for _, v in score_events(20_000, players=30, products=4, seed=5)])
+    proc = _spawn_run(lb, log=tmp_path / "kill.log")
+    try:
+        _wait_for_commits(lb.checkpoint, 2, proc)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    committed = len([f for f in os.listdir(lb.checkpoint / "commits") if f.isdigit()])
+    assert committed < 20_034 // 1500 + 1, "the kill came after everything was processed"
+    restarted = lb.run()
+    assert restarted.status == "finished"
+
+    reference = lb.reading_the_same_input(tmp_path)
+    reference.run()
+    assert lb.view() == reference.view()
+    assert len(lb.view()) == 4
+
+
+def test_sigterm_stops_cleanly_and_the_next_run_continues(bootstrap, tmp_path):
+    lb = Leaderboard(bootstrap, tmp_path, "trigger.processing_time=1 second")
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, None)])
+    lb.produce("players", [(1, player(1, "A"), None)])
+    lb.produce("score_events", [(None, score(1, 1, 10), None)])
+    proc = _spawn_run(lb, log=tmp_path / "term.log")
+    _wait_for_commits(lb.checkpoint, 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "leaderboard: stopped" in out
+    assert "Traceback" not in err
+    lb.produce("score_events", [(None, score(1, 1, 99), None)])
+    summary = lb.run()
+    assert summary.input_rows == 1  # only the new record: the stopped run committed its work
+    assert lb.ranked() == {"1": [("A", 99.0), ("A", 10.0)]}
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--set", "leaderboard.top_n=0"], 2, "leaderboard.top_n: must be at least 1"),
+        (["--set", "leaderbord.top_n=3"], 2, "did you mean 'leaderboard'"),
+        (["-b", "127.0.0.1:1"], 1, "cannot reach Kafka at 127.0.0.1:1"),
+    ],
+    ids=["bad-value", "typo", "broker-down"],
+)
+def test_run_refuses_bad_config_and_unreachable_broker_before_starting(cli, args, code, message):
+    started = time.monotonic()
+    result = cli("run", "leaderboard", "--config", "configs/leaderboard.yaml", "--available-now", *args)
+    assert result.exit_code == code
+    assert message in result.stderr
+    assert time.monotonic() - started < 15
