@@ -9,6 +9,7 @@ import typer
 from statectl import __version__
 from statectl.cli import jars, kafka, produce, query, run
 from statectl.cli import topic_config
+from statectl.cli import inspect_state
 from statectl.cli.common import DEBUG, StatectlGroup
 
 app = typer.Typer(
@@ -45,6 +46,7 @@ app.add_typer(kafka.app, name="kafka")
 app.add_typer(jars.app, name="jars")
 app.command("produce-test-data")(produce.produce_test_data)
 app.command("topic-config")(topic_config.topic_config)
+app.command("inspect-state")(inspect_state.inspect_state)
 app.command("run")(run.run)
 app.add_typer(query.query_app, name="query")
 app.add_typer(query.serve_app, name="serve")

@@ -1,0 +1,440 @@
+"""Health of a checkpoint: findings with a severity, computed from a layout and its restore plan.
+
+``error`` means a restart fails or reads wrong data (exit 1); ``warning`` means something an
+operator should know and probably act on; ``info`` is housekeeping. Checksums are verified
+against Hadoop's hidden ``.crc`` sidecars and format v2's JSON sidecars; by default only for the
+files a restart reads (``verify="restore"``), ``"all"`` for every state file, ``"none"`` to skip.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from statectl.checkpoint import checksum
+from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StateFile, StoreFiles
+from statectl.checkpoint.restore import RestorePlan, plan_store, rocksdb_snapshot_ssts
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+
+VERIFY_MODES = ("restore", "all", "none")
+
+# Finding codes (stable: scripts may match on them).
+NOT_A_CHECKPOINT = "not-a-checkpoint"
+MISSING_FILE = "missing-file"
+TRUNCATED = "truncated"
+UNPARSABLE = "unparsable"
+UNREADABLE = "unreadable"
+CRC_MISMATCH = "crc-mismatch"
+UNCOMMITTED_BATCH = "uncommitted-batch"
+VERSION_GAP = "version-gap"
+ORPHANED_FILE = "orphaned-file"
+SCHEMA_MISSING = "schema-missing"
+PARTITION_MISMATCH = "partition-mismatch"
+UNKNOWN_FILE = "unknown-file"
+
+CODES = (NOT_A_CHECKPOINT, MISSING_FILE, TRUNCATED, UNPARSABLE, UNREADABLE, CRC_MISMATCH, UNCOMMITTED_BATCH,
+         VERSION_GAP, ORPHANED_FILE, SCHEMA_MISSING, PARTITION_MISMATCH, UNKNOWN_FILE)
+
+_TWS_NAMES = ("transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong (or worth knowing) about the checkpoint."""
+
+    severity: str
+    code: str
+    message: str
+    path: str | None = None
+    operator_id: int | None = None
+    partition: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "message": self.message, "path": self.path,
+                "operator_id": self.operator_id, "partition": self.partition}
+
+
+def is_healthy(findings: Iterable[Finding]) -> bool:
+    return not any(f.severity == ERROR for f in findings)
+
+
+def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "restore") -> list[Finding]:
+    """Every finding for ``layout``; errors first, then warnings, then info, each in path order."""
+    if verify not in VERIFY_MODES:
+        raise ValueError(f"verify must be one of {VERIFY_MODES}")
+    out: list[Finding] = []
+    out += _reader_problems(layout)
+    out += _logs(layout)
+    for op in layout.operators.values():
+        out += _operator(layout, op)
+    out += _restore(plan)
+    out += _gaps_and_orphans(layout, plan)
+    if verify != "none":
+        out += _checksums(layout, plan, verify)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    unique = list(dict.fromkeys(out))
+    return sorted(unique, key=lambda f: (order[f.severity], f.path or "", f.code))
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _reader_problems(layout: CheckpointLayout) -> list[Finding]:
+    out = []
+    for p in layout.problems:
+        oid, pid = _ids_from_path(p.path)
+        out.append(Finding(ERROR, p.code, p.message, p.path, oid, pid))
+    return out
+
+
+def _logs(layout: CheckpointLayout) -> list[Finding]:
+    out: list[Finding] = []
+    if not layout.offsets_present and not layout.commits_present:
+        out.append(Finding(ERROR, NOT_A_CHECKPOINT,
+                           "no offsets/ and no commits/: Spark would start this as a new query from the "
+                           "sources' starting offsets" + (" and ignore the state/ it finds" if layout.state_present else ""),
+                           None))
+        return out
+    if not layout.has_metadata:
+        out.append(Finding(WARNING, MISSING_FILE,
+                           "metadata is missing: a restart gives the query a new id (offsets and state still apply)",
+                           "metadata"))
+    if not layout.offsets_present:
+        out.append(Finding(ERROR, MISSING_FILE, "offsets/ is missing: Spark cannot tell which offsets the "
+                           "committed batches read", "offsets"))
+    if not layout.commits_present and layout.offsets_files:
+        out.append(Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted",
+                           "commits"))
+    last_offset, last_commit = layout.last_offset_batch, layout.last_committed_batch
+    pending = layout.pending_batch
+    if pending is not None and (last_commit is None or pending == last_commit + 1):
+        out.append(Finding(WARNING, UNCOMMITTED_BATCH,
+                           f"batch {pending} is in offsets/ but has no commit: a restart re-runs batch {pending} "
+                           f"from its logged offsets (its sink output may be written again)",
+                           f"offsets/{pending}"))
+    elif pending is not None:
+        out.append(Finding(ERROR, UNCOMMITTED_BATCH,
+                           f"offsets/ runs to batch {last_offset} but the last commit is batch {last_commit}: "
+                           f"Spark only ever has one batch in flight, so the logs are inconsistent",
+                           f"offsets/{last_offset}"))
+    if last_commit is not None and (last_offset is None or last_commit > last_offset):
+        out.append(Finding(ERROR, MISSING_FILE,
+                           f"commits/{last_commit} exists without offsets/{last_commit}: a restart cannot tell "
+                           f"where batch {last_commit + 1} starts", f"commits/{last_commit}"))
+    for rel, files in (("offsets", layout.offsets_files), ("commits", layout.commits_files)):
+        if files:
+            missing = sorted(set(range(min(files), max(files) + 1)) - set(files))
+            if missing:
+                out.append(Finding(WARNING, VERSION_GAP,
+                                   f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {_fmt(missing)} "
+                                   f"between {min(files)} and {max(files)}", f"{rel}/{missing[0]}"))
+    for rel in layout.temp_files:
+        out.append(Finding(WARNING, ORPHANED_FILE,
+                           f"{rel} is a temporary file left by an interrupted write; safe to delete while the query is stopped",
+                           rel, *_ids_from_path(rel)))
+    for rel in layout.other_entries:
+        out.append(Finding(INFO, UNKNOWN_FILE, f"{rel} is not part of Spark's checkpoint layout", rel,
+                           *_ids_from_path(rel)))
+    return out
+
+
+def _operator(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
+    out: list[Finding] = []
+    oid = op.operator_id
+    if op.metadata_version is None and not any(p.code in (UNPARSABLE, TRUNCATED, UNREADABLE)
+                                               and p.path.startswith(f"{op.path}/_metadata") for p in layout.problems):
+        out.append(Finding(WARNING, MISSING_FILE,
+                           f"{op.path}/_metadata has no operator metadata: the state-metadata source cannot "
+                           f"describe this operator until a batch rewrites it", f"{op.path}/_metadata", oid))
+    declared = [s.num_partitions for s in op.stores if s.num_partitions]
+    if declared:
+        n = max(declared)
+        missing = [p for p in range(n) if p not in op.partitions]
+        extra = sorted(p for p in op.partitions if p >= n)
+        if missing and layout.restore_version > 0:
+            out.append(Finding(ERROR, MISSING_FILE,
+                               f"operator {oid} declares {n} partitions but {_plural(len(missing), 'partition directory')} "
+                               f"{_fmt(missing)} {'is' if len(missing) == 1 else 'are'} missing: their state is gone",
+                               f"{op.path}/{missing[0]}", oid, missing[0]))
+        if extra:
+            out.append(Finding(WARNING, PARTITION_MISMATCH,
+                               f"operator {oid} declares {n} partitions but has directories for {_fmt(extra)} too "
+                               f"(left from an earlier partition count?)", f"{op.path}/{extra[0]}", oid, extra[0]))
+        shuffle = layout.conf.get("spark.sql.shuffle.partitions")
+        if shuffle and shuffle.isdigit() and int(shuffle) != n:
+            out.append(Finding(WARNING, PARTITION_MISMATCH,
+                               f"operator {oid} has {n} state partitions but the offset log pins "
+                               f"spark.sql.shuffle.partitions={shuffle}", op.path, oid))
+        wanted = set(op.store_names)
+        for pid, part in sorted(op.partitions.items()):
+            lacking = sorted(wanted - set(part.stores))
+            if lacking and layout.restore_version > 0:
+                out.append(Finding(ERROR, MISSING_FILE,
+                                   f"partition {pid} of operator {oid} has no directory for store"
+                                   f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}",
+                                   f"{part.path}/{lacking[0]}", oid, pid))
+    # Schemas: transformWithState keeps them in _stateSchema/, everything else in partition 0.
+    if op.name in _TWS_NAMES or op.metadata_version == 2:
+        present = {os.path.basename(p) for p in op.schema_files}
+        for store in op.stores:
+            for ref in store.schema_paths:
+                base = os.path.basename(ref)
+                if base not in present:
+                    out.append(Finding(ERROR, SCHEMA_MISSING,
+                                       f"{op.path}/_stateSchema/{store.name}/{base} (named by the operator metadata) is "
+                                       f"missing: Spark cannot check or decode this operator's state",
+                                       f"{op.path}/_stateSchema/{store.name}/{base}", oid))
+        if not op.schema_files and op.name in _TWS_NAMES:
+            out.append(Finding(ERROR, SCHEMA_MISSING, f"{op.path}/_stateSchema/ has no schema file", op.path, oid))
+    elif 0 in op.partitions and layout.restore_version > 0:
+        for name, store in sorted(op.partitions[0].stores.items()):
+            if store.versions and not store.schema_file:
+                out.append(Finding(WARNING, SCHEMA_MISSING,
+                                   f"{store.path}/_metadata/schema is missing: the next run cannot check that the "
+                                   f"state's key/value schema still matches the query", f"{store.path}/_metadata/schema",
+                                   oid, 0))
+    for name in op.other_files:
+        out.append(Finding(INFO, UNKNOWN_FILE, f"{op.path}/{name} is not part of Spark's state layout",
+                           f"{op.path}/{name}", oid))
+    return out
+
+
+def _restore(plan: RestorePlan) -> list[Finding]:
+    out = []
+    for op in plan.operators.values():
+        for s in op.stores:
+            where = f"{s.path}"
+            if s.missing_versions:
+                kind = "changelog" if s.provider == ROCKSDB else "delta"
+                start = s.snapshot_version
+                out.append(Finding(
+                    ERROR, VERSION_GAP,
+                    f"a restart cannot rebuild {where} at version {s.target_version}: it starts from "
+                    f"{'snapshot ' + str(start) if start else 'an empty store'} and needs {kind} "
+                    f"{_fmt(s.missing_versions)}, which {'is' if len(s.missing_versions) == 1 else 'are'} missing",
+                    f"{where}/{s.missing_versions[0]}.{kind}", s.operator_id, s.partition))
+            if s.missing_ssts:
+                out.append(Finding(
+                    ERROR, MISSING_FILE,
+                    f"snapshot {s.snapshot.name if s.snapshot else '?'} of {where} refers to "
+                    f"{_plural(len(s.missing_ssts), 'SST file')} missing from SSTs/ (e.g. {s.missing_ssts[0]})",
+                    f"{where}/SSTs/{s.missing_ssts[0]}", s.operator_id, s.partition))
+            if s.snapshot_error:
+                out.append(Finding(ERROR, UNPARSABLE,
+                                   f"{where}/{s.snapshot_error}; a restart needs it (Spark may fall back to an older "
+                                   f"snapshot and a longer replay, or fail)",
+                                   f"{where}/{s.snapshot.name if s.snapshot else ''}", s.operator_id, s.partition))
+    return out
+
+
+def _gaps_and_orphans(layout: CheckpointLayout, plan: RestorePlan) -> list[Finding]:
+    out: list[Finding] = []
+    target = plan.target_version
+    oldest_commit = min(layout.commits_files) if layout.commits_files else None
+    for op in layout.operators.values():
+        for pid, store in op.all_stores():
+            restore = plan.store(op.operator_id, pid, store.name)
+            needed = {f.name for f in restore.replay} if restore else set()
+            if restore and restore.snapshot:
+                needed.add(restore.snapshot.name)
+            for name in store.empty_files:
+                sev = ERROR if name in needed else WARNING
+                out.append(Finding(sev, TRUNCATED, f"{store.path}/{name} is empty (0 bytes)",
+                                   f"{store.path}/{name}", op.operator_id, pid))
+            out += _store_gaps(store, restore, op.operator_id, pid)
+            ahead = sorted(v for v in store.versions if v > target)
+            if ahead:
+                batch = plan.reruns_batch
+                why = (f"written by batch {batch}, which did not commit; it is rewritten when batch {batch} re-runs"
+                       if batch is not None else "newer than the last committed batch")
+                out.append(Finding(INFO, ORPHANED_FILE,
+                                   f"{store.path} has version{'s' if len(ahead) > 1 else ''} {_fmt(ahead)} beyond "
+                                   f"{target}: {why}", f"{store.path}/{ahead[0]}", op.operator_id, pid))
+            if layout.format_version >= 2 and restore is not None:
+                out += _v2_orphans(layout, op.operator_id, pid, store)
+            if oldest_commit is not None:
+                oldest = plan_store(layout.root, op.operator_id, pid, store, oldest_commit + 1,
+                                    read_snapshot_metadata=False)
+                floor = oldest.snapshot_version if oldest.snapshot else 1
+                stale = [v for v in store.versions if v < floor]
+                if stale:
+                    out.append(Finding(INFO, ORPHANED_FILE,
+                                       f"{store.path} keeps version{'s' if len(stale) > 1 else ''} {_fmt(stale)}, older "
+                                       f"than anything the commit log (from batch {oldest_commit}) can reach; Spark's "
+                                       f"maintenance deletes such files", f"{store.path}/{stale[0]}",
+                                       op.operator_id, pid))
+            for name in store.temp_files:
+                out.append(Finding(WARNING, ORPHANED_FILE,
+                                   f"{store.path}/{name} is a temporary file left by an interrupted write",
+                                   f"{store.path}/{name}", op.operator_id, pid))
+            for name in store.other_files:
+                out.append(Finding(INFO, UNKNOWN_FILE, f"{store.path}/{name} is not a state file statectl knows",
+                                   f"{store.path}/{name}", op.operator_id, pid))
+            if store.provider == ROCKSDB and store.ssts and store.snapshots:
+                out += _unreferenced_ssts(layout, store, op.operator_id, pid)
+    return out
+
+
+def _store_gaps(store: StoreFiles, restore, oid: int, pid: int) -> list[Finding]:
+    """Holes in the retained versions that the restart does not need (it would have failed already)."""
+    series = store.changelogs or store.snapshots
+    if not series:
+        return []
+    versions = sorted(series)
+    missing = sorted(set(range(versions[0], versions[-1] + 1)) - set(versions))
+    if restore is not None:
+        missing = [v for v in missing if v not in set(restore.missing_versions)]
+    if not missing:
+        return []
+    kind = store.changelog_kind if store.changelogs else store.snapshot_kind
+    return [Finding(WARNING, VERSION_GAP,
+                    f"{store.path} has no {kind} for version{'s' if len(missing) > 1 else ''} {_fmt(missing)} "
+                    f"(between {versions[0]} and {versions[-1]}): reading those batches with the state reader's "
+                    f"batchId fails", f"{store.path}/{missing[0]}", oid, pid)]
+
+
+def _v2_orphans(layout: CheckpointLayout, oid: int, pid: int, store: StoreFiles) -> list[Finding]:
+    committed: dict[int, set[str]] = {}
+    for batch, commit in layout.commits.items():
+        parts = (commit.state_unique_ids or {}).get(oid)
+        if parts and pid < len(parts):
+            committed[batch + 1] = set(parts[pid])
+    stray = []
+    for series in (store.snapshots, store.changelogs):
+        for version, files in series.items():
+            ids = committed.get(version)
+            if ids is None:
+                continue
+            stray += [f.name for f in files if f.unique_id and f.unique_id not in ids]
+    if not stray:
+        return []
+    stray.sort(key=lambda n: (int(n.split("_", 1)[0]), n))
+    return [Finding(INFO, ORPHANED_FILE,
+                    f"{store.path} has {_plural(len(stray), 'file')} whose unique id no commit names "
+                    f"(e.g. {stray[0]}): left by a failed or retried attempt, Spark ignores them",
+                    f"{store.path}/{stray[0]}", oid, pid)]
+
+
+def _unreferenced_ssts(layout: CheckpointLayout, store: StoreFiles, oid: int, pid: int) -> list[Finding]:
+    referenced: set[str] = set()
+    for files in store.snapshots.values():
+        for f in files:
+            try:
+                referenced.update(n for n, _ in rocksdb_snapshot_ssts(os.path.join(layout.root, store.path, f.name)))
+            except Exception:  # an unreadable zip is reported by the restore or checksum checks
+                return []
+    stray = sorted(set(store.ssts) - referenced)
+    if not stray:
+        return []
+    size = sum(store.ssts[n] for n in stray)
+    return [Finding(INFO, ORPHANED_FILE,
+                    f"{store.path}/SSTs has {_plural(len(stray), 'SST file')} ({size:,} bytes) no snapshot refers "
+                    f"to; Spark's maintenance deletes them", f"{store.path}/SSTs/{stray[0]}", oid, pid)]
+
+
+# --------------------------------------------------------------------------------------------
+# checksums
+
+
+def _checksums(layout: CheckpointLayout, plan: RestorePlan, verify: str) -> list[Finding]:
+    out: list[Finding] = []
+    root = layout.root
+    for rel, has_crc in sorted(layout.crc_sidecars.items()):
+        if has_crc:
+            out += _verify_file(root, rel, hadoop=True, spark_json=False)
+    for op in layout.operators.values():
+        for pid, store in op.all_stores():
+            if verify == "all":
+                files = [f for fs in store.snapshots.values() for f in fs]
+                files += [f for fs in store.changelogs.values() for f in fs]
+                ssts = [n for n in store.ssts if n in store.sst_crcs]
+            else:
+                r = plan.store(op.operator_id, pid, store.name)
+                if r is None:
+                    continue
+                files = ([r.snapshot] if r.snapshot else []) + list(r.replay)
+                ssts = []
+                if r.snapshot and store.provider == ROCKSDB and not r.snapshot_error:
+                    try:
+                        names = [n for n, _ in rocksdb_snapshot_ssts(os.path.join(root, store.path, r.snapshot.name))]
+                    except Exception:
+                        names = []
+                    ssts = [n for n in names if n in store.sst_crcs]
+            for f in files:
+                if f.hadoop_crc or f.checksum_file:
+                    out += _verify_file(root, f"{store.path}/{f.name}", hadoop=f.hadoop_crc,
+                                        spark_json=f.checksum_file, oid=op.operator_id, pid=pid)
+            for name in ssts:
+                out += _verify_file(root, f"{store.path}/SSTs/{name}", hadoop=True, spark_json=False,
+                                    oid=op.operator_id, pid=pid)
+    return out
+
+
+def _verify_file(root: str, rel: str, hadoop: bool, spark_json: bool, oid: int | None = None,
+                 pid: int | None = None) -> list[Finding]:
+    if oid is None:
+        oid, pid = _ids_from_path(rel)
+    path = os.path.join(root, rel)
+    directory, name = os.path.split(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return [Finding(ERROR, UNREADABLE, f"{rel} cannot be read ({exc.strerror})", rel, oid, pid)]
+    results = []
+    if hadoop:
+        try:
+            with open(os.path.join(directory, checksum.hadoop_crc_name(name)), "rb") as fh:
+                results.append(("Hadoop .crc", checksum.verify_hadoop_crc(data, fh.read())))
+        except OSError:
+            pass
+    if spark_json:
+        try:
+            with open(path + ".crc", "rb") as fh:
+                results.append(("checksum file", checksum.verify_spark_checksum(len(data), lambda: data, fh.read())))
+        except OSError:
+            pass
+    out = []
+    if name.endswith((".changelog", ".delta", ".snapshot")) and checksum.lz4_stream_complete(data) is False:
+        out.append(Finding(ERROR, TRUNCATED, f"{rel} is cut short: its LZ4 stream has no end-of-stream block "
+                           f"({len(data):,} bytes)", rel, oid, pid))
+    for label, res in results:
+        if res.status == checksum.MISMATCH:
+            out.append(Finding(ERROR, CRC_MISMATCH, f"{rel} does not match its {label}: {res.detail}; the file is "
+                               f"corrupt, cut short or was edited", rel, oid, pid))
+        elif res.status == checksum.TRUNCATED:
+            out.append(Finding(ERROR, TRUNCATED, f"{rel} does not match its {label}: {res.detail}", rel, oid, pid))
+        elif res.status == checksum.UNREADABLE:
+            out.append(Finding(WARNING, UNPARSABLE, f"{label} of {rel} cannot be read: {res.detail}", rel, oid, pid))
+    return out[:2]
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _ids_from_path(rel: str | None) -> tuple[int | None, int | None]:
+    if not rel or not rel.startswith("state/"):
+        return None, None
+    parts = rel.split("/")
+    oid = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    pid = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+    return oid, pid
+
+
+def _fmt(values: list[int]) -> str:
+    from statectl.checkpoint.layout import format_ranges
+
+    return format_ranges(values)
+
+
+def _plural(n: int, noun: str) -> str:
+    if n == 1:
+        return f"1 {noun}"
+    if noun.endswith("directory"):
+        return f"{n} {noun[:-1]}ies"
+    return f"{n} {noun}s"

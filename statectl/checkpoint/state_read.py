@@ -1,0 +1,162 @@
+"""What ``--rows`` asks Spark's state data sources for, decided without Spark.
+
+``state_read_request`` validates the user's choice (operator, store, state variable, join side,
+change range) against the layout and turns it into the reader options of
+``spark.read.format("statestore")`` plus the session confs the read needs (checkpoint format
+v2 must be set on the reading session, the offset log does not record it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from statectl.checkpoint.layout import DEFAULT_STORE, CheckpointLayout
+from statectl.errors import UsageError
+
+FORMAT_VERSION_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+JOIN_SIDES = ("left", "right")
+_CHANGES = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class StateReadRequest:
+    """One read of one operator's state: reader options, session confs, how many rows to show."""
+
+    path: str
+    operator_id: int
+    limit: int
+    options: dict[str, str]
+    conf: dict[str, str]
+    description: str
+
+
+@dataclass
+class StateRows:
+    """What the state data sources returned."""
+
+    request: StateReadRequest
+    metadata: list[dict[str, Any]] = field(default_factory=list)  # `state-metadata` rows
+    columns: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # the first `limit` rows
+    total: int | None = None
+    replica: dict[str, int] = field(default_factory=dict)  # how the copy Spark read was made
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "operator_id": self.request.operator_id,
+            "reader_options": dict(self.request.options),
+            "session_conf": dict(self.request.conf),
+            "description": self.request.description,
+            "state_metadata": self.metadata,
+            "columns": list(self.columns),
+            "rows": self.rows,
+            "total_rows": self.total,
+            "replica": dict(self.replica),
+        }
+
+
+def parse_changes(text: str) -> tuple[int, int]:
+    """'3..7' -> (3, 7): a batch range for the change feed."""
+    m = _CHANGES.match(text or "")
+    if not m:
+        raise UsageError(f"--changes expects FROM..TO batch ids, like 2..5; got {text!r}.")
+    start, end = int(m.group(1)), int(m.group(2))
+    if end < start:
+        raise UsageError(f"--changes {text}: the end batch comes before the start batch.")
+    return start, end
+
+
+def state_read_request(
+    layout: CheckpointLayout,
+    limit: int,
+    operator: int | None = None,
+    store: str | None = None,
+    state_var: str | None = None,
+    join_side: str | None = None,
+    changes: str | None = None,
+    batch_id: int | None = None,
+) -> StateReadRequest:
+    """Validate a ``--rows`` request and build the reader options; UsageError says what is wrong."""
+    if limit < 0:
+        raise UsageError("--rows must be 0 or more.")
+    if not layout.operators:
+        raise UsageError(f"{layout.root} has no state/ operators, so there are no state rows to show.")
+    if layout.last_committed_batch is None:
+        raise UsageError("no batch is committed yet, so there is no state version to read.")
+    if operator is None:
+        if len(layout.operators) > 1:
+            ids = ", ".join(str(i) for i in sorted(layout.operators))
+            raise UsageError(f"the query has {len(layout.operators)} stateful operators ({ids}); choose one with --operator.")
+        operator = next(iter(layout.operators))
+    op = layout.operators.get(operator)
+    if op is None:
+        raise UsageError(f"there is no operator {operator}; operators: {', '.join(map(str, sorted(layout.operators)))}.")
+
+    options: dict[str, str] = {"operatorId": str(operator)}
+    what = [f"operator {operator} ({op.kind})"]
+    is_join = op.name == "symmetricHashJoin" or any(n.startswith(("left-", "right-")) for n in op.store_names)
+    if join_side is not None:
+        side = join_side.lower()
+        if side not in JOIN_SIDES:
+            raise UsageError(f"--join-side must be left or right, not {join_side!r}.")
+        if not is_join:
+            raise UsageError(f"--join-side applies to stream-stream joins; operator {operator} is a {op.kind}.")
+        if store is not None:
+            raise UsageError("--join-side and --store cannot be combined: a side reads its two stores together.")
+        options["joinSide"] = side
+        what.append(f"{side} side")
+    elif is_join and store is None:
+        raise UsageError(
+            f"operator {operator} is a stream-stream join: choose --join-side left|right (or --store one of "
+            f"{', '.join(op.store_names)})."
+        )
+    if store is not None:
+        if store not in op.store_names:
+            raise UsageError(f"operator {operator} has no store {store!r}; stores: {', '.join(op.store_names)}.")
+        if store != DEFAULT_STORE:
+            options["storeName"] = store
+        what.append(f"store {store}")
+
+    user_vars = [v.name for v in op.state_variables if not v.internal]
+    if state_var is not None:
+        if not op.state_variables:
+            raise UsageError(f"--state-var applies to transformWithState; operator {operator} is a {op.kind}.")
+        if state_var not in [v.name for v in op.state_variables]:
+            raise UsageError(f"operator {operator} has no state variable {state_var!r}; state variables: {', '.join(user_vars)}.")
+        options["stateVarName"] = state_var
+        what.append(f"state variable {state_var}")
+    elif op.state_variables:
+        raise UsageError(
+            f"operator {operator} is a {op.kind}: choose a state variable with --state-var ({', '.join(user_vars)})."
+        )
+
+    if changes is not None:
+        start, end = parse_changes(changes)
+        if batch_id is not None:
+            raise UsageError("--changes and --batch-id cannot be combined.")
+        last = layout.last_committed_batch
+        if end > last:
+            raise UsageError(f"--changes {changes}: the last committed batch is {last}.")
+        has_changelogs = any(s.changelogs for _, s in op.all_stores())
+        if not has_changelogs:
+            raise UsageError(
+                f"operator {operator} keeps no changelog/delta files (RocksDB without changelog checkpointing), "
+                f"so Spark has no change feed to read."
+            )
+        options.update({"readChangeFeed": "true", "changeStartBatchId": str(start), "changeEndBatchId": str(end)})
+        what.append(f"changes in batches {start}..{end}")
+    elif batch_id is not None:
+        if batch_id not in layout.commits_files:
+            raise UsageError(f"--batch-id {batch_id} is not a committed batch in commits/.")
+        options["batchId"] = str(batch_id)
+        what.append(f"as of batch {batch_id}")
+    else:
+        what.append(f"as of batch {layout.last_committed_batch}")
+
+    conf = {FORMAT_VERSION_CONF: str(layout.format_version)}
+    return StateReadRequest(
+        path=layout.root, operator_id=operator, limit=limit, options=options, conf=conf,
+        description=", ".join(what),
+    )
