@@ -43,23 +43,19 @@ from statectl.adapters.kafka import TopicSpec
 from statectl.config import LeaderboardConfig
 from statectl.leaderboard import ScoreEntry, encode_top, merge_top
 
-#: Every row between the operators has these columns; ``kind`` says what it is.
+#: Every row between the operators has these columns; ``kind`` says what it is. Kept narrow on
+#: purpose: PySpark 4.2's pandas state path converts rows one by one, so each column costs.
 ROW_SCHEMA = StructType(
     [
         StructField("kind", StringType()),  # score | player | player_delete | product | product_delete | dlq
         StructField("player_id", LongType()),
         StructField("product_id", LongType()),
         StructField("score", DoubleType()),
-        StructField("name", StringType()),  # the table row's name (player or game)
-        StructField("player_name", StringType()),  # filled by PlayerJoin
+        StructField("name", StringType()),  # a table row's name (player or game); a score's player name
         StructField("ts", LongType()),
         StructField("part", IntegerType()),
         StructField("off", LongType()),
-        StructField("src", StringType()),
-        StructField("rkey", StringType()),
-        StructField("raw", StringType()),
-        StructField("reason", StringType()),
-        StructField("detail", StringType()),
+        StructField("dlq", StringType()),  # a dead letter's JSON (reason, detail, source, value)
     ]
 )
 COLUMNS = [f.name for f in ROW_SCHEMA.fields]
@@ -151,6 +147,11 @@ def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
         .otherwise(table_kind)
     )
     table_id = F.col("rkey").cast("long")
+    dead_letter = F.to_json(F.struct(
+        reason.alias("reason"), F.when(~good, detail).alias("detail"), F.col("topic").alias("sourceTopic"),
+        F.col("partition").alias("sourcePartition"), F.col("offset").alias("sourceOffset"), F.col("rkey").alias("sourceKey"),
+        F.col("raw").alias("value"),
+    ))
     return with_reason.select(
         kind.alias("kind"),
         F.when(good & is_score, s["player_id"]).when(good & is_player, table_id)
@@ -158,17 +159,11 @@ def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
         F.when(good & is_score, s["product_id"]).when(good & ~is_player, table_id)
         .otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
         F.when(good & is_score, s["score"]).alias("score"),
-        F.when(~is_score, t["name"]).alias("name"),
-        F.lit(None).cast("string").alias("player_name"),
+        F.when(good & ~is_score, t["name"]).alias("name"),
         F.col("ts"),
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
-        F.col("topic").alias("src"),
-        F.col("rkey"),
-        # A valid score's text is not needed downstream (a dead letter rebuilds it from the fields).
-        F.when(~(good & is_score), F.col("raw")).alias("raw"),
-        reason,
-        F.when(~good, detail).alias("detail"),
+        F.when(~good, dead_letter).alias("dlq"),
     )
 
 
@@ -204,17 +199,26 @@ def as_of_lookup(pdf: pd.DataFrame, upsert: str, delete: str, initial: str | Non
     return known, (None if final == _DELETED else final)
 
 
-def dlq_json(row) -> str:
-    return json.dumps(
-        {
-            "reason": row["reason"],
-            "detail": row["detail"] if isinstance(row["detail"], str) else None,
-            "sourceTopic": row["src"],
-            "sourcePartition": int(row["part"]),
-            "sourceOffset": int(row["off"]),
-            "value": row["raw"] if isinstance(row["raw"], str) else None,
-        }
-    )
+def dead_letter(reason: str, detail: str, topic: str, row) -> str:
+    """A dead letter's JSON for a valid score row that could not be joined (its text is rebuilt)."""
+    score = float(row.score)
+    value = {"score": int(score) if score.is_integer() else score, "product_id": int(row.product_id),
+             "player_id": int(row.player_id)}
+    return json.dumps({"reason": reason, "detail": detail, "sourceTopic": topic, "sourcePartition": int(row.part),
+                       "sourceOffset": int(row.off), "sourceKey": None, "value": json.dumps(value)})
+
+
+def best_per_game(scores: pd.DataFrame, top_n: int) -> pd.DataFrame:
+    """The rows that can still matter: per game, a player's ``top_n`` best distinct scores.
+
+    A player can hold at most ``top_n`` places in a game, so a score with ``top_n`` better (or
+    equal and earlier) ones of the same player in the same batch can never be shown.
+    """
+    if len(scores) <= 1:
+        return scores
+    ranked = scores.assign(_neg=-scores["score"]).sort_values(["product_id", "_neg", "ts", "part", "off"], kind="stable")
+    ranked = ranked.drop_duplicates(["product_id", "score"])
+    return ranked.groupby("product_id", sort=False).head(top_n).drop(columns="_neg")
 
 
 NAME_STATE = StructType([StructField("name", StringType())])
@@ -232,8 +236,21 @@ TOP_STATE = StructType(
 
 
 # ---------------------------------------------------------------- the operators
+def _unknown_player(scores: pd.DataFrame, score_topic: str) -> pd.DataFrame:
+    letters = [dead_letter("unknown_player", "no player with this id was known when the score was processed",
+                           score_topic, r) for r in scores.itertuples(index=False)]
+    return scores.assign(kind="dlq", dlq=letters)
+
+
 class PlayerJoin(StatefulProcessor):
-    """Keyed by player id: the players table, and scores enriched with the player known then."""
+    """Keyed by player id: the players table, and scores enriched with the player known then.
+
+    Passes on only a player's best ``top_n`` scores per game (see ``best_per_game``).
+    """
+
+    def __init__(self, top_n: int, score_topic: str):
+        self.top_n = top_n
+        self.score_topic = score_topic
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.player = handle.getValueState("player", NAME_STATE)
@@ -241,17 +258,16 @@ class PlayerJoin(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         pdf = pd.concat(list(rows), ignore_index=True)
         if key[0] == PASS_THROUGH:  # dead letters and product rows
-            yield pdf[COLUMNS]
+            yield pdf
             return
         stored = self.player.get()
         initial = stored[0] if stored is not None else None
-        kinds = pdf["kind"]
-        if (kinds == "score").all():
+        if (pdf["kind"] == "score").all():
             # The common case: no table update for this player in the batch, no ordering needed.
             if initial is None:
-                yield _unknown_player(pdf)[COLUMNS]
+                yield _unknown_player(pdf, self.score_topic)
             else:
-                yield pdf.assign(player_name=initial)[COLUMNS]
+                yield best_per_game(pdf, self.top_n).assign(name=initial)
             return
         pdf = in_processing_order([pdf])
         known, final = as_of_lookup(pdf, "player", "player_delete", initial)
@@ -263,54 +279,35 @@ class PlayerJoin(StatefulProcessor):
         scores = pdf["kind"] == "score"
         if not scores.any():
             return
-        out = pdf[scores].assign(player_name=known[scores])
-        unknown = out["player_name"].isna()
-        if unknown.any():
-            out = pd.concat([out[~unknown], _unknown_player(out[unknown])], ignore_index=True)
-        yield out[COLUMNS]
-
-
-def _unknown_player(scores: pd.DataFrame) -> pd.DataFrame:
-    return scores.assign(kind="dlq", reason="unknown_player", raw=_score_text(scores),
-                         detail="no player with this id was known when the score was processed")
-
-
-def _score_text(scores: pd.DataFrame) -> list[str]:
-    """The JSON of valid score rows (their original text is not carried through the operators)."""
-    return [
-        json.dumps({"score": float(sc) if sc != int(sc) else int(sc), "product_id": int(q), "player_id": int(p)})
-        for sc, q, p in zip(scores["score"], scores["product_id"], scores["player_id"])
-    ]
+        out = pdf[scores].assign(name=known[scores])
+        unknown = out["name"].isna()
+        yield pd.concat([best_per_game(out[~unknown], self.top_n), _unknown_player(out[unknown], self.score_topic)],
+                        ignore_index=True)[COLUMNS]
 
 
 class TopScores(StatefulProcessor):
     """Keyed by product id: the products table and the game's top-N list; emits changed lists."""
 
-    def __init__(self, top_n: int, high_scores_topic: str, dlq_topic: str):
+    def __init__(self, top_n: int, high_scores_topic: str, dlq_topic: str, score_topic: str):
         self.top_n = top_n
         self.high_scores_topic = high_scores_topic
         self.dlq_topic = dlq_topic
+        self.score_topic = score_topic
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.game = handle.getValueState("game", NAME_STATE)
         self.top = handle.getListState("top", TOP_STATE)
 
-    def _dead_letters(self, dlq: pd.DataFrame) -> pd.DataFrame:
-        return pd.DataFrame(
-            {
-                "topic": self.dlq_topic,
-                "key": dlq["rkey"].where(dlq["rkey"].notna(), None),
-                "value": [dlq_json(r) for _, r in dlq.iterrows()],
-                "reason": dlq["reason"],
-            }
-        )
+    def _dead_letters(self, letters: list[str]) -> pd.DataFrame:
+        return pd.DataFrame({"topic": self.dlq_topic, "key": None, "value": letters,
+                             "reason": [json.loads(x)["reason"] for x in letters]})
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         pdf = in_processing_order(rows)
+        letters = list(pdf.loc[pdf["kind"] == "dlq", "dlq"])
         if key[0] == PASS_THROUGH:
-            dlq = pdf[pdf["kind"] == "dlq"]
-            if len(dlq):
-                yield self._dead_letters(dlq)
+            if letters:
+                yield self._dead_letters(letters)
             return
         product_id = int(key[0])
         stored = self.game.get()
@@ -322,16 +319,15 @@ class TopScores(StatefulProcessor):
         elif final != initial:
             self.game.update((final,))
 
-        dlq = pdf[pdf["kind"] == "dlq"]
-        scores = pdf[pdf["kind"] == "score"].assign(game_name=known[pdf["kind"] == "score"])
+        is_score = pdf["kind"] == "score"
+        scores = pdf[is_score].assign(game_name=known[is_score])
         unknown = scores["game_name"].isna()
-        if unknown.any():
-            lost = scores[unknown].assign(kind="dlq", reason="unknown_product", raw=_score_text(scores[unknown]),
-                                          detail="no product with this id was known when the score was processed")
-            dlq = pd.concat([dlq, lost[COLUMNS]], ignore_index=True)
+        letters += [dead_letter("unknown_product", "no product with this id was known when the score was processed",
+                                self.score_topic, r)
+                    for r in scores[unknown].itertuples(index=False)]
+        if letters:
+            yield self._dead_letters(letters)
         scores = scores[~unknown]
-        if len(dlq):
-            yield self._dead_letters(dlq)
         if not len(scores):
             return
         # Only the best few of this batch can enter the list: rank and dedupe them in pandas first.
@@ -346,9 +342,9 @@ class TopScores(StatefulProcessor):
             for r in self.top.get()
         ]
         candidates = [
-            ScoreEntry(int(p), product_id, pn, gn, float(s), int(ts), int(pt), int(of))
-            for p, pn, gn, s, ts, pt, of in zip(best["player_id"], best["player_name"], best["game_name"],
-                                                best["score"], best["ts"], best["part"], best["off"])
+            ScoreEntry(int(p), product_id, pn, gn, float(sc), int(ts), int(pt), int(of))
+            for p, pn, gn, sc, ts, pt, of in zip(best["player_id"], best["name"], best["game_name"],
+                                                 best["score"], best["ts"], best["part"], best["off"])
         ]
         top = merge_top(current, candidates, self.top_n)
         if top == current:
@@ -378,10 +374,10 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
     src = scores.unionByName(tables[0]).unionByName(tables[1])
     rows = _parse(src, t, config.leaderboard.max_record_bytes)
     enriched = rows.groupBy("player_id").transformWithStateInPandas(
-        statefulProcessor=PlayerJoin(), outputStructType=ROW_SCHEMA, outputMode="Append", timeMode="None",
+        statefulProcessor=PlayerJoin(config.leaderboard.top_n, t.score_events), outputStructType=ROW_SCHEMA, outputMode="Append", timeMode="None",
     )
     output = enriched.groupBy("product_id").transformWithStateInPandas(
-        statefulProcessor=TopScores(config.leaderboard.top_n, t.high_scores, t.dlq),
+        statefulProcessor=TopScores(config.leaderboard.top_n, t.high_scores, t.dlq, t.score_events),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
     )
     topics = [
