@@ -40,13 +40,17 @@ def parse_lines(data: bytes, parse_key: bool = False, separator: str = "\t", sou
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the newline that ends the last line does not start another
+    if b"\r" in data:
+        lines = [line.rstrip(b"\r") for line in lines]
+    if not parse_key:
+        # Unkeyed: one record per non-blank line, built without a Python-level loop body.
+        values = [line for line in lines if line.strip()]
+        result.skipped_empty = len(lines) - len(values)
+        result.records = list(zip(itertools.repeat(None), values))
+        return result
     for number, line in enumerate(lines, start=1):
-        line = line.rstrip(b"\r")
         if not line.strip():
             result.skipped_empty += 1
-            continue
-        if not parse_key:
-            result.records.append((None, line))
             continue
         key, found, value = line.partition(sep)
         if not found:
@@ -206,13 +210,13 @@ def score_events(count: int, players: int, products: int, seed: int, chunk: int 
         k = min(chunk, count - done)
         ps = rng.choices(player_ids, cum_weights=pw, k=k)
         qs = rng.choices(product_ids, cum_weights=qw, k=k)
-        scores = [rng.randrange(0, 100_000) for _ in range(k)]
-        for i in range(k):
-            s = scores[i]
+        rnd = rng.random
+        for p, q in zip(ps, qs):
+            s = int(rnd() * 100_000)
             if s & 7 == 0:
-                yield None, b'{"score": %d.5, "product_id": %d, "player_id": %d}' % (s, qs[i], ps[i])
+                yield None, b'{"score": %d.5, "product_id": %d, "player_id": %d}' % (s, q, p)
             else:
-                yield None, b'{"score": %d, "product_id": %d, "player_id": %d}' % (s, qs[i], ps[i])
+                yield None, b'{"score": %d, "product_id": %d, "player_id": %d}' % (s, q, p)
         done += k
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -110,38 +111,42 @@ def produce_batches(
 
 
 def _send(producer, batch: TopicBatch, rate: float | None, progress: ProgressFn | None) -> int:
+    """Send one batch's records; returns how many were handed to the producer."""
     produce = producer.produce
     poll = producer.poll
     topic = batch.topic
-    sent = 0
     step = 10_000 if not rate else max(1, min(10_000, int(rate // 20) or 1))
+    records = iter(batch.records)
+    sent = 0
     started = time.monotonic()
     if progress:
         progress(topic, 0)
     try:
-        for key, value in batch.records:
-            try:
-                produce(topic, value, key)
-            except BufferError:
-                # The local queue is full: let librdkafka drain some, then retry once it has room.
-                while True:
-                    poll(0.05)
-                    try:
-                        produce(topic, value, key)
-                        break
-                    except BufferError:
-                        continue
-            sent += 1
-            if sent % step == 0:
-                poll(0)
-                if progress:
-                    progress(topic, sent)
-                if rate:
-                    ahead = sent / rate - (time.monotonic() - started)
-                    if ahead > 0:
-                        time.sleep(ahead)
+        while True:
+            # Chunks keep the per-record loop down to the produce call itself.
+            chunk = list(itertools.islice(records, step))
+            if not chunk:
+                break
+            for key, value in chunk:
+                try:
+                    produce(topic, value, key)
+                except BufferError:
+                    # The local queue is full: let librdkafka drain some, then retry once it has room.
+                    while True:
+                        poll(0.05)
+                        try:
+                            produce(topic, value, key)
+                            break
+                        except BufferError:
+                            continue
+                sent += 1
+            poll(0)
+            if progress:
+                progress(topic, sent)
+            if rate:
+                ahead = sent / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(sent) from None
-    if progress:
-        progress(topic, sent)
     return sent
