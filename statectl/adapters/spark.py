@@ -100,7 +100,23 @@ def spark_session(
         except Exception as exc:  # py4j/JVM start-up failures come in many types
             raise OperationalError(f"Spark did not start: {str(exc).splitlines()[0][:300]} (log: {log_file})") from exc
     session.sparkContext.setLogLevel("WARN")
+    if not master.startswith("local"):
+        # On a cluster the executors' Python workers need the job code: ship it as a zip.
+        session.sparkContext.addPyFile(str(code_archive(log_file.parent)))
     return session
+
+
+def code_archive(directory: Path) -> Path:
+    """A zip of the ``statectl`` and ``jobs`` packages, for executors that do not have them."""
+    import zipfile
+
+    root = Path(__file__).resolve().parents[2]
+    archive = directory / "statectl-code.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in ("statectl", "jobs"):
+            for path in sorted((root / package).rglob("*.py")):
+                zf.write(path, path.relative_to(root))
+    return archive
 
 
 @contextlib.contextmanager
