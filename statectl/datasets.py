@@ -125,6 +125,7 @@ class DatasetOptions:
     players: int = 1_000
     products: int = 100
     data_dir: Path = DATA_DIR
+    keys: int | None = None  # advanced-state generators: distinct keys (each has its own default)
 
 
 def _seed_file(opts: DatasetOptions, name: str) -> Path:
@@ -230,6 +231,109 @@ def _synthetic_leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
     ]
 
 
+# ---------------------------------------------------------------- synthetic advanced-state data
+#: Event time of the first synthetic pulse: fixed, so the same seed gives the same windows.
+PULSE_START_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
+VISIT_EVENTS = ["vitals", "lab-result", "medication", "x-ray", "consultation"]
+
+
+def _keys_for(opts: DatasetOptions, default: int) -> int:
+    keys = default if opts.keys is None else opts.keys
+    if keys < 1 or opts.count < 0:
+        raise UsageError("--keys must be at least 1 and --count not negative")
+    return keys
+
+
+def _iso(ms: int) -> str:
+    from statectl.advanced_state import iso_ms
+
+    return iso_ms(ms)
+
+
+def pulse_events(count: int, patients: int, seed: int, start_ms: int = PULSE_START_MS) -> Iterator[Record]:
+    """``count`` pulses keyed by patient id, ``{"timestamp": ISO-8601}``, about 75 a minute per
+    patient, in event-time order except that 1 in 50 arrives up to 3 s late (within a 5 s grace)."""
+    rng = random.Random(seed)
+    clocks = [start_ms + rng.randrange(0, 800) for _ in range(patients)]
+    held: list[tuple[int, Record]] = []  # (release after this many more records, record)
+    for i in range(count):
+        p = min(range(patients), key=clocks.__getitem__)
+        ts = clocks[p]
+        clocks[p] += rng.randrange(700, 900)
+        record = (str(p + 1).encode(), json.dumps({"timestamp": _iso(ts)}).encode())
+        if rng.random() < 0.02:
+            held.append((rng.randrange(1, 3 * patients + 1), record))
+        else:
+            yield record
+        due = [h for h in held if h[0] <= 1]
+        held = [(n - 1, r) for n, r in held if n > 1]
+        for _, r in due:
+            yield r
+    for _, r in held:
+        yield r
+
+
+def keyed_events(count: int, keys: int, seed: int) -> Iterator[Record]:
+    """``count`` records over ``keys`` keys (``key-1`` ...), Zipf-skewed: a few hot keys, a long tail."""
+    rng = random.Random(seed)
+    names = [f"key-{i}".encode() for i in range(1, keys + 1)]
+    weights = zipf_cum_weights(keys)
+    for i, key in enumerate(rng.choices(names, cum_weights=weights, k=count)):
+        yield key, json.dumps({"seq": i}).encode()
+
+
+def patient_visit_events(count: int, patients: int, seed: int) -> Iterator[Record]:
+    """About ``count`` events keyed by patient id: visits of check-in, a few events, check-out,
+    interleaved across patients; a patient's last visit may still be open."""
+    rng = random.Random(seed)
+    pending: dict[int, list[str]] = {}
+    for _ in range(count):
+        p = rng.randrange(1, patients + 1)
+        queue = pending.get(p)
+        if not queue:
+            queue = pending[p] = ["check-in", *rng.sample(VISIT_EVENTS, rng.randrange(1, 4)), "check-out"]
+        yield str(p).encode(), queue.pop(0).encode()
+
+
+#: Malformed sales events the synthetic generator mixes in (1 in 50), one of each kind in turn.
+BAD_SALES = [b"{not json", b'{"product": "%s"}', b'{"product": "%s", "value": "12"}',
+             b'{"product": "%s", "value": 12.5}', b'{"product": "%s", "value": -5}']
+
+
+def sales_events(count: int, products: int, seed: int) -> Iterator[Record]:
+    """``count`` sales keyed by product (``product1`` ...), values 1..500; 1 in 50 malformed."""
+    rng = random.Random(seed)
+    bad = 0
+    for i in range(count):
+        product = f"product{rng.randrange(1, products + 1)}"
+        if i % 50 == 49:
+            template = BAD_SALES[bad % len(BAD_SALES)]
+            bad += 1
+            yield product.encode(), (template % product.encode() if b"%s" in template else template)
+        else:
+            yield product.encode(), json.dumps({"product": product, "value": rng.randrange(1, 501)}).encode()
+
+
+def _synthetic_pulses(opts: DatasetOptions) -> list[TopicBatch]:
+    keys = _keys_for(opts, 5)
+    return [TopicBatch("pulse-events", pulse_events(opts.count, keys, opts.seed), opts.count)]
+
+
+def _synthetic_keyed(opts: DatasetOptions) -> list[TopicBatch]:
+    keys = _keys_for(opts, 50)
+    return [TopicBatch("keyed-events", keyed_events(opts.count, keys, opts.seed), opts.count)]
+
+
+def _synthetic_patients(opts: DatasetOptions) -> list[TopicBatch]:
+    keys = _keys_for(opts, 20)
+    return [TopicBatch("patient-events", patient_visit_events(opts.count, keys, opts.seed), opts.count)]
+
+
+def _synthetic_sales(opts: DatasetOptions) -> list[TopicBatch]:
+    keys = _keys_for(opts, 10)
+    return [TopicBatch("sales-events", sales_events(opts.count, keys, opts.seed), opts.count)]
+
+
 DATASETS: dict[str, Dataset] = {
     d.name: d
     for d in [
@@ -238,6 +342,10 @@ DATASETS: dict[str, Dataset] = {
         Dataset("patient-events", "chapter 6 seed: patient 1 checks in and out (keyed)", _patient_events),
         Dataset("sales-events", "sales-aggregation seed: 5 sales events keyed by product", _sales_events),
         Dataset("sales-events-sample", "the post's 100-line sample, 'product:json' lines", _sales_events_sample),
+        Dataset("pulse-events", "--count pulses of --keys patients (default 5), event time in the value, a few late", _synthetic_pulses, synthetic=True),
+        Dataset("keyed-events", "--count records over --keys keys (default 50), Zipf-skewed", _synthetic_keyed, synthetic=True),
+        Dataset("synthetic-patient-events", "--count visit events (check-in ... check-out) of --keys patients (default 20)", _synthetic_patients, synthetic=True),
+        Dataset("synthetic-sales-events", "--count sales of --keys products (default 10); 1 in 50 malformed", _synthetic_sales, synthetic=True),
     ]
 }
 

@@ -137,12 +137,21 @@ def _requests(opts: TopicConfigOptions) -> tuple[list[TopicRequest], str, list[s
 def plan_changes(opts: TopicConfigOptions) -> TopicConfigDiff:
     """Check the request (locally, then against the broker's names, then the broker's own
     validate_only) and compute the diff. Never writes: the admin client here is read-only."""
+    requests, source, problems = _requests(opts)
+    return plan_requests(requests, source, opts.bootstrap_servers, opts.dry_run, problems,
+                         create_missing=opts.file is not None)
+
+
+def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: str, dry_run: bool = False,
+                  problems: list[str] | None = None, create_missing: bool = True) -> TopicConfigDiff:
+    """:func:`plan_changes` for requests built in code (a job declaring its output topic): the same
+    checks and the same diff. A missing topic is planned for creation when ``create_missing``."""
     from statectl.adapters.kafka import describe_topics, topic_admin
 
-    requests, source, problems = _requests(opts)
+    problems = list(problems or [])
     local = problems + [p for r in requests for p in request_problems(r, None, None)]
     try:
-        admin = topic_admin(opts.bootstrap_servers, read_only=True)
+        admin = topic_admin(bootstrap_servers, read_only=True)
     except BrokerUnavailable:
         if local:
             raise ConfigError(local) from None  # wrong input is worth knowing without a broker
@@ -154,9 +163,11 @@ def plan_changes(opts: TopicConfigOptions) -> TopicConfigDiff:
     problems += [p for r in requests for p in request_problems(r, names, states.get(r.topic))]
     if problems:
         raise ConfigError(problems)
-    if opts.file is None and opts.topic not in states:
-        raise _missing_topic(opts.topic, opts.bootstrap_servers)
-    diff = plan_diff(requests, states, source, opts.bootstrap_servers, opts.dry_run)
+    if not create_missing:
+        for r in requests:
+            if r.topic not in states:
+                raise _missing_topic(r.topic, bootstrap_servers)
+    diff = plan_diff(requests, states, source, bootstrap_servers, dry_run)
     _server_validation(admin, diff)
     return diff
 

@@ -13,7 +13,7 @@ from statectl.cli.common import BootstrapOpt, JsonOpt
 def produce_test_data(
     dataset: Annotated[
         Optional[str],
-        typer.Argument(help="leaderboard | synthetic-leaderboard | patient-events | sales-events | sales-events-sample. Omit with --file."),
+        typer.Argument(help="leaderboard | synthetic-leaderboard | patient-events | sales-events | sales-events-sample | pulse-events | keyed-events | synthetic-patient-events | synthetic-sales-events. Omit with --file."),
     ] = None,
     file: Annotated[Optional[Path], typer.Option("--file", "-f", help="Produce the lines of this file (one record per line).")] = None,
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Topic for --file.")] = None,
@@ -25,6 +25,7 @@ def produce_test_data(
     seed: Annotated[int, typer.Option("--seed", help="Synthetic datasets: random seed (same seed, same records).")] = 42,
     players: Annotated[int, typer.Option("--players", min=1, help="synthetic-leaderboard: number of players.")] = 1_000,
     products: Annotated[int, typer.Option("--products", min=1, help="synthetic-leaderboard: number of products (games).")] = 100,
+    keys: Annotated[Optional[int], typer.Option("--keys", min=1, help="Advanced-state generators: distinct keys (patients, products, ...).")] = None,
     bootstrap_servers: BootstrapOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -62,7 +63,7 @@ def produce_test_data(
             raise UsageError("--topic goes with --file; datasets choose their own topics")
         import os
 
-        opts = DatasetOptions(count=count, seed=seed, players=players, products=products)
+        opts = DatasetOptions(count=count, seed=seed, players=players, products=products, keys=keys)
         if os.environ.get("STATECTL_DATA_DIR"):
             opts.data_dir = Path(os.environ["STATECTL_DATA_DIR"])
         batches = dataset_batches(dataset, opts)
