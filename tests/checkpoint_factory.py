@@ -48,14 +48,25 @@ def write(path: Path, data: bytes | str, crc: bool | str = True) -> Path:
     return path
 
 
+def _zeros_crc(size: int, bytes_per_checksum: int = 512) -> bytes:
+    """Hadoop's .crc of ``size`` zero bytes (a sparse file), without reading or hashing them all."""
+    full, rest = divmod(size, bytes_per_checksum)
+    body = struct.pack(">I", zlib.crc32(bytes(bytes_per_checksum))) * full
+    if rest:
+        body += struct.pack(">I", zlib.crc32(bytes(rest)))
+    return b"crc\x00" + struct.pack(">i", bytes_per_checksum) + body
+
+
 def write_sized(path: Path, size: int, crc: bool | str, sparse: bool) -> None:
     """A file of ``size`` bytes: sparse (no data written) or a repeated pattern."""
     if sparse:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
             fh.truncate(size)
-        if crc:
+        if crc == "placeholder":
             (path.parent / f".{path.name}.crc").write_bytes(b"crc\x00\x00\x00\x02\x00")
+        elif crc:
+            (path.parent / f".{path.name}.crc").write_bytes(_zeros_crc(size))
         return
     write(path, lz4_like(size), crc)
 
@@ -141,6 +152,7 @@ def build_checkpoint(
     format_version: int = 1,
     changelog: bool = True,
     snapshot_every: int = 2,
+    snapshot_phase: int = 0,
     commit_last: bool = True,
     crc: bool | str = True,
     changelog_bytes: int = 120,
@@ -151,6 +163,7 @@ def build_checkpoint(
 ) -> BuiltCheckpoint:
     """A consistent checkpoint after ``batches`` micro-batches (0..batches-1; state versions 1..batches).
 
+    Snapshots are written at versions ``snapshot_phase + k * snapshot_every``.
     ``commit_last=False`` leaves the last batch logged in offsets/ without its commit, with its
     state version already written, as a crash between the state commit and the commit log does.
     """
@@ -188,13 +201,13 @@ def build_checkpoint(
             write(root / "commits" / str(b), 'v1\n{"nextBatchWatermarkMs":0}', crc)
 
     for op in operators:
-        _write_operator(built, op, batches, provider, format_version, changelog, snapshot_every, crc,
-                        changelog_bytes, sst_bytes, ssts_per_snapshot, sparse, zip_bytes)
+        _write_operator(built, op, batches, provider, format_version, changelog, snapshot_every, snapshot_phase,
+                        crc, changelog_bytes, sst_bytes, ssts_per_snapshot, sparse, zip_bytes)
     return built
 
 
-def _write_operator(built, op, batches, provider, format_version, changelog, snapshot_every, crc,
-                    changelog_bytes, sst_bytes, ssts_per_snapshot, sparse, zip_bytes) -> None:
+def _write_operator(built, op, batches, provider, format_version, changelog, snapshot_every, snapshot_phase,
+                    crc, changelog_bytes, sst_bytes, ssts_per_snapshot, sparse, zip_bytes) -> None:
     op_dir = built.root / "state" / str(op.operator_id)
     store_info = [{"storeName": s, "numColsPrefixKey": 0, "numPartitions": op.partitions} for s in op.stores]
     if op.state_variables:
@@ -225,7 +238,7 @@ def _write_operator(built, op, batches, provider, format_version, changelog, sna
                 if provider == "rocksdb":
                     if changelog:
                         _state_file(d / f"{v}{suffix}.changelog", changelog_bytes, crc, sparse, format_version)
-                    if not changelog or v % snapshot_every == 0:
+                    if not changelog or (v - snapshot_phase) % snapshot_every == 0:
                         for i in range(ssts_per_snapshot):
                             name = f"{v * 7 + i:06d}-{uuid.uuid5(uuid.NAMESPACE_OID, f'{d}/{v}/{i}')}.sst"
                             write_sized(d / "SSTs" / name, sst_bytes, crc, sparse)
@@ -236,7 +249,7 @@ def _write_operator(built, op, batches, provider, format_version, changelog, sna
                         _state_bytes(d / f"{v}{suffix}.zip", data, crc, format_version)
                 else:
                     _state_file(d / f"{v}.delta", changelog_bytes, crc, sparse, format_version)
-                    if v % snapshot_every == 0:
+                    if (v - snapshot_phase) % snapshot_every == 0:
                         _state_file(d / f"{v}.snapshot", changelog_bytes * 2, crc, sparse, format_version)
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 ROCKSDB = "rocksdb"
@@ -360,7 +361,7 @@ class CheckpointLayout:
     def provider_class(self) -> str | None:
         return self.conf.get(PROVIDER_CONF)
 
-    @property
+    @cached_property
     def format_version(self) -> int:
         """Checkpoint format (stateStore.checkpointFormatVersion): the offset log does not record
         it, so it is read off the commit log (v2 carries state unique ids) and the file names."""

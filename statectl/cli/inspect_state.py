@@ -14,7 +14,7 @@ def inspect_state(
     checkpoint_dir: Annotated[Path, typer.Argument(help="The query's checkpointLocation directory.", show_default=False)],
     operator: Annotated[Optional[int], typer.Option("--operator", "-o", min=0, help="Zoom to one stateful operator (its id under state/).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, help="Zoom to one partition: every file, per-store restore plan.")] = None,
-    verify: Annotated[str, typer.Option("--verify", help="Checksums to verify: restore (logs, metadata and the files a restart reads), all, none.")] = "restore",
+    verify: Annotated[str, typer.Option("--verify", help="Checksums to verify: restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state file and SST), none.")] = "restore",
     rows: Annotated[Optional[int], typer.Option("--rows", "-n", min=0, metavar="N", help="Also show N state rows and the state-metadata source, read by Spark (starts a JVM).")] = None,
     store: Annotated[Optional[str], typer.Option("--store", help="--rows: the store to read (stream-stream joins have four).")] = None,
     state_var: Annotated[Optional[str], typer.Option("--state-var", help="--rows: the transformWithState state variable to read.")] = None,

@@ -21,6 +21,8 @@ from statectl.render import emit_json, err, human_bytes, out
 TREE_PARTITIONS = 3
 ROW_CELL_WIDTH = 60
 
+_META_HEADERS = {"operatorId": "op", "stateStoreName": "store", "numPartitions": "partitions",
+                 "operatorProperties": "properties"}
 _SEVERITY_STYLE = {ERROR: "bold red", WARNING: "yellow", INFO: "dim"}
 
 
@@ -343,9 +345,9 @@ def rows_tables(result: InspectResult) -> list:
     meta = Table(title="state-metadata (Spark's view of the operators)", title_justify="left")
     cols = list(rows.metadata[0].keys()) if rows.metadata else []
     for c in cols:
-        meta.add_column(c, overflow="fold")
+        meta.add_column(_META_HEADERS.get(c, c), overflow="fold", no_wrap=c != "operatorProperties")
     for r in rows.metadata:
-        meta.add_row(*[_cell(r.get(c)) for c in cols])
+        meta.add_row(*[_properties(r.get(c)) if c == "operatorProperties" else _cell(r.get(c)) for c in cols])
     total = f"{rows.total:,}" if rows.total is not None else "?"
     head = Text(f"State rows: {rows.request.description} — first {len(rows.rows)} of {total}", style="italic")
     data = Table()
@@ -362,6 +364,19 @@ def _cell(value: Any) -> str:
     else:
         text = "null" if value is None else str(value)
     return _clip(text, ROW_CELL_WIDTH)
+
+
+def _properties(value: Any) -> str:
+    """operatorProperties (transformWithState) in a few words; the tree lists the variables."""
+    if not isinstance(value, str):
+        return _cell(value)
+    try:
+        props = json.loads(value)
+    except ValueError:
+        return _cell(value)
+    names = [v.get("stateName", "?") for v in props.get("stateVariables", []) if not str(v.get("stateName")).startswith("$")]
+    return _clip(f"{props.get('timeMode', '?')}, {props.get('outputMode', '?')}; state variables: {', '.join(names)}",
+                 ROW_CELL_WIDTH)
 
 
 def _ok(ok: bool) -> Text:

@@ -183,12 +183,31 @@ def _fresh_session(log: Path):
         "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
         "spark.sql.streaming.stateStore.maintenanceInterval": "100ms",
     })
-    # RocksDB/HDFS providers log under a per-instance logger name ("...state.RocksDB StateStoreProviderId[...]"),
-    # which does not inherit from the class-name loggers the log4j config sets; the package level does.
-    jvm = spark._jvm
-    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-        "org.apache.spark.sql.execution.streaming.state", jvm.org.apache.logging.log4j.Level.INFO)
+    _state_store_lines_at_info(spark)
     return spark
+
+
+def _state_store_lines_at_info(spark) -> None:
+    """Every INFO line of the state store classes into the Spark log file, whatever statectl's
+    log4j config filters: the cross-check needs RocksDB's and the HDFS provider's load lines.
+
+    The providers log under per-instance names ("...state.RocksDB StateStoreProviderId[...]")
+    with no dot after the class name, so only the package's logger config applies to them.
+    """
+    jvm = spark._jvm
+    log4j = jvm.org.apache.logging.log4j
+    package = "org.apache.spark.sql.execution.streaming.state"
+    log4j.core.config.Configurator.setLevel(package, log4j.Level.INFO)  # creates the config if absent
+    context = log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    logger = config.getLoggerConfig(package)
+    appenders = list(config.getRootLogger().getAppenders().values())
+    for name in list(logger.getAppenders().keySet()):
+        logger.removeAppender(name)
+    for appender in appenders:
+        logger.addAppender(appender, log4j.Level.INFO, None)
+    logger.setAdditive(False)
+    context.updateLoggers()
 
 
 def main(argv: list[str]) -> int:
