@@ -173,7 +173,7 @@ def build_checkpoint(
     write(root / "metadata", json.dumps({"id": query_id}, separators=(",", ":")), crc)
     cls = ROCKSDB_CLASS if provider == "rocksdb" else HDFS_CLASS
     conf = {"spark.sql.streaming.stateStore.providerClass": cls,
-            "spark.sql.shuffle.partitions": str(max(o.partitions for o in operators) if operators else 2),
+            "spark.sql.shuffle.partitions": str(max((o.partitions for o in operators), default=2)),
             "spark.sql.streaming.aggregation.stateFormatVersion": "2"}
 
     # Unique ids per (op, partition, store, version) for format v2.

@@ -194,6 +194,34 @@ def test_layout_of_several_operators(tmp_path):
     assert layout.operators[0].partitions[0].stores["default"].key_schema == ["k string"]
 
 
+def test_layout_of_a_stateless_query(tmp_path, cli):
+    built = build_checkpoint(tmp_path / "cp", operators=())
+    layout = read_layout(built.root)
+    plan = restore_plan(layout)
+    assert not layout.operators and not layout.state_present and plan.operators == {}
+    assert check_health(layout, plan) == []
+    result = cli("inspect-state", str(built.root), "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["operators"] == []
+    assert cli("inspect-state", str(built.root), "--rows", "3").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "offset, kind",
+    [
+        ({"scores": {"0": 12, "1": 40}, "players": {"0": 3}}, "Kafka"),
+        ({"logOffset": 7}, "file source"),
+        (1234, "numeric offset (rate, memory or socket source)"),
+        ({"custom": [1, 2]}, "custom source"),
+        (None, None),
+    ],
+    ids=["kafka", "file", "numeric", "custom", "not-started"],
+)
+def test_source_kind(offset, kind):
+    from statectl.checkpoint.reader import source_kind
+
+    assert source_kind(offset) == kind
+
+
 def test_layout_counts_every_file_and_the_data_bytes(tmp_path):
     built = build_checkpoint(tmp_path / "cp")
     layout = read_layout(built.root)
@@ -218,6 +246,15 @@ def test_not_a_checkpoint_is_a_usage_error(tmp_path, make, message):
     make(path)
     with pytest.raises(UsageError, match=message):
         read_layout(path)
+
+
+def test_unreadable_entry_is_one_operational_error(tmp_path, cli):
+    built = build_checkpoint(tmp_path / "cp")
+    (built.root / "state/0/0/9.changelog").symlink_to(tmp_path / "gone")
+    result = cli("inspect-state", str(built.root))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and "9.changelog cannot be read" in result.stderr
+    assert "Traceback" not in result.output
 
 
 # ------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from statectl.checkpoint.layout import (
     StoreFiles,
     StoreInfo,
 )
-from statectl.errors import UsageError
+from statectl.errors import OperationalError, UsageError
 
 _STATE_EXTENSIONS = {"zip": ROCKSDB, "changelog": ROCKSDB, "snapshot": HDFS, "delta": HDFS}
 _SNAPSHOT_EXTENSIONS = ("zip", "snapshot")
@@ -60,6 +60,16 @@ def read_layout(path: str | os.PathLike) -> CheckpointLayout:
         )
 
     layout = CheckpointLayout(root=str(root))
+    try:
+        _read_top_level(layout, entries)
+    except OSError as exc:  # unreadable directories, dangling links, files vanishing mid-scan
+        where = exc.filename or root
+        raise OperationalError(f"{where} cannot be read ({exc.strerror or exc}); nothing was changed.") from exc
+    _infer_source_kinds(layout)
+    return layout
+
+
+def _read_top_level(layout: CheckpointLayout, entries: dict[str, os.DirEntry]) -> None:
     hidden = {n for n in entries if n.startswith(".")}
     for name, entry in sorted(entries.items()):
         layout.total_files += 1 if not entry.is_dir() else 0
@@ -84,8 +94,6 @@ def read_layout(path: str | os.PathLike) -> CheckpointLayout:
             layout.other_entries.append(name + ("/" if entry.is_dir() else ""))
             if entry.is_file():
                 layout.total_bytes += entry.stat().st_size
-    _infer_source_kinds(layout)
-    return layout
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ KINDS = {
     "session": ("session", "append", {}),
     "apply_pandas": ("apply_pandas", "update", {}),
     "tws": ("tws", "update", {}),
+    "chained": ("chained", "append", {}),
 }
 
 EXPECTED_OPERATOR = {
@@ -39,6 +40,8 @@ EXPECTED_OPERATOR = {
     "session": "sessionWindowStateStoreSaveExec", "apply_pandas": "applyInPandasWithState",
     "tws": "transformWithStateInPandasExec",
 }
+# Operators of the chained query, by operator id (Spark numbers them from the sink down).
+CHAINED_OPERATORS = {0: "stateStoreSave", 1: "dedupeWithinWatermark"}
 
 
 def write_input(input_dir: Path, run: int, rows: int = 6) -> None:
@@ -74,6 +77,9 @@ def build_query(spark, kind: str, input_dir: Path):
         return left.join(right, F.expr("k = rk AND rts BETWEEN ts - interval 30 seconds AND ts + interval 30 seconds"))
     if query == "session":
         return df.withWatermark("ts", "1 minute").groupBy(F.session_window("ts", "30 seconds"), "k").count()
+    if query == "chained":  # two stateful operators in one query (append mode, event time)
+        deduped = df.withWatermark("ts", "1 minute").dropDuplicatesWithinWatermark(["k", "v"])
+        return deduped.groupBy(F.window("ts", "1 minute"), "k").count()
     if query == "apply_pandas":
         from pyspark.sql.streaming.state import GroupStateTimeout
 

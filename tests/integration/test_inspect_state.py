@@ -122,6 +122,24 @@ def test_layout_agrees_with_state_metadata(spark, checkpoints, kind, name, store
     assert doc["restore_plan"]["totals"]["ok"] is True
 
 
+def test_two_operators_in_one_query(spark, checkpoints):
+    path = checkpoints("chained")
+    layout = read_layout(path)
+    assert {i: op.name for i, op in layout.operators.items()} == queries.CHAINED_OPERATORS
+    spark_view = sorted((r["operatorId"], r["operatorName"], r["numPartitions"], r["minBatchId"], r["maxBatchId"])
+                        for r in _state_metadata(spark, path))
+    ours = sorted((op.operator_id, op.name, op.num_partitions, min(layout.commits_files), layout.last_committed_batch)
+                  for op in layout.operators.values())
+    assert ours == spark_view
+    doc = json.loads(_cli("inspect-state", path, "--json", "--operator", "1").stdout)
+    assert [o["operator_id"] for o in doc["operators"]] == [1]
+    assert [o["operator_id"] for o in doc["restore_plan"]["operators"]] == [1]
+    rows = _cli("inspect-state", path, "--rows", "100", "--json", "--operator", "1")
+    assert rows.exit_code == 0, rows.output
+    assert _canon(json.loads(rows.stdout)["rows"]["rows"]) == _canon(_statestore(spark, path, 1, operatorId=1))
+    assert _cli("inspect-state", path, "--rows", "5").exit_code == 2  # which operator? say so
+
+
 def test_transform_with_state_variables_and_ttl(spark, checkpoints):
     path = checkpoints("tws")
     op = read_layout(path).operators[0]
