@@ -11,7 +11,7 @@ from statectl.cli.common import JsonOpt
 
 
 def inspect_state(
-    checkpoint_dir: Annotated[Path, typer.Argument(help="The query's checkpointLocation directory.", show_default=False)],
+    checkpoint_dir: Annotated[Path, typer.Argument(metavar="CHECKPOINT_DIR", help="The query's checkpointLocation directory.", show_default=False)],
     operator: Annotated[Optional[int], typer.Option("--operator", "-o", min=0, help="Zoom to one stateful operator (its id under state/).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, help="Zoom to one partition: every file, per-store restore plan.")] = None,
     verify: Annotated[str, typer.Option("--verify", help="Checksums to verify: restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state file and SST), none.")] = "restore",
