@@ -170,7 +170,7 @@ def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
 # ---------------------------------------------------------------- pure pandas helpers
 def in_processing_order(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """One key's rows of a micro-batch, in the order they are processed (see module docstring)."""
-    pdf = pd.concat(list(rows), ignore_index=True)
+    pdf = _frames(rows)
     if len(pdf) > 1:
         prio = np.where(pdf["kind"].isin(TABLE_KINDS), 0, 1)
         pdf = pdf.assign(_prio=prio).sort_values(["ts", "_prio", "part", "off"], kind="stable")
@@ -212,13 +212,27 @@ def best_per_game(scores: pd.DataFrame, top_n: int) -> pd.DataFrame:
     """The rows that can still matter: per game, a player's ``top_n`` best distinct scores.
 
     A player can hold at most ``top_n`` places in a game, so a score with ``top_n`` better (or
-    equal and earlier) ones of the same player in the same batch can never be shown.
+    equal and earlier) ones of the same player in the same batch can never be shown. Done with
+    numpy: it runs once per player per micro-batch, where pandas' per-call overhead dominates.
     """
     if len(scores) <= 1:
         return scores
-    ranked = scores.assign(_neg=-scores["score"]).sort_values(["product_id", "_neg", "ts", "part", "off"], kind="stable")
-    ranked = ranked.drop_duplicates(["product_id", "score"])
-    return ranked.groupby("product_id", sort=False).head(top_n).drop(columns="_neg")
+    game = scores["product_id"].to_numpy()
+    score = scores["score"].to_numpy()
+    order = np.lexsort((scores["off"].to_numpy(), scores["part"].to_numpy(), scores["ts"].to_numpy(), -score, game))
+    g, sc = game[order], score[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (g[1:] != g[:-1]) | (sc[1:] != sc[:-1])  # the earliest of equal (game, score) rows
+    order, g = order[first], g[first]
+    index = np.arange(len(order))
+    starts = np.r_[True, g[1:] != g[:-1]]
+    rank = index - np.maximum.accumulate(np.where(starts, index, 0))
+    return scores.iloc[order[rank < top_n]]
+
+
+def _frames(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    frames = list(rows)
+    return frames[0].reset_index(drop=True) if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 NAME_STATE = StructType([StructField("name", StringType())])
@@ -256,7 +270,7 @@ class PlayerJoin(StatefulProcessor):
         self.player = handle.getValueState("player", NAME_STATE)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        pdf = pd.concat(list(rows), ignore_index=True)
+        pdf = _frames(rows)
         if key[0] == PASS_THROUGH:  # dead letters and product rows
             yield pdf
             return

@@ -66,3 +66,29 @@ def test_rest_routes(path, status, body):
     assert got_status == status
     if body is not None:
         assert got_body == body
+
+
+def _best_per_game_reference(scores: pd.DataFrame, top_n: int) -> pd.DataFrame:
+    ranked = scores.assign(_neg=-scores["score"]).sort_values(["product_id", "_neg", "ts", "part", "off"], kind="stable")
+    ranked = ranked.drop_duplicates(["product_id", "score"])
+    return ranked.groupby("product_id", sort=False).head(top_n).drop(columns="_neg")
+
+
+@pytest.mark.parametrize("seed", range(20), ids=lambda s: f"seed-{s}")
+@pytest.mark.parametrize("top_n", [1, 3, 5], ids=lambda n: f"top-{n}")
+def test_best_per_game_keeps_a_players_best_distinct_scores_per_game(seed, top_n):
+    import numpy as np
+
+    from jobs.leaderboard import best_per_game
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    scores = pd.DataFrame({
+        "kind": "score", "player_id": 7, "product_id": rng.integers(1, 4, n),
+        "score": rng.integers(0, 6, n).astype(float),  # few values: many ties and duplicates
+        "ts": rng.integers(0, 5, n), "part": rng.integers(0, 2, n), "off": rng.permutation(n),
+    })
+    got = best_per_game(scores, top_n)
+    expected = _best_per_game_reference(scores, top_n)
+    assert sorted(got.index) == sorted(expected.index)
+    assert (got.groupby("product_id").size() <= top_n).all()
