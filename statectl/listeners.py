@@ -1,8 +1,10 @@
-"""Turning Spark's streaming query events into statectl run events.
+"""What a running query is doing, as statectl run events: typed dicts, a lifecycle, run totals.
 
-``RunListener`` is the StreamingQueryListener ``statectl run`` attaches: it converts each Spark
-event to a plain dict and hands it to a callback at once (never rendering on Spark's thread).
-``RunTotals`` is the pure aggregation of those events into a run summary.
+Spark's StreamingQueryListener (``make_listener``) only hands raw events to a callback and
+returns; ``statectl.run_monitor.RunMonitor`` turns them, with the restore tracking of
+``statectl.restore_progress``, into the events defined here, on its own thread. Every event is a
+JSON-ready dict with a ``type``; ``docs/events.md`` and ``resources/events.schema.json``
+document them. ``Lifecycle`` is the Kafka Streams-like state derived from them.
 """
 
 from __future__ import annotations
@@ -10,33 +12,224 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from enum import Enum
+from typing import Any, Callable
 
 EventSink = Callable[[dict], None]
 
+EVENT_TYPES = (
+    "query_started", "restore_started", "restore_progress", "restore_finished",
+    "batch_progress", "catching_up", "idle", "terminated",
+)
 
-def progress_event(progress: dict) -> dict:
-    """A ``batch_progress`` event from a StreamingQueryProgress JSON dict."""
-    sources = progress.get("sources") or []
-    state = progress.get("stateOperators") or []
+
+class State(str, Enum):
+    """Where a run is, like Kafka Streams' KafkaStreams.State."""
+
+    CREATED = "CREATED"  # the query exists; no batch has finished
+    RESTORING = "RESTORING"  # the first batch after a restart is loading state stores
+    RUNNING = "RUNNING"  # a batch finished
+    IDLE = "IDLE"  # waiting for new data
+    TERMINATED = "TERMINATED"  # stopped or finished without an error
+    FAILED = "FAILED"  # stopped by an error
+
+    @property
+    def final(self) -> bool:
+        return self in (State.TERMINATED, State.FAILED)
+
+
+def next_state(state: State, event: dict) -> State:
+    """The lifecycle state after ``event``. Pure; events that do not move the state keep it."""
+    kind = event.get("type")
+    if state.final:
+        return state
+    if kind == "terminated":
+        return State.FAILED if event.get("error") else State.TERMINATED
+    if kind == "restore_started" and state is State.CREATED:
+        return State.RESTORING
+    if kind == "batch_progress":
+        return State.RUNNING
+    if kind == "idle" and state in (State.CREATED, State.RUNNING):
+        return State.IDLE
+    return state
+
+
+@dataclass
+class Lifecycle:
+    """The current state and every transition, each stamped with the event's time."""
+
+    state: State = State.CREATED
+    transitions: list[tuple[float, State, State]] = field(default_factory=list)
+
+    def apply(self, event: dict) -> bool:
+        """Move to the state ``event`` leads to; True when it changed."""
+        new = next_state(self.state, event)
+        if new is self.state:
+            return False
+        self.transitions.append((float(event.get("time") or time.time()), self.state, new))
+        self.state = new
+        return True
+
+
+# ---------------------------------------------------------------- event constructors
+def _event(kind: str, when: float | None = None, **fields: Any) -> dict:
+    return {"type": kind, "time": round(when if when is not None else time.time(), 3), **fields}
+
+
+def query_started(query_id: str, run_id: str, name: str | None, when: float | None = None, *,
+                  job: str | None = None, checkpoint: str | None = None, trigger: str | None = None,
+                  restore_planned: bool = False, notes: list[str] | None = None) -> dict:
+    return _event("query_started", when, query_id=query_id, run_id=run_id, name=name, job=job,
+                  checkpoint=checkpoint, trigger=trigger, restore_planned=restore_planned, notes=list(notes or []))
+
+
+def idle(query_id: str, run_id: str, when: float | None = None) -> dict:
+    return _event("idle", when, query_id=query_id, run_id=run_id)
+
+
+def terminated(query_id: str | None, run_id: str | None, error: str | None, when: float | None = None, *,
+               error_class: str | None = None, source: str = "spark") -> dict:
+    """``error`` is the first meaningful line of Spark's exception; None for a clean stop."""
+    return _event("terminated", when, query_id=query_id, run_id=run_id, error=error, error_class=error_class,
+                  source=source)
+
+
+def error_summary(exception_text: str | None) -> str | None:
+    """The line of a JVM/Python exception text that says what went wrong (no stack frames)."""
+    if not exception_text:
+        return None
+    for line in exception_text.strip().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "Traceback", "JVM stacktrace", "File \"", "...", "===")):
+            return line[:500]
+    return exception_text.strip().splitlines()[0][:500]
+
+
+def _num(value: Any, default: float = 0.0) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return default
+    return out if out == out else default  # NaN -> default
+
+
+def _offsets(value: Any) -> dict:
+    """A source offset as Spark reports it: a dict, or (from Python progress dicts) a JSON string."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def records_behind(source: dict) -> int | None:
+    """Records between the batch's end offsets and the latest offsets Spark saw (Kafka only)."""
+    end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
+    if not latest:
+        return None
+    total = 0
+    for topic, parts in latest.items():
+        if not isinstance(parts, dict):
+            return None
+        done = end.get(topic) if isinstance(end.get(topic), dict) else {}
+        for part, offset in parts.items():
+            if isinstance(offset, (int, float)) and isinstance(done.get(part), (int, float)):
+                total += max(0, int(offset) - int(done[part]))
+    return total
+
+
+def source_summary(source: dict) -> dict:
+    metrics = source.get("metrics") or {}
+    out = {
+        "description": source.get("description"),
+        "input_rows": int(source.get("numInputRows") or 0),
+        "input_rows_per_second": _num(source.get("inputRowsPerSecond")),
+        "processed_rows_per_second": _num(source.get("processedRowsPerSecond")),
+        "records_behind": records_behind(source),
+        "offsets_behind_avg": None,
+        "offsets_behind_max": None,
+    }
+    if "maxOffsetsBehindLatest" in metrics:
+        out["offsets_behind_avg"] = _num(metrics.get("avgOffsetsBehindLatest"))
+        out["offsets_behind_max"] = int(_num(metrics.get("maxOffsetsBehindLatest")))
+    return out
+
+
+def operator_summary(operator_id: int, op: dict) -> dict:
     return {
-        "type": "batch_progress",
-        "time": time.time(),
-        "batch_id": progress.get("batchId"),
-        "input_rows": progress.get("numInputRows", 0),
-        "input_rows_per_second": progress.get("inputRowsPerSecond") or 0.0,
-        "processed_rows_per_second": progress.get("processedRowsPerSecond") or 0.0,
-        "duration_ms": progress.get("durationMs") or {},
-        "state_rows_total": sum(op.get("numRowsTotal", 0) for op in state),
-        "state_rows_updated": sum(op.get("numRowsUpdated", 0) for op in state),
-        "state_rows_removed": sum(op.get("numRowsRemoved", 0) for op in state),
-        "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in state),
-        "state_operators": state,
-        "sources": sources,
-        "observed": {name: dict(row) for name, row in (progress.get("observedMetrics") or {}).items()},
+        "operator_id": operator_id,
+        "name": op.get("operatorName"),
+        "rows_total": int(op.get("numRowsTotal") or 0),
+        "rows_updated": int(op.get("numRowsUpdated") or 0),
+        "rows_removed": int(op.get("numRowsRemoved") or 0),
+        "memory_bytes": int(op.get("memoryUsedBytes") or 0),
+        "commit_ms": int(op.get("commitTimeMs") or 0),
+        "partitions": int(op.get("numStateStoreInstances") or op.get("numShufflePartitions") or 0),
     }
 
 
+def batch_progress(progress: dict, query_id: str | None = None, run_id: str | None = None,
+                   when: float | None = None) -> dict:
+    """A ``batch_progress`` event from a StreamingQueryProgress JSON dict (``progress.json``)."""
+    state = progress.get("stateOperators") or []
+    # Spark lists state operators in plan order, which is also the order it numbers them in.
+    operators = [operator_summary(i, op) for i, op in enumerate(state)]
+    observed = {}
+    for name, row in (progress.get("observedMetrics") or {}).items():
+        observed[name] = {k: v for k, v in dict(row).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return _event(
+        "batch_progress", when,
+        query_id=query_id or progress.get("id"),
+        run_id=run_id or progress.get("runId"),
+        batch_id=int(progress.get("batchId", -1)),
+        input_rows=int(progress.get("numInputRows") or 0),
+        input_rows_per_second=_num(progress.get("inputRowsPerSecond")),
+        processed_rows_per_second=_num(progress.get("processedRowsPerSecond")),
+        batch_duration_ms=int(progress.get("batchDuration") or (progress.get("durationMs") or {}).get("triggerExecution", 0)),
+        duration_ms={k: int(v) for k, v in (progress.get("durationMs") or {}).items()},
+        state_rows_total=sum(o["rows_total"] for o in operators),
+        state_rows_updated=sum(o["rows_updated"] for o in operators),
+        state_rows_removed=sum(o["rows_removed"] for o in operators),
+        state_memory_bytes=sum(o["memory_bytes"] for o in operators),
+        state_operators=operators,
+        sources=[source_summary(s) for s in progress.get("sources") or []],
+        observed=observed,
+    )
+
+
+def catching_up(batch: dict, caught_up: bool, when: float | None = None) -> dict:
+    behind = [s for s in batch["sources"] if s["records_behind"] is not None or s["offsets_behind_max"] is not None]
+    return _event(
+        "catching_up", when, query_id=batch.get("query_id"), run_id=batch.get("run_id"), batch_id=batch["batch_id"],
+        caught_up=caught_up,
+        records_behind=sum(s["records_behind"] or 0 for s in behind),
+        offsets_behind_max=max((s["offsets_behind_max"] or 0 for s in behind), default=0),
+        sources=[{"description": s["description"], "records_behind": s["records_behind"],
+                  "offsets_behind_avg": s["offsets_behind_avg"], "offsets_behind_max": s["offsets_behind_max"]}
+                 for s in behind],
+    )
+
+
+class CatchUp:
+    """Emits ``catching_up`` after each batch that left Kafka input behind, and once when caught up."""
+
+    def __init__(self) -> None:
+        self.behind = False
+
+    def after(self, batch: dict) -> dict | None:
+        lagging = [s for s in batch["sources"]
+                   if (s["records_behind"] or 0) > 0 or (s["offsets_behind_max"] or 0) > 0]
+        if lagging:
+            self.behind = True
+            return catching_up(batch, caught_up=False, when=batch["time"])
+        if self.behind:
+            self.behind = False
+            return catching_up(batch, caught_up=True, when=batch["time"])
+        return None
+
+
+# ---------------------------------------------------------------- totals
 @dataclass
 class RunTotals:
     """What a run did, summed over its batches."""
@@ -70,23 +263,28 @@ class RunTotals:
                     self.observed[name] = self.observed.get(name, 0) + int(value)
 
 
-def make_listener(sink: EventSink):
-    """A StreamingQueryListener (imported lazily: pyspark) forwarding events as dicts to ``sink``."""
+# ---------------------------------------------------------------- the Spark listener
+def make_listener(submit: Callable[[tuple], None]):
+    """A StreamingQueryListener (pyspark imported here) that hands each event to ``submit``.
+
+    It does the least it can on Spark's thread: ``onQueryStarted`` runs synchronously inside
+    ``DataStreamWriter.start()``, and the other callbacks hold Spark's listener bus while they
+    run. Parsing, restore tracking and rendering happen on the RunMonitor's thread.
+    """
     from pyspark.sql.streaming import StreamingQueryListener
 
     class RunListener(StreamingQueryListener):
         def onQueryStarted(self, event) -> None:
-            sink({"type": "query_started", "time": time.time(), "id": str(event.id),
-                  "run_id": str(event.runId), "name": event.name})
+            submit(("started", time.time(), str(event.id), str(event.runId), event.name))
 
         def onQueryProgress(self, event) -> None:
-            sink(progress_event(json.loads(event.progress.json)))
+            submit(("progress", time.time(), event.progress.json))
 
         def onQueryIdle(self, event) -> None:
-            sink({"type": "idle", "time": time.time(), "id": str(event.id)})
+            submit(("idle", time.time(), str(event.id), str(event.runId)))
 
         def onQueryTerminated(self, event) -> None:
-            sink({"type": "terminated", "time": time.time(), "id": str(event.id),
-                  "error": event.exception.splitlines()[0] if event.exception else None})
+            submit(("terminated", time.time(), str(event.id), str(event.runId), event.exception,
+                    event.errorClassOnException))
 
     return RunListener()

@@ -8,8 +8,10 @@ next run re-runs an uncommitted batch from the offset log anyway, so even a kill
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import importlib
+import json
 import os
 import signal
 import threading
@@ -20,7 +22,7 @@ from typing import Callable
 
 from statectl.config import JobConfig, resolve_bootstrap
 from statectl.errors import OperationalError, UsageError
-from statectl.listeners import EventSink, RunTotals
+from statectl.listeners import EventSink, RunTotals, batch_progress
 from statectl.paths import default_checkpoint_root
 
 #: job id (the config's ``job``) -> module with ``build(spark, config, bootstrap) -> JobPlan``.
@@ -37,6 +39,10 @@ class RunRequest:
     master: str | None = None
     bootstrap_servers: str | None = None
     stop_after_seconds: float | None = None  # continuous mode: stop by itself (tests, demos)
+    stop: threading.Event | None = None  # set by the caller to stop between batches (tests, embedding)
+    metrics_port: int | None = None  # serve Prometheus metrics while the run lasts
+    metrics_host: str = "127.0.0.1"
+    listen: bool = True  # attach the listener; off only to measure what it costs (benchmarks)
 
 
 @dataclass
@@ -53,6 +59,7 @@ class RunSummary:
     outputs: dict[str, int] = field(default_factory=dict)
     state_rows: int = 0
     error: str | None = None
+    processing_seconds: float = 0.0  # the batches' own time (triggerExecution), without start-up
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -134,13 +141,15 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     bootstrap = resolve_bootstrap(request.bootstrap_servers, config.kafka.bootstrap_servers)
     admin = require_broker(bootstrap)
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
+    metrics = _serve_metrics(request)  # before Spark starts: a taken port fails in a second
 
-    with CheckpointLock(checkpoint):
+    with CheckpointLock(checkpoint), _closing(metrics):
         from pyspark.sql import functions as F
 
         from statectl.adapters.spark import spark_session
-        from statectl.listeners import make_listener
 
+        # Read before the query starts: what the first batch will load (pure Python, no JVM).
+        restore, plan_note = _restore_plan(checkpoint, request.listen)
         spark = spark_session(
             app_name=f"statectl {config.job}",
             master=request.master or config.spark.master,
@@ -151,19 +160,10 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         plan = job.build(spark, config, bootstrap)
         create_missing_topics(admin, plan.topics)
 
-        totals = RunTotals()
-
-        def sink(event: dict) -> None:
-            totals.add(event)
-            if on_event is not None:
-                on_event(event)
-
-        listener = make_listener(sink)
-        spark.streams.addListener(listener)
-        metrics = [F.count(F.lit(1)).alias("output_rows")]
-        metrics += [F.count(F.when(F.col("reason") == r, 1)).alias(f"dropped_{r}") for r in plan.reasons]
-        metrics += [F.count(F.when(F.col("topic") == t, 1)).alias(f"to_{i}") for i, t in enumerate(plan.output_topics)]
-        output = plan.output.observe("statectl", *metrics).select("topic", "key", "value")
+        observed = [F.count(F.lit(1)).alias("output_rows")]
+        observed += [F.count(F.when(F.col("reason") == r, 1)).alias(f"dropped_{r}") for r in plan.reasons]
+        observed += [F.count(F.when(F.col("topic") == t, 1)).alias(f"to_{i}") for i, t in enumerate(plan.output_topics)]
+        output = plan.output.observe("statectl", *observed).select("topic", "key", "value")
         writer = (
             output.writeStream.format("kafka")
             .option("kafka.bootstrap.servers", bootstrap)
@@ -174,23 +174,35 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         writer = writer.trigger(availableNow=True) if request.available_now else writer.trigger(
             processingTime=config.trigger.processing_time)
 
+        totals = RunTotals()
+        trigger = "available-now" if request.available_now else f"processing-time {config.trigger.processing_time}"
+        monitor = None
+        if request.listen:
+            monitor = _monitor(spark, metrics, [totals.add, metrics, on_event], restore, plan_note,
+                               {"job": config.job, "checkpoint": str(checkpoint), "trigger": trigger})
         started = time.monotonic()
         stop_requested, restore_signals = _stop_signals()
         status = "finished"
         error = None
+        start_error = None
         try:
             try:
                 query = writer.start()
             except Exception as exc:
-                raise OperationalError(f"the {config.job} query did not start: {_first_line(exc)}") from exc
+                start_error = _first_line(exc)
+                raise OperationalError(f"the {config.job} query did not start: {start_error}") from exc
             status = _follow(query, stop_requested, request, started)
             exc = query.exception()
             if exc is not None:
                 status, error = "failed", _first_line(exc)
         finally:
             restore_signals()
-            _await_listener(totals, on_event)
-            spark.streams.removeListener(listener)
+            if monitor is not None:
+                monitor.close(error=start_error)
+                spark.streams.removeListener(monitor.listener)
+        if monitor is None:
+            for progress in query.recentProgress:
+                totals.add(batch_progress(json.loads(progress.json)))
 
     summary = RunSummary(
         job=config.job, status=status, query_id=str(query.id), checkpoint_dir=str(checkpoint),
@@ -198,7 +210,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         seconds=round(time.monotonic() - started, 2),
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
         outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(plan.output_topics)},
-        state_rows=totals.last_state_rows, error=error,
+        state_rows=totals.last_state_rows, error=error, processing_seconds=round(totals.processing_ms / 1000, 2),
     )
     if status == "failed":
         raise OperationalError(f"the {config.job} query failed: {error}")
@@ -207,14 +219,44 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
 
 def _follow(query, stop_requested: threading.Event, request: RunRequest, started: float) -> str:
     """Wait for the query to end, or for a stop request; stop between batches."""
+    from pyspark.errors import StreamingQueryException
+
     while query.isActive:
-        if query.awaitTermination(0.2):
-            break
+        try:
+            if query.awaitTermination(0.2):
+                break
+        except StreamingQueryException:
+            break  # the caller reads query.exception()
         timed_out = request.stop_after_seconds is not None and time.monotonic() - started > request.stop_after_seconds
-        if stop_requested.is_set() or timed_out:
+        if stop_requested.is_set() or timed_out or (request.stop is not None and request.stop.is_set()):
             _stop_between_batches(query)
             return "stopped"
+        if request.available_now and caught_up(query.lastProgress):
+            # Spark ends an AvailableNow query by itself, except when a processing-time stateful
+            # operator (state TTL, processing-time timers) asks for no-data batches back to back,
+            # forever. What runs now is another no-data batch: stopping it loses no output, and
+            # if it was cut short the next run re-runs it from the offset log.
+            query.stop()
+            return "finished"
     return "finished"
+
+
+def caught_up(progress: dict | None) -> bool:
+    """A finished no-data batch with every source at its latest offset: nothing is left to read."""
+    if not progress or progress.get("numInputRows", 1) != 0:
+        return False
+    for source in progress.get("sources") or []:
+        latest = source.get("latestOffset")
+        if latest is not None and _offsets(source.get("endOffset")) != _offsets(latest):
+            return False
+    return True
+
+
+def _offsets(value):
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
 
 
 def _stop_between_batches(query, patience: float = 600.0) -> None:
@@ -224,11 +266,48 @@ def _stop_between_batches(query, patience: float = 600.0) -> None:
     query.stop()
 
 
-def _await_listener(totals: RunTotals, on_event: EventSink | None, timeout: float = 5.0) -> None:
-    """Listener events arrive asynchronously and in order; the run's last one is ``terminated``."""
-    deadline = time.monotonic() + timeout
-    while not totals.terminated and time.monotonic() < deadline:
-        time.sleep(0.05)
+def _serve_metrics(request: RunRequest):
+    if request.metrics_port is None:
+        return None
+    from statectl.metrics import RunMetrics
+
+    return RunMetrics(request.config.job).serve(request.metrics_port, request.metrics_host)
+
+
+def _closing(metrics):
+    return contextlib.closing(metrics) if metrics is not None else contextlib.nullcontext()
+
+
+def _restore_plan(checkpoint: Path, listen: bool):
+    if not listen:
+        return {}, None
+    from statectl.restore_progress import plan_restore
+
+    return plan_restore(checkpoint)
+
+
+def _monitor(spark, metrics, sinks: list, restore: dict, plan_note: str | None, context: dict):
+    """The listener and the thread that turns what it hears into events (statectl.run_monitor)."""
+    from statectl.adapters.spark_progress import StagePoller, local_log_file
+    from statectl.listeners import make_listener
+    from statectl.restore_progress import LogTail
+    from statectl.run_monitor import RunMonitor
+
+    notes = [plan_note] if plan_note else []
+    if metrics is not None:
+        notes.append(f"Prometheus metrics at {metrics.url}")
+    log_tail = None
+    if restore:
+        log = local_log_file(spark)
+        if log is not None:
+            log_tail = LogTail(log)  # from its current end: only this run's lines
+        else:
+            notes.append("the Spark log is not local: restore progress comes from the status tracker only")
+    monitor = RunMonitor(sinks, restore, log_tail=log_tail, stage_poll=StagePoller(spark) if restore else None,
+                         context=context, notes=notes).start()
+    monitor.listener = make_listener(monitor.submit)
+    spark.streams.addListener(monitor.listener)
+    return monitor
 
 
 def _first_line(exc: BaseException) -> str:

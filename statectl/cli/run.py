@@ -26,6 +26,9 @@ def run(
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")] = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
+    events: Annotated[Optional[str], typer.Option("--events-file", "--events", metavar="PATH", help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes there). Schema: docs/events.md.")] = None,
+    metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", metavar="N", help="Serve Prometheus metrics on port N while the job runs.")] = None,
+    metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="ADDR", help="Address the metrics server binds to.")] = "127.0.0.1",
     json: JsonOpt = False,
 ) -> None:
     """Run a stateful job from its config until Ctrl-C (or, with --available-now, until caught up).
@@ -35,20 +38,43 @@ def run(
     after a crash too. Ctrl-C or SIGTERM stops after the current micro-batch; a second Ctrl-C
     stops at once (still safe: an unfinished batch is re-run on the next start).
 
+    While it runs: the lifecycle (CREATED, RESTORING, RUNNING, IDLE, TERMINATED/FAILED), a
+    progress bar per operator whose state is being restored after a restart, then rates, state
+    size and Kafka lag per batch — live on a terminal, as plain lines otherwise (stderr).
+
     Examples:
 
       statectl run leaderboard --config configs/leaderboard.yaml --available-now
 
+      statectl run leaderboard --events-file run.jsonl --metrics-port 9108
+
       statectl run leaderboard --set leaderboard.top_n=5 --checkpoint-dir /tmp/lb
     """
     from statectl.config import load_config
-    from statectl.render.run import batch_line, run_summary
+    from statectl.errors import UsageError
+    from statectl.render import err
+    from statectl.render.run import EventsWriter, run_display, run_summary
     from statectl.runner import RunRequest, run_job
 
+    if json and events == "-":
+        raise UsageError("--json and --events - both write to stdout; choose one (or --events-file PATH)")
     job_id = f"{job}/{example}" if example else job
     path = config or _default_config(job, example)
     cfg = load_config(path, set_ or [], expect_job=job_id)
-    request = RunRequest(cfg, available_now=available_now, checkpoint_dir=checkpoint_dir,
-                         master=master, bootstrap_servers=bootstrap_servers)
-    summary = run_job(request, on_event=None if json else batch_line)
-    run_summary(summary, json)
+    request = RunRequest(cfg, available_now=available_now, checkpoint_dir=checkpoint_dir, master=master,
+                         bootstrap_servers=bootstrap_servers, metrics_port=metrics_port, metrics_host=metrics_host)
+    writer = EventsWriter(events) if events else None
+    display = run_display(err(), job=job_id)
+    sinks = [s for s in (display, writer) if s is not None]
+
+    def on_event(event: dict) -> None:
+        for sink in sinks:
+            sink(event)
+
+    try:
+        summary = run_job(request, on_event=on_event)
+    finally:
+        for closable in (display, writer):
+            if hasattr(closable, "close"):
+                closable.close()
+    run_summary(summary, json, console=err() if events == "-" else None)

@@ -1,0 +1,120 @@
+"""Prometheus metrics of a run, fed by its events and served over HTTP (``--metrics-port``).
+
+One registry per run (never the process-wide default), so runs in one process do not collide.
+Metric names follow Prometheus conventions: ``_total`` counters, base units (seconds, bytes).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+from statectl.errors import OperationalError, UsageError
+
+_STATES = ["CREATED", "RESTORING", "RUNNING", "IDLE", "TERMINATED", "FAILED"]
+
+
+class RunMetrics:
+    """An event sink that keeps the run's Prometheus metrics; ``serve`` exposes them."""
+
+    def __init__(self, job: str):
+        from prometheus_client import CollectorRegistry, Counter, Enum, Gauge, Histogram
+
+        self.job = job
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        label = ["job"]
+        self.state = Enum("statectl_query_state", "Lifecycle state of the query", label, states=_STATES, registry=r)
+        self.starts = Counter("statectl_query_starts", "Queries started (a start on an existing checkpoint is a restart)",
+                              label, registry=r)
+        self.restarts = Counter("statectl_query_restarts", "Starts that restored state from the checkpoint", label,
+                                registry=r)
+        self.failures = Counter("statectl_query_failures", "Queries that terminated with an error", label, registry=r)
+        self.batches = Counter("statectl_batches", "Micro-batches completed", label, registry=r)
+        self.input_rows = Counter("statectl_input_rows", "Input rows processed", label, registry=r)
+        self.input_rate = Gauge("statectl_input_rows_per_second", "Input rate of the last batch", label, registry=r)
+        self.processed_rate = Gauge("statectl_processed_rows_per_second", "Processing rate of the last batch", label,
+                                    registry=r)
+        self.batch_duration = Histogram(
+            "statectl_batch_duration_seconds", "Micro-batch duration (triggerExecution)", label, registry=r,
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, float("inf")))
+        self.state_rows = Gauge("statectl_state_rows", "Rows in state, per operator", ["job", "operator"], registry=r)
+        self.state_memory = Gauge("statectl_state_memory_bytes", "State store memory, per operator",
+                                  ["job", "operator"], registry=r)
+        self.records_behind = Gauge("statectl_input_records_behind",
+                                    "Kafka records between the last batch's end and the latest offsets it saw",
+                                    ["job", "source"], registry=r)
+        self.restores = Counter("statectl_restores", "Operator state restores finished", ["job", "operator"], registry=r)
+        self.restore_duration = Gauge("statectl_restore_duration_seconds", "Duration of the operator's last restore",
+                                      ["job", "operator"], registry=r)
+        self.restore_files = Gauge("statectl_restore_replayed_changelog_files",
+                                   "Changelog files replayed by the operator's last restore", ["job", "operator"],
+                                   registry=r)
+        self.dead_letters = Counter("statectl_dead_letters", "Records routed to the dead-letter topic, per reason",
+                                    ["job", "reason"], registry=r)
+        self.state.labels(job).state("CREATED")
+        for counter in (self.starts, self.restarts, self.failures, self.batches, self.input_rows):
+            counter.labels(job)  # exported as 0 from the start, not only once incremented
+        self._server = None
+        self._thread = None
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> "RunMetrics":
+        from prometheus_client import start_http_server
+
+        if not 0 <= port < 65536:
+            raise UsageError(f"--metrics-port {port}: expected a port number (0: any free port)")
+        try:
+            self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise OperationalError(f"port {port} on {host} is in use; choose another --metrics-port") from None
+            if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+                raise UsageError(f"--metrics-host {host}: not an address of this machine") from None
+            raise OperationalError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
+        return self
+
+    @property
+    def url(self) -> str | None:
+        if self._server is None:
+            return None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/metrics"
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __call__(self, event: dict) -> None:
+        job = self.job
+        kind = event["type"]
+        if event.get("state") in _STATES:
+            self.state.labels(job).state(event["state"])
+        if kind == "query_started":
+            self.starts.labels(job).inc()
+            if event.get("restore_planned"):
+                self.restarts.labels(job).inc()
+        elif kind == "batch_progress":
+            self.batches.labels(job).inc()
+            self.input_rows.labels(job).inc(event["input_rows"])
+            self.input_rate.labels(job).set(event["input_rows_per_second"])
+            self.processed_rate.labels(job).set(event["processed_rows_per_second"])
+            self.batch_duration.labels(job).observe(event["batch_duration_ms"] / 1000)
+            for op in event["state_operators"]:
+                self.state_rows.labels(job, str(op["operator_id"])).set(op["rows_total"])
+                self.state_memory.labels(job, str(op["operator_id"])).set(op["memory_bytes"])
+            for source in event["sources"]:
+                if source["records_behind"] is not None:
+                    self.records_behind.labels(job, source["description"] or "?").set(source["records_behind"])
+            for metrics in event["observed"].values():
+                for name, value in metrics.items():
+                    if name.startswith("dropped_") and value:
+                        self.dead_letters.labels(job, name[len("dropped_"):]).inc(value)
+        elif kind == "restore_finished":
+            op = str(event["operator_id"])
+            self.restores.labels(job, op).inc()
+            self.restore_duration.labels(job, op).set((event["duration_ms"] or 0) / 1000)
+            if event["replay_files"] is not None:
+                self.restore_files.labels(job, op).set(event["replay_files"])
+        elif kind == "terminated" and event.get("error"):
+            self.failures.labels(job).inc()
