@@ -170,11 +170,33 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def apply_overrides(raw: RawConfig, overrides: list[str]) -> None:
+def _split_key(key: str, schema: type | None) -> list[str]:
+    """``a.b.c`` -> path parts, following the schema: below a mapping field (such as
+    ``spark.conf``) the rest of the key is one key, dots and all (``spark.sql.shuffle.partitions``)."""
+    parts = key.split(".")
+    tp: Any = schema
+    for i, part in enumerate(parts[:-1]):
+        if not (tp is not None and dataclasses.is_dataclass(tp)):
+            break
+        hints = typing.get_type_hints(tp)
+        if part not in hints:
+            break
+        tp = hints[part]
+        if typing.get_origin(tp) in (Union, types.UnionType):
+            inner = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = inner[0] if len(inner) == 1 else None
+        if typing.get_origin(tp) is dict:
+            return parts[: i + 1] + [".".join(parts[i + 1:])]
+    return parts
+
+
+def apply_overrides(raw: RawConfig, overrides: list[str], schema: type | None = None) -> None:
+    if schema is None:
+        schema = JOB_SCHEMAS.get(raw.data.get("job"), JobConfig)
     for text in overrides:
         key, value = parse_override(text)
         node = raw.data
-        parts = key.split(".")
+        parts = _split_key(key, schema)
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:

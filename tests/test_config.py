@@ -48,8 +48,11 @@ def test_every_problem_is_reported_not_just_the_first(tmp_path):
 
 
 def test_overrides_are_typed_and_validated(tmp_path):
-    config = load_config(DATA / "valid" / "minimal.yaml", ["leaderboard.top_n=5", "spark.conf.spark.x=1"])
+    config = load_config(DATA / "valid" / "minimal.yaml", ["leaderboard.top_n=5", "spark.conf.spark.x=1",
+                                                           "spark.conf.spark.sql.shuffle.partitions=2"])
     assert config.leaderboard.top_n == 5
+    # Below a mapping the rest of the key is one key: Spark conf names have dots of their own.
+    assert config.spark.conf == {"spark.x": "1", "spark.sql.shuffle.partitions": "2"}
     with pytest.raises(ConfigError) as info:
         load_config(DATA / "valid" / "minimal.yaml", ["leaderboard.top_n=many"])
     assert "--set: leaderboard.top_n: expected an integer, found 'many'" in str(info.value)
