@@ -28,6 +28,11 @@ from statectl.paths import default_checkpoint_root
 #: job id (the config's ``job``) -> module with ``build(spark, config, bootstrap) -> JobPlan``.
 JOB_MODULES: dict[str, str] = {
     "leaderboard": "jobs.leaderboard",
+    "advanced-state/tombstones": "jobs.advanced.tombstones",
+    "advanced-state/windowed-retention": "jobs.advanced.windowed_retention",
+    "advanced-state/bounded-state": "jobs.advanced.bounded_state",
+    "advanced-state/topic-configs": "jobs.advanced.topic_configs",
+    "advanced-state/sales-threshold": "jobs.advanced.sales_threshold",
 }
 
 

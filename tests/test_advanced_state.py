@@ -363,3 +363,26 @@ def test_window_processor_closes_expires_and_dead_letters_late_pulses():
     assert (t0,) not in tester.peekMapState("windows", "7")
     tester.setWatermark(t0 + 250_000 - delay)
     assert tester.peekMapState("windows", "7") == {}
+
+
+# ---------------------------------------------------------------- the runner's end of --available-now
+_AT = '{"t": {"0": 3}}'
+
+
+@pytest.mark.parametrize(
+    "progress, done",
+    [
+        (None, False),
+        ({"numInputRows": 3, "sources": [{"endOffset": _AT, "latestOffset": _AT}]}, False),
+        ({"numInputRows": 0, "sources": [{"endOffset": _AT, "latestOffset": _AT}]}, True),
+        ({"numInputRows": 0, "sources": [{"endOffset": _AT, "latestOffset": '{"t": {"0": 5}}'}]}, False),
+        # A no-data batch re-run from the offset log reports no latest offset: not proof of anything.
+        ({"numInputRows": 0, "sources": [{"endOffset": _AT, "latestOffset": "null"}]}, False),
+        ({"numInputRows": 0, "sources": [{"endOffset": _AT, "latestOffset": '{"t":{"0":3}}'}]}, True),
+    ],
+    ids=["no-progress", "data-batch", "no-data-caught-up", "more-to-read", "re-run-batch", "same-json-other-spacing"],
+)
+def test_available_now_ends_after_a_caught_up_no_data_batch(progress, done):
+    from statectl.runner import caught_up
+
+    assert caught_up(progress) is done
