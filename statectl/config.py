@@ -529,3 +529,25 @@ JOB_SCHEMAS.update({
     "advanced-state/topic-configs": TopicConfigsConfig,
     "advanced-state/sales-threshold": SalesThresholdConfig,
 })
+
+
+def job_id_for(job: str, example: str | None) -> str:
+    """``statectl run JOB [EXAMPLE]`` -> the job id a config names (``advanced-state/tombstones``);
+    a UsageError that lists what exists when there is no such job or example."""
+    examples = sorted(j.split("/", 1)[1] for j in JOB_SCHEMAS if j.startswith(f"{job}/"))
+    jobs = sorted({j.split("/", 1)[0] for j in JOB_SCHEMAS})
+    if not examples and job not in JOB_SCHEMAS:
+        guess = difflib.get_close_matches(job, jobs, n=1)
+        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+        raise UsageError(f"no job called {job!r}{hint}; known: {', '.join(jobs)}")
+    if not examples:
+        if example is not None:
+            raise UsageError(f"{job} has no examples; run it as `statectl run {job}`")
+        return job
+    if example is None:
+        raise UsageError(f"{job} needs an EXAMPLE: {', '.join(examples)} (e.g. statectl run {job} {examples[0]})")
+    if example not in examples:
+        guess = difflib.get_close_matches(example, examples, n=1)
+        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+        raise UsageError(f"no {job} example called {example!r}{hint}; known: {', '.join(examples)}")
+    return f"{job}/{example}"

@@ -386,3 +386,26 @@ def test_available_now_ends_after_a_caught_up_no_data_batch(progress, done):
     from statectl.runner import caught_up
 
     assert caught_up(progress) is done
+
+
+# ---------------------------------------------------------------- the command line
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["advanced-state"], "error: advanced-state needs an EXAMPLE: bounded-state, sales-threshold, tombstones, "
+                             "topic-configs, windowed-retention (e.g. statectl run advanced-state bounded-state)"),
+        (["advanced-state", "tombstone"], "error: no advanced-state example called 'tombstone' (did you mean "
+                                          "'tombstones'?); known: bounded-state, sales-threshold, tombstones, "
+                                          "topic-configs, windowed-retention"),
+        (["advanced-state", "tombstones", "--config", "configs/advanced-state/sales-threshold.yaml"],
+         "job: this config is for 'advanced-state/sales-threshold', not 'advanced-state/tombstones'"),
+        (["advanced-state", "windowed-retention", "--set", "windows.retention=1 minute"],
+         "windows.retention: 1 min does not cover size + grace (1 min + 5 s = 65 s)"),
+        (["leaderboard", "tombstones"], "error: leaderboard has no examples; run it as `statectl run leaderboard`"),
+    ],
+    ids=["no-example", "typo", "other-example-config", "retention-too-short", "example-for-leaderboard"],
+)
+def test_run_refuses_what_cannot_run_before_anything_starts(cli, args, message):
+    result = cli("run", *args, "--available-now")
+    assert result.exit_code == 2
+    assert message in result.stderr

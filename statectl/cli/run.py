@@ -19,7 +19,7 @@ def _default_config(job: str, example: str | None) -> Path:
 
 def run(
     job: Annotated[str, typer.Argument(help="leaderboard | advanced-state")],
-    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: which example.")] = None,
+    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.")] = None,
     config: ConfigOpt = None,
     available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="Checkpoint location (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
@@ -49,8 +49,10 @@ def run(
       statectl run leaderboard --events-file run.jsonl --metrics-port 9108
 
       statectl run leaderboard --set leaderboard.top_n=5 --checkpoint-dir /tmp/lb
+
+      statectl run advanced-state sales-threshold --available-now --set sales.reset_after_notify=true
     """
-    from statectl.config import load_config
+    from statectl.config import job_id_for, load_config
     from statectl.errors import UsageError
     from statectl.render import err
     from statectl.render.run import EventsWriter, run_display, run_summary
@@ -58,7 +60,7 @@ def run(
 
     if json and events == "-":
         raise UsageError("--json and --events - both write to stdout; choose one (or --events-file PATH)")
-    job_id = f"{job}/{example}" if example else job
+    job_id = job_id_for(job, example)
     path = config or _default_config(job, example)
     cfg = load_config(path, set_ or [], expect_job=job_id)
     request = RunRequest(cfg, available_now=available_now, checkpoint_dir=checkpoint_dir, master=master,
