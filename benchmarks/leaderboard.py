@@ -61,10 +61,23 @@ def main() -> None:
             opts = DatasetOptions(count=args.events, players=args.players, products=args.products, seed=1)
             report = produce_batches(bootstrap, dataset_batches("synthetic-leaderboard", opts))
             print(f"produced {report.delivered:,} records in {report.elapsed_seconds:.1f} s", flush=True)
+            # A small copy under other topic names, to warm the JVM (JIT, class loading) and the Python
+            # workers' imports for both queries before anything is measured.
+            warm = [b for b in dataset_batches("synthetic-leaderboard", DatasetOptions(count=50_000, seed=2))]
+            for b in warm:
+                b.topic = f"warm-{b.topic}"
+            produce_batches(bootstrap, warm)
 
             config = load_config(repo / "configs" / "leaderboard.yaml", ["spark.master=local[*]"])
             spark = spark_session(master="local[*]", conf=config.spark.conf)
-            baseline(spark, bootstrap, work / "warmup")  # JIT, class loading, Kafka consumer pools
+            baseline(spark, bootstrap, work / "warmup")
+            warm_config = load_config(repo / "configs" / "leaderboard.yaml", [
+                f"topics.{k}=warm-{v}" for k, v in (("score_events", "score-events"), ("players", "players"),
+                                                    ("products", "products"), ("high_scores", "high-scores"),
+                                                    ("dlq", "leaderboard-dlq"))])
+            cold = run_job(RunRequest(warm_config, available_now=True, checkpoint_dir=work / "warm",
+                                      bootstrap_servers=bootstrap))
+            print(f"warm-up: leaderboard on {cold.input_rows:,} events in a cold JVM: {cold.seconds:.1f} s", flush=True)
             with PeakMemory() as base_mem:
                 base_rows, base_s = baseline(spark, bootstrap, work / "baseline")
             with PeakMemory() as job_mem:
@@ -84,6 +97,9 @@ def main() -> None:
     print()
     print(f"ratio leaderboard / baseline: {job_rate / base_rate:.2f}  (target >= 0.5)")
     print(f"leaderboard events/s: {job_rate:,.0f}  (target >= 50,000)")
+    print(f"leaderboard batches' own time (triggerExecution): {summary.processing_seconds:.1f} s -> "
+          f"{summary.input_rows / max(summary.processing_seconds, 1e-9):,.0f} events/s; the rest is query start-up "
+          f"(Python state workers) and shutdown")
     print(f"batches: {summary.batches}, state rows: {summary.state_rows:,}, high-scores updates: "
           f"{summary.outputs.get('high-scores', 0):,}, dead letters: {sum(summary.dropped.values()):,}")
     print(f"state on disk: {mib(state_bytes)} (whole checkpoint {mib(ckpt_bytes)})")
