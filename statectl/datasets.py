@@ -44,12 +44,12 @@ def parse_lines(data: bytes, parse_key: bool = False, separator: str = "\t", sou
         lines = [line.rstrip(b"\r") for line in lines]
     if not parse_key:
         # Unkeyed: one record per non-blank line, built without a Python-level loop body.
-        values = [line for line in lines if line.strip()]
+        values = [line for line in lines if line and not line.isspace()]
         result.skipped_empty = len(lines) - len(values)
         result.records = list(zip(itertools.repeat(None), values))
         return result
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line or line.isspace():
             result.skipped_empty += 1
             continue
         key, found, value = line.partition(sep)
