@@ -250,6 +250,23 @@ TOP_STATE = StructType(
 
 
 # ---------------------------------------------------------------- the operators
+def stored_name(state) -> str | None:
+    stored = state.get()  # None when the key has no value
+    return stored[0] if stored is not None else None
+
+
+def sync_table(state, pdf: pd.DataFrame, upsert: str, delete: str, initial: str | None) -> pd.Series:
+    """Apply a batch's table updates (rows in processing order) to ``state``, which held
+    ``initial``; returns the value known at each row."""
+    known, final = as_of_lookup(pdf, upsert, delete, initial)
+    if final is None:
+        if initial is not None:
+            state.clear()
+    elif final != initial:
+        state.update((final,))
+    return known
+
+
 def _unknown_player(scores: pd.DataFrame, score_topic: str) -> pd.DataFrame:
     letters = [dead_letter("unknown_player", "no player with this id was known when the score was processed",
                            score_topic, r) for r in scores.itertuples(index=False)]
@@ -274,8 +291,7 @@ class PlayerJoin(StatefulProcessor):
         if key[0] == PASS_THROUGH:  # dead letters and product rows
             yield pdf
             return
-        stored = self.player.get()
-        initial = stored[0] if stored is not None else None
+        initial = stored_name(self.player)
         if (pdf["kind"] == "score").all():
             # The common case: no table update for this player in the batch, no ordering needed.
             if initial is None:
@@ -284,12 +300,7 @@ class PlayerJoin(StatefulProcessor):
                 yield best_per_game(pdf, self.top_n).assign(name=initial)
             return
         pdf = in_processing_order([pdf])
-        known, final = as_of_lookup(pdf, "player", "player_delete", initial)
-        if final is None:
-            if initial is not None:
-                self.player.clear()
-        elif final != initial:
-            self.player.update((final,))
+        known = sync_table(self.player, pdf, "player", "player_delete", initial)
         scores = pdf["kind"] == "score"
         if not scores.any():
             return
@@ -324,14 +335,7 @@ class TopScores(StatefulProcessor):
                 yield self._dead_letters(letters)
             return
         product_id = int(key[0])
-        stored = self.game.get()
-        initial = stored[0] if stored is not None else None
-        known, final = as_of_lookup(pdf, "product", "product_delete", initial)
-        if final is None:
-            if initial is not None:
-                self.game.clear()
-        elif final != initial:
-            self.game.update((final,))
+        known = sync_table(self.game, pdf, "product", "product_delete", stored_name(self.game))
 
         is_score = pdf["kind"] == "score"
         scores = pdf[is_score].assign(game_name=known[is_score])
