@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--players", type=int, default=1_000)
     ap.add_argument("--products", type=int, default=100)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for both runs, e.g. spark.conf.spark.sql.shuffle.partitions=2")
     args = ap.parse_args()
 
     from statectl.adapters.spark import spark_session
@@ -68,10 +70,10 @@ def main() -> None:
                 b.topic = f"warm-{b.topic}"
             produce_batches(bootstrap, warm)
 
-            config = load_config(repo / "configs" / "leaderboard.yaml", ["spark.master=local[*]"])
+            config = load_config(repo / "configs" / "leaderboard.yaml", ["spark.master=local[*]", *args.set])
             spark = spark_session(master="local[*]", conf=config.spark.conf)
             baseline(spark, bootstrap, work / "warmup")
-            warm_config = load_config(repo / "configs" / "leaderboard.yaml", [
+            warm_config = load_config(repo / "configs" / "leaderboard.yaml", [*args.set] + [
                 f"topics.{k}=warm-{v}" for k, v in (("score_events", "score-events"), ("players", "players"),
                                                     ("products", "products"), ("high_scores", "high-scores"),
                                                     ("dlq", "leaderboard-dlq"))])
