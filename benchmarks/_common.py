@@ -36,19 +36,26 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def tree_rss_bytes(root: int) -> int:
-    total, stack, seen = 0, [root], set()
+def process_tree(root: int):
+    """``root`` and all its live descendants (pids), each once."""
+    stack, seen = [root], set()
     while stack:
         pid = stack.pop()
         if pid in seen:
             continue
         seen.add(pid)
+        yield pid
+        stack += _children(pid)
+
+
+def tree_rss_bytes(root: int) -> int:
+    total = 0
+    for pid in process_tree(root):
         try:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except OSError:
             continue
-        stack += _children(pid)
     return total
 
 

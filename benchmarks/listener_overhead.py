@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import _children, throwaway_broker  # noqa: E402
+from benchmarks._common import process_tree, throwaway_broker  # noqa: E402
 
 
 def _stat(pid: int) -> tuple[float, float]:
@@ -50,18 +50,13 @@ def cpu_seconds() -> tuple[float, float]:
     """(this driver process, everything under it: the JVM and its Python workers), cumulative."""
     me = os.getpid()
     driver = _stat(me)[0]
-    rest, stack, seen = 0.0, [me], set()
-    while stack:
-        pid = stack.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
+    rest = 0.0
+    for pid in process_tree(me):
         try:
             own, reaped = _stat(pid)
         except OSError:
             continue
         rest += reaped + (own if pid != me else 0.0)
-        stack += _children(pid)
     return driver, rest
 
 
