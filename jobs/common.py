@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from statectl.adapters import spark_tws
 from statectl.adapters.kafka import TopicSpec
+
+# Every job module imports this one, and the Python workers import the job module to unpickle
+# its processors, so this swaps in the vectorised transformWithStateInPandas input loader there
+# before the first row arrives (see statectl/adapters/spark_tws.py).
+spark_tws.install()
 
 #: Columns every job's final output has; the Kafka sink routes each row by its ``topic``.
 OUTPUT_SCHEMA = "topic string, key string, value string, reason string"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -69,14 +70,15 @@ def test_rest_routes(path, status, body):
 
 
 def _best_per_game_reference(scores: pd.DataFrame, top_n: int) -> pd.DataFrame:
-    ranked = scores.assign(_neg=-scores["score"]).sort_values(["product_id", "_neg", "ts", "part", "off"], kind="stable")
-    ranked = ranked.drop_duplicates(["product_id", "score"])
-    return ranked.groupby("product_id", sort=False).head(top_n).drop(columns="_neg")
+    ranked = scores.assign(_neg=-scores["score"]).sort_values(["player_id", "product_id", "_neg", "ts", "part", "off"],
+                                                              kind="stable")
+    ranked = ranked.drop_duplicates(["player_id", "product_id", "score"])
+    return ranked.groupby(["player_id", "product_id"], sort=False).head(top_n).drop(columns="_neg")
 
 
 @pytest.mark.parametrize("seed", range(20), ids=lambda s: f"seed-{s}")
 @pytest.mark.parametrize("top_n", [1, 3, 5], ids=lambda n: f"top-{n}")
-def test_best_per_game_keeps_a_players_best_distinct_scores_per_game(seed, top_n):
+def test_best_per_game_keeps_each_players_best_distinct_scores_per_game(seed, top_n):
     import numpy as np
 
     from jobs.leaderboard import best_per_game
@@ -84,11 +86,96 @@ def test_best_per_game_keeps_a_players_best_distinct_scores_per_game(seed, top_n
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 60))
     scores = pd.DataFrame({
-        "kind": "score", "player_id": 7, "product_id": rng.integers(1, 4, n),
+        "kind": "score", "player_id": rng.integers(7, 9, n), "product_id": rng.integers(1, 4, n),
         "score": rng.integers(0, 6, n).astype(float),  # few values: many ties and duplicates
         "ts": rng.integers(0, 5, n), "part": rng.integers(0, 2, n), "off": rng.permutation(n),
     })
     got = best_per_game(scores, top_n)
     expected = _best_per_game_reference(scores, top_n)
     assert sorted(got.index) == sorted(expected.index)
-    assert (got.groupby("product_id").size() <= top_n).all()
+    assert (got.groupby(["player_id", "product_id"]).size() <= top_n).all()
+
+
+def _random_bucket(rng, players: int, n: int) -> pd.DataFrame:
+    """Scores and player-table rows of a few players, in no particular order."""
+    kinds = rng.choice(["score"] * 6 + ["player", "player_delete"], n)
+    return pd.DataFrame({
+        "kind": kinds,
+        "player_id": rng.integers(0, players, n),
+        "product_id": rng.integers(1, 4, n),
+        "score": np.where(kinds == "score", rng.integers(0, 6, n).astype(float), np.nan),
+        "name": [f"name-{i}" if k == "player" else None for i, k in enumerate(kinds)],
+        "ts": rng.integers(0, 4, n),
+        "part": rng.integers(0, 2, n),
+        "off": rng.permutation(n),
+        "dlq": None,
+    })
+
+
+def _join_players_reference(pdf, top_n, initial):
+    """One player at a time, with the per-key helpers: processing order, then the as-of lookup."""
+    joined, unknown, finals = [], [], []
+    for player_id, rows in pdf.groupby("player_id", sort=True):
+        ordered = in_processing_order([rows])
+        known, final = as_of_lookup(ordered, "player", "player_delete", initial.get(player_id))
+        scores = ordered["kind"] == "score"
+        out = ordered[scores].assign(name=known[scores])
+        joined.append(out[out["name"].notna()])
+        unknown.append(out[out["name"].isna()])
+        if (~scores).any():
+            finals.append((player_id, final))
+    from jobs.leaderboard import best_per_game
+
+    return best_per_game(pd.concat(joined), top_n), pd.concat(unknown), finals
+
+
+def _identity(frame):
+    return sorted(zip(frame["player_id"], frame["product_id"], frame["score"], frame["ts"], frame["part"],
+                      frame["off"], frame["name"].where(frame["name"].notna(), None)))
+
+
+@pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
+def test_join_players_matches_joining_one_player_at_a_time(seed):
+    from jobs.leaderboard import join_players
+
+    rng = np.random.default_rng(seed)
+    pdf = _random_bucket(rng, players=int(rng.integers(1, 6)), n=int(rng.integers(1, 80)))
+    initial = {p: (f"stored-{p}" if rng.random() < 0.6 else None) for p in range(6)}
+    asked = []
+
+    def stored_names(ids):
+        asked.extend(ids)
+        return {i: initial[i] for i in ids}
+
+    joined, unknown, finals = join_players(pdf, 2, stored_names)
+    exp_joined, exp_unknown, exp_finals = _join_players_reference(pdf, 2, initial)
+    assert _identity(joined) == _identity(exp_joined)
+    assert _identity(unknown.assign(name=None)) == _identity(exp_unknown.assign(name=None))
+    assert sorted(finals) == sorted(exp_finals)
+    assert len(asked) == len(set(asked))  # each stored name is read once at most
+
+
+def test_join_players_reads_no_state_for_players_defined_earlier_in_the_batch():
+    from jobs.leaderboard import join_players
+
+    pdf = pd.DataFrame({
+        "kind": ["player", "score", "score"], "player_id": [1, 1, 2], "product_id": [5, 5, 5],
+        "score": [np.nan, 10.0, 3.0], "name": ["Ada", None, None], "ts": [1, 2, 2], "part": [0, 0, 0],
+        "off": [0, 1, 2], "dlq": None,
+    })
+    asked = []
+    joined, unknown, finals = join_players(pdf, 3, lambda ids: asked.extend(ids) or {2: None})
+    assert asked == [2]
+    assert list(joined["name"]) == ["Ada"]
+    assert list(unknown["player_id"]) == [2]
+    assert finals == [(1, "Ada")]
+
+
+def test_frames_joins_a_keys_frames_like_pandas_concat():
+    from jobs.leaderboard import _frames
+
+    a = pd.DataFrame({"kind": ["score", "score"], "player_id": [1, 2], "score": [1.5, 2.0], "name": [None, None]})
+    b = pd.DataFrame({"kind": ["player"], "player_id": [3], "score": [np.nan], "name": ["Ada"]}, index=[7])
+    c = pd.DataFrame({"kind": ["score"], "player_id": [4.0], "score": [3.0], "name": [None]})  # other dtypes
+    for frames in ([a, b], [a, b, a], [a, c], [b]):
+        pd.testing.assert_frame_equal(_frames(iter(frames)), pd.concat(frames, ignore_index=True))

@@ -1,0 +1,130 @@
+"""The vectorised transformWithStateInPandas input loader gives processors what PySpark's own does.
+
+Both loaders read the same Arrow IPC stream (no JVM: the stream is written with pyarrow, as the
+JVM writes it) and the groups they hand out are compared key by key.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.serializers import TransformWithStateInPandasSerializer
+from pyspark.sql.streaming.stateful_processor_util import TransformWithStateInPandasFuncMode as Mode
+
+from statectl.adapters import spark_tws
+
+SCHEMA = pa.schema([
+    ("kind", pa.string()), ("player_id", pa.int64()), ("score", pa.float64()),
+    ("name", pa.string()), ("ts", pa.int64()),
+])
+
+
+def _stream(batches: list[list[tuple]]) -> io.BytesIO:
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, SCHEMA) as writer:
+        for rows in batches:
+            columns = list(zip(*rows)) if rows else [[] for _ in SCHEMA]
+            writer.write_batch(pa.record_batch([pa.array(c, type=f.type) for c, f in zip(columns, SCHEMA)], schema=SCHEMA))
+    sink.seek(0)
+    return sink
+
+
+def _serializer(max_records: int) -> TransformWithStateInPandasSerializer:
+    ser = TransformWithStateInPandasSerializer(
+        timezone="UTC", safecheck=True, assign_cols_by_name=True, prefer_int_ext_dtype=False,
+        arrow_max_records_per_batch=max_records, arrow_max_bytes_per_batch=2**31 - 1,
+        int_to_decimal_coercion_enabled=False,
+    )
+    ser.key_offsets = [1]
+    return ser
+
+
+def _groups(load_stream, batches, max_records):
+    """[(mode, key, [frames])] as a processor would see them."""
+    out = []
+    for mode, key, frames in load_stream(_serializer(max_records), _stream(batches)):
+        out.append((mode, key, [f for _, f in frames] if frames is not None else None))
+    return out
+
+
+def _row(kind, player, score, name, ts):
+    return (kind, player, score, name, ts)
+
+
+BATCHES = [
+    # Several keys in one batch; a null name; a float score.
+    [_row("score", 1, 10.0, None, 1), _row("score", 1, 12.5, None, 2), _row("player", 2, None, "Ada", 3),
+     _row("score", 2, 7.0, None, 4)],
+    # Key 2 continues from the previous batch; key 3 has more rows than the record limit.
+    [_row("score", 2, 8.0, None, 5)] + [_row("score", 3, float(i), None, 10 + i) for i in range(7)],
+    [],  # an empty batch
+    [_row("dlq", -1, None, None, 20), _row("score", 4, 1.0, "Bo", 21)],
+]
+
+
+@pytest.fixture(autouse=True)
+def _restore_loader():
+    yield
+    spark_tws.uninstall()
+
+
+def test_installs_on_the_pinned_pyspark_and_is_idempotent():
+    assert spark_tws.install() is True
+    assert spark_tws.install() is True
+    assert TransformWithStateInPandasSerializer.load_stream is spark_tws.grouped_load_stream
+    spark_tws.uninstall()
+    assert TransformWithStateInPandasSerializer.load_stream is not spark_tws.grouped_load_stream
+
+
+def test_refuses_a_changed_method(monkeypatch):
+    def load_stream(self, stream):  # not PySpark 4.2.0's code
+        return iter(())
+
+    monkeypatch.setattr(TransformWithStateInPandasSerializer, "load_stream", load_stream)
+    assert spark_tws.install() is False
+    assert TransformWithStateInPandasSerializer.load_stream is load_stream
+
+
+def test_refuses_another_pyspark_version(monkeypatch):
+    import pyspark
+
+    monkeypatch.setattr(pyspark, "__version__", "4.3.0")
+    assert spark_tws.install() is False
+
+
+@pytest.mark.parametrize("max_records", [3, 10_000])
+def test_same_groups_in_the_same_order_as_pysparks_loader(max_records):
+    original = _groups(spark_tws.original_load_stream(), BATCHES, max_records)
+    ours = _groups(spark_tws.grouped_load_stream, BATCHES, max_records)
+
+    assert [(m, k) for m, k, _ in ours] == [(m, k) for m, k, _ in original]
+    assert [k for m, k, _ in ours if m == Mode.PROCESS_DATA] == [(1,), (2,), (3,), (-1,), (4,)]
+    assert ours[-2][0] == Mode.PROCESS_TIMER and ours[-1][0] == Mode.COMPLETE
+    for (_, key, theirs), (_, _, mine) in zip(original, ours):
+        if theirs is None:
+            continue
+        assert all(len(f) <= max_records for f in mine), key
+        expected = pd.concat(theirs, ignore_index=True)
+        got = pd.concat(mine, ignore_index=True)
+        assert list(got.columns) == list(expected.columns)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+        for frame in mine:
+            assert isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0
+
+
+def test_keeps_arrows_dtypes_where_the_row_path_reinfers_them():
+    # A frame whose name column is all null: the row path makes it object-of-None as well, but
+    # a long key column with a float score stays int64/float64 in both.
+    ours = _groups(spark_tws.grouped_load_stream, BATCHES, 10_000)
+    first = ours[0][2][0]
+    assert first["player_id"].dtype == "int64"
+    assert first["score"].dtype == "float64"
+    assert first["name"].isna().all()
+
+
+def test_an_empty_stream_still_runs_timers_and_completes():
+    ours = _groups(spark_tws.grouped_load_stream, [], 10)
+    assert [m for m, _, _ in ours] == [Mode.PROCESS_TIMER, Mode.COMPLETE]
