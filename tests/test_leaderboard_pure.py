@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.leaderboard import as_of_lookup, in_processing_order
+from jobs.leaderboard_frames import as_of_lookup, in_processing_order
 from statectl.server import respond
 
 
@@ -81,7 +81,7 @@ def _best_per_game_reference(scores: pd.DataFrame, top_n: int) -> pd.DataFrame:
 def test_best_per_game_keeps_each_players_best_distinct_scores_per_game(seed, top_n):
     import numpy as np
 
-    from jobs.leaderboard import best_per_game
+    from jobs.leaderboard_frames import best_per_game
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 60))
@@ -124,7 +124,7 @@ def _join_players_reference(pdf, top_n, initial):
         unknown.append(out[out["name"].isna()])
         if (~scores).any():
             finals.append((player_id, final))
-    from jobs.leaderboard import best_per_game
+    from jobs.leaderboard_frames import best_per_game
 
     return best_per_game(pd.concat(joined), top_n), pd.concat(unknown), finals
 
@@ -136,7 +136,7 @@ def _identity(frame):
 
 @pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
 def test_join_players_matches_joining_one_player_at_a_time(seed):
-    from jobs.leaderboard import join_players
+    from jobs.leaderboard_frames import join_players
 
     rng = np.random.default_rng(seed)
     pdf = _random_bucket(rng, players=int(rng.integers(1, 6)), n=int(rng.integers(1, 80)))
@@ -156,7 +156,7 @@ def test_join_players_matches_joining_one_player_at_a_time(seed):
 
 
 def test_join_players_reads_no_state_for_players_defined_earlier_in_the_batch():
-    from jobs.leaderboard import join_players
+    from jobs.leaderboard_frames import join_players
 
     pdf = pd.DataFrame({
         "kind": ["player", "score", "score"], "player_id": [1, 1, 2], "product_id": [5, 5, 5],
@@ -172,10 +172,59 @@ def test_join_players_reads_no_state_for_players_defined_earlier_in_the_batch():
 
 
 def test_frames_joins_a_keys_frames_like_pandas_concat():
-    from jobs.leaderboard import _frames
+    from jobs.leaderboard_frames import one_frame as _frames
 
     a = pd.DataFrame({"kind": ["score", "score"], "player_id": [1, 2], "score": [1.5, 2.0], "name": [None, None]})
     b = pd.DataFrame({"kind": ["player"], "player_id": [3], "score": [np.nan], "name": ["Ada"]}, index=[7])
     c = pd.DataFrame({"kind": ["score"], "player_id": [4.0], "score": [3.0], "name": [None]})  # other dtypes
     for frames in ([a, b], [a, b, a], [a, c], [b]):
         pd.testing.assert_frame_equal(_frames(iter(frames)), pd.concat(frames, ignore_index=True))
+
+
+def _random_game(rng, n: int) -> pd.DataFrame:
+    """One game's rows: scores (many ties and repeats), products-table rows, dead letters."""
+    kinds = rng.choice(["score"] * 8 + ["product", "product_delete", "dlq"], n)
+    return pd.DataFrame({
+        "kind": kinds,
+        "player_id": rng.integers(1, 5, n),
+        "product_id": 9,
+        "score": np.where(kinds == "score", rng.integers(0, 5, n).astype(float), np.nan),
+        "name": [f"p{i}" if k == "score" else (f"game-{i}" if k == "product" else None) for i, k in enumerate(kinds)],
+        "ts": rng.integers(0, 4, n),
+        "part": rng.integers(0, 2, n),
+        "off": rng.permutation(n),
+        "dlq": [f'{{"reason": "r{i}"}}' if k == "dlq" else None for i, k in enumerate(kinds)],
+    })
+
+
+def _rank_game_reference(pdf, top_n, stored):
+    """The pandas path the operator used before: processing order, as-of lookup, sort and dedupe."""
+    ordered = in_processing_order([pdf])
+    letters = list(ordered.loc[ordered["kind"] == "dlq", "dlq"])
+    known, final = as_of_lookup(ordered, "product", "product_delete", stored)
+    is_score = ordered["kind"] == "score"
+    scores = ordered[is_score].assign(game_name=known[is_score])
+    unknown = scores["game_name"].isna()
+    known_scores = scores[~unknown]
+    best = (known_scores.assign(_neg=-known_scores["score"]).sort_values(["_neg", "ts", "part", "off"], kind="stable")
+            .drop_duplicates(["player_id", "score"]).head(top_n))
+    updated = ordered["kind"].isin(["product", "product_delete"]).any()
+    return letters, scores[unknown], best, ([(9, final)] if updated else [])
+
+
+@pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
+def test_rank_game_matches_the_pandas_reference(seed):
+    from jobs.leaderboard_frames import rank_game
+
+    rng = np.random.default_rng(seed)
+    pdf = _random_game(rng, int(rng.integers(1, 60)))
+    stored = "stored-game" if seed % 3 else None
+    calls = []
+    letters, unknown, best, finals = rank_game(pdf, 3, lambda: calls.append(1) or stored)
+    exp_letters, exp_unknown, exp_best, exp_finals = _rank_game_reference(pdf, 3, stored)
+    assert letters == exp_letters
+    assert list(unknown["off"]) == list(exp_unknown["off"])
+    cols = ["player_id", "score", "ts", "part", "off", "name", "game_name"]
+    assert best[cols].values.tolist() == exp_best[cols].values.tolist()
+    assert finals == exp_finals
+    assert len(calls) <= 1
