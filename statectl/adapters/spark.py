@@ -20,7 +20,6 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 BASE_CONF = {
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-    "spark.sql.shuffle.partitions": "4",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -28,6 +27,30 @@ BASE_CONF = {
     "spark.driver.memory": "2g",
     "spark.sql.streaming.stopActiveRunOnRestart": "true",
 }
+
+
+def default_shuffle_partitions(master: str) -> int:
+    """One shuffle partition per core a local master runs on (at least 2); 4 on a cluster.
+
+    Spark's own default (200) means 200 RocksDB stores per stateful operator on a laptop. Each
+    stateful task also pays a fixed cost (a Python worker round trip, a store commit), so more
+    partitions than cores only adds that cost: on the 2-core reference machine the leaderboard
+    ran 1M events in ~4.7 s with 2 and ~5.2 s with 4. A job's YAML can pin its own value; a
+    checkpoint keeps the value of its first run whatever is set later.
+    """
+    import re
+
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if not match:
+        return 4
+    threads = match.group(1)
+    if threads is None:
+        cores = 1
+    elif threads == "*":
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    else:
+        cores = int(threads)
+    return max(2, cores)
 
 
 def pyspark_jars_dir() -> Path:
@@ -75,6 +98,7 @@ def spark_session(
 
     active = SparkSession.getActiveSession()
     settings = dict(BASE_CONF)
+    settings["spark.sql.shuffle.partitions"] = str(default_shuffle_partitions(master))
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     if ui:
         settings["spark.ui.enabled"] = "true"
