@@ -17,11 +17,25 @@ Record = tuple[bytes | None, bytes | None]
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
-@dataclass
 class ParsedLines:
-    records: list[Record]
-    skipped_empty: int = 0
-    tombstones: int = 0
+    """A line file's records: keyed ``records``, or for an unkeyed file its ``values`` (the
+    ``(None, value)`` pairs are built only if someone asks for ``records``)."""
+
+    def __init__(self, records: list[Record] | None = None, values: list[bytes] | None = None,
+                 skipped_empty: int = 0, tombstones: int = 0):
+        self._records = records
+        self.values = values
+        self.skipped_empty = skipped_empty
+        self.tombstones = tombstones
+
+    @property
+    def records(self) -> list[Record]:
+        if self._records is None:
+            self._records = list(zip(itertools.repeat(None), self.values or []))
+        return self._records
+
+    def __len__(self) -> int:
+        return len(self.values) if self.values is not None else len(self.records)
 
 
 def parse_lines(data: bytes, parse_key: bool = False, separator: str = "\t", source: str = "input") -> ParsedLines:
@@ -35,7 +49,6 @@ def parse_lines(data: bytes, parse_key: bool = False, separator: str = "\t", sou
     if parse_key and not separator:
         raise UsageError("--key-separator must not be empty")
     sep = separator.encode()
-    result = ParsedLines([])
     missing: list[int] = []
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -45,9 +58,8 @@ def parse_lines(data: bytes, parse_key: bool = False, separator: str = "\t", sou
     if not parse_key:
         # Unkeyed: one record per non-blank line, built without a Python-level loop body.
         values = [line for line in lines if line and not line.isspace()]
-        result.skipped_empty = len(lines) - len(values)
-        result.records = list(zip(itertools.repeat(None), values))
-        return result
+        return ParsedLines(values=values, skipped_empty=len(lines) - len(values))
+    result = ParsedLines([])
     for number, line in enumerate(lines, start=1):
         if not line or line.isspace():
             result.skipped_empty += 1
@@ -99,7 +111,11 @@ TABLE_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1"
 
 @dataclass
 class TopicBatch:
-    """Records bound for one topic, and how to create the topic if it is missing."""
+    """Records bound for one topic, and how to create the topic if it is missing.
+
+    Keyed records come as ``records`` (key, value) pairs. Unkeyed ones may come as
+    ``value_chunks`` (lists of values) instead, which the producer sends a chunk at a time.
+    """
 
     topic: str
     records: Iterable[Record]
@@ -108,6 +124,19 @@ class TopicBatch:
     configs: dict[str, str] = field(default_factory=dict)
     tombstones: int = 0
     skipped_empty: int = 0
+    value_chunks: Iterable[list[bytes]] | None = None
+
+    def pairs(self) -> Iterator[Record]:
+        """Every record as a (key, value) pair, however the batch holds them."""
+        if self.value_chunks is None:
+            yield from self.records
+        else:
+            for chunk in self.value_chunks:
+                yield from zip(itertools.repeat(None), chunk)
+
+
+def unkeyed_batch(topic: str, chunks: Iterable[list[bytes]], count: int, **kwargs) -> TopicBatch:
+    return TopicBatch(topic, (), count, value_chunks=chunks, **kwargs)
 
 
 @dataclass
@@ -147,7 +176,7 @@ def _leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
     return [
         _table_batch("players", players),
         _table_batch("products", products),
-        TopicBatch("score-events", scores.records, len(scores.records), skipped_empty=scores.skipped_empty),
+        unkeyed_batch("score-events", [scores.values], len(scores), skipped_empty=scores.skipped_empty),
     ]
 
 
@@ -196,8 +225,10 @@ def product_records(n: int) -> list[Record]:
     ]
 
 
-def score_events(count: int, players: int, products: int, seed: int, chunk: int = 65_536) -> Iterator[Record]:
-    """``count`` unkeyed score events, Zipf-skewed over players and products; 1 in 8 scores is a float."""
+def score_value_chunks(count: int, players: int, products: int, seed: int,
+                       chunk: int = 65_536) -> Iterator[list[bytes]]:
+    """``count`` score events (values; they have no key), Zipf-skewed over players and products,
+    1 in 8 scores a float; in lists of ``chunk``."""
     rng = random.Random(seed)
     # Shuffle rank -> id so the hot keys are not simply the smallest ids.
     player_ids = list(range(1, players + 1))
@@ -206,19 +237,23 @@ def score_events(count: int, players: int, products: int, seed: int, chunk: int 
     rng.shuffle(product_ids)
     pw = zipf_cum_weights(players)
     qw = zipf_cum_weights(products)
+    whole = b'{"score": %d, "product_id": %d, "player_id": %d}'
+    half = b'{"score": %d.5, "product_id": %d, "player_id": %d}'
     done = 0
     while done < count:
         k = min(chunk, count - done)
         ps = rng.choices(player_ids, cum_weights=pw, k=k)
         qs = rng.choices(product_ids, cum_weights=qw, k=k)
         rnd = rng.random
-        for p, q in zip(ps, qs):
-            s = int(rnd() * 100_000)
-            if s & 7 == 0:
-                yield None, b'{"score": %d.5, "product_id": %d, "player_id": %d}' % (s, q, p)
-            else:
-                yield None, b'{"score": %d, "product_id": %d, "player_id": %d}' % (s, q, p)
+        scores = [int(rnd() * 100_000) for _ in range(k)]
+        yield [(half if s & 7 == 0 else whole) % (s, q, p) for s, q, p in zip(scores, qs, ps)]
         done += k
+
+
+def score_events(count: int, players: int, products: int, seed: int, chunk: int = 65_536) -> Iterator[Record]:
+    """``score_value_chunks`` as unkeyed (None, value) records."""
+    for values in score_value_chunks(count, players, products, seed, chunk):
+        yield from zip(itertools.repeat(None), values)
 
 
 def _synthetic_leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
@@ -227,7 +262,7 @@ def _synthetic_leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
     return [
         TopicBatch("players", player_records(opts.players), opts.players, partitions=2, configs=dict(TABLE_CONFIGS)),
         TopicBatch("products", product_records(opts.products), opts.products, partitions=2, configs=dict(TABLE_CONFIGS)),
-        TopicBatch("score-events", score_events(opts.count, opts.players, opts.products, opts.seed), opts.count),
+        unkeyed_batch("score-events", score_value_chunks(opts.count, opts.players, opts.products, opts.seed), opts.count),
     ]
 
 
@@ -362,5 +397,8 @@ def dataset_batches(name: str, opts: DatasetOptions) -> list[TopicBatch]:
 
 def file_batch(path: Path, topic: str, parse_key: bool, separator: str, partitions: int) -> TopicBatch:
     parsed = read_lines_file(path, parse_key, separator)
+    if parsed.values is not None:
+        return unkeyed_batch(topic, [parsed.values], len(parsed), partitions=partitions,
+                             skipped_empty=parsed.skipped_empty)
     return TopicBatch(topic, parsed.records, len(parsed.records), partitions=partitions,
                       tombstones=parsed.tombstones, skipped_empty=parsed.skipped_empty)

@@ -115,6 +115,10 @@ def delete_topics(admin: AdminClient, names: list[str], timeout: float = 15.0) -
                 raise OperationalError(f"could not delete topic {name!r}: {exc.args[0].str()}") from exc
 
 
+#: The error librdkafka gives a message when its local queue is full (retry after a poll).
+QUEUE_FULL = KafkaError._QUEUE_FULL
+
+
 def fast_producer(bootstrap: str, **extra) -> Producer:
     """A producer tuned for throughput: batches fill before they go, lz4 on the wire."""
     conf = client_config(

@@ -1,8 +1,10 @@
 """`statectl produce-test-data` against the real broker, read back with a real consumer.
 
 Bad inputs tried: a line without the separator (refused, nothing produced), blank lines
-(skipped and counted), an empty value (a tombstone), a missing file, --file without --topic,
-a DATASET together with --file, an unknown dataset, an unreachable broker (error within seconds).
+(skipped and counted), an empty value (a tombstone), a line larger than the producer accepts
+(counted failed with the reason, the rest delivered, exit 1), a missing file, --file without
+--topic, a DATASET together with --file, an unknown dataset, an unreachable broker (error
+within seconds), Ctrl-C mid-send (exit 130, the report matches the topic exactly).
 """
 
 from __future__ import annotations
@@ -77,6 +79,37 @@ def test_file_with_parse_key_tombstones_and_blank_lines(cli, bootstrap, unique_t
     topic = json.loads(result.stdout)["topics"][0]
     assert (topic["delivered"], topic["tombstones"], topic["skipped_empty"]) == (4, 1, 2)
     assert _values(bootstrap, unique_topic) == [(b"a", b"1"), (b"b", b"2"), (b"b", None), (b"c", b"x|y")]
+
+
+def test_unkeyed_file_keeps_line_order_in_every_partition(cli, bootstrap, unique_topic, tmp_path):
+    f = tmp_path / "lines.txt"
+    n = 25_000  # more than one 10,000-record chunk per partition rotation
+    f.write_bytes(b"".join(b'{"line": %d}\n' % i for i in range(n)))
+    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--partitions", "3",
+                 "-b", bootstrap, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["topics"][0]["delivered"] == n
+    records = read_topic(bootstrap, unique_topic)
+    assert all(r.key is None for r in records)
+    lines: dict[int, list[int]] = {}
+    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+        lines.setdefault(r.partition, []).append(json.loads(r.value)["line"])
+    assert sorted(x for part in lines.values() for x in part) == list(range(n))  # each line once
+    assert set(lines) == {0, 1, 2}
+    assert all(part == sorted(part) for part in lines.values())  # in file order within a partition
+
+
+def test_a_record_the_producer_refuses_is_counted_failed_with_the_reason(cli, bootstrap, unique_topic, tmp_path):
+    f = tmp_path / "big.txt"
+    f.write_bytes(b"small-1\n" + b"x" * (2 * 1024 * 1024) + b"\nsmall-2\n")  # 2 MiB > message.max.bytes
+    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--partitions", "1",
+                 "-b", bootstrap, "--json")
+    assert result.exit_code == 1
+    topic = json.loads(result.stdout)["topics"][0]
+    assert (topic["attempted"], topic["delivered"], topic["failed"]) == (3, 2, 1)
+    assert any("too large" in reason.lower() for reason in topic["errors"]), topic["errors"]
+    assert [r.value for r in read_topic(bootstrap, unique_topic)] == [b"small-1", b"small-2"]
+    assert "Traceback" not in result.stderr
 
 
 def test_line_without_separator_produces_nothing(cli, bootstrap, unique_topic, tmp_path):
