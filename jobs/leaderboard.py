@@ -135,6 +135,19 @@ def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
 
 
 # ---------------------------------------------------------------- the job
+def check_checkpoint(layout) -> str | None:
+    """Refuse a checkpoint written by statectl 0.1, whose PlayerJoin kept one key per player
+    (a ``player`` value state). This version keys it by player bucket: on such a checkpoint it
+    would start with an empty players table and dead-letter the scores of every known player."""
+    for op in layout.operators.values():
+        if any(v.name == "player" and v.type == "ValueState" for v in op.state_variables):
+            return (f"checkpoint {layout.root} was written by statectl 0.1, which kept the players table "
+                    "one key per player; this version keys it by player bucket and cannot continue it. "
+                    "Start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read "
+                    "again from the beginning")
+    return None
+
+
 TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}
 
 

@@ -135,6 +135,20 @@ def _stop_signals() -> tuple[threading.Event, Callable[[], None]]:
     return requested, restore
 
 
+def _refuse_incompatible_checkpoint(job, checkpoint: Path) -> None:
+    """A job whose state layout changed between statectl versions says which checkpoints it
+    cannot continue (``check_checkpoint(layout) -> message or None``). Spark itself would accept
+    them (state variables may be added and dropped) and the job would go on with state missing."""
+    check = getattr(job, "check_checkpoint", None)
+    if check is None or not (checkpoint / "state").is_dir():
+        return
+    from statectl.checkpoint.reader import read_layout
+
+    problem = check(read_layout(checkpoint))
+    if problem:
+        raise UsageError(problem)
+
+
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
     from statectl.adapters.kafka import create_missing_topics, require_broker
@@ -153,6 +167,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
 
         from statectl.adapters.spark import spark_session
 
+        job = importlib.import_module(module_name)
+        _refuse_incompatible_checkpoint(job, checkpoint)
         # Read before the query starts: what the first batch will load (pure Python, no JVM).
         restore, plan_note = _restore_plan(checkpoint, request.listen)
         spark = spark_session(
@@ -161,7 +177,6 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             conf=config.spark.conf,
             ui=config.spark.ui,
         )
-        job = importlib.import_module(module_name)
         plan = job.build(spark, config, bootstrap)
         create_missing_topics(admin, plan.topics)
 

@@ -228,3 +228,19 @@ def test_rank_game_matches_the_pandas_reference(seed):
     assert best[cols].values.tolist() == exp_best[cols].values.tolist()
     assert finals == exp_finals
     assert len(calls) <= 1
+
+
+def test_check_checkpoint_accepts_the_bucketed_layout_and_refuses_0_1():
+    from jobs.leaderboard import check_checkpoint
+    from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
+    from statectl.checkpoint.reader import read_layout
+    from tests.conftest import REPO
+
+    old = read_layout(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint")
+    assert "written by statectl 0.1" in check_checkpoint(old)
+    current = CheckpointLayout(root="ckpt", operators={
+        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("game", "ValueState"), StateVariable("top", "ListState")]),
+        1: OperatorLayout(1, "state/1", state_variables=[StateVariable("players", "MapState")]),
+    })
+    assert check_checkpoint(current) is None
+    assert check_checkpoint(CheckpointLayout(root="empty")) is None

@@ -349,3 +349,21 @@ def test_run_refuses_bad_config_and_unreachable_broker_before_starting(cli, args
     assert result.exit_code == code
     assert message in result.stderr
     assert time.monotonic() - started < 15
+
+
+def test_a_checkpoint_of_statectl_0_1_is_refused_before_spark_starts(cli, bootstrap, tmp_path):
+    # The operator metadata and state schemas of a checkpoint statectl 0.1 wrote (PlayerJoin kept
+    # a `player` value state per player id). Spark would accept it and drop that state.
+    import shutil
+
+    from tests.conftest import REPO
+
+    checkpoint = tmp_path / "old"
+    shutil.copytree(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint", checkpoint)
+    started = time.monotonic()
+    result = cli("run", "leaderboard", "--config", "configs/leaderboard.yaml", "--available-now",
+                 "--checkpoint-dir", str(checkpoint), "-b", bootstrap)
+    assert result.exit_code == 2
+    assert "was written by statectl 0.1" in result.stderr and "Start a new checkpoint" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - started < 15
