@@ -4,18 +4,19 @@ Topology (one query, one source per topic, two RocksDB-backed stateful operators
 
     score-events ─┐                      ┌─ products (global table) ─┐
     players ──────┼─ parse ─▶ PlayerJoin ┼──────────────────────────▶ TopScores ─▶ high-scores
-    products ─────┘  (keyed by player)   └─ dead letters ───────────▶ (keyed by   ─▶ leaderboard-dlq
-                                                                         product)
+    products ─────┘  (keyed by player    └─ dead letters ───────────▶ (keyed by   ─▶ leaderboard-dlq
+                      bucket)                                            product)
 
 - ``PlayerJoin`` holds the ``players`` table (latest name per player id; a null value deletes)
-  and enriches each score with the player as known when the score is processed; scores of
-  unknown players become dead letters (``unknown_player``).
+  in a map state per player bucket (``player_id mod PLAYER_BUCKETS``) and enriches each score
+  with the player as known when the score is processed; scores of unknown players become dead
+  letters (``unknown_player``).
 - ``TopScores`` holds the ``products`` table and each game's top-N list; it enriches scores with
   the game name as known then (``unknown_product`` otherwise) and writes the game's new list to
   ``high-scores`` when it changed (once per game per micro-batch: the last list wins).
 
 Ordering inside a micro-batch: Spark hands a key's rows to its processor together, so the rows
-are put back in processing order first — by Kafka timestamp, then table updates before scores
+are put back in processing order first (per player, per game) — by Kafka timestamp, then table updates before scores
 at the same timestamp, then partition and offset. "The player as known when the score is
 processed" therefore means: as of the score's timestamp, counting table updates with the same
 timestamp. Across micro-batches, batch order is processing order.
@@ -24,6 +25,9 @@ Rows that cannot be processed (malformed JSON, missing or mistyped fields, non-f
 oversized or null values, bad table keys) are never dropped silently: they travel through both
 operators as ``dlq`` rows (grouped under the reserved key -1, which holds no state) and are
 written to the dead-letter topic with their reason. Ids are non-negative integers.
+
+The processors live in ``jobs/leaderboard_operators.py`` and their batch logic (numpy, pandas)
+in ``jobs/leaderboard_frames.py``.
 """
 
 from __future__ import annotations
