@@ -115,14 +115,37 @@ def test_same_groups_in_the_same_order_as_pysparks_loader(max_records):
             assert isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0
 
 
-def test_keeps_arrows_dtypes_where_the_row_path_reinfers_them():
-    # A frame whose name column is all null: the row path makes it object-of-None as well, but
-    # a long key column with a float score stays int64/float64 in both.
-    ours = _groups(spark_tws.grouped_load_stream, BATCHES, 10_000)
-    first = ours[0][2][0]
-    assert first["player_id"].dtype == "int64"
-    assert first["score"].dtype == "float64"
-    assert first["name"].isna().all()
+def test_column_names_are_kept_where_the_row_path_renames_them():
+    # itertuples renames a column that is not a Python identifier to its position (`_1`); the
+    # slices keep the name the processor asked for.
+    schema = pa.schema([("player id", pa.int64()), ("score", pa.float64())])
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array([1, 1, 2]), pa.array([1.0, 2.0, 3.0])], schema=schema))
+
+    def first_frame(load_stream):
+        sink.seek(0)
+        ser = _serializer(10)
+        ser.key_offsets = [0]
+        mode, key, frames = next(iter(load_stream(ser, sink)))
+        return next(iter(frames))[1]
+
+    assert list(first_frame(spark_tws.original_load_stream()).columns) == ["_0", "score"]
+    ours = first_frame(spark_tws.grouped_load_stream)
+    assert list(ours.columns) == ["player id", "score"]
+    assert ours["player id"].dtype == "int64" and list(ours["score"]) == [1.0, 2.0]
+
+
+def test_install_does_not_depend_on_the_hash_seed():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", "from statectl.adapters import spark_tws; print(spark_tws.install())"],
+                             capture_output=True, text=True, cwd=REPO, env={"PYTHONHASHSEED": seed, "PATH": ""})
+        assert out.stdout.strip() == "True", out.stderr
 
 
 def test_an_empty_stream_still_runs_timers_and_completes():

@@ -15,10 +15,10 @@ the next Arrow batch arrives as two frames of the same group, as the row path do
 at the record limit.
 
 It replaces the method only on the exact PySpark version it was written against and only when
-the method is still the one that version ships (its bytecode is checked), so an upgrade falls
-back to PySpark's own loader instead of silently running this one. It is installed in the
-Python workers by importing a job module (the processors' module is imported there to unpickle
-them), see ``install``.
+the method is still the one that version ships (a digest of its code is compared), so an
+upgrade falls back to PySpark's own loader instead of silently running this one. It is
+installed in the Python workers by importing a job module (the processors' module is imported
+there to unpickle them), see ``install``.
 """
 
 from __future__ import annotations
@@ -38,14 +38,19 @@ _original_load_stream = None
 
 
 def _code_digest(fn) -> str:
-    """A digest of ``fn``'s bytecode, nested functions included."""
+    """A digest of ``fn``'s bytecode, the names and constants it uses, nested functions included."""
     digest = hashlib.sha256()
 
     def walk(code) -> None:
         digest.update(code.co_code)
+        digest.update(repr(code.co_names).encode())
         for const in code.co_consts:
             if hasattr(const, "co_code"):
                 walk(const)
+            elif isinstance(const, frozenset):  # iteration order varies with the hash seed
+                digest.update(repr(sorted(map(repr, const))).encode())
+            else:
+                digest.update(repr(const).encode())
 
     walk(fn.__code__)
     return digest.hexdigest()
@@ -100,7 +105,7 @@ def grouped_load_stream(self, stream):
 
 #: Digest of PySpark 4.2.0's own ``TransformWithStateInPandasSerializer.load_stream`` bytecode
 #: under CPython 3.11 (the interpreter statectl pins); any other code keeps PySpark's loader.
-_PYSPARK_420_DIGEST = "ae5cb65a421a221f5ff817176f11a7e5620a2b112e89e2861ec8e2cdcb464e15"
+_PYSPARK_420_DIGEST = "6c4e8da4dedfcfb101ff8a20b2302cfd3bed57ccc5aaace9e98aaa72ef922fe1"
 
 
 def install() -> bool:
