@@ -189,6 +189,9 @@ def _send_unkeyed(producer, batch: TopicBatch, partitions: int, rate: float | No
                         else:
                             errors[(topic, err.str())] += 1
                     messages = retry
+                    if stop.is_set():  # Ctrl-C while the queue is full: the rest of the chunk stays unsent
+                        count -= len(messages)
+                        break
                     poll(0.05)
                 partition = (partition + 1) % partitions
                 sent += count
@@ -227,6 +230,8 @@ def _send(producer, batch: TopicBatch, rate: float | None, progress: ProgressFn 
                 except BufferError:
                     # The local queue is full: let librdkafka drain some, then retry once it has room.
                     while True:
+                        if stop.is_set():
+                            raise KeyboardInterrupt(sent)
                         poll(0.05)
                         try:
                             produce(topic, value, key)

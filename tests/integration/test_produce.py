@@ -190,3 +190,20 @@ def test_ctrl_c_stops_sending_and_reports_exactly_what_was_delivered(bootstrap):
     # Nothing lost, nothing invented: the topic grew by exactly what the report says.
     assert count() - before == events["delivered"]
     assert "Traceback" not in err
+
+
+def test_a_full_local_queue_is_waited_out_without_loss_or_reordering(bootstrap, unique_topic, monkeypatch):
+    # A producer queue of 300 records forces produce_batch to refuse most of every 10,000-record
+    # chunk with QUEUE_FULL; the rest of the chunk must be resent, in order, until it fits.
+    from statectl.adapters import kafka as kafka_adapter
+    from statectl.datasets import unkeyed_batch
+    from statectl.produce import produce_batches
+
+    real = kafka_adapter.fast_producer
+    monkeypatch.setattr(kafka_adapter, "fast_producer",
+                        lambda bootstrap, **extra: real(bootstrap, **{**extra, "queue.buffering.max.messages": 300}))
+    values = [b"%d" % i for i in range(12_000)]
+    report = produce_batches(bootstrap, [unkeyed_batch(unique_topic, [values], len(values), partitions=1)])
+    assert (report.topics[0].attempted, report.topics[0].delivered, report.failed) == (12_000, 12_000, 0)
+    got = sorted(read_topic(bootstrap, unique_topic), key=lambda r: r.offset)
+    assert [r.value for r in got] == values
