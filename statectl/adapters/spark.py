@@ -92,7 +92,9 @@ def spark_session(
     in the same process reuses that JVM and applies only the SQL confs it is given.
     """
     # Python workers must run this interpreter (it has pandas, pyarrow, statectl, the jobs).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if "PYSPARK_PYTHON" not in os.environ:
+        local = master.strip().startswith("local")
+        os.environ["PYSPARK_PYTHON"] = str(worker_python(spark_log_file().parent)) if local else sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -128,6 +130,45 @@ def spark_session(
         # On a cluster the executors' Python workers need the job code: ship it as a zip.
         session.sparkContext.addPyFile(str(code_archive(log_file.parent)))
     return session
+
+
+#: Spark puts PySpark's own zip first on its Python processes' PYTHONPATH. The zip holds no
+#: compiled bytecode, so every new process compiled each PySpark module it imported: 0.43 s to
+#: import the transformWithState driver worker against 0.08 s from site-packages, paid by the
+#: daemon, every worker, and the Python process Spark starts per stateful operator at query start.
+_WORKER_SCRIPT = """#!/bin/sh
+# Written by statectl (statectl/adapters/spark.py): runs Spark's Python processes on the
+# interpreter below without PySpark's zip on PYTHONPATH, so that they import the identical
+# PySpark installed beside it, whose bytecode is compiled once.
+new=""
+IFS=:
+for entry in $PYTHONPATH; do
+  case "$entry" in
+    */pyspark/python/lib/pyspark.zip) ;;
+    *) new="${new:+$new:}$entry" ;;
+  esac
+done
+unset IFS
+PYTHONPATH="$new"
+export PYTHONPATH
+exec %s "$@"
+"""
+
+
+def worker_python(directory: Path) -> Path:
+    """An executable for ``PYSPARK_PYTHON`` on a local master: this interpreter, importing the
+    PySpark installed beside it instead of Spark's uncompiled zip copy of the same files."""
+    import shlex
+
+    script = directory / "python-worker"
+    text = _WORKER_SCRIPT % shlex.quote(sys.executable)
+    directory.mkdir(parents=True, exist_ok=True)
+    if not script.exists() or script.read_text() != text:
+        tmp = script.with_name(f".{script.name}.{os.getpid()}")
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        tmp.replace(script)
+    return script
 
 
 def code_archive(directory: Path) -> Path:
