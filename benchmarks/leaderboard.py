@@ -40,12 +40,11 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
     transformWithStateInPandas groupings, processors that read their rows and emit nothing.
     What PySpark's stateful Python operators cost before any work is done: the best ratio the
     job could reach on this machine."""
-    from pyspark.sql import functions as F
     from pyspark.sql.streaming import StatefulProcessor
 
     from jobs.common import kafka_source
-    from jobs.leaderboard import _parse
-    from jobs.leaderboard_operators import NAME_STATE, PASS_THROUGH, PLAYER_BUCKETS, ROW_SCHEMA
+    from jobs.leaderboard import _parse, with_bucket
+    from jobs.leaderboard_operators import JOINED_SCHEMA, NAME_STATE
 
     class ReadOnly(StatefulProcessor):
         def __setstate__(self, state):
@@ -66,10 +65,9 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
     t = config.topics
     src = kafka_source(spark, bootstrap, [t.score_events]).unionByName(kafka_source(spark, bootstrap, [t.players])) \
         .unionByName(kafka_source(spark, bootstrap, [t.products]))
-    rows = _parse(src, t, config.leaderboard.max_record_bytes)
-    bucket = F.when(F.col("player_id") >= 0, F.pmod("player_id", F.lit(PLAYER_BUCKETS))).otherwise(F.lit(PASS_THROUGH))
-    first = rows.withColumn("bucket", bucket.cast("long")).groupBy("bucket").transformWithStateInPandas(
-        statefulProcessor=ReadOnly(), outputStructType=ROW_SCHEMA, outputMode="Append", timeMode="None")
+    rows = with_bucket(_parse(src, t, config.leaderboard.max_record_bytes))
+    first = rows.groupBy("bucket").transformWithStateInPandas(
+        statefulProcessor=ReadOnly(), outputStructType=JOINED_SCHEMA, outputMode="Append", timeMode="None")
     second = first.groupBy("product_id").transformWithStateInPandas(
         statefulProcessor=ReadOnly(), outputStructType="topic string", outputMode="Append", timeMode="None")
     return _timed_noop_query(second, checkpoint, "append")

@@ -8,15 +8,16 @@ Topology (one query, one source per topic, two RocksDB-backed stateful operators
                       bucket)                                            product)
 
 - ``PlayerJoin`` holds the ``players`` table (latest name per player id; a null value deletes)
-  in a map state per player bucket (``player_id mod PLAYER_BUCKETS``) and enriches each score
-  with the player as known when the score is processed; scores of unknown players become dead
-  letters (``unknown_player``).
-- ``TopScores`` holds the ``products`` table and each game's top-N list; it enriches scores with
-  the game name as known then (``unknown_product`` otherwise) and writes the game's new list to
-  ``high-scores`` when it changed (once per game per micro-batch: the last list wins).
+  in a map state per player bucket (``player_id mod PLAYER_BUCKETS``), and a replica of the
+  small ``products`` table in every bucket (the chapter's global table: each products row is
+  sent to every bucket). It enriches each score with the player and the game as known when the
+  score is processed; the others become dead letters (``unknown_player``, else
+  ``unknown_product``). Only then does it drop the scores that can no longer rank.
+- ``TopScores`` holds each game's top-N list and writes the game's new list to ``high-scores``
+  when it changed (once per game per micro-batch: the last list wins).
 
 Ordering inside a micro-batch: Spark hands a key's rows to its processor together, so the rows
-are put back in processing order first (per player, per game) — by Kafka timestamp, then table updates before scores
+are put back in processing order first (per player, and per game for the products table) — by Kafka timestamp, then table updates before scores
 at the same timestamp, then partition and offset. "The player as known when the score is
 processed" therefore means: as of the score's timestamp, counting table updates with the same
 timestamp. Across micro-batches, batch order is processing order.
@@ -36,7 +37,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.common import INT_PATTERN, NON_FINITE, OUTPUT_SCHEMA, JobPlan, kafka_source
-from jobs.leaderboard_operators import PASS_THROUGH, PLAYER_BUCKETS, ROW_SCHEMA, PlayerJoin, TopScores
+from jobs.leaderboard_operators import JOINED_SCHEMA, PASS_THROUGH, PLAYER_BUCKETS, PlayerJoin, TopScores
 from statectl.adapters.kafka import TopicSpec
 from statectl.config import LeaderboardConfig
 
@@ -155,6 +156,19 @@ def check_checkpoint(layout) -> str | None:
 TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}
 
 
+def with_bucket(rows: DataFrame) -> DataFrame:
+    """PlayerJoin's grouping column: a score's or players-table row's player bucket; a
+    products-table row goes to every bucket (each holds a replica of that small global table);
+    dead letters to the pass-through key."""
+    is_product = F.col("kind").isin("product", "product_delete")
+    buckets = (
+        F.when(is_product, F.sequence(F.lit(0), F.lit(PLAYER_BUCKETS - 1)).cast("array<bigint>"))
+        .when(F.col("player_id") >= 0, F.array(F.pmod(F.col("player_id"), F.lit(PLAYER_BUCKETS))))
+        .otherwise(F.array(F.lit(PASS_THROUGH).cast("bigint")))
+    )
+    return rows.withColumn("bucket", F.explode(buckets))
+
+
 def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
     t = config.topics
     k = config.kafka
@@ -165,11 +179,10 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
                           k.min_partitions)
     tables = [kafka_source(spark, bootstrap, [name], k.starting_offsets) for name in (t.players, t.products)]
     src = scores.unionByName(tables[0]).unionByName(tables[1])
-    rows = _parse(src, t, config.leaderboard.max_record_bytes)
-    bucket = F.when(F.col("player_id") >= 0, F.pmod(F.col("player_id"), F.lit(PLAYER_BUCKETS))).otherwise(
-        F.lit(PASS_THROUGH)).cast("long")
-    enriched = rows.withColumn("bucket", bucket).groupBy("bucket").transformWithStateInPandas(
-        statefulProcessor=PlayerJoin(config.leaderboard.top_n, t.score_events), outputStructType=ROW_SCHEMA, outputMode="Append", timeMode="None",
+    rows = with_bucket(_parse(src, t, config.leaderboard.max_record_bytes))
+    enriched = rows.groupBy("bucket").transformWithStateInPandas(
+        statefulProcessor=PlayerJoin(config.leaderboard.top_n, t.score_events), outputStructType=JOINED_SCHEMA,
+        outputMode="Append", timeMode="None",
     )
     output = enriched.groupBy("product_id").transformWithStateInPandas(
         statefulProcessor=TopScores(config.leaderboard.top_n, t.high_scores, t.dlq, t.score_events),

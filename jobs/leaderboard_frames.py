@@ -1,6 +1,6 @@
-"""The leaderboard operators' batch logic on numpy and pandas: processing order, as-of table
-lookups, the per-bucket player join, dead letters. Pure functions (the state objects they are given
-are duck-typed), tested without a JVM; the operators in ``jobs/leaderboard_operators.py`` call them.
+"""The leaderboard operators' batch logic on numpy: processing order, as-of table lookups, the
+per-bucket join, ranking, dead letters. Pure functions, tested without a JVM against a per-key
+pandas reference; the operators in ``jobs/leaderboard_operators.py`` call them.
 """
 
 from __future__ import annotations
@@ -10,41 +10,6 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
-
-from jobs.leaderboard_operators import TABLE_KINDS
-
-_DELETED = "\x00deleted"
-
-
-def in_processing_order(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
-    """One key's rows of a micro-batch, in the order they are processed (see module docstring)."""
-    pdf = one_frame(rows)
-    if len(pdf) > 1:
-        prio = np.where(pdf["kind"].isin(TABLE_KINDS), 0, 1)
-        pdf = pdf.assign(_prio=prio).sort_values(["ts", "_prio", "part", "off"], kind="stable")
-        pdf = pdf.drop(columns="_prio").reset_index(drop=True)
-    return pdf
-
-
-def as_of_lookup(pdf: pd.DataFrame, upsert: str, delete: str, initial: str | None) -> tuple[pd.Series, str | None]:
-    """For each row (in processing order), the table value known at that point; and the final value.
-
-    ``initial`` is the value held in state before the batch (None: unknown or deleted).
-    """
-    kinds = pdf["kind"]
-    is_upsert = kinds == upsert
-    is_delete = kinds == delete
-    if not (is_upsert.any() or is_delete.any()):
-        known = pd.Series([initial] * len(pdf), index=pdf.index, dtype=object)
-        return known, initial
-    marks = pd.Series([None] * len(pdf), index=pdf.index, dtype=object)
-    marks[is_upsert] = pdf.loc[is_upsert, "name"]
-    marks[is_delete] = _DELETED
-    known = marks.ffill()
-    known = known.where(known.notna(), initial if initial is not None else _DELETED)
-    final = known.iloc[-1]
-    known = known.where(known != _DELETED, None)
-    return known, (None if final == _DELETED else final)
 
 
 def dead_letter(reason: str, detail: str, topic: str, row) -> str:
@@ -123,43 +88,49 @@ def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_va
     return order, known, finals
 
 
-def join_players(pdf: pd.DataFrame, top_n: int, stored_names) -> tuple[pd.DataFrame, pd.DataFrame, list]:
-    """One bucket's scores and player-table rows of a micro-batch, joined as of processing time.
+def join_bucket(pdf: pd.DataFrame, top_n: int, stored_names, stored_games) -> tuple:
+    """One player bucket's rows of a micro-batch, joined as of processing time: its players'
+    scores and players-table rows, and every products-table row (the products table is
+    replicated to every bucket, a global table).
 
-    ``stored_names(ids)`` returns ``{id: name or None}`` as held in state before the batch (see
-    ``as_of_table``). Returns the known scores that can still matter (``best_per_game``) with
-    ``name`` set, the scores of players unknown at the time, and ``[(player_id, name or None)]``:
-    each updated player's final table value (None: deleted).
+    ``stored_names(ids)`` and ``stored_games(ids)`` return ``{id: name or None}`` as held in state
+    before the batch (see ``as_of_table``). Returns ``(joined, unknown_player, unknown_product,
+    player_finals, game_finals)``: the scores with a known player and game that can still matter
+    (``best_per_game``) with ``name`` and ``game_name`` set; the scores whose player was unknown
+    at the time; those whose player was known but game was not (every one of them: the filter
+    comes after); and each table's updates ``[(id, name or None)]`` (None: deleted).
     """
-    order, known, finals = as_of_table(pdf, "player_id", "player", "player_delete", stored_names)
-    is_score = pdf["kind"].to_numpy(dtype=object)[order] == "score"
-    scores = pdf.iloc[order[is_score]].reset_index(drop=True)
-    name = known[is_score]
-    unknown = pd.isna(name)
-    joined = scores[~unknown].assign(name=name[~unknown])
-    return best_per_game(joined, top_n), scores[unknown], finals
+    n = len(pdf)
+    p_order, p_known, player_finals = as_of_table(pdf, "player_id", "player", "player_delete", stored_names)
+    g_order, g_known, game_finals = as_of_table(pdf, "product_id", "product", "product_delete", stored_games)
+    name = np.full(n, None, dtype=object)
+    name[p_order] = p_known
+    game = np.full(n, None, dtype=object)
+    game[g_order] = g_known
+    rows = p_order[pdf["kind"].to_numpy(dtype=object)[p_order] == "score"]  # processing order per player
+    scores = pdf.iloc[rows].reset_index(drop=True)
+    score_name, score_game = name[rows], game[rows]
+    no_player = pd.isna(score_name)
+    no_game = ~no_player & pd.isna(score_game)
+    ok = ~no_player & ~no_game
+    joined = scores[ok].assign(name=score_name[ok], game_name=score_game[ok])
+    return best_per_game(joined, top_n), scores[no_player], scores[no_game], player_finals, game_finals
 
 
-def rank_game(pdf: pd.DataFrame, top_n: int, stored_game) -> tuple[list[str], pd.DataFrame, pd.DataFrame, list]:
-    """One game's rows of a micro-batch: dead letters, scores and products-table rows.
+def rank_game(pdf: pd.DataFrame, top_n: int) -> tuple[list[str], pd.DataFrame]:
+    """One game's rows of a micro-batch: joined scores and dead letters.
 
-    ``stored_game()`` returns the game's name held in state before the batch (None: unknown); it
-    is called only if a score needs it. Returns the dead letters that arrived (JSON, in processing
-    order), the scores of a game unknown at the time, the batch's best ``top_n`` known scores
-    (best first; among equal scores the earliest; one place per (player, score)) with
-    ``game_name`` set, and ``[(product_id, name or None)]`` if the batch updated the game.
+    Returns the dead letters (JSON, in processing order) and the batch's best ``top_n`` scores:
+    best first, among equal scores the earliest, one place per (player, score).
     """
-    order, known, finals = as_of_table(pdf, "product_id", "product", "product_delete",
-                                       lambda ids: {i: stored_game() for i in ids})
-    kind = pdf["kind"].to_numpy(dtype=object)[order]
-    letters = pdf["dlq"].to_numpy(dtype=object)[order[kind == "dlq"]].tolist()
-    is_score = kind == "score"
-    scores = pdf.iloc[order[is_score]].reset_index(drop=True).assign(game_name=known[is_score])
-    unknown = scores["game_name"].isna().to_numpy()
-    joined = scores[~unknown]
-    rank = np.lexsort((joined["off"].to_numpy(), joined["part"].to_numpy(), joined["ts"].to_numpy(),
-                       -joined["score"].to_numpy()))
-    players, values = joined["player_id"].to_numpy(), joined["score"].to_numpy()
+    kind = pdf["kind"].to_numpy(dtype=object)
+    ts, part, off = pdf["ts"].to_numpy(), pdf["part"].to_numpy(), pdf["off"].to_numpy()
+    dlq = np.flatnonzero(kind == "dlq")
+    dlq = dlq[np.lexsort((off[dlq], part[dlq], ts[dlq]))]
+    letters = pdf["dlq"].to_numpy(dtype=object)[dlq].tolist()
+    scores = np.flatnonzero(kind == "score")
+    rank = scores[np.lexsort((off[scores], part[scores], ts[scores], -pdf["score"].to_numpy()[scores]))]
+    players, values = pdf["player_id"].to_numpy(), pdf["score"].to_numpy()
     best, seen = [], set()
     for i in rank.tolist():
         pair = (players[i], values[i])
@@ -169,7 +140,7 @@ def rank_game(pdf: pd.DataFrame, top_n: int, stored_game) -> tuple[list[str], pd
         best.append(i)
         if len(best) == top_n:
             break
-    return letters, scores[unknown], joined.iloc[best], finals
+    return letters, pdf.iloc[best]
 
 
 def one_frame(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
@@ -185,24 +156,7 @@ def one_frame(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def stored_name(state) -> str | None:
-    stored = state.get()  # None when the key has no value
-    return stored[0] if stored is not None else None
-
-
-def sync_table(state, pdf: pd.DataFrame, upsert: str, delete: str, initial: str | None) -> pd.Series:
-    """Apply a batch's table updates (rows in processing order) to ``state``, which held
-    ``initial``; returns the value known at each row."""
-    known, final = as_of_lookup(pdf, upsert, delete, initial)
-    if final is None:
-        if initial is not None:
-            state.clear()
-    elif final != initial:
-        state.update((final,))
-    return known
-
-
-def unknown_player(scores: pd.DataFrame, score_topic: str) -> pd.DataFrame:
-    letters = [dead_letter("unknown_player", "no player with this id was known when the score was processed",
-                           score_topic, r) for r in scores.itertuples(index=False)]
+def unjoined(scores: pd.DataFrame, reason: str, detail: str, score_topic: str) -> pd.DataFrame:
+    """``scores`` turned into dead-letter rows (kind ``dlq``) with ``reason``."""
+    letters = [dead_letter(reason, detail, score_topic, r) for r in scores.itertuples(index=False)]
     return scores.assign(kind="dlq", dlq=letters)

@@ -40,8 +40,9 @@ ROW_SCHEMA = StructType(
     ]
 )
 COLUMNS = [f.name for f in ROW_SCHEMA.fields]
-
-TABLE_KINDS = {"player", "player_delete", "product", "product_delete"}
+#: PlayerJoin's output: a joined score also carries its game's name.
+JOINED_SCHEMA = StructType(ROW_SCHEMA.fields + [StructField("game_name", StringType())])
+JOINED_COLUMNS = [f.name for f in JOINED_SCHEMA.fields]
 
 #: The grouping key of rows an operator only passes on (dead letters, the other table's rows).
 #: Never null: PySpark 4.2 turns an int key column holding a null into floats, and a float key
@@ -57,6 +58,7 @@ PLAYER_BUCKETS = 32
 
 NAME_STATE = StructType([StructField("name", StringType())])
 PLAYER_KEY = StructType([StructField("player_id", LongType())])
+GAME_KEY = StructType([StructField("product_id", LongType())])
 TOP_STATE = StructType(
     [
         StructField("player_id", LongType()),
@@ -70,11 +72,30 @@ TOP_STATE = StructType(
 )
 
 
-class PlayerJoin(StatefulProcessor):
-    """Keyed by player bucket (``player_id mod PLAYER_BUCKETS``): the players table in a map state
-    (player id -> name), and scores enriched with the player known then.
+def _stored(state, ids: list[int]) -> dict[int, str | None]:
+    """``{id: name or None}`` from a map state keyed by id."""
+    found = {}
+    for i in ids:
+        stored = state.getValue((i,))
+        found[i] = stored[0] if stored is not None else None
+    return found
 
-    Passes on only a player's best ``top_n`` scores per game (see ``leaderboard_frames.best_per_game``).
+
+def _apply(state, finals) -> None:
+    for i, name in finals:
+        if name is None:
+            state.removeKey((i,))
+        else:
+            state.updateValue((i,), (name,))
+
+
+class PlayerJoin(StatefulProcessor):
+    """Keyed by player bucket (``player_id mod PLAYER_BUCKETS``): the bucket's players (map state
+    player id -> name) and a replica of the products table (map state product id -> name; every
+    bucket receives every products-table row). Enriches each score with the player and the game
+    as known when it is processed, turns the others into dead letters (``unknown_player``, else
+    ``unknown_product``), and passes on only a player's best ``top_n`` scores per game (see
+    ``leaderboard_frames.best_per_game``) — after the joins, so no dead letter is thinned out.
     """
 
     def __init__(self, top_n: int, score_topic: str):
@@ -83,13 +104,7 @@ class PlayerJoin(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.players = handle.getMapState("players", PLAYER_KEY, NAME_STATE)
-
-    def _stored_names(self, ids: list[int]) -> dict[int, str | None]:
-        found = {}
-        for player_id in ids:
-            stored = self.players.getValue((player_id,))
-            found[player_id] = stored[0] if stored is not None else None
-        return found
+        self.games = handle.getMapState("games", GAME_KEY, NAME_STATE)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         import pandas as pd
@@ -97,23 +112,27 @@ class PlayerJoin(StatefulProcessor):
         from jobs import leaderboard_frames as lf
 
         pdf = lf.one_frame(rows)[COLUMNS]
-        if key[0] == PASS_THROUGH:  # dead letters and product rows
-            yield pdf
+        if key[0] == PASS_THROUGH:  # the dead letters of parsing
+            yield pdf.assign(game_name=None)[JOINED_COLUMNS]
             return
-        joined, unknown, finals = lf.join_players(pdf, self.top_n, self._stored_names)
-        for player_id, name in finals:
-            if name is None:
-                self.players.removeKey((player_id,))
-            else:
-                self.players.updateValue((player_id,), (name,))
-        if len(unknown):
-            joined = pd.concat([joined, lf.unknown_player(unknown, self.score_topic)], ignore_index=True)
-        if len(joined):
-            yield joined[COLUMNS]
+        joined, no_player, no_game, player_finals, game_finals = lf.join_bucket(
+            pdf, self.top_n, lambda ids: _stored(self.players, ids), lambda ids: _stored(self.games, ids))
+        _apply(self.players, player_finals)
+        _apply(self.games, game_finals)
+        parts = [joined]
+        if len(no_player):
+            parts.append(lf.unjoined(no_player, "unknown_player",
+                                     "no player with this id was known when the score was processed", self.score_topic))
+        if len(no_game):
+            parts.append(lf.unjoined(no_game, "unknown_product",
+                                     "no product with this id was known when the score was processed", self.score_topic))
+        out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else joined
+        if len(out):
+            yield out.reindex(columns=JOINED_COLUMNS)
 
 
 class TopScores(StatefulProcessor):
-    """Keyed by product id: the products table and the game's top-N list; emits changed lists."""
+    """Keyed by product id: the game's top-N list; emits it when it changed, and forwards dead letters."""
 
     def __init__(self, top_n: int, high_scores_topic: str, dlq_topic: str, score_topic: str):
         self.top_n = top_n
@@ -122,7 +141,6 @@ class TopScores(StatefulProcessor):
         self.score_topic = score_topic
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.game = handle.getValueState("game", NAME_STATE)
         self.top = handle.getListState("top", TOP_STATE)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
@@ -130,20 +148,9 @@ class TopScores(StatefulProcessor):
 
         from jobs import leaderboard_frames as lf
 
-        pdf = lf.one_frame(rows)
-        if key[0] == PASS_THROUGH:  # the dead letters of parsing
-            letters, product_id, top = lf.rank_game(pdf, self.top_n, lambda: None)[0], None, None
-        else:
-            product_id = int(key[0])
-            letters, unknown, best, finals = lf.rank_game(pdf, self.top_n, lambda: lf.stored_name(self.game))
-            for _, name in finals:
-                if name is None:
-                    self.game.clear()
-                else:
-                    self.game.update((name,))
-            letters += [lf.dead_letter("unknown_product", "no product with this id was known when the score was "
-                                       "processed", self.score_topic, r) for r in unknown.itertuples(index=False)]
-            top = self._merge(product_id, best)
+        letters, best = lf.rank_game(lf.one_frame(rows), self.top_n)
+        product_id = int(key[0])
+        top = None if product_id == PASS_THROUGH else self._merge(product_id, best)
         if not letters and top is None:
             return
         topics = [self.dlq_topic] * len(letters)

@@ -1,13 +1,55 @@
-"""The leaderboard's in-batch ordering and as-of table lookup, and the REST routes, without a JVM."""
+"""The leaderboard's batch logic (ordering, as-of joins, ranking) and the REST routes, without a JVM."""
 
 from __future__ import annotations
+
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.leaderboard_frames import as_of_lookup, in_processing_order
+from jobs.leaderboard_frames import one_frame
 from statectl.server import respond
+
+# ---------------------------------------------------------------- the per-key pandas reference
+# How the operators worked one key at a time (statectl 0.1): the vectorised code is checked
+# against it on random batches.
+TABLE_KINDS = {"player", "player_delete", "product", "product_delete"}
+_DELETED = "\x00deleted"
+
+
+def in_processing_order(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    """One key's rows of a micro-batch, in the order they are processed (see jobs/leaderboard.py)."""
+    pdf = one_frame(rows)
+    if len(pdf) > 1:
+        prio = np.where(pdf["kind"].isin(TABLE_KINDS), 0, 1)
+        pdf = pdf.assign(_prio=prio).sort_values(["ts", "_prio", "part", "off"], kind="stable")
+        pdf = pdf.drop(columns="_prio").reset_index(drop=True)
+    return pdf
+
+
+def as_of_lookup(pdf: pd.DataFrame, upsert: str, delete: str, initial: str | None) -> tuple[pd.Series, str | None]:
+    """For each row (in processing order), the table value known at that point; and the final value.
+
+    ``initial`` is the value held in state before the batch (None: unknown or deleted).
+    """
+    kinds = pdf["kind"]
+    is_upsert = kinds == upsert
+    is_delete = kinds == delete
+    if not (is_upsert.any() or is_delete.any()):
+        known = pd.Series([initial] * len(pdf), index=pdf.index, dtype=object)
+        return known, initial
+    marks = pd.Series([None] * len(pdf), index=pdf.index, dtype=object)
+    marks[is_upsert] = pdf.loc[is_upsert, "name"]
+    marks[is_delete] = _DELETED
+    known = marks.ffill()
+    known = known.where(known.notna(), initial if initial is not None else _DELETED)
+    final = known.iloc[-1]
+    known = known.where(known != _DELETED, None)
+    return known, (None if final == _DELETED else final)
+
+
+
 
 
 def frame(rows):
@@ -97,14 +139,15 @@ def test_best_per_game_keeps_each_players_best_distinct_scores_per_game(seed, to
 
 
 def _random_bucket(rng, players: int, n: int) -> pd.DataFrame:
-    """Scores and player-table rows of a few players, in no particular order."""
-    kinds = rng.choice(["score"] * 6 + ["player", "player_delete"], n)
+    """Scores, players-table and products-table rows of a few players and games, in no order."""
+    kinds = rng.choice(["score"] * 6 + ["player", "player_delete", "product", "product_delete"], n)
+    is_product = np.isin(kinds, ["product", "product_delete"])
     return pd.DataFrame({
         "kind": kinds,
-        "player_id": rng.integers(0, players, n),
-        "product_id": rng.integers(1, 4, n),
+        "player_id": np.where(is_product, -1, rng.integers(0, players, n)),
+        "product_id": np.where(np.isin(kinds, ["player", "player_delete"]), -1, rng.integers(1, 4, n)),
         "score": np.where(kinds == "score", rng.integers(0, 6, n).astype(float), np.nan),
-        "name": [f"name-{i}" if k == "player" else None for i, k in enumerate(kinds)],
+        "name": [f"name-{i}" if k in ("player", "product") else None for i, k in enumerate(kinds)],
         "ts": rng.integers(0, 4, n),
         "part": rng.integers(0, 2, n),
         "off": rng.permutation(n),
@@ -112,67 +155,97 @@ def _random_bucket(rng, players: int, n: int) -> pd.DataFrame:
     })
 
 
-def _join_players_reference(pdf, top_n, initial):
-    """One player at a time, with the per-key helpers: processing order, then the as-of lookup."""
-    joined, unknown, finals = [], [], []
-    for player_id, rows in pdf.groupby("player_id", sort=True):
+def _as_of_per_key(pdf, key, upsert, delete, stored):
+    """Each score's table value, one key at a time with the reference helpers; and the finals."""
+    known, finals = {}, []
+    for k, rows in pdf[pdf["kind"].isin(["score", upsert, delete])].groupby(key, sort=True):
         ordered = in_processing_order([rows])
-        known, final = as_of_lookup(ordered, "player", "player_delete", initial.get(player_id))
-        scores = ordered["kind"] == "score"
-        out = ordered[scores].assign(name=known[scores])
-        joined.append(out[out["name"].notna()])
-        unknown.append(out[out["name"].isna()])
-        if (~scores).any():
-            finals.append((player_id, final))
+        values, final = as_of_lookup(ordered, upsert, delete, stored.get(k))
+        for off, kind, value in zip(ordered["off"], ordered["kind"], values):
+            if kind == "score":
+                known[off] = value
+        if ordered["kind"].isin([upsert, delete]).any():
+            finals.append((k, final))
+    return known, finals
+
+
+def _join_bucket_reference(pdf, top_n, stored_players, stored_games):
     from jobs.leaderboard_frames import best_per_game
 
-    return best_per_game(pd.concat(joined), top_n), pd.concat(unknown), finals
+    names, player_finals = _as_of_per_key(pdf, "player_id", "player", "player_delete", stored_players)
+    games, game_finals = _as_of_per_key(pdf, "product_id", "product", "product_delete", stored_games)
+    scores = pdf[pdf["kind"] == "score"]
+    name = scores["off"].map(names)
+    game = scores["off"].map(games)
+    no_player = name.isna()
+    no_game = ~no_player & game.isna()
+    ok = ~no_player & ~no_game
+    joined = scores[ok].assign(name=name[ok], game_name=game[ok])
+    return best_per_game(joined, top_n), scores[no_player], scores[no_game], player_finals, game_finals
 
 
-def _identity(frame):
-    return sorted(zip(frame["player_id"], frame["product_id"], frame["score"], frame["ts"], frame["part"],
-                      frame["off"], frame["name"].where(frame["name"].notna(), None)))
+def _identity(frame, *extra):
+    cols = ["player_id", "product_id", "score", "ts", "part", "off", *extra]
+    return sorted(tuple(None if (isinstance(v, float) and np.isnan(v)) else v for v in row)
+                  for row in frame[cols].itertuples(index=False))
 
 
-@pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
-def test_join_players_matches_joining_one_player_at_a_time(seed):
-    from jobs.leaderboard_frames import join_players
+@pytest.mark.parametrize("seed", range(40), ids=lambda s: f"seed-{s}")
+def test_join_bucket_matches_joining_one_key_at_a_time(seed):
+    from jobs.leaderboard_frames import join_bucket
 
     rng = np.random.default_rng(seed)
-    pdf = _random_bucket(rng, players=int(rng.integers(1, 6)), n=int(rng.integers(1, 80)))
-    initial = {p: (f"stored-{p}" if rng.random() < 0.6 else None) for p in range(6)}
-    asked = []
+    pdf = _random_bucket(rng, players=int(rng.integers(1, 6)), n=int(rng.integers(1, 90)))
+    stored_players = {p: (f"player-{p}" if rng.random() < 0.6 else None) for p in range(6)}
+    stored_games = {g: (f"game-{g}" if rng.random() < 0.6 else None) for g in range(1, 4)}
+    asked = {"players": [], "games": []}
 
-    def stored_names(ids):
-        asked.extend(ids)
-        return {i: initial[i] for i in ids}
+    def lookup(what, table):
+        def stored(ids):
+            asked[what].extend(ids)
+            return {i: table[i] for i in ids}
+        return stored
 
-    joined, unknown, finals = join_players(pdf, 2, stored_names)
-    exp_joined, exp_unknown, exp_finals = _join_players_reference(pdf, 2, initial)
-    assert _identity(joined) == _identity(exp_joined)
-    assert _identity(unknown.assign(name=None)) == _identity(exp_unknown.assign(name=None))
-    assert sorted(finals) == sorted(exp_finals)
-    assert len(asked) == len(set(asked))  # each stored name is read once at most
+    got = join_bucket(pdf, 2, lookup("players", stored_players), lookup("games", stored_games))
+    expected = _join_bucket_reference(pdf, 2, stored_players, stored_games)
+    assert _identity(got[0], "name", "game_name") == _identity(expected[0], "name", "game_name")
+    assert _identity(got[1]) == _identity(expected[1])  # unknown player
+    assert _identity(got[2]) == _identity(expected[2])  # unknown game, every one of them
+    assert sorted(got[3]) == sorted(expected[3]) and sorted(got[4]) == sorted(expected[4])
+    assert all(len(v) == len(set(v)) for v in asked.values())  # each stored value read once at most
 
 
-def test_join_players_reads_no_state_for_players_defined_earlier_in_the_batch():
-    from jobs.leaderboard_frames import join_players
+def test_join_bucket_reads_no_state_for_keys_defined_earlier_in_the_batch():
+    from jobs.leaderboard_frames import join_bucket
 
     pdf = pd.DataFrame({
-        "kind": ["player", "score", "score"], "player_id": [1, 1, 2], "product_id": [5, 5, 5],
-        "score": [np.nan, 10.0, 3.0], "name": ["Ada", None, None], "ts": [1, 2, 2], "part": [0, 0, 0],
-        "off": [0, 1, 2], "dlq": None,
+        "kind": ["player", "product", "score", "score"], "player_id": [1, -1, 1, 2], "product_id": [-1, 5, 5, 5],
+        "score": [np.nan, np.nan, 10.0, 3.0], "name": ["Ada", "Doom", None, None], "ts": [1, 1, 2, 2],
+        "part": [0, 0, 0, 0], "off": [0, 1, 2, 3], "dlq": None,
     })
     asked = []
-    joined, unknown, finals = join_players(pdf, 3, lambda ids: asked.extend(ids) or {2: None})
+    joined, no_player, no_game, players, games = join_bucket(
+        pdf, 3, lambda ids: asked.extend(ids) or {2: None}, lambda ids: asked.append(("game", ids)) or {})
     assert asked == [2]
-    assert list(joined["name"]) == ["Ada"]
-    assert list(unknown["player_id"]) == [2]
-    assert finals == [(1, "Ada")]
+    assert list(zip(joined["name"], joined["game_name"])) == [("Ada", "Doom")]
+    assert list(no_player["player_id"]) == [2] and not len(no_game)
+    assert players == [(1, "Ada")] and games == [(5, "Doom")]
+
+
+def test_every_score_of_an_unknown_game_is_kept_for_a_dead_letter():
+    # More scores per player and game than top_n, game unknown: none may be filtered out.
+    from jobs.leaderboard_frames import join_bucket
+
+    n = 6
+    pdf = pd.DataFrame({"kind": "score", "player_id": 1, "product_id": 9, "score": np.arange(n, dtype=float),
+                        "name": None, "ts": np.arange(n), "part": 0, "off": np.arange(n), "dlq": None})
+    joined, no_player, no_game, _, _ = join_bucket(pdf, 2, lambda ids: {1: "Ada"}, lambda ids: {9: None})
+    assert not len(joined) and not len(no_player)
+    assert sorted(no_game["off"]) == list(range(n))
 
 
 def test_frames_joins_a_keys_frames_like_pandas_concat():
-    from jobs.leaderboard_frames import one_frame as _frames
+    _frames = one_frame
 
     a = pd.DataFrame({"kind": ["score", "score"], "player_id": [1, 2], "score": [1.5, 2.0], "name": [None, None]})
     b = pd.DataFrame({"kind": ["player"], "player_id": [3], "score": [np.nan], "name": ["Ada"]}, index=[7])
@@ -182,34 +255,20 @@ def test_frames_joins_a_keys_frames_like_pandas_concat():
 
 
 def _random_game(rng, n: int) -> pd.DataFrame:
-    """One game's rows: scores (many ties and repeats), products-table rows, dead letters."""
-    kinds = rng.choice(["score"] * 8 + ["product", "product_delete", "dlq"], n)
+    """One game's rows as PlayerJoin passes them on: joined scores (many ties, repeats) and dead letters."""
+    kinds = rng.choice(["score"] * 8 + ["dlq"], n)
     return pd.DataFrame({
         "kind": kinds,
         "player_id": rng.integers(1, 5, n),
         "product_id": 9,
         "score": np.where(kinds == "score", rng.integers(0, 5, n).astype(float), np.nan),
-        "name": [f"p{i}" if k == "score" else (f"game-{i}" if k == "product" else None) for i, k in enumerate(kinds)],
+        "name": [f"p{i}" if k == "score" else None for i, k in enumerate(kinds)],
         "ts": rng.integers(0, 4, n),
         "part": rng.integers(0, 2, n),
         "off": rng.permutation(n),
         "dlq": [f'{{"reason": "r{i}"}}' if k == "dlq" else None for i, k in enumerate(kinds)],
+        "game_name": [f"g{i}" if k == "score" else None for i, k in enumerate(kinds)],
     })
-
-
-def _rank_game_reference(pdf, top_n, stored):
-    """The pandas path the operator used before: processing order, as-of lookup, sort and dedupe."""
-    ordered = in_processing_order([pdf])
-    letters = list(ordered.loc[ordered["kind"] == "dlq", "dlq"])
-    known, final = as_of_lookup(ordered, "product", "product_delete", stored)
-    is_score = ordered["kind"] == "score"
-    scores = ordered[is_score].assign(game_name=known[is_score])
-    unknown = scores["game_name"].isna()
-    known_scores = scores[~unknown]
-    best = (known_scores.assign(_neg=-known_scores["score"]).sort_values(["_neg", "ts", "part", "off"], kind="stable")
-            .drop_duplicates(["player_id", "score"]).head(top_n))
-    updated = ordered["kind"].isin(["product", "product_delete"]).any()
-    return letters, scores[unknown], best, ([(9, final)] if updated else [])
 
 
 @pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
@@ -218,16 +277,14 @@ def test_rank_game_matches_the_pandas_reference(seed):
 
     rng = np.random.default_rng(seed)
     pdf = _random_game(rng, int(rng.integers(1, 60)))
-    stored = "stored-game" if seed % 3 else None
-    calls = []
-    letters, unknown, best, finals = rank_game(pdf, 3, lambda: calls.append(1) or stored)
-    exp_letters, exp_unknown, exp_best, exp_finals = _rank_game_reference(pdf, 3, stored)
-    assert letters == exp_letters
-    assert list(unknown["off"]) == list(exp_unknown["off"])
+    letters, best = rank_game(pdf, 3)
+    ordered = pdf.sort_values(["ts", "part", "off"], kind="stable")
+    assert letters == list(ordered.loc[ordered["kind"] == "dlq", "dlq"])
+    scores = pdf[pdf["kind"] == "score"]
+    expected = (scores.assign(_neg=-scores["score"]).sort_values(["_neg", "ts", "part", "off"], kind="stable")
+                .drop_duplicates(["player_id", "score"]).head(3))
     cols = ["player_id", "score", "ts", "part", "off", "name", "game_name"]
-    assert best[cols].values.tolist() == exp_best[cols].values.tolist()
-    assert finals == exp_finals
-    assert len(calls) <= 1
+    assert best[cols].values.tolist() == expected[cols].values.tolist()
 
 
 def test_check_checkpoint_accepts_the_bucketed_layout_and_refuses_0_1():
@@ -239,8 +296,9 @@ def test_check_checkpoint_accepts_the_bucketed_layout_and_refuses_0_1():
     old = read_layout(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint")
     assert "written by statectl 0.1" in check_checkpoint(old)
     current = CheckpointLayout(root="ckpt", operators={
-        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("game", "ValueState"), StateVariable("top", "ListState")]),
-        1: OperatorLayout(1, "state/1", state_variables=[StateVariable("players", "MapState")]),
+        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("top", "ListState")]),
+        1: OperatorLayout(1, "state/1", state_variables=[StateVariable("players", "MapState"),
+                                                         StateVariable("games", "MapState")]),
     })
     assert check_checkpoint(current) is None
     assert check_checkpoint(CheckpointLayout(root="empty")) is None

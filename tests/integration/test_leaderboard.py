@@ -263,6 +263,24 @@ def test_dead_letters_are_counted_and_routed(bootstrap, tmp_path):
     assert json.loads(unknown[0]["value"]) == score(99, 1, 43)
 
 
+def test_every_score_of_an_unknown_game_is_a_dead_letter(bootstrap, tmp_path):
+    # More scores per player and game than top_n: none may be thinned out before the game is
+    # found unknown. Game 7 becomes known only after the first two of A's scores for it.
+    lb = Leaderboard(bootstrap, tmp_path, "leaderboard.top_n=2")
+    lb.produce("players", [(1, player(1, "A"), 1)])
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1), (7, {"id": 7, "name": "Doom"}, 20)])
+    lb.produce("score_events", [(None, score(1, 5, v), 10 + i) for i, v in enumerate([10, 30, 20, 40, 50])]
+               + [(None, score(1, 7, v), 10 + i) for i, v in enumerate([60, 70])]
+               + [(None, score(1, 7, v), 30 + i) for i, v in enumerate([5, 80, 90])]
+               + [(None, score(1, 1, v), 10 + i) for i, v in enumerate([1, 2, 3])])
+    summary = lb.run()
+    assert summary.dropped == {"unknown_product": 7}
+    letters = [json.loads(d["value"]) for d in lb.dead_letters() if d["reason"] == "unknown_product"]
+    assert sorted((d["product_id"], d["score"]) for d in letters) == [
+        (5, 10), (5, 20), (5, 30), (5, 40), (5, 50), (7, 60), (7, 70)]
+    assert lb.ranked() == {"1": [("A", 3.0), ("A", 2.0)], "7": [("A", 90.0), ("A", 80.0)]}
+
+
 def test_checkpoint_in_use_is_refused(bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path)
     with CheckpointLock(lb.checkpoint):

@@ -231,8 +231,9 @@ def test_metrics_port_serves_the_run_while_it_lasts(bootstrap, tmp_path):
     assert scraped[f"statectl_input_rows_total{{{job}}}"] == 355  # 50 players + 5 products + 300 scores
     assert scraped[f"statectl_batch_duration_seconds_count{{{job}}}"] >= 1
     assert 0 < scraped[f"statectl_batch_duration_seconds_sum{{{job}}}"] < 600
-    assert scraped[f'statectl_state_rows{{{job},operator="1"}}'] == 50  # one player per key
-    assert scraped[f'statectl_state_rows{{{job},operator="0"}}'] > 5  # games and their top lists
+    # PlayerJoin: the 50 players, and the 5 games replicated to each of the 32 player buckets.
+    assert scraped[f'statectl_state_rows{{{job},operator="1"}}'] == 50 + 5 * 32
+    assert 0 < scraped[f'statectl_state_rows{{{job},operator="0"}}'] <= 5  # a top list per game with scores
     states = {k: v for k, v in scraped.items() if k.startswith("statectl_query_state{")}
     assert sum(states.values()) == 1
     assert states[f'statectl_query_state{{{job},statectl_query_state="RUNNING"}}'] == 1 or \
