@@ -185,7 +185,7 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
         outputMode="Append", timeMode="None",
     )
     output = enriched.groupBy("product_id").transformWithStateInPandas(
-        statefulProcessor=TopScores(config.leaderboard.top_n, t.high_scores, t.dlq, t.score_events),
+        statefulProcessor=TopScores(config.leaderboard.top_n, t.high_scores, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
     )
     topics = [

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 spark_tws.install()
 
 #: Every row between the operators has these columns; ``kind`` says what it is. Kept narrow on
-#: purpose: PySpark 4.2's pandas state path converts rows one by one, so each column costs.
+#: purpose: every column crosses into Python and back (Arrow, pandas) at each operator.
 ROW_SCHEMA = StructType(
     [
         StructField("kind", StringType()),  # score | player | player_delete | product | product_delete | dlq
@@ -134,11 +134,10 @@ class PlayerJoin(StatefulProcessor):
 class TopScores(StatefulProcessor):
     """Keyed by product id: the game's top-N list; emits it when it changed, and forwards dead letters."""
 
-    def __init__(self, top_n: int, high_scores_topic: str, dlq_topic: str, score_topic: str):
+    def __init__(self, top_n: int, high_scores_topic: str, dlq_topic: str):
         self.top_n = top_n
         self.high_scores_topic = high_scores_topic
         self.dlq_topic = dlq_topic
-        self.score_topic = score_topic
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.top = handle.getListState("top", TOP_STATE)
