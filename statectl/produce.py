@@ -143,7 +143,14 @@ def _chunk_size(rate: float | None) -> int:
     return 10_000 if not rate else max(1, min(10_000, int(rate // 20) or 1))
 
 
-def _pace(sent: int, rate: float | None, started: float) -> None:
+def _chunk_sent(producer, topic: str, sent: int, progress: ProgressFn | None, stop: threading.Event,
+                rate: float | None, started: float) -> None:
+    """After each chunk: serve delivery reports, show progress, stop on Ctrl-C, keep the rate."""
+    producer.poll(0)
+    if progress:
+        progress(topic, sent)
+    if stop.is_set():
+        raise KeyboardInterrupt(sent)
     if rate:
         ahead = sent / rate - (time.monotonic() - started)
         if ahead > 0:
@@ -195,12 +202,7 @@ def _send_unkeyed(producer, batch: TopicBatch, partitions: int, rate: float | No
                     poll(0.05)
                 partition = (partition + 1) % partitions
                 sent += count
-                poll(0)
-                if progress:
-                    progress(topic, sent)
-                if stop.is_set():
-                    raise KeyboardInterrupt(sent)
-                _pace(sent, rate, started)
+                _chunk_sent(producer, topic, sent, progress, stop, rate, started)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(sent) from None
     return sent
@@ -239,12 +241,7 @@ def _send(producer, batch: TopicBatch, rate: float | None, progress: ProgressFn 
                         except BufferError:
                             continue
                 sent += 1
-            poll(0)
-            if progress:
-                progress(topic, sent)
-            if stop.is_set():
-                raise KeyboardInterrupt(sent)
-            _pace(sent, rate, started)
+            _chunk_sent(producer, topic, sent, progress, stop, rate, started)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(sent) from None
     return sent
