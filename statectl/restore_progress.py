@@ -196,8 +196,9 @@ def operator_plans(layout, plan) -> dict[int, OperatorPlan]:
     return out
 
 
-def plan_restore(checkpoint: str | os.PathLike) -> tuple[dict[int, OperatorPlan], str | None]:
-    """(operators to restore, why there is no plan) for a checkpoint about to be (re)started."""
+def plan_restore(checkpoint: str | os.PathLike, layout=None) -> tuple[dict[int, OperatorPlan], str | None]:
+    """(operators to restore, why there is no plan) for a checkpoint about to be (re)started;
+    ``layout``: the checkpoint already read, if the caller has it."""
     from statectl.errors import StatectlError
 
     if not (Path(checkpoint) / "commits").is_dir():
@@ -206,7 +207,7 @@ def plan_restore(checkpoint: str | os.PathLike) -> tuple[dict[int, OperatorPlan]
         from statectl.checkpoint.reader import read_layout
         from statectl.checkpoint.restore import restore_plan
 
-        layout = read_layout(checkpoint)
+        layout = layout if layout is not None else read_layout(checkpoint)
         return operator_plans(layout, restore_plan(layout)), None
     except (StatectlError, OSError, ValueError, KeyError) as exc:
         return {}, f"the restore plan could not be read from the checkpoint: {str(exc).splitlines()[0][:200]}"

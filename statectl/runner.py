@@ -135,16 +135,28 @@ def _stop_signals() -> tuple[threading.Event, Callable[[], None]]:
     return requested, restore
 
 
-def _refuse_incompatible_checkpoint(job, checkpoint: Path) -> None:
+def _checkpoint_layout(checkpoint: Path):
+    """The checkpoint's state as read before the query starts; None for a new query, or one this
+    reader cannot make sense of (Spark has the last word on those; the restore plan says why)."""
+    if not (checkpoint / "state").is_dir():
+        return None
+    from statectl.checkpoint.reader import read_layout
+    from statectl.errors import StatectlError
+
+    try:
+        return read_layout(checkpoint)
+    except (StatectlError, OSError, ValueError, KeyError):
+        return None
+
+
+def _refuse_incompatible_checkpoint(job, layout) -> None:
     """A job whose state layout changed between statectl versions says which checkpoints it
     cannot continue (``check_checkpoint(layout) -> message or None``). Spark itself would accept
     them (state variables may be added and dropped) and the job would go on with state missing."""
     check = getattr(job, "check_checkpoint", None)
-    if check is None or not (checkpoint / "state").is_dir():
+    if check is None or layout is None:
         return
-    from statectl.checkpoint.reader import read_layout
-
-    problem = check(read_layout(checkpoint))
+    problem = check(layout)
     if problem:
         raise UsageError(problem)
 
@@ -168,9 +180,11 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         from statectl.adapters.spark import spark_session
 
         job = importlib.import_module(module_name)
-        _refuse_incompatible_checkpoint(job, checkpoint)
-        # Read before the query starts: what the first batch will load (pure Python, no JVM).
-        restore, plan_note = _restore_plan(checkpoint, request.listen)
+        # Read before the query starts, once (pure Python, no JVM): whether this job can continue
+        # the checkpoint, and what the first batch will load.
+        layout = _checkpoint_layout(checkpoint)
+        _refuse_incompatible_checkpoint(job, layout)
+        restore, plan_note = _restore_plan(checkpoint, layout, request.listen)
         spark = spark_session(
             app_name=f"statectl {config.job}",
             master=request.master or config.spark.master,
@@ -298,12 +312,12 @@ def _closing(metrics):
     return contextlib.closing(metrics) if metrics is not None else contextlib.nullcontext()
 
 
-def _restore_plan(checkpoint: Path, listen: bool):
+def _restore_plan(checkpoint: Path, layout, listen: bool):
     if not listen:
         return {}, None
     from statectl.restore_progress import plan_restore
 
-    return plan_restore(checkpoint)
+    return plan_restore(checkpoint, layout)
 
 
 def _monitor(spark, metrics, sinks: list, restore: dict, plan_note: str | None, context: dict):

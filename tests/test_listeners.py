@@ -261,6 +261,27 @@ def test_plan_restore_reads_issue_4s_restore_plan(tmp_path):
         assert plan.target_version == 5
         assert plan.replay_files == expected.operators[oid].replay_files > 0
         assert plan.snapshot_bytes == expected.operators[oid].snapshot_bytes
+    # The runner reads the checkpoint once and hands the layout over: the same plan.
+    layout = read_layout(built.root)
+    assert plan_restore(built.root, layout) == (plans, None)
+
+
+def test_the_runner_reads_a_checkpoint_before_start_only_when_there_is_state(tmp_path, monkeypatch):
+    from statectl.checkpoint import reader
+    from statectl.errors import StatectlError
+    from statectl.runner import _checkpoint_layout
+    from tests.conftest import REPO
+
+    assert _checkpoint_layout(tmp_path / "new") is None
+    old = _checkpoint_layout(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint")
+    assert sorted(old.operators) == [0, 1]
+
+    def unreadable(path):
+        raise StatectlError("cannot parse state/0/_metadata/v2/0")
+
+    # A checkpoint this reader cannot parse does not stop the run: Spark has the last word.
+    monkeypatch.setattr(reader, "read_layout", unreadable)
+    assert _checkpoint_layout(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint") is None
 
 
 def test_plan_restore_of_new_and_unreadable_checkpoints(tmp_path):
