@@ -1,30 +1,35 @@
 """The chapter-4 video game leaderboard on Spark Structured Streaming.
 
-Topology (one query, one source per topic, two RocksDB-backed stateful operators):
+Topology (one query, one source per topic, one RocksDB-backed stateful operator):
 
-    score-events ─┐                      ┌─ products (global table) ─┐
-    players ──────┼─ parse ─▶ PlayerJoin ┼──────────────────────────▶ TopScores ─▶ high-scores
-    products ─────┘  (keyed by player    └─ dead letters ───────────▶ (keyed by   ─▶ leaderboard-dlq
-                      bucket)                                            product)
+    score-events ─┐                                  ┌─▶ high-scores
+    players ──────┼─ parse ─▶ Leaderboard (keyed by ─┤
+    products ─────┘           game bucket)           └─▶ leaderboard-dlq
 
-- ``PlayerJoin`` holds the ``players`` table (latest name per player id; a null value deletes)
-  in a map state per player bucket (``player_id mod PLAYER_BUCKETS``), and a replica of the
-  small ``products`` table in every bucket (the chapter's global table: each products row is
-  sent to every bucket). It enriches each score with the player and the game as known when the
-  score is processed; the others become dead letters (``unknown_player``, else
-  ``unknown_product``). Only then does it drop the scores that can no longer rank.
-- ``TopScores`` holds each game's top-N list and writes the game's new list to ``high-scores``
-  when it changed (once per game per micro-batch: the last list wins).
+``Leaderboard`` is keyed by game bucket (``product_id mod len(GAME_BUCKET_KEYS)``): a bucket receives
+its games' scores and products-table rows, and every players-table row. Each bucket holds, in
+map states, a replica of the ``players`` table (latest name per player id; a null value
+deletes), its games' names, and each of its games' top-N list. It enriches each score with the
+player and the game as known when the score is processed; the others become dead letters
+(``unknown_player``, else ``unknown_product``). Then it merges the joined scores into their
+games' top lists and writes each game whose list changed to ``high-scores`` (once per game per
+micro-batch: the list after the whole batch).
+
+One operator, not a join operator keyed by player and a ranking operator keyed by game: every
+row that crosses into Python (Arrow, pandas) and back costs, and the ranking needs only a few
+rows per game. The price is the players table held once per bucket (one replica per bucket),
+fine for a table of players' names.
 
 Ordering inside a micro-batch: Spark hands a key's rows to its processor together, so the rows
-are put back in processing order first (per player, and per game for the products table) — by Kafka timestamp, then table updates before scores
-at the same timestamp, then partition and offset. "The player as known when the score is
-processed" therefore means: as of the score's timestamp, counting table updates with the same
-timestamp. Across micro-batches, batch order is processing order.
+are put back in processing order first (per player, and per game for the products table) — by
+Kafka timestamp, then table updates before scores at the same timestamp, then partition and
+offset. "The player as known when the score is processed" therefore means: as of the score's
+timestamp, counting table updates with the same timestamp. Across micro-batches, batch order is
+processing order.
 
 Rows that cannot be processed (malformed JSON, missing or mistyped fields, non-finite scores,
-oversized or null values, bad table keys) are never dropped silently: they travel through both
-operators as ``dlq`` rows (grouped under the reserved key -1, which holds no state) and are
+oversized or null values, bad table keys) are never dropped silently: they travel through the
+operator as ``dlq`` rows (grouped under the reserved key -1, which holds no state) and are
 written to the dead-letter topic with their reason. Ids are non-negative integers.
 
 The processors live in ``jobs/leaderboard_operators.py`` and their batch logic (numpy, pandas)
@@ -37,7 +42,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.common import INT_PATTERN, NON_FINITE, OUTPUT_SCHEMA, JobPlan, kafka_source
-from jobs.leaderboard_operators import JOINED_SCHEMA, PASS_THROUGH, PLAYER_BUCKETS, PlayerJoin, TopScores
+from jobs.leaderboard_operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
 from statectl.adapters.kafka import TopicSpec
 from statectl.config import LeaderboardConfig
 
@@ -141,32 +146,42 @@ def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
 
 # ---------------------------------------------------------------- the job
 def check_checkpoint(layout) -> str | None:
-    """Refuse a checkpoint written by statectl 0.1, whose PlayerJoin kept one key per player
-    (a ``player`` value state). This version keys it by player bucket: on such a checkpoint it
-    would start with an empty players table and dead-letter the scores of every known player."""
+    """Refuse a checkpoint written by an earlier statectl, whose leaderboard kept its state in
+    another layout: 0.1 kept one key per player (a ``player`` value state), 0.2 a join operator
+    keyed by player bucket and a ranking operator (a ``top`` list state). Spark would accept
+    either and this version would start with an empty players table, dead-lettering the scores
+    of every known player, and with empty top lists."""
+    written_by = None
     for op in layout.operators.values():
-        if any(v.name == "player" and v.type == "ValueState" for v in op.state_variables):
-            return (f"checkpoint {layout.root} was written by statectl 0.1, which kept the players table "
-                    "one key per player; this version keys it by player bucket and cannot continue it. "
-                    "Start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read "
-                    "again from the beginning")
-    return None
+        kinds = {v.name: v.type for v in op.state_variables}
+        if kinds.get("player") == "ValueState":
+            written_by = "0.1, which kept the players table one key per player"
+        elif kinds.get("top") == "ListState" and written_by is None:
+            written_by = "0.2, which kept the players table and the top lists in two operators"
+    if written_by is None:
+        return None
+    return (f"checkpoint {layout.root} was written by statectl {written_by}; this version keeps them in "
+            "one operator keyed by game bucket and cannot continue it. Start a new checkpoint "
+            "(--checkpoint-dir, or delete this one): the topics are read again from the beginning")
 
 
 TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}
 
 
-def with_bucket(rows: DataFrame) -> DataFrame:
-    """PlayerJoin's grouping column: a score's or players-table row's player bucket; a
-    products-table row goes to every bucket (each holds a replica of that small global table);
-    dead letters to the pass-through key."""
-    is_product = F.col("kind").isin("product", "product_delete")
-    buckets = (
-        F.when(is_product, F.sequence(F.lit(0), F.lit(PLAYER_BUCKETS - 1)).cast("array<bigint>"))
-        .when(F.col("player_id") >= 0, F.array(F.pmod(F.col("player_id"), F.lit(PLAYER_BUCKETS))))
-        .otherwise(F.array(F.lit(PASS_THROUGH).cast("bigint")))
-    )
-    return rows.withColumn("bucket", F.explode(buckets))
+def with_bucket(rows: DataFrame, every_bucket: bool = False) -> DataFrame:
+    """The operator's grouping column: a score's or products-table row's game bucket (its key
+    in ``GAME_BUCKET_KEYS``), dead letters the pass-through key. With ``every_bucket`` (the
+    players source), a players-table row goes to every bucket: each holds a replica of the table."""
+    if every_bucket:
+        buckets = (
+            F.when(F.col("kind").isin("player", "player_delete"), F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS]))
+            .otherwise(F.array(F.lit(PASS_THROUGH)))
+        )
+        return rows.withColumn("bucket", F.explode(buckets.cast("array<bigint>")))
+    keys = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
+    bucket = F.element_at(keys, F.pmod(F.col("product_id"), F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
+    return rows.withColumn("bucket", F.when(F.col("product_id") >= 0, bucket).otherwise(F.lit(PASS_THROUGH))
+                           .cast("bigint"))
 
 
 def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
@@ -177,15 +192,14 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
     # keeps the result independent of how the input was cut into batches (restarts included).
     scores = kafka_source(spark, bootstrap, [t.score_events], k.starting_offsets, k.max_offsets_per_trigger,
                           k.min_partitions)
-    tables = [kafka_source(spark, bootstrap, [name], k.starting_offsets) for name in (t.players, t.products)]
-    src = scores.unionByName(tables[0]).unionByName(tables[1])
-    rows = with_bucket(_parse(src, t, config.leaderboard.max_record_bytes))
-    enriched = rows.groupBy("bucket").transformWithStateInPandas(
-        statefulProcessor=PlayerJoin(config.leaderboard.top_n, t.score_events), outputStructType=JOINED_SCHEMA,
-        outputMode="Append", timeMode="None",
-    )
-    output = enriched.groupBy("product_id").transformWithStateInPandas(
-        statefulProcessor=TopScores(config.leaderboard.top_n, t.high_scores, t.dlq),
+    players, products = (kafka_source(spark, bootstrap, [name], k.starting_offsets) for name in (t.players, t.products))
+    # Each source is parsed on its own so that only the players' rows pass through an explode.
+    max_bytes = config.leaderboard.max_record_bytes
+    rows = (with_bucket(_parse(scores, t, max_bytes))
+            .unionByName(with_bucket(_parse(players, t, max_bytes), every_bucket=True))
+            .unionByName(with_bucket(_parse(products, t, max_bytes))))
+    output = rows.groupBy("bucket").transformWithStateInPandas(
+        statefulProcessor=Leaderboard(config.leaderboard.top_n, t.score_events, t.high_scores, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
     )
     topics = [

@@ -21,126 +21,161 @@ def dead_letter(reason: str, detail: str, topic: str, row) -> str:
                        "sourceOffset": int(row.off), "sourceKey": None, "value": json.dumps(value)})
 
 
-def best_per_game(scores: pd.DataFrame, top_n: int) -> pd.DataFrame:
-    """The rows that can still matter: per player and game, the player's ``top_n`` best distinct scores.
+def contenders(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
+    """The joined scores of a batch that can enter their game's top list, for all games at once.
 
-    A player can hold at most ``top_n`` places in a game, so a score with ``top_n`` better (or
-    equal and earlier) ones of the same player in the same game and batch can never be shown.
-    Done with numpy over all the players of a bucket at once.
+    Per game, a (player, score) pair counts once (its earliest row: a record delivered twice
+    never takes two places), and only the ``top_n`` best pairs can rank. Kept: those, plus every
+    pair tied with the last of them, because ties are decided by processing order, which
+    ``merge_top`` applies to this short list.
+
+    A cheap pass first (``_at_least_the_cut``) keeps only the rows scoring at least each game's
+    ``top_n``-th distinct pair, so the full sort below runs on a handful of rows per game.
     """
-    if len(scores) <= 1:
-        return scores
-    player = scores["player_id"].to_numpy()
-    game = scores["product_id"].to_numpy()
-    score = scores["score"].to_numpy()
-    order = np.lexsort((scores["off"].to_numpy(), scores["part"].to_numpy(), scores["ts"].to_numpy(), -score,
-                        game, player))
-    p, g, sc = player[order], game[order], score[order]
-    first = np.ones(len(order), dtype=bool)
-    # The earliest of equal (player, game, score) rows.
-    first[1:] = (p[1:] != p[:-1]) | (g[1:] != g[:-1]) | (sc[1:] != sc[:-1])
-    order, p, g = order[first], p[first], g[first]
+    joined = _at_least_the_cut(joined, top_n)
+    if len(joined) <= 1:
+        return joined
+    game = joined["product_id"].to_numpy()
+    score = joined["score"].to_numpy()
+    player = joined["player_id"].to_numpy()
+    order = np.lexsort((joined["off"].to_numpy(), joined["part"].to_numpy(), joined["ts"].to_numpy(), player,
+                        -score, game))
+    g, sc, p = game[order], score[order], player[order]
+    first = np.r_[True, (g[1:] != g[:-1]) | (sc[1:] != sc[:-1]) | (p[1:] != p[:-1])]
+    order, g, sc = order[first], g[first], sc[first]
     index = np.arange(len(order))
-    starts = np.r_[True, (p[1:] != p[:-1]) | (g[1:] != g[:-1])]
+    starts = np.r_[True, g[1:] != g[:-1]]
     rank = index - np.maximum.accumulate(np.where(starts, index, 0))
-    return scores.iloc[order[rank < top_n]]
+    # The score of each game's top_n-th pair (or its last one): everything at least as good stays.
+    ends = np.r_[starts[1:], True]
+    at_cut = (rank == top_n - 1) | (ends & (rank < top_n - 1))
+    cut_rows = np.flatnonzero(at_cut)  # one per game, in game order
+    cut_of_row = cut_rows[np.cumsum(starts) - 1]
+    return joined.iloc[order[sc >= sc[cut_of_row]]]
+
+
+def _at_least_the_cut(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
+    """Per game, the rows scoring at least the ``top_n``-th best distinct (player, score) pair:
+    every row of the pairs that can rank (all rows of a pair share its score). Sorted by game and
+    score only; each game is then walked from its best score until ``top_n`` pairs were seen."""
+    n = len(joined)
+    if n <= top_n:
+        return joined
+    game = joined["product_id"].to_numpy()
+    score = joined["score"].to_numpy()
+    player = joined["player_id"].to_numpy()
+    order = np.lexsort((-score, game))
+    g, sc, p = game[order], score[order], player[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]).tolist()
+    keep = []
+    for start, end in zip(starts, starts[1:] + [n]):
+        seen = set()
+        cut = end - 1
+        for i in range(start, end):
+            seen.add((p[i], sc[i]))
+            if len(seen) == top_n:
+                cut = i
+                break
+        # Rows after the cut with the same score stay too: sorted by score descending.
+        stop = start + int(np.searchsorted(-sc[start:end], -sc[cut], side="right"))
+        keep.append(order[start:stop])
+    return joined.iloc[np.concatenate(keep)]
 
 
 def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_values) -> tuple:
-    """Each row's table value as of its processing time, for every key in ``pdf`` at once.
+    """Each score's table value as of its processing time, for every key in ``pdf`` at once.
 
     ``pdf`` holds one micro-batch's rows of some keys (column ``key``): table rows (kinds
-    ``upsert``/``delete``) and others. Rows are put in processing order per key; a row's value is
-    the latest table row of its key at or before it, or else the value stored before the batch:
-    ``stored_values(ids) -> {id: value or None}``, asked once, only about keys with a score that
-    no table row precedes. Returns ``(order, known, finals)``: ``pdf`` positions in processing
-    order, the value known at each of them (None: unknown or deleted), and ``[(id, value or
-    None)]`` for every key the batch updated (None: deleted).
+    ``upsert``/``delete``) and scores. A score's value is that of the latest table row of its key
+    processed before it, or else the value stored before the batch: ``stored_values(ids) ->
+    {id: value or None}``, asked once, only about keys with a score that no table row precedes.
+    Processing order is (timestamp, table rows first, partition, offset), so the table rows that
+    precede a score are exactly those of its key with a timestamp at most the score's.
+    Returns ``(known, finals)``: per row of ``pdf`` the value known (None for an unknown or
+    deleted key, and for table rows), and ``[(id, value or None)]`` for every key the batch
+    updated (None: deleted).
+
+    Only the table rows are sorted (a batch has few); each score finds its key's latest
+    preceding table row by binary search over (key, timestamp) packed into one int64.
     """
     n = len(pdf)
     kind = pdf["kind"].to_numpy(dtype=object)
     ids = pdf[key].to_numpy()
+    ts = pdf["ts"].to_numpy()
     is_delete = kind == delete
-    is_table = (kind == upsert) | is_delete
-    order = np.lexsort((pdf["off"].to_numpy(), pdf["part"].to_numpy(), np.where(is_table, 0, 1),
-                        pdf["ts"].to_numpy(), ids))
-    k, table, deleted = ids[order], is_table[order], is_delete[order]
-    names = pdf["name"].to_numpy(dtype=object)[order]
-    index = np.arange(n)
-    segment_start = np.maximum.accumulate(np.where(np.r_[True, k[1:] != k[:-1]], index, 0))
-    last_table = np.maximum.accumulate(np.where(table, index, -1))
-    after_table = last_table >= segment_start  # a table row of the same key precedes (or is) this row
+    table = np.flatnonzero((kind == upsert) | is_delete)
+    scores = np.flatnonzero(kind == "score")
     known = np.full(n, None, dtype=object)
-    source = last_table[after_table]
-    known[after_table] = np.where(deleted[source], None, names[source])
+    if len(table):
+        table = table[np.lexsort((pdf["off"].to_numpy()[table], pdf["part"].to_numpy()[table], ts[table], ids[table]))]
+    t_ids = ids[table]
+    t_values = np.where(is_delete[table], None, pdf["name"].to_numpy(dtype=object)[table])
+    last_of_key = np.r_[t_ids[1:] != t_ids[:-1], True] if len(table) else np.zeros(0, dtype=bool)
+    finals = list(zip(t_ids[last_of_key].tolist(), t_values[last_of_key].tolist()))
 
-    from_state = (kind[order] == "score") & ~after_table
+    s_ids, s_ts = ids[scores], ts[scores]
+    preceding = np.full(len(scores), -1)  # index into ``table`` of the score's latest preceding table row
+    if len(table) and len(scores):
+        keys = t_ids[last_of_key]  # sorted, unique
+        rank = np.searchsorted(keys, s_ids)
+        has_table = (rank < len(keys)) & (keys[np.minimum(rank, len(keys) - 1)] == s_ids)
+        low = int(ts.min())
+        span = int(ts.max()) - low + 1
+        if len(keys) * span < 2**62:
+            packed_table = np.searchsorted(keys, t_ids) * span + (ts[table] - low)
+            packed_scores = rank * span + (s_ts - low)
+            j = np.searchsorted(packed_table, packed_scores, side="right") - 1
+        else:  # timestamps too far apart to pack: compare them per key
+            j = np.array([_last_at_or_before(t_ids, ts[table], k, t) for k, t in zip(s_ids.tolist(), s_ts.tolist())],
+                         dtype=np.int64)
+        same_key = (j >= 0) & (t_ids[np.maximum(j, 0)] == s_ids) & has_table
+        preceding = np.where(same_key, j, -1)
+    from_table = preceding >= 0
+    known[scores[from_table]] = t_values[preceding[from_table]]
+    from_state = ~from_table
     if from_state.any():
-        wanted = np.unique(k[from_state])
+        wanted = np.unique(s_ids[from_state])
         stored = stored_values(wanted.tolist())
         values = np.array([stored.get(i) for i in wanted.tolist()], dtype=object)
-        known[from_state] = values[np.searchsorted(wanted, k[from_state])]
-
-    segment_end = np.r_[k[1:] != k[:-1], True] if n else np.zeros(0, dtype=bool)
-    final_rows = last_table[segment_end]
-    final_rows = final_rows[final_rows >= segment_start[segment_end]]
-    finals = list(zip(k[final_rows].tolist(), np.where(deleted[final_rows], None, names[final_rows]).tolist()))
-    return order, known, finals
+        known[scores[from_state]] = values[np.searchsorted(wanted, s_ids[from_state])]
+    return known, finals
 
 
-def join_bucket(pdf: pd.DataFrame, top_n: int, stored_names, stored_games) -> tuple:
-    """One player bucket's rows of a micro-batch, joined as of processing time: its players'
-    scores and players-table rows, and every products-table row (the products table is
-    replicated to every bucket, a global table).
+def _last_at_or_before(t_ids, t_ts, key, ts) -> int:
+    """The last index of the (key, ts)-sorted table rows with ``key`` and a timestamp <= ``ts``, or -1."""
+    lo = int(np.searchsorted(t_ids, key, side="left"))
+    hi = int(np.searchsorted(t_ids, key, side="right"))
+    return lo + int(np.searchsorted(t_ts[lo:hi], ts, side="right")) - 1 if hi > lo else -1
+
+
+def join_scores(pdf: pd.DataFrame, stored_names, stored_games) -> tuple:
+    """One game bucket's rows of a micro-batch, joined as of processing time: the scores and
+    products-table rows of its games, and every players-table row (each bucket holds a replica
+    of the players table).
 
     ``stored_names(ids)`` and ``stored_games(ids)`` return ``{id: name or None}`` as held in state
     before the batch (see ``as_of_table``). Returns ``(joined, unknown_player, unknown_product,
-    player_finals, game_finals)``: the scores with a known player and game that can still matter
-    (``best_per_game``) with ``name`` and ``game_name`` set; the scores whose player was unknown
-    at the time; those whose player was known but game was not (every one of them: the filter
-    comes after); and each table's updates ``[(id, name or None)]`` (None: deleted).
+    player_finals, game_finals)``: the scores with a known player and game, ``name`` and
+    ``game_name`` set; the scores whose player was unknown at the time; those whose player was
+    known but game was not; and each table's updates ``[(id, name or None)]`` (None: deleted).
     """
-    n = len(pdf)
-    p_order, p_known, player_finals = as_of_table(pdf, "player_id", "player", "player_delete", stored_names)
-    g_order, g_known, game_finals = as_of_table(pdf, "product_id", "product", "product_delete", stored_games)
-    name = np.full(n, None, dtype=object)
-    name[p_order] = p_known
-    game = np.full(n, None, dtype=object)
-    game[g_order] = g_known
-    rows = p_order[pdf["kind"].to_numpy(dtype=object)[p_order] == "score"]  # processing order per player
+    name, player_finals = as_of_table(pdf, "player_id", "player", "player_delete", stored_names)
+    game, game_finals = as_of_table(pdf, "product_id", "product", "product_delete", stored_games)
+    rows = np.flatnonzero(pdf["kind"].to_numpy(dtype=object) == "score")
     scores = pdf.iloc[rows].reset_index(drop=True)
     score_name, score_game = name[rows], game[rows]
     no_player = pd.isna(score_name)
     no_game = ~no_player & pd.isna(score_game)
     ok = ~no_player & ~no_game
     joined = scores[ok].assign(name=score_name[ok], game_name=score_game[ok])
-    return best_per_game(joined, top_n), scores[no_player], scores[no_game], player_finals, game_finals
+    return joined, scores[no_player], scores[no_game], player_finals, game_finals
 
 
-def rank_game(pdf: pd.DataFrame, top_n: int) -> tuple[list[str], pd.DataFrame]:
-    """One game's rows of a micro-batch: joined scores and dead letters.
-
-    Returns the dead letters (JSON, in processing order) and the batch's best ``top_n`` scores:
-    best first, among equal scores the earliest, one place per (player, score).
-    """
-    kind = pdf["kind"].to_numpy(dtype=object)
-    ts, part, off = pdf["ts"].to_numpy(), pdf["part"].to_numpy(), pdf["off"].to_numpy()
-    dlq = np.flatnonzero(kind == "dlq")
-    dlq = dlq[np.lexsort((off[dlq], part[dlq], ts[dlq]))]
-    letters = pdf["dlq"].to_numpy(dtype=object)[dlq].tolist()
-    scores = np.flatnonzero(kind == "score")
-    rank = scores[np.lexsort((off[scores], part[scores], ts[scores], -pdf["score"].to_numpy()[scores]))]
-    players, values = pdf["player_id"].to_numpy(), pdf["score"].to_numpy()
-    best, seen = [], set()
-    for i in rank.tolist():
-        pair = (players[i], values[i])
-        if pair in seen:
-            continue
-        seen.add(pair)
-        best.append(i)
-        if len(best) == top_n:
-            break
-    return letters, pdf.iloc[best]
+def in_processing_order(pdf: pd.DataFrame) -> pd.DataFrame:
+    """Rows of one kind (scores, dead letters) sorted by Kafka timestamp, partition, offset."""
+    if len(pdf) <= 1:
+        return pdf
+    return pdf.iloc[np.lexsort((pdf["off"].to_numpy(), pdf["part"].to_numpy(), pdf["ts"].to_numpy()))]
 
 
 def one_frame(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
@@ -159,4 +194,4 @@ def one_frame(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
 def unjoined(scores: pd.DataFrame, reason: str, detail: str, score_topic: str) -> pd.DataFrame:
     """``scores`` turned into dead-letter rows (kind ``dlq``) with ``reason``."""
     letters = [dead_letter(reason, detail, score_topic, r) for r in scores.itertuples(index=False)]
-    return scores.assign(kind="dlq", dlq=letters)
+    return scores.assign(kind="dlq", dlq=letters, reason=reason)

@@ -111,31 +111,51 @@ def test_rest_routes(path, status, body):
         assert got_body == body
 
 
-def _best_per_game_reference(scores: pd.DataFrame, top_n: int) -> pd.DataFrame:
-    ranked = scores.assign(_neg=-scores["score"]).sort_values(["player_id", "product_id", "_neg", "ts", "part", "off"],
-                                                              kind="stable")
-    ranked = ranked.drop_duplicates(["player_id", "product_id", "score"])
-    return ranked.groupby(["player_id", "product_id"], sort=False).head(top_n).drop(columns="_neg")
+def _entries(frame: pd.DataFrame) -> list:
+    from statectl.leaderboard import ScoreEntry
+
+    return [ScoreEntry(int(r.player_id), int(r.product_id), r.name, r.game_name, float(r.score), int(r.ts),
+                       int(r.part), int(r.off)) for r in frame.itertuples(index=False)]
 
 
-@pytest.mark.parametrize("seed", range(20), ids=lambda s: f"seed-{s}")
+def _random_joined(rng, n: int) -> pd.DataFrame:
+    """Joined scores of a few players and games: few score values, so many ties and duplicates."""
+    players = rng.integers(7, 10, n)
+    return pd.DataFrame({
+        "kind": "score", "player_id": players, "product_id": rng.integers(1, 4, n),
+        "score": rng.integers(0, 6, n).astype(float), "name": [f"p{p}" for p in players],
+        "ts": rng.integers(0, 5, n), "part": rng.integers(0, 2, n), "off": rng.permutation(n),
+        "dlq": None, "game_name": "g",
+    })
+
+
+@pytest.mark.parametrize("seed", range(25), ids=lambda s: f"seed-{s}")
 @pytest.mark.parametrize("top_n", [1, 3, 5], ids=lambda n: f"top-{n}")
-def test_best_per_game_keeps_each_players_best_distinct_scores_per_game(seed, top_n):
-    import numpy as np
-
-    from jobs.leaderboard_frames import best_per_game
+def test_contenders_change_no_top_list_against_merging_every_score(seed, top_n):
+    # Whatever a game's list was before the batch, merging only the contenders gives the same
+    # new list as merging every joined score of the batch.
+    from jobs.leaderboard_frames import contenders
+    from statectl.leaderboard import merge_top
 
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 60))
-    scores = pd.DataFrame({
-        "kind": "score", "player_id": rng.integers(7, 9, n), "product_id": rng.integers(1, 4, n),
-        "score": rng.integers(0, 6, n).astype(float),  # few values: many ties and duplicates
-        "ts": rng.integers(0, 5, n), "part": rng.integers(0, 2, n), "off": rng.permutation(n),
-    })
-    got = best_per_game(scores, top_n)
-    expected = _best_per_game_reference(scores, top_n)
-    assert sorted(got.index) == sorted(expected.index)
-    assert (got.groupby(["player_id", "product_id"]).size() <= top_n).all()
+    joined = _random_joined(rng, int(rng.integers(1, 80)))
+    before = _random_joined(rng, int(rng.integers(0, 8)))
+    kept = contenders(joined, top_n)
+    assert set(kept.index) <= set(joined.index)
+    for game in sorted(set(joined["product_id"])):
+        current = merge_top([], _entries(before[before["product_id"] == game]), top_n)
+        everything = merge_top(current, _entries(joined[joined["product_id"] == game]), top_n)
+        assert merge_top(current, _entries(kept[kept["product_id"] == game]), top_n) == everything
+
+
+def test_contenders_keep_every_score_tied_with_the_last_place():
+    from jobs.leaderboard_frames import contenders
+
+    joined = pd.DataFrame({"player_id": [1, 2, 3, 4, 1], "product_id": 5, "score": [9.0, 7.0, 7.0, 7.0, 9.0],
+                           "ts": [5, 4, 3, 2, 1], "part": 0, "off": [0, 1, 2, 3, 4]})
+    kept = contenders(joined, 2)
+    # Player 1's 9 once (its earliest row), and all three 7s: processing order decides among them.
+    assert sorted(kept["off"]) == [1, 2, 3, 4]
 
 
 def _random_bucket(rng, players: int, n: int) -> pd.DataFrame:
@@ -169,9 +189,7 @@ def _as_of_per_key(pdf, key, upsert, delete, stored):
     return known, finals
 
 
-def _join_bucket_reference(pdf, top_n, stored_players, stored_games):
-    from jobs.leaderboard_frames import best_per_game
-
+def _join_scores_reference(pdf, stored_players, stored_games):
     names, player_finals = _as_of_per_key(pdf, "player_id", "player", "player_delete", stored_players)
     games, game_finals = _as_of_per_key(pdf, "product_id", "product", "product_delete", stored_games)
     scores = pdf[pdf["kind"] == "score"]
@@ -181,7 +199,7 @@ def _join_bucket_reference(pdf, top_n, stored_players, stored_games):
     no_game = ~no_player & game.isna()
     ok = ~no_player & ~no_game
     joined = scores[ok].assign(name=name[ok], game_name=game[ok])
-    return best_per_game(joined, top_n), scores[no_player], scores[no_game], player_finals, game_finals
+    return joined, scores[no_player], scores[no_game], player_finals, game_finals
 
 
 def _identity(frame, *extra):
@@ -191,11 +209,13 @@ def _identity(frame, *extra):
 
 
 @pytest.mark.parametrize("seed", range(40), ids=lambda s: f"seed-{s}")
-def test_join_bucket_matches_joining_one_key_at_a_time(seed):
-    from jobs.leaderboard_frames import join_bucket
+@pytest.mark.parametrize("ts_step", [1, 2**60], ids=["packed", "timestamps-too-far-apart-to-pack"])
+def test_join_scores_matches_joining_one_key_at_a_time(seed, ts_step):
+    from jobs.leaderboard_frames import join_scores
 
     rng = np.random.default_rng(seed)
     pdf = _random_bucket(rng, players=int(rng.integers(1, 6)), n=int(rng.integers(1, 90)))
+    pdf["ts"] = pdf["ts"] * ts_step
     stored_players = {p: (f"player-{p}" if rng.random() < 0.6 else None) for p in range(6)}
     stored_games = {g: (f"game-{g}" if rng.random() < 0.6 else None) for g in range(1, 4)}
     asked = {"players": [], "games": []}
@@ -206,8 +226,8 @@ def test_join_bucket_matches_joining_one_key_at_a_time(seed):
             return {i: table[i] for i in ids}
         return stored
 
-    got = join_bucket(pdf, 2, lookup("players", stored_players), lookup("games", stored_games))
-    expected = _join_bucket_reference(pdf, 2, stored_players, stored_games)
+    got = join_scores(pdf, lookup("players", stored_players), lookup("games", stored_games))
+    expected = _join_scores_reference(pdf, stored_players, stored_games)
     assert _identity(got[0], "name", "game_name") == _identity(expected[0], "name", "game_name")
     assert _identity(got[1]) == _identity(expected[1])  # unknown player
     assert _identity(got[2]) == _identity(expected[2])  # unknown game, every one of them
@@ -215,8 +235,8 @@ def test_join_bucket_matches_joining_one_key_at_a_time(seed):
     assert all(len(v) == len(set(v)) for v in asked.values())  # each stored value read once at most
 
 
-def test_join_bucket_reads_no_state_for_keys_defined_earlier_in_the_batch():
-    from jobs.leaderboard_frames import join_bucket
+def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
+    from jobs.leaderboard_frames import join_scores
 
     pdf = pd.DataFrame({
         "kind": ["player", "product", "score", "score"], "player_id": [1, -1, 1, 2], "product_id": [-1, 5, 5, 5],
@@ -224,8 +244,8 @@ def test_join_bucket_reads_no_state_for_keys_defined_earlier_in_the_batch():
         "part": [0, 0, 0, 0], "off": [0, 1, 2, 3], "dlq": None,
     })
     asked = []
-    joined, no_player, no_game, players, games = join_bucket(
-        pdf, 3, lambda ids: asked.extend(ids) or {2: None}, lambda ids: asked.append(("game", ids)) or {})
+    joined, no_player, no_game, players, games = join_scores(
+        pdf, lambda ids: asked.extend(ids) or {2: None}, lambda ids: asked.append(("game", ids)) or {})
     assert asked == [2]
     assert list(zip(joined["name"], joined["game_name"])) == [("Ada", "Doom")]
     assert list(no_player["player_id"]) == [2] and not len(no_game)
@@ -234,12 +254,12 @@ def test_join_bucket_reads_no_state_for_keys_defined_earlier_in_the_batch():
 
 def test_every_score_of_an_unknown_game_is_kept_for_a_dead_letter():
     # More scores per player and game than top_n, game unknown: none may be filtered out.
-    from jobs.leaderboard_frames import join_bucket
+    from jobs.leaderboard_frames import join_scores
 
     n = 6
     pdf = pd.DataFrame({"kind": "score", "player_id": 1, "product_id": 9, "score": np.arange(n, dtype=float),
                         "name": None, "ts": np.arange(n), "part": 0, "off": np.arange(n), "dlq": None})
-    joined, no_player, no_game, _, _ = join_bucket(pdf, 2, lambda ids: {1: "Ada"}, lambda ids: {9: None})
+    joined, no_player, no_game, _, _ = join_scores(pdf, lambda ids: {1: "Ada"}, lambda ids: {9: None})
     assert not len(joined) and not len(no_player)
     assert sorted(no_game["off"]) == list(range(n))
 
@@ -254,51 +274,88 @@ def test_frames_joins_a_keys_frames_like_pandas_concat():
         pd.testing.assert_frame_equal(_frames(iter(frames)), pd.concat(frames, ignore_index=True))
 
 
-def _random_game(rng, n: int) -> pd.DataFrame:
-    """One game's rows as PlayerJoin passes them on: joined scores (many ties, repeats) and dead letters."""
-    kinds = rng.choice(["score"] * 8 + ["dlq"], n)
-    return pd.DataFrame({
-        "kind": kinds,
-        "player_id": rng.integers(1, 5, n),
-        "product_id": 9,
-        "score": np.where(kinds == "score", rng.integers(0, 5, n).astype(float), np.nan),
-        "name": [f"p{i}" if k == "score" else None for i, k in enumerate(kinds)],
-        "ts": rng.integers(0, 4, n),
-        "part": rng.integers(0, 2, n),
-        "off": rng.permutation(n),
-        "dlq": [f'{{"reason": "r{i}"}}' if k == "dlq" else None for i, k in enumerate(kinds)],
-        "game_name": [f"g{i}" if k == "score" else None for i, k in enumerate(kinds)],
-    })
-
-
-@pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
-def test_rank_game_matches_the_pandas_reference(seed):
-    from jobs.leaderboard_frames import rank_game
-
-    rng = np.random.default_rng(seed)
-    pdf = _random_game(rng, int(rng.integers(1, 60)))
-    letters, best = rank_game(pdf, 3)
-    ordered = pdf.sort_values(["ts", "part", "off"], kind="stable")
-    assert letters == list(ordered.loc[ordered["kind"] == "dlq", "dlq"])
-    scores = pdf[pdf["kind"] == "score"]
-    expected = (scores.assign(_neg=-scores["score"]).sort_values(["_neg", "ts", "part", "off"], kind="stable")
-                .drop_duplicates(["player_id", "score"]).head(3))
-    cols = ["player_id", "score", "ts", "part", "off", "name", "game_name"]
-    assert best[cols].values.tolist() == expected[cols].values.tolist()
-
-
-def test_check_checkpoint_accepts_the_bucketed_layout_and_refuses_0_1():
+def test_check_checkpoint_accepts_the_game_bucket_layout_and_refuses_0_1_and_0_2():
     from jobs.leaderboard import check_checkpoint
     from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
     from statectl.checkpoint.reader import read_layout
     from tests.conftest import REPO
 
-    old = read_layout(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint")
-    assert "written by statectl 0.1" in check_checkpoint(old)
+    assert "written by statectl 0.1" in check_checkpoint(read_layout(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint"))
+    assert "written by statectl 0.2" in check_checkpoint(read_layout(REPO / "tests" / "data" / "leaderboard-0.2-checkpoint"))
     current = CheckpointLayout(root="ckpt", operators={
-        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("top", "ListState")]),
-        1: OperatorLayout(1, "state/1", state_variables=[StateVariable("players", "MapState"),
-                                                         StateVariable("games", "MapState")]),
+        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("players", "MapState"),
+                                                         StateVariable("games", "MapState"),
+                                                         StateVariable("top", "MapState")]),
     })
     assert check_checkpoint(current) is None
     assert check_checkpoint(CheckpointLayout(root="empty")) is None
+
+
+def _spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of a bigint (Murmur3_x86_32.hashLong), which its hash partitioning uses."""
+    def mix_k1(k):
+        k = (k * 0xCC9E2D51) & 0xFFFFFFFF
+        k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
+        return (k * 0x1B873593) & 0xFFFFFFFF
+
+    def mix_h1(h, k):
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
+        return (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+
+    value &= 0xFFFFFFFFFFFFFFFF
+    h = mix_h1(seed, mix_k1(value & 0xFFFFFFFF))
+    h = mix_h1(h, mix_k1(value >> 32))
+    h ^= 8
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def test_game_bucket_keys_fill_every_shuffle_partition_evenly():
+    from collections import Counter
+
+    from jobs.leaderboard_operators import GAME_BUCKET_KEYS, PASS_THROUGH
+
+    # Values Spark's own hash() gives (checked with spark.range(...).select(hash(...))).
+    assert [_spark_hash_long(k) for k in (0, 1, 2)] == [-1670924195, -1712319331, -797927272]
+    assert len(set(GAME_BUCKET_KEYS)) == len(GAME_BUCKET_KEYS) and PASS_THROUGH not in GAME_BUCKET_KEYS
+    for partitions in (1, 2, 4, 8):
+        per_partition = Counter(_spark_hash_long(k) % partitions for k in GAME_BUCKET_KEYS)
+        assert sorted(per_partition.values()) == [len(GAME_BUCKET_KEYS) // partitions] * partitions, partitions
+
+
+class _CountingMapState:
+    """A map state's read calls, counted (the choice between a scan and one call per id)."""
+
+    def __init__(self, table: dict[int, str]):
+        self.table, self.scans, self.gets = table, 0, 0
+
+    def iterator(self):
+        self.scans += 1
+        return iter([((k,), (v,)) for k, v in self.table.items()])
+
+    def getValue(self, key):
+        self.gets += 1
+        return (self.table[key[0]],) if key[0] in self.table else None
+
+
+def test_stored_names_scan_a_small_table_and_ask_a_large_one_id_by_id():
+    from jobs import leaderboard_operators as ops
+
+    small = _CountingMapState({i: f"p{i}" for i in range(500)})
+    ids = list(range(0, 1000, 10))  # 100 ids, half of them unknown
+    assert ops._stored(small, ids, ("players", 101)) == {i: (f"p{i}" if i < 500 else None) for i in ids}
+    assert (small.scans, small.gets) == (1, 0)
+
+    large = _CountingMapState({i: f"p{i}" for i in range(5000)})
+    assert ops._stored(large, ids, ("players", 102)) == {i: f"p{i}" for i in ids}  # size unknown: one scan
+    assert ops._stored(large, ids, ("players", 102)) == {i: f"p{i}" for i in ids}  # 5000 > 16 x 100: by id
+    assert (large.scans, large.gets) == (1, len(ids))
+
+    few = _CountingMapState({1: "Ada"})
+    assert ops._stored(few, [1, 2], ("players", 103)) == {1: "Ada", 2: None}
+    assert (few.scans, few.gets) == (0, 2)
