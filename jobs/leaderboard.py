@@ -6,8 +6,8 @@ Topology (one query, one source per topic, one RocksDB-backed stateful operator)
     players ──────┼─ parse ─▶ Leaderboard (keyed by ─┤
     products ─────┘           game bucket)           └─▶ leaderboard-dlq
 
-``Leaderboard`` is keyed by game bucket (``product_id mod len(GAME_BUCKET_KEYS)``): a bucket receives
-its games' scores and products-table rows, and every players-table row. Each bucket holds, in
+``Leaderboard`` is keyed by game bucket (``product_id mod 8``, see ``GAME_BUCKET_KEYS``): a
+bucket receives its games' scores and products-table rows, and every players-table row. Each bucket holds, in
 map states, a replica of the ``players`` table (latest name per player id; a null value
 deletes), its games' names, and each of its games' top-N list. It enriches each score with the
 player and the game as known when the score is processed; the others become dead letters
@@ -17,11 +17,12 @@ micro-batch: the list after the whole batch).
 
 One operator, not a join operator keyed by player and a ranking operator keyed by game: every
 row that crosses into Python (Arrow, pandas) and back costs, and the ranking needs only a few
-rows per game. The price is the players table held once per bucket (one replica per bucket),
-fine for a table of players' names.
+rows per game. The price is the players table held once per bucket (8 replicas), fine for a
+table of players' names.
 
-Ordering inside a micro-batch: Spark hands a key's rows to its processor together, so the rows
-are put back in processing order first (per player, and per game for the products table) — by
+Ordering inside a micro-batch: Spark hands a key's rows to the processor together, so the rows
+are put back in processing order first (per player for the players table, per game for the
+products table) — by
 Kafka timestamp, then table updates before scores at the same timestamp, then partition and
 offset. "The player as known when the score is processed" therefore means: as of the score's
 timestamp, counting table updates with the same timestamp. Across micro-batches, batch order is
@@ -32,8 +33,8 @@ oversized or null values, bad table keys) are never dropped silently: they trave
 operator as ``dlq`` rows (grouped under the reserved key -1, which holds no state) and are
 written to the dead-letter topic with their reason. Ids are non-negative integers.
 
-The processors live in ``jobs/leaderboard_operators.py`` and their batch logic (numpy, pandas)
-in ``jobs/leaderboard_frames.py``.
+The processor lives in ``jobs/leaderboard_operators.py`` and its batch logic (numpy, pandas) in
+``jobs/leaderboard_frames.py``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 

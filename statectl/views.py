@@ -7,7 +7,6 @@ background consumer, for the REST server. Both work while the job runs and after
 from __future__ import annotations
 
 import threading
-import time
 
 from statectl.errors import UsageError
 from statectl.leaderboard import materialize

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from statectl.checkpoint import checksum
-from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StateFile, StoreFiles
+from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.checkpoint.restore import RestorePlan, plan_store, rocksdb_snapshot_ssts
 
 ERROR = "error"

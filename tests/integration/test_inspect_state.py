@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from statectl.checkpoint.health import check_health
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import restore_plan
 from tests.checkpoint_factory import flip_byte, tree_fingerprint

@@ -369,19 +369,21 @@ def test_run_refuses_bad_config_and_unreachable_broker_before_starting(cli, args
     assert time.monotonic() - started < 15
 
 
-def test_a_checkpoint_of_statectl_0_1_is_refused_before_spark_starts(cli, bootstrap, tmp_path):
-    # The operator metadata and state schemas of a checkpoint statectl 0.1 wrote (PlayerJoin kept
-    # a `player` value state per player id). Spark would accept it and drop that state.
+@pytest.mark.parametrize("version", ["0.1", "0.2"])
+def test_a_checkpoint_of_an_earlier_layout_is_refused_before_spark_starts(cli, bootstrap, tmp_path, version):
+    # The operator metadata and state schemas of checkpoints statectl 0.1 and 0.2 wrote (0.1 kept
+    # a `player` value state per player id; 0.2 a join and a ranking operator). Spark would accept
+    # them and start from empty tables.
     import shutil
 
     from tests.conftest import REPO
 
     checkpoint = tmp_path / "old"
-    shutil.copytree(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint", checkpoint)
+    shutil.copytree(REPO / "tests" / "data" / f"leaderboard-{version}-checkpoint", checkpoint)
     started = time.monotonic()
     result = cli("run", "leaderboard", "--config", "configs/leaderboard.yaml", "--available-now",
                  "--checkpoint-dir", str(checkpoint), "-b", bootstrap)
     assert result.exit_code == 2
-    assert "was written by statectl 0.1" in result.stderr and "Start a new checkpoint" in result.stderr
+    assert f"was written by statectl {version}" in result.stderr and "Start a new checkpoint" in result.stderr
     assert "Traceback" not in result.stderr
     assert time.monotonic() - started < 15
