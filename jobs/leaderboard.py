@@ -6,8 +6,8 @@ Topology (one query, one source per topic, one RocksDB-backed stateful operator)
     players ──────┼─ parse ─▶ Leaderboard (keyed by ─┤
     products ─────┘           game bucket)           └─▶ leaderboard-dlq
 
-``Leaderboard`` is keyed by game bucket (``product_id mod 8``, see ``GAME_BUCKET_KEYS``): a
-bucket receives its games' scores and products-table rows, and every players-table row. Each bucket holds, in
+``Leaderboard`` is keyed by game bucket (``GAME_BUCKET_KEYS[product_id mod 8]``): a bucket
+receives its games' scores and products-table rows, and every players-table row. Each bucket holds, in
 map states, a replica of the ``players`` table (latest name per player id; a null value
 deletes), its games' names, and each of its games' top-N list. It enriches each score with the
 player and the game as known when the score is processed; the others become dead letters

@@ -96,7 +96,8 @@ def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_va
     updated (None: deleted).
 
     Only the table rows are sorted (a batch has few); each score finds its key's latest
-    preceding table row by binary search over (key, timestamp) packed into one int64.
+    preceding table row by binary search over (key, timestamp) packed into one int64 (with
+    timestamps too far apart for that, their ranks).
     """
     n = len(pdf)
     kind = pdf["kind"].to_numpy(dtype=object)
@@ -113,7 +114,7 @@ def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_va
     last_of_key = np.r_[t_ids[1:] != t_ids[:-1], True] if len(table) else np.zeros(0, dtype=bool)
     finals = list(zip(t_ids[last_of_key].tolist(), t_values[last_of_key].tolist()))
 
-    s_ids, s_ts = ids[scores], ts[scores]
+    s_ids = ids[scores]
     preceding = np.full(len(scores), -1)  # index into ``table`` of the score's latest preceding table row
     if len(table) and len(scores):
         keys = t_ids[last_of_key]  # sorted, unique
@@ -122,12 +123,13 @@ def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_va
         low = int(ts.min())
         span = int(ts.max()) - low + 1
         if len(keys) * span < 2**62:
-            packed_table = np.searchsorted(keys, t_ids) * span + (ts[table] - low)
-            packed_scores = rank * span + (s_ts - low)
-            j = np.searchsorted(packed_table, packed_scores, side="right") - 1
-        else:  # timestamps too far apart to pack: compare them per key
-            j = np.array([_last_at_or_before(t_ids, ts[table], k, t) for k, t in zip(s_ids.tolist(), s_ts.tolist())],
-                         dtype=np.int64)
+            order_ts = ts - low
+        else:  # timestamps too far apart to pack beside the key: pack their ranks (same order)
+            distinct, order_ts = np.unique(ts, return_inverse=True)
+            span = len(distinct)
+        packed_table = np.searchsorted(keys, t_ids) * span + order_ts[table]
+        packed_scores = rank * span + order_ts[scores]
+        j = np.searchsorted(packed_table, packed_scores, side="right") - 1
         same_key = (j >= 0) & (t_ids[np.maximum(j, 0)] == s_ids) & has_table
         preceding = np.where(same_key, j, -1)
     from_table = preceding >= 0
@@ -139,13 +141,6 @@ def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_va
         values = np.array([stored.get(i) for i in wanted.tolist()], dtype=object)
         known[scores[from_state]] = values[np.searchsorted(wanted, s_ids[from_state])]
     return known, finals
-
-
-def _last_at_or_before(t_ids, t_ts, key, ts) -> int:
-    """The last index of the (key, ts)-sorted table rows with ``key`` and a timestamp <= ``ts``, or -1."""
-    lo = int(np.searchsorted(t_ids, key, side="left"))
-    hi = int(np.searchsorted(t_ids, key, side="right"))
-    return lo + int(np.searchsorted(t_ts[lo:hi], ts, side="right")) - 1 if hi > lo else -1
 
 
 def join_scores(pdf: pd.DataFrame, stored_names, stored_games) -> tuple:

@@ -48,7 +48,8 @@ PASS_THROUGH = -1
 #: transformWithStateInPandas costs milliseconds per key and micro-batch (state-server calls, an
 #: Arrow round trip per group), so one key per game would spend most of a batch on overhead; a
 #: bucket handles its games' rows in one vectorised pass. Eight buckets spread hot games over
-#: the shuffle partitions while the players table, replicated in every bucket, stays cheap.
+#: the shuffle partitions while the players table, replicated in every bucket, stays cheap; the
+#: price is that at most 8 tasks (one per bucket) share the stateful stage, however many cores.
 #: The keys are not 0..7: Spark hash-partitions the grouping key, and 0..7 would put five
 #: buckets in one of two partitions and none in one of four. These put the same number of
 #: buckets in each of 1, 2, 4 or 8 partitions (checked in tests against Spark's Murmur3).
@@ -75,17 +76,28 @@ def _stored(state, ids: list[int], table_key: tuple[str, int]) -> dict[int, str 
     """``{id: name or None}`` from a map state keyed by id.
 
     Many ids of a table not much larger: one scan of the whole map state. Otherwise (few ids,
-    or a table far larger than the batch's share of it) one call per id.
+    or a table far larger than the batch's share of it) one call per id. While a table's size is
+    unknown, the scan stops once it has read SCAN_RATIO times as many entries as there are ids:
+    the ids it has not met are then asked one by one, and the table is known to be large.
     """
+    found: dict[int, str | None] = {}
     size = _TABLE_SIZES.get(table_key)
     if len(ids) > BULK_READ and (size is None or size <= SCAN_RATIO * len(ids)):
-        table = {k[0]: v[0] for k, v in state.iterator()}
-        _TABLE_SIZES[table_key] = len(table)
-        return {i: table.get(i) for i in ids}
-    found = {}
+        limit = SCAN_RATIO * len(ids)
+        table = {}
+        for k, v in state.iterator():
+            table[k[0]] = v[0]
+            if len(table) > limit:
+                break
+        else:
+            _TABLE_SIZES[table_key] = len(table)
+            return {i: table.get(i) for i in ids}
+        _TABLE_SIZES[table_key] = len(table)  # at least this large
+        found = {i: table[i] for i in ids if i in table}
     for i in ids:
-        stored = state.getValue((i,))
-        found[i] = stored[0] if stored is not None else None
+        if i not in found:
+            stored = state.getValue((i,))
+            found[i] = stored[0] if stored is not None else None
     return found
 
 

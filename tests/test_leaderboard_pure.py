@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Iterator
 
 import numpy as np
@@ -329,14 +330,16 @@ def test_game_bucket_keys_fill_every_shuffle_partition_evenly():
 
 
 class _CountingMapState:
-    """A map state's read calls, counted (the choice between a scan and one call per id)."""
+    """A map state's reads, counted (the choice between a scan and one call per id)."""
 
     def __init__(self, table: dict[int, str]):
-        self.table, self.scans, self.gets = table, 0, 0
+        self.table, self.scans, self.scanned, self.gets = table, 0, 0, 0
 
     def iterator(self):
         self.scans += 1
-        return iter([((k,), (v,)) for k, v in self.table.items()])
+        for k, v in self.table.items():
+            self.scanned += 1
+            yield (k,), (v,)
 
     def getValue(self, key):
         self.gets += 1
@@ -351,11 +354,153 @@ def test_stored_names_scan_a_small_table_and_ask_a_large_one_id_by_id():
     assert ops._stored(small, ids, ("players", 101)) == {i: (f"p{i}" if i < 500 else None) for i in ids}
     assert (small.scans, small.gets) == (1, 0)
 
-    large = _CountingMapState({i: f"p{i}" for i in range(5000)})
-    assert ops._stored(large, ids, ("players", 102)) == {i: f"p{i}" for i in ids}  # size unknown: one scan
-    assert ops._stored(large, ids, ("players", 102)) == {i: f"p{i}" for i in ids}  # 5000 > 16 x 100: by id
-    assert (large.scans, large.gets) == (1, len(ids))
+    # A large table of unknown size: the scan stops after 16 x 100 entries, the ids it did not
+    # meet are asked one by one; once the table is known to be large, every id is.
+    large = _CountingMapState({i: f"p{i}" for i in range(5000, 0, -1)})
+    partly = _CountingMapState({i: f"p{i}" for i in range(1, 5001)})  # the scan meets ids 1..1601
+    assert ops._stored(partly, ids, ("players", 104)) == {i: (f"p{i}" if i else None) for i in ids}
+    assert partly.gets == len([i for i in ids if i == 0 or i > 1601]) == 1
+    expected = {i: (f"p{i}" if i else None) for i in ids}
+    assert ops._stored(large, ids, ("players", 102)) == expected
+    assert large.scans == 1 and large.scanned == 16 * 100 + 1
+    assert large.gets == 100  # the scan met ids 5000 down to 3400 only: none of those asked
+    assert ops._stored(large, ids, ("players", 102)) == expected
+    assert (large.scans, large.gets) == (1, 200)
 
     few = _CountingMapState({1: "Ada"})
     assert ops._stored(few, [1, 2], ("players", 103)) == {1: "Ada", 2: None}
     assert (few.scans, few.gets) == (0, 2)
+
+
+# ---------------------------------------------------------------- the processor, batch after batch
+class _FakeMapState:
+    """A map state in a dict; keys must be Python ints, as the state server needs them."""
+
+    def __init__(self):
+        self.values: dict[tuple, tuple] = {}
+
+    def getValue(self, key):
+        assert all(type(k) is int for k in key), key
+        return self.values.get(key)
+
+    def updateValue(self, key, value):
+        assert all(type(k) is int for k in key), key
+        self.values[key] = tuple(value)
+
+    def removeKey(self, key):
+        self.values.pop(key, None)
+
+    def iterator(self):
+        return iter(list(self.values.items()))
+
+
+class _FakeHandle:
+    def __init__(self):
+        self.states: dict[str, _FakeMapState] = {}
+
+    def getMapState(self, name, *schemas):
+        return self.states.setdefault(name, _FakeMapState())
+
+
+def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.DataFrame:
+    """One micro-batch's parsed rows of all three topics (and some dead letters of parsing)."""
+    from jobs.leaderboard_operators import COLUMNS, PASS_THROUGH
+
+    rows = []
+    for i in range(n):
+        kind = rng.choice(["score"] * 7 + ["player", "player_delete", "product", "product_delete", "dlq"])
+        part = int(rng.integers(0, 3))
+        topic = {"player": "players", "player_delete": "players", "product": "products",
+                 "product_delete": "products"}.get(kind, "scores")
+        off = counters[(topic, part)] = counters.get((topic, part), -1) + 1
+        player, game, ts = int(rng.integers(0, players)), int(rng.integers(0, games)), int(rng.integers(0, 4))
+        row = dict(kind=kind, player_id=PASS_THROUGH, product_id=PASS_THROUGH, score=np.nan, name=None,
+                   ts=ts, part=part, off=off, dlq=None)
+        if kind == "score":
+            row.update(player_id=player, product_id=game, score=float(rng.integers(0, 6)))
+        elif kind.startswith("player"):
+            row.update(player_id=player, name=f"P{player}.{off}" if kind == "player" else None)
+        elif kind.startswith("product"):
+            row.update(product_id=game, name=f"G{game}.{off}" if kind == "product" else None)
+        else:
+            row.update(dlq=f'{{"reason": "malformed_json", "sourcePartition": {part}, "sourceOffset": {off}}}')
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    return frame.astype({"player_id": "int64", "product_id": "int64", "ts": "int64", "part": "int32", "off": "int64"})
+
+
+def _reference_batches(batches, top_n):
+    """The leaderboard's rules applied one row at a time, in processing order (timestamp, table
+    rows before scores, partition, offset): per batch the high-scores records and the dead
+    letters (reason, partition, offset)."""
+    from statectl.leaderboard import ScoreEntry, encode_top, merge_top
+
+    players, games, tops, results = {}, {}, {}, []
+    for batch in batches:
+        rows = sorted(batch.itertuples(index=False), key=lambda r: (r.ts, r.kind == "score", r.part, r.off))
+        candidates, letters = {}, []
+        for r in rows:
+            if r.kind in ("player", "player_delete"):
+                players[r.player_id] = r.name
+            elif r.kind in ("product", "product_delete"):
+                games[r.product_id] = r.name
+            elif r.kind == "dlq":
+                letters.append(("malformed_json", r.part, r.off))
+            elif players.get(r.player_id) is None:
+                letters.append(("unknown_player", r.part, r.off))
+            elif games.get(r.product_id) is None:
+                letters.append(("unknown_product", r.part, r.off))
+            else:
+                candidates.setdefault(r.product_id, []).append(ScoreEntry(
+                    r.player_id, r.product_id, players[r.player_id], games[r.product_id], r.score, r.ts, r.part, r.off))
+        changed = {}
+        for game, entries in candidates.items():
+            new = merge_top(tops.get(game, []), entries, top_n)
+            if new != tops.get(game, []):
+                tops[game] = new
+                changed[str(game)] = encode_top(new)
+        results.append((changed, sorted(letters)))
+    return results
+
+
+def _processor_batches(batches, top_n, rng):
+    """The same batches through ``Leaderboard``: rows routed to keys as ``with_bucket`` does,
+    one processor and state per key, a key's rows handed over in no particular order."""
+    from jobs.leaderboard_operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
+
+    processors, results = {}, []
+    for batch in batches:
+        is_player = batch["kind"].isin(["player", "player_delete"]).to_numpy()
+        game = batch["product_id"].to_numpy()
+        bucket = np.where(game >= 0, np.array(GAME_BUCKET_KEYS)[game % len(GAME_BUCKET_KEYS)], PASS_THROUGH)
+        changed, letters = {}, []
+        for key in list(GAME_BUCKET_KEYS) + [PASS_THROUGH]:
+            rows = batch[(bucket == key) & ~is_player | (is_player & (key != PASS_THROUGH))]
+            if not len(rows):
+                continue
+            if key not in processors:
+                processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq")
+                processors[key].init(_FakeHandle())
+            rows = rows.iloc[rng.permutation(len(rows))].reset_index(drop=True)
+            for out in processors[key].handleInputRows((key,), iter([rows]), None):
+                for topic, k, value, reason in out.itertuples(index=False):
+                    if topic == "high-scores":
+                        assert k not in changed  # once per game and batch
+                        changed[k] = value
+                    else:
+                        letter = json.loads(value)
+                        assert letter["reason"] == reason
+                        letters.append((reason, letter["sourcePartition"], letter["sourceOffset"]))
+        results.append((changed, sorted(letters)))
+    return results
+
+
+@pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
+def test_the_processor_matches_the_rules_applied_one_row_at_a_time(seed):
+    rng = np.random.default_rng(seed)
+    top_n = int(rng.integers(1, 5))
+    players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
+    counters: dict = {}
+    batches = [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
+               for _ in range(int(rng.integers(1, 5)))]
+    assert _processor_batches(batches, top_n, rng) == _reference_batches(batches, top_n)
