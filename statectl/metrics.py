@@ -58,12 +58,10 @@ class RunMetrics:
         self._thread = None
 
     def serve(self, port: int, host: str = "127.0.0.1") -> "RunMetrics":
-        from prometheus_client import start_http_server
-
         if not 0 <= port < 65536:
             raise UsageError(f"--metrics-port {port}: expected a port number (0: any free port)")
         try:
-            self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+            self._server, self._thread = _start_metrics_server(host, port, self.registry)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise OperationalError(f"port {port} on {host} is in use; choose another --metrics-port") from None
@@ -77,7 +75,7 @@ class RunMetrics:
         if self._server is None:
             return None
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/metrics"
+        return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
 
     def close(self) -> None:
         if self._server is not None:
@@ -118,3 +116,27 @@ class RunMetrics:
                 self.restore_files.labels(job, op).set(event["replay_files"])
         elif kind == "terminated" and event.get("error"):
             self.failures.labels(job).inc()
+
+
+def _start_metrics_server(host: str, port: int, registry):
+    """prometheus_client's ``start_http_server``, except that its loop polls for shutdown every
+    50 ms rather than every 500 ms: closing the server at the end of a run then takes
+    milliseconds instead of up to half a second."""
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from prometheus_client import make_wsgi_app
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    class Server(ThreadingWSGIServer):
+        address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_message(self, format, *args):  # no access log on stderr
+            pass
+
+    server = make_server(host, port, make_wsgi_app(registry), Server, handler_class=QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+                              name="statectl-metrics")
+    thread.start()
+    return server, thread

@@ -598,3 +598,15 @@ def test_metrics_port_in_use_is_an_operational_error():
         port = s.getsockname()[1]
         with pytest.raises(OperationalError, match=f"port {port} on 127.0.0.1 is in use; choose another --metrics-port"):
             RunMetrics("leaderboard").serve(port)
+
+
+def test_metrics_server_on_ipv6_loopback():
+    from statectl.metrics import RunMetrics
+
+    metrics = RunMetrics("leaderboard").serve(0, "::1")
+    try:
+        assert metrics.url.startswith("http://[::1]:")
+        assert b"statectl_query_state" in urllib.request.urlopen(metrics.url, timeout=5).read()
+    finally:
+        metrics.close()
+    assert metrics.url is None
