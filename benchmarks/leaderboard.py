@@ -42,8 +42,7 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
     job could reach on this machine."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    from jobs.common import kafka_source
-    from jobs.leaderboard import _parse, with_bucket
+    from jobs.leaderboard import bucketed_rows
     from jobs.leaderboard_operators import NAME_STATE
 
     class ReadOnly(StatefulProcessor):
@@ -66,12 +65,7 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
                 pass
             return iter(())
 
-    t = config.topics
-    max_bytes = config.leaderboard.max_record_bytes
-    rows = (with_bucket(_parse(kafka_source(spark, bootstrap, [t.score_events]), t, max_bytes))
-            .unionByName(with_bucket(_parse(kafka_source(spark, bootstrap, [t.players]), t, max_bytes), every_bucket=True))
-            .unionByName(with_bucket(_parse(kafka_source(spark, bootstrap, [t.products]), t, max_bytes))))
-    out = rows.groupBy("bucket").transformWithStateInPandas(
+    out = bucketed_rows(spark, config, bootstrap).groupBy("bucket").transformWithStateInPandas(
         statefulProcessor=ReadOnly(), outputStructType="topic string", outputMode="Append", timeMode="None")
     return _timed_noop_query(out, checkpoint, "append")
 

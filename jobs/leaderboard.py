@@ -173,19 +173,17 @@ def with_bucket(rows: DataFrame, every_bucket: bool = False) -> DataFrame:
     """The operator's grouping column: a score's or products-table row's game bucket (its key
     in ``GAME_BUCKET_KEYS``), dead letters the pass-through key. With ``every_bucket`` (the
     players source), a players-table row goes to every bucket: each holds a replica of the table."""
-    if every_bucket:
-        buckets = (
-            F.when(F.col("kind").isin("player", "player_delete"), F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS]))
-            .otherwise(F.array(F.lit(PASS_THROUGH)))
-        )
-        return rows.withColumn("bucket", F.explode(buckets.cast("array<bigint>")))
     keys = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
+    if every_bucket:
+        buckets = F.when(F.col("kind").isin("player", "player_delete"), keys).otherwise(F.array(F.lit(PASS_THROUGH)))
+        return rows.withColumn("bucket", F.explode(buckets.cast("array<bigint>")))
     bucket = F.element_at(keys, F.pmod(F.col("product_id"), F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
     return rows.withColumn("bucket", F.when(F.col("product_id") >= 0, bucket).otherwise(F.lit(PASS_THROUGH))
                            .cast("bigint"))
 
 
-def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
+def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame:
+    """The operator's input: the three topics read, parsed, and given their ``bucket``."""
     t = config.topics
     k = config.kafka
     # Separate sources so that max_offsets_per_trigger throttles only the score events: table
@@ -196,9 +194,14 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
     players, products = (kafka_source(spark, bootstrap, [name], k.starting_offsets) for name in (t.players, t.products))
     # Each source is parsed on its own so that only the players' rows pass through an explode.
     max_bytes = config.leaderboard.max_record_bytes
-    rows = (with_bucket(_parse(scores, t, max_bytes))
+    return (with_bucket(_parse(scores, t, max_bytes))
             .unionByName(with_bucket(_parse(players, t, max_bytes), every_bucket=True))
             .unionByName(with_bucket(_parse(products, t, max_bytes))))
+
+
+def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
+    t = config.topics
+    rows = bucketed_rows(spark, config, bootstrap)
     output = rows.groupBy("bucket").transformWithStateInPandas(
         statefulProcessor=Leaderboard(config.leaderboard.top_n, t.score_events, t.high_scores, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",

@@ -118,8 +118,7 @@ def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_va
     preceding = np.full(len(scores), -1)  # index into ``table`` of the score's latest preceding table row
     if len(table) and len(scores):
         keys = t_ids[last_of_key]  # sorted, unique
-        rank = np.searchsorted(keys, s_ids)
-        has_table = (rank < len(keys)) & (keys[np.minimum(rank, len(keys) - 1)] == s_ids)
+        rank = np.searchsorted(keys, s_ids)  # a key without table rows lands beside another key's rows
         low = int(ts.min())
         span = int(ts.max()) - low + 1
         if len(keys) * span < 2**62:
@@ -130,7 +129,7 @@ def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_va
         packed_table = np.searchsorted(keys, t_ids) * span + order_ts[table]
         packed_scores = rank * span + order_ts[scores]
         j = np.searchsorted(packed_table, packed_scores, side="right") - 1
-        same_key = (j >= 0) & (t_ids[np.maximum(j, 0)] == s_ids) & has_table
+        same_key = (j >= 0) & (t_ids[np.maximum(j, 0)] == s_ids)
         preceding = np.where(same_key, j, -1)
     from_table = preceding >= 0
     known[scores[from_table]] = t_values[preceding[from_table]]
