@@ -43,7 +43,7 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
     from pyspark.sql.streaming import StatefulProcessor
 
     from jobs.leaderboard import bucketed_rows
-    from jobs.leaderboard_operators import NAME_STATE
+    from jobs.leaderboard_operators import PAGE_STATE
 
     class ReadOnly(StatefulProcessor):
         def __init__(self):
@@ -58,7 +58,7 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
             self.__dict__.update(state)
 
         def init(self, handle):
-            self.state = handle.getValueState("state", NAME_STATE)
+            self.state = handle.getValueState("state", PAGE_STATE)
 
         def handleInputRows(self, key, rows, timerValues):
             for _ in rows:

@@ -9,7 +9,8 @@ Topology (one query, one source per topic, one RocksDB-backed stateful operator)
 ``Leaderboard`` is keyed by game bucket (``GAME_BUCKET_KEYS[product_id mod 8]``): a bucket
 receives its games' scores and products-table rows, and every players-table row. Each bucket holds, in
 map states, a replica of the ``players`` table (latest name per player id; a null value
-deletes), its games' names, and each of its games' top-N list. It enriches each score with the
+deletes) and its games' names, both in pages of 256 ids (``PagedTable``), and each of its games'
+top-N list. It enriches each score with the
 player and the game as known when the score is processed; the others become dead letters
 (``unknown_player``, else ``unknown_product``). Then it merges the joined scores into their
 games' top lists and writes each game whose list changed to ``high-scores`` (once per game per
@@ -149,9 +150,10 @@ def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
 def check_checkpoint(layout) -> str | None:
     """Refuse a checkpoint written by an earlier statectl, whose leaderboard kept its state in
     another layout: 0.1 kept one key per player (a ``player`` value state), 0.2 a join operator
-    keyed by player bucket and a ranking operator (a ``top`` list state). Spark would accept
-    either and this version would start with an empty players table, dead-lettering the scores
-    of every known player, and with empty top lists."""
+    keyed by player bucket and a ranking operator (a ``top`` list state), 0.3 one map-state
+    entry per player and per game (``players``, ``games``). Spark would accept any of them and
+    this version would start with empty tables, dead-lettering the scores of every known player
+    (and with empty top lists, for 0.1 and 0.2)."""
     written_by = None
     for op in layout.operators.values():
         kinds = {v.name: v.type for v in op.state_variables}
@@ -159,11 +161,14 @@ def check_checkpoint(layout) -> str | None:
             written_by = "0.1, which kept the players table one key per player"
         elif kinds.get("top") == "ListState" and written_by is None:
             written_by = "0.2, which kept the players table and the top lists in two operators"
+        elif kinds.get("players") == "MapState" and written_by is None:
+            written_by = "0.3, which kept the players and games tables one state entry per id"
     if written_by is None:
         return None
-    return (f"checkpoint {layout.root} was written by statectl {written_by}; this version keeps them in "
-            "one operator keyed by game bucket and cannot continue it. Start a new checkpoint "
-            "(--checkpoint-dir, or delete this one): the topics are read again from the beginning")
+    return (f"checkpoint {layout.root} was written by statectl {written_by}; this version keeps its state "
+            "in one operator keyed by game bucket, the tables in pages of 256 ids, and cannot continue it. "
+            "Start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read again "
+            "from the beginning")
 
 
 TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}

@@ -275,17 +275,18 @@ def test_frames_joins_a_keys_frames_like_pandas_concat():
         pd.testing.assert_frame_equal(_frames(iter(frames)), pd.concat(frames, ignore_index=True))
 
 
-def test_check_checkpoint_accepts_the_game_bucket_layout_and_refuses_0_1_and_0_2():
+def test_check_checkpoint_accepts_the_paged_layout_and_refuses_0_1_to_0_3():
     from jobs.leaderboard import check_checkpoint
     from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
     from statectl.checkpoint.reader import read_layout
     from tests.conftest import REPO
 
-    assert "written by statectl 0.1" in check_checkpoint(read_layout(REPO / "tests" / "data" / "leaderboard-0.1-checkpoint"))
-    assert "written by statectl 0.2" in check_checkpoint(read_layout(REPO / "tests" / "data" / "leaderboard-0.2-checkpoint"))
+    for version in ("0.1", "0.2", "0.3"):
+        layout = read_layout(REPO / "tests" / "data" / f"leaderboard-{version}-checkpoint")
+        assert f"written by statectl {version}" in check_checkpoint(layout)
     current = CheckpointLayout(root="ckpt", operators={
-        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("players", "MapState"),
-                                                         StateVariable("games", "MapState"),
+        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("player_pages", "MapState"),
+                                                         StateVariable("game_pages", "MapState"),
                                                          StateVariable("top", "MapState")]),
     })
     assert check_checkpoint(current) is None
@@ -330,76 +331,65 @@ def test_game_bucket_keys_fill_every_shuffle_partition_evenly():
 
 
 class _CountingMapState:
-    """A map state's reads, counted (the choice between a scan and one call per id)."""
+    """A map state in a dict, its calls counted."""
 
-    def __init__(self, table: dict[int, str]):
-        self.table, self.scans, self.scanned, self.gets = table, 0, 0, 0
-
-    def iterator(self):
-        self.scans += 1
-        for k, v in self.table.items():
-            self.scanned += 1
-            yield (k,), (v,)
-
-    def getValue(self, key):
-        self.gets += 1
-        return (self.table[key[0]],) if key[0] in self.table else None
-
-
-def test_stored_names_scan_a_small_table_and_ask_a_large_one_id_by_id():
-    from jobs import leaderboard_operators as ops
-
-    small = _CountingMapState({i: f"p{i}" for i in range(500)})
-    ids = list(range(0, 1000, 10))  # 100 ids, half of them unknown
-    assert ops._stored(small, ids, ("players", 101)) == {i: (f"p{i}" if i < 500 else None) for i in ids}
-    assert (small.scans, small.gets) == (1, 0)
-
-    # A large table of unknown size: the scan stops after 16 x 100 entries, the ids it did not
-    # meet are asked one by one; once the table is known to be large, every id is.
-    large = _CountingMapState({i: f"p{i}" for i in range(5000, 0, -1)})
-    partly = _CountingMapState({i: f"p{i}" for i in range(1, 5001)})  # the scan meets ids 1..1601
-    assert ops._stored(partly, ids, ("players", 104)) == {i: (f"p{i}" if i else None) for i in ids}
-    assert partly.gets == len([i for i in ids if i == 0 or i > 1601]) == 1
-    expected = {i: (f"p{i}" if i else None) for i in ids}
-    assert ops._stored(large, ids, ("players", 102)) == expected
-    assert large.scans == 1 and large.scanned == 16 * 100 + 1
-    assert large.gets == 100  # the scan met ids 5000 down to 3400 only: none of those asked
-    assert ops._stored(large, ids, ("players", 102)) == expected
-    assert (large.scans, large.gets) == (1, 200)
-
-    few = _CountingMapState({1: "Ada"})
-    assert ops._stored(few, [1, 2], ("players", 103)) == {1: "Ada", 2: None}
-    assert (few.scans, few.gets) == (0, 2)
-
-
-# ---------------------------------------------------------------- the processor, batch after batch
-class _FakeMapState:
-    """A map state in a dict; keys must be Python ints, as the state server needs them."""
-
-    def __init__(self):
-        self.values: dict[tuple, tuple] = {}
+    def __init__(self, values=None):
+        self.values, self.gets, self.updates, self.removes = dict(values or {}), 0, 0, 0
 
     def getValue(self, key):
         assert all(type(k) is int for k in key), key
+        self.gets += 1
         return self.values.get(key)
 
     def updateValue(self, key, value):
         assert all(type(k) is int for k in key), key
+        self.updates += 1
         self.values[key] = tuple(value)
 
     def removeKey(self, key):
-        self.values.pop(key, None)
-
-    def iterator(self):
-        return iter(list(self.values.items()))
+        self.removes += 1
+        self.values.pop(key)
 
 
+def test_a_paged_table_reads_and_writes_each_page_it_touches_once():
+    from jobs.leaderboard_operators import PAGE_BITS, PagedTable
+
+    state = _CountingMapState()
+    table = PagedTable(state)
+    # 1,000 players loaded in one batch: 4 pages of 256 ids, one write each (and one read,
+    # which finds nothing).
+    table.apply([(i, f"p{i}") for i in range(1000)])
+    assert (state.gets, state.updates) == (4, 4)
+    assert sorted(state.values) == [(0,), (1,), (2,), (3,)]
+
+    # The next batch: names of 100 ids from two pages cost two reads; a page read for the names
+    # is not read again to update it; a rename, an unchanged name and a delete write page 0 once.
+    state.gets = state.updates = 0
+    table = PagedTable(state)
+    ids = list(range(0, 50)) + list(range(300, 350)) + [5000]
+    assert table.names(ids) == {i: (f"p{i}" if i < 1000 else None) for i in ids}
+    assert state.gets == 3  # pages 0, 1 and 19 (empty)
+    table.apply([(1, "renamed"), (2, "p2"), (3, None), (7000, None)])
+    assert (state.gets, state.updates, state.removes) == (4, 1, 0)  # page 27: read, nothing to delete
+    fresh = PagedTable(state)
+    assert fresh.names([1, 2, 3, 4]) == {1: "renamed", 2: "p2", 3: None, 4: "p4"}
+    fresh.apply([(2, "p2"), (3, None)])  # the same name again, a deleted id deleted again
+    assert state.updates == 1
+
+    # A page whose last id is deleted is removed from state, not stored empty.
+    last = 3 << PAGE_BITS
+    fresh.apply([(i, None) for i in range(last, 1000)])
+    assert (3,) not in state.values and state.removes == 1
+    assert PagedTable(state).names([last, 767]) == {last: None, 767: "p767"}
+
+
+# ---------------------------------------------------------------- the processor, batch after batch
 class _FakeHandle:
     def __init__(self):
-        self.states: dict[str, _FakeMapState] = {}
+        self.states: dict[str, _CountingMapState] = {}
 
     def getMapState(self, name, *schemas):
-        return self.states.setdefault(name, _FakeMapState())
+        return self.states.setdefault(name, _CountingMapState())
 
 
 def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.DataFrame:
@@ -413,7 +403,8 @@ def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.D
         topic = {"player": "players", "player_delete": "players", "product": "products",
                  "product_delete": "products"}.get(kind, "scores")
         off = counters[(topic, part)] = counters.get((topic, part), -1) + 1
-        player, game, ts = int(rng.integers(0, players)), int(rng.integers(0, games)), int(rng.integers(0, 4))
+        # Ids spread over several pages of the tables (PAGE_BITS).
+        player, game, ts = int(rng.integers(0, players)) * 131, int(rng.integers(0, games)) * 89, int(rng.integers(0, 4))
         row = dict(kind=kind, player_id=PASS_THROUGH, product_id=PASS_THROUGH, score=np.nan, name=None,
                    ts=ts, part=part, off=off, dlq=None)
         if kind == "score":

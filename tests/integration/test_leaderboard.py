@@ -369,11 +369,11 @@ def test_run_refuses_bad_config_and_unreachable_broker_before_starting(cli, args
     assert time.monotonic() - started < 15
 
 
-@pytest.mark.parametrize("version", ["0.1", "0.2"])
+@pytest.mark.parametrize("version", ["0.1", "0.2", "0.3"])
 def test_a_checkpoint_of_an_earlier_layout_is_refused_before_spark_starts(cli, bootstrap, tmp_path, version):
-    # The operator metadata and state schemas of checkpoints statectl 0.1 and 0.2 wrote (0.1 kept
-    # a `player` value state per player id; 0.2 a join and a ranking operator). Spark would accept
-    # them and start from empty tables.
+    # The operator metadata and state schemas of checkpoints statectl 0.1, 0.2 and 0.3 wrote (0.1
+    # kept a `player` value state per player id; 0.2 a join and a ranking operator; 0.3 one
+    # map-state entry per player and game). Spark would accept them and start from empty tables.
     import shutil
 
     from tests.conftest import REPO
