@@ -76,18 +76,15 @@ class PagedTable:
     def __init__(self, state):
         self.state = state
         self.pages: dict[int, dict[int, str]] = {}
-        self.stored: set[int] = set()  # pages that exist in state
 
     def _page(self, page: int) -> dict[int, str]:
         if page not in self.pages:
             stored = self.state.getValue((page,))
             self.pages[page] = {int(k): v for k, v in json.loads(stored[0]).items()} if stored else {}
-            if stored:
-                self.stored.add(page)
         return self.pages[page]
 
     def names(self, ids: list[int]) -> dict[int, str | None]:
-        """``{id: name or None}`` as stored (before ``apply``)."""
+        """``{id: name or None}``: as stored, or as ``apply`` left them."""
         return {i: self._page(i >> PAGE_BITS).get(i) for i in ids}
 
     def apply(self, finals) -> None:
@@ -106,11 +103,9 @@ class PagedTable:
         for page in sorted(changed):
             entries = self.pages[page]
             if entries:
-                self.state.updateValue((page,), (json.dumps(entries, separators=(",", ":")),))
-                self.stored.add(page)
-            elif page in self.stored:
+                self.state.updateValue((page,), (json.dumps(entries, separators=(",", ":"), ensure_ascii=False),))
+            else:  # its last id deleted (a page can only change to empty if it was stored)
                 self.state.removeKey((page,))
-                self.stored.discard(page)
 
 
 class Leaderboard(StatefulProcessor):

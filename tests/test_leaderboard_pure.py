@@ -382,6 +382,15 @@ def test_a_paged_table_reads_and_writes_each_page_it_touches_once():
     assert (3,) not in state.values and state.removes == 1
     assert PagedTable(state).names([last, 767]) == {last: None, 767: "p767"}
 
+    # An empty name is a name (only null deletes), and names keep their characters.
+    table = PagedTable(state)
+    table.apply([(5, ""), (6, "Zoë 🎮")])
+    assert PagedTable(state).names([5, 6]) == {5: "", 6: "Zoë 🎮"}
+    assert "Zoë 🎮" in state.values[(0,)][0]
+    table = PagedTable(state)
+    table.apply([(5, None)])
+    assert PagedTable(state).names([5]) == {5: None}
+
 
 # ---------------------------------------------------------------- the processor, batch after batch
 class _FakeHandle:
