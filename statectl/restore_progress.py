@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from statectl.checkpoint.restore import StoreTotals
+
 # The pattern layout of statectl's log4j config: "yy/MM/dd HH:mm:ss.SSS LEVEL thread logger: msg".
 # Spark 4.2 names RocksDB's loggers after the store instance (see spark-log4j2.properties).
 _LINE = re.compile(
@@ -139,29 +141,16 @@ class StorePlan:
 
 
 @dataclass
-class OperatorPlan:
+class OperatorPlan(StoreTotals):
+    """An operator's restore as the events carry it: ``checkpoint.restore.OperatorRestore``'s
+    stores reduced to the figures a progress display needs, plus what the layout adds."""
+
     operator_id: int
     operator: str | None
     partitions: int
     target_version: int
     stores: list[StorePlan] = field(default_factory=list)
     ok: bool = True
-
-    @property
-    def replay_files(self) -> int:
-        return sum(s.replay_files for s in self.stores)
-
-    @property
-    def replay_bytes(self) -> int:
-        return sum(s.replay_bytes for s in self.stores)
-
-    @property
-    def snapshot_files(self) -> int:
-        return sum(1 for s in self.stores if s.snapshot_version > 0)
-
-    @property
-    def snapshot_bytes(self) -> int:
-        return sum(s.snapshot_bytes for s in self.stores)
 
     def to_dict(self) -> dict:
         return {

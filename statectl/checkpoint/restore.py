@@ -86,12 +86,11 @@ class StoreRestore:
         }
 
 
-@dataclass
-class OperatorRestore:
-    """Totals for one operator: what its first batch after a restart loads."""
+class StoreTotals:
+    """One operator's totals over its ``stores`` (anything with ``snapshot_version``,
+    ``snapshot_bytes``, ``replay_files`` and ``replay_bytes``)."""
 
-    operator_id: int
-    stores: list[StoreRestore] = field(default_factory=list)
+    stores: list
 
     @property
     def replay_files(self) -> int:
@@ -103,11 +102,19 @@ class OperatorRestore:
 
     @property
     def snapshot_files(self) -> int:
-        return sum(1 for s in self.stores if s.snapshot)
+        return sum(1 for s in self.stores if s.snapshot_version > 0)
 
     @property
     def snapshot_bytes(self) -> int:
         return sum(s.snapshot_bytes for s in self.stores)
+
+
+@dataclass
+class OperatorRestore(StoreTotals):
+    """Totals for one operator: what its first batch after a restart loads."""
+
+    operator_id: int
+    stores: list[StoreRestore] = field(default_factory=list)
 
     @property
     def load_bytes(self) -> int:
@@ -130,7 +137,7 @@ class OperatorRestore:
 
 
 @dataclass
-class RestorePlan:
+class RestorePlan(StoreTotals):
     """What the first batch after a restart loads, for every stateful operator."""
 
     next_batch: int
@@ -139,20 +146,8 @@ class RestorePlan:
     operators: dict[int, OperatorRestore] = field(default_factory=dict)
 
     @property
-    def replay_files(self) -> int:
-        return sum(o.replay_files for o in self.operators.values())
-
-    @property
-    def replay_bytes(self) -> int:
-        return sum(o.replay_bytes for o in self.operators.values())
-
-    @property
-    def snapshot_files(self) -> int:
-        return sum(o.snapshot_files for o in self.operators.values())
-
-    @property
-    def snapshot_bytes(self) -> int:
-        return sum(o.snapshot_bytes for o in self.operators.values())
+    def stores(self) -> list[StoreRestore]:
+        return [s for op in self.operators.values() for s in op.stores]
 
     @property
     def load_bytes(self) -> int:
