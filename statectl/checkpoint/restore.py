@@ -87,8 +87,9 @@ class StoreRestore:
 
 
 class StoreTotals:
-    """One operator's totals over its ``stores`` (anything with ``snapshot_version``,
-    ``snapshot_bytes``, ``replay_files`` and ``replay_bytes``)."""
+    """Totals over ``stores`` (one operator's, or every operator's for a ``RestorePlan``): any
+    objects with ``snapshot_version`` (0: no snapshot), ``snapshot_bytes``, ``replay_files`` and
+    ``replay_bytes``."""
 
     stores: list
 
