@@ -93,6 +93,41 @@ def test_score_events_are_deterministic_valid_and_skewed():
     assert list(score_events(10, 5, 5, seed=8)) != list(score_events(10, 5, 5, seed=7))
 
 
+def _score_values_with_random_choices(count, players, products, seed, chunk=65_536):
+    """The generator as it was written first, one ``random.choices`` call per chunk: the numpy
+    version must draw exactly the same records from a seed."""
+    import random
+
+    from statectl.datasets import zipf_cum_weights
+
+    rng = random.Random(seed)
+    player_ids, product_ids = list(range(1, players + 1)), list(range(1, products + 1))
+    rng.shuffle(player_ids)
+    rng.shuffle(product_ids)
+    pw, qw = zipf_cum_weights(players), zipf_cum_weights(products)
+    out, done = [], 0
+    while done < count:
+        k = min(chunk, count - done)
+        ps = rng.choices(player_ids, cum_weights=pw, k=k)
+        qs = rng.choices(product_ids, cum_weights=qw, k=k)
+        scores = [int(rng.random() * 100_000) for _ in range(k)]
+        out += [b'{"score": %d%s, "product_id": %d, "player_id": %d}' % (s, b".5" if s & 7 == 0 else b"", q, p)
+                for s, q, p in zip(scores, qs, ps)]
+        done += k
+    return out
+
+
+@pytest.mark.parametrize("count, players, products, seed", [
+    (150_000, 1000, 100, 42),  # the benchmark's shape, over three chunks
+    (70_001, 5, 3, 9),  # a last chunk of one record
+    (10, 1, 1, 8),  # one player and one product: every draw lands on the same id
+    (0, 3, 3, 1),
+])
+def test_score_events_are_the_records_random_choices_draws(count, players, products, seed):
+    values = [v for _, v in score_events(count, players, products, seed)]
+    assert values == _score_values_with_random_choices(count, players, products, seed)
+
+
 def test_synthetic_leaderboard_tables_come_first():
     batches = dataset_batches("synthetic-leaderboard", DatasetOptions(count=10, players=3, products=2))
     assert [(b.topic, b.count) for b in batches] == [("players", 3), ("products", 2), ("score-events", 10)]
