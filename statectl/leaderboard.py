@@ -62,8 +62,14 @@ def encode_top(entries: list[ScoreEntry]) -> str:
 
 def materialize(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, list[dict]]:
     """The high-scores view from the topic's records in offset order: latest value per key; a
-    tombstone removes the game; unreadable values are skipped."""
+    tombstone removes the game; unreadable values are skipped. Games in id order."""
     view: dict[str, list[dict]] = {}
+    apply_records(view, records)
+    return in_game_order(view)
+
+
+def apply_records(view: dict[str, list[dict]], records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+    """Apply more of the topic's records to ``view`` in place (see ``materialize``)."""
     for key, value in records:
         if key is None:
             continue
@@ -77,4 +83,8 @@ def materialize(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[st
             continue
         if isinstance(entries, list):
             view[k] = entries
+
+
+def in_game_order(view: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """``view`` with its games in numeric id order (shorter ids first, then text)."""
     return dict(sorted(view.items(), key=lambda kv: (len(kv[0]), kv[0])))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from statectl.errors import UsageError
-from statectl.leaderboard import materialize
+from statectl.leaderboard import apply_records, in_game_order, materialize
 
 
 def read_view(bootstrap: str, topic: str) -> dict[str, list[dict]]:
@@ -34,11 +34,11 @@ def select_game(view: dict[str, list[dict]], product_id: str | None):
 class LiveView:
     """The view, refreshed by a background thread that tails the topic."""
 
-    def __init__(self, bootstrap: str, topic: str, poll_seconds: float = 0.5):
+    def __init__(self, bootstrap: str, topic: str, poll_seconds: float = 0.05):
         self.bootstrap = bootstrap
         self.topic = topic
         self.poll_seconds = poll_seconds
-        self._records: dict[bytes, bytes | None] = {}
+        self._games: dict[str, list[dict]] = {}  # the view as updated so far, in no order
         self._view: dict[str, list[dict]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -61,8 +61,8 @@ class LiveView:
         from statectl.adapters.kafka import tail_topic
 
         for batch in tail_topic(self.bootstrap, self.topic, self._stop, self.poll_seconds, on_caught_up=self.ready.set):
+            # Only the batch's records are parsed: a large view is not read again for each update.
+            apply_records(self._games, batch)
+            view = in_game_order(self._games)
             with self._lock:
-                for key, value in batch:
-                    if key is not None:
-                        self._records[key] = value
-                self._view = materialize(self._records.items())
+                self._view = view

@@ -51,3 +51,24 @@ def test_materialize_latest_value_wins_and_tombstones_delete():
         (None, b"[]"),
     ]
     assert materialize(records) == {"1": [{"score": 3}]}
+
+
+def test_a_view_updated_batch_by_batch_equals_one_read_of_the_whole_topic():
+    """The REST server's view is updated one consumed batch at a time (``apply_records``); ``query``
+    reads the topic once (``materialize``). Both must give the same view, in game order, including
+    an unreadable value after a good one (the good one stays) and a tombstone in a later batch."""
+    from statectl.leaderboard import apply_records, in_game_order
+
+    batches = [
+        [(b"10", b'[{"score": 1}]'), (b"2", b'[{"score": 2}]')],
+        [(b"10", b"{broken"), (b"3", b'[{"score": 3}]'), (b"2", b'"not a list"')],
+        [(b"3", None), (b"1", b'[{"score": 4}]'), (None, b"[]")],
+    ]
+    view: dict = {}
+    seen = []
+    for batch in batches:
+        apply_records(view, batch)
+        seen.append(list(in_game_order(view)))
+    assert in_game_order(view) == materialize(r for batch in batches for r in batch)
+    assert in_game_order(view) == {"1": [{"score": 4}], "2": [{"score": 2}], "10": [{"score": 1}]}
+    assert seen == [["2", "10"], ["2", "3", "10"], ["1", "2", "10"]]

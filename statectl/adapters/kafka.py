@@ -25,6 +25,9 @@ def client_config(bootstrap: str, **extra) -> dict:
         "bootstrap.servers": bootstrap,
         "logger": _log,
         "socket.connection.setup.timeout.ms": 3000,
+        # librdkafka waits half the initial backoff (50 ms at its default of 100) before it
+        # connects to the broker the bootstrap server named: every client paid that once.
+        "reconnect.backoff.ms": 20,
         "reconnect.backoff.max.ms": 1000,
     }
     conf.update(extra)
@@ -179,7 +182,9 @@ def iter_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> Iterator[Co
         consumer.assign(assignment)
         deadline = time.monotonic() + timeout
         while ends and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=10_000, timeout=0.5):
+            # consume() waits for all num_messages or the timeout: a short timeout returns
+            # what has arrived instead of holding a small topic's records back for it.
+            for msg in consumer.consume(num_messages=10_000, timeout=0.05):
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         continue
@@ -338,7 +343,7 @@ def validate_new_topics(admin, specs: list[TopicSpec], timeout: float = 15.0) ->
     return failures
 
 
-def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.5, on_caught_up=None):
+def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.05, on_caught_up=None):
     """Yield lists of (key, value) from the start of ``topic`` and then as records arrive, until ``stop`` is set.
 
     ``on_caught_up`` is called once the records present at the start have been read.
@@ -362,12 +367,13 @@ def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.5, on_c
                         if pending_eof is None:
                             pending_eof = {p.partition for p in consumer.assignment()}
                         pending_eof.discard(msg.partition())
-                        if not pending_eof and on_caught_up:
-                            on_caught_up()
-                            on_caught_up = None
                     continue
                 batch.append((msg.key(), msg.value()))
             if batch:
                 yield batch
+            # Caught up only once the caller has taken the batch that reached the end.
+            if pending_eof is not None and not pending_eof and on_caught_up:
+                on_caught_up()
+                on_caught_up = None
     finally:
         consumer.close()
