@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import traceback
@@ -40,8 +41,34 @@ def report_error(exc: BaseException) -> None:
     error_line(str(exc))
 
 
+def reflow_help(text: str | None) -> str | None:
+    """A docstring with each prose paragraph on one line, for the terminal to wrap.
+
+    Typer keeps a docstring's line breaks, so text wrapped at 100 columns came out on an
+    80-column terminal as every line broken in two. Paragraphs with an indented line (the
+    examples) keep their lines."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        p if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines())
+        else " ".join(line.strip() for line in p.splitlines())
+        for p in paragraphs
+    )
+
+
+def _reflow_command_help(command) -> None:
+    command.help = reflow_help(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_command_help(sub)
+
+
 class StatectlGroup(TyperGroup):
     """The root group: turns StatectlError into one line on stderr and its exit code."""
+
+    def main(self, *args, **kwargs):
+        _reflow_command_help(self)
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx):
         try:
