@@ -9,6 +9,11 @@ installs it) sends the same pre-generated records with `kcat -P -l`. Every tool 
 with the same partition count; each run's count is checked against the topic's end offsets.
 Wall time includes process start-up; statectl's own figure (records/s between the first and the
 last acknowledgement) is printed beside it. Targets (issue 2): >= 150,000 msgs/s and >= 0.8 x kcat.
+
+With --ceiling, two more rows: `benchmarks/_bare_produce.py`, the least a Python process can do
+to send the same file with confluent-kafka and statectl's producer settings (no CLI, no checks,
+no accounting), in one process and split over two forked ones: the best ratio a Python tool on
+this stack reaches on this machine.
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also time a bare confluent-kafka script, in 1 and 2 processes")
     args = ap.parse_args()
     kcat = shutil.which("kcat")
     if not kcat:
@@ -74,6 +81,8 @@ def main() -> None:
         for _, value in score_events(args.events, players=1000, products=100, seed=42):
             f.write(value + b"\n")
     results: dict[str, list[float]] = {"statectl synthetic": [], "statectl --file": [], "kcat -P": []}
+    bare = {f"bare python, {n} process{'es' if n > 1 else ''}": n for n in ((1, 2) if args.ceiling else ())}
+    results.update({name: [] for name in bare})
     own: list[float] = []
     try:
         with throwaway_broker() as bootstrap:
@@ -92,6 +101,14 @@ def main() -> None:
                 results["kcat -P"].append(args.events / elapsed)
                 assert end_offsets(bootstrap, f"kcat-{r}") == args.events
 
+                for name, processes in bare.items():
+                    bare_topic = f"bare{processes}-{r}"
+                    create(bootstrap, bare_topic)
+                    elapsed, _ = timed([sys.executable, str(REPO / "benchmarks" / "_bare_produce.py"), bootstrap,
+                                        bare_topic, str(data), str(processes), "4"])
+                    results[name].append(args.events / elapsed)
+                    assert end_offsets(bootstrap, bare_topic) == args.events
+
                 elapsed, out = timed([*STATECTL, "produce-test-data", "synthetic-leaderboard", "--count", str(args.events),
                                       "-b", bootstrap, "--json"])
                 total = sum(t["delivered"] for t in json.loads(out)["topics"])
@@ -102,10 +119,10 @@ def main() -> None:
 
     kcat_rate = statistics.median(results["kcat -P"])
     print(f"\n{args.events:,} score events, {args.rounds} rounds, medians of wall-clock msgs/s (process start included)")
-    print(f"{'tool':<22}{'msgs/s':>12}{'x kcat':>9}")
+    print(f"{'tool':<26}{'msgs/s':>12}{'x kcat':>9}")
     for name, rates in results.items():
         rate = statistics.median(rates)
-        print(f"{name:<22}{rate:>12,.0f}{rate / kcat_rate:>9.2f}")
+        print(f"{name:<26}{rate:>12,.0f}{rate / kcat_rate:>9.2f}")
     print(f"\nstatectl --file, its own figure (first to last ack): {statistics.median(own):,.0f} msgs/s")
     print("targets: >= 150,000 msgs/s and >= 0.8 x kcat")
 
