@@ -244,22 +244,21 @@ def score_value_chunks(count: int, players: int, products: int, seed: int,
     rng.shuffle(product_ids)
     rnd = rng.random
 
-    def choices(population: list[int], cum_weights: list[float], k: int, draws) -> list[int]:
+    def chooser(population: list[int], cum_weights: list[float]):
         # random.choices: population[bisect_right(cum_weights, random() * total, 0, n - 1)]
-        total = cum_weights[-1] + 0.0
-        at = np.searchsorted(np.array(cum_weights[:-1]), draws * total, side="right")
-        return np.array(population)[at].tolist()
+        ids, bounds, total = np.array(population), np.array(cum_weights[:-1]), cum_weights[-1] + 0.0
+        return lambda draws: ids[np.searchsorted(bounds, draws * total, side="right")].tolist()
 
-    pw = zipf_cum_weights(players)
-    qw = zipf_cum_weights(products)
+    choose_players = chooser(player_ids, zipf_cum_weights(players))
+    choose_products = chooser(product_ids, zipf_cum_weights(products))
     whole = b'{"score": %d, "product_id": %d, "player_id": %d}'
     half = b'{"score": %d.5, "product_id": %d, "player_id": %d}'
     done = 0
     while done < count:
         k = min(chunk, count - done)
         draws = np.fromiter(itertools.starmap(rnd, itertools.repeat((), 3 * k)), float, 3 * k)
-        ps = choices(player_ids, pw, k, draws[:k])
-        qs = choices(product_ids, qw, k, draws[k:2 * k])
+        ps = choose_players(draws[:k])
+        qs = choose_products(draws[k:2 * k])
         scores = (draws[2 * k:] * 100_000).astype(np.int64).tolist()  # int(random() * 100_000)
         yield [(half if s & 7 == 0 else whole) % (s, q, p) for s, q, p in zip(scores, qs, ps)]
         done += k
