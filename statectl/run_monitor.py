@@ -32,13 +32,15 @@ class RunMonitor:
 
     def __init__(self, sinks: list[EventSink], plan: dict[int, OperatorPlan] | None = None, *,
                  log_tail: LogTail | None = None, stage_poll: StagePoll | None = None,
-                 context: dict | None = None, notes: list[str] | None = None, tick: float = 0.25):
+                 context: dict | None = None, notes: list[str] | None = None, tick: float = 0.1):
         self.sinks = [s for s in sinks if s is not None]
         self.plan = plan or {}
         self.log_tail = log_tail
         self.stage_poll = stage_poll
         self.context = dict(context or {})
         self.notes = list(notes or [])
+        # A store loads in a few hundred ms: a slower look at the log could see a restore only
+        # once it was over, never part of the way.
         self.tick = tick
         self.lifecycle = Lifecycle()
         self.catch_up = CatchUp()
