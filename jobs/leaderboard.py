@@ -40,11 +40,22 @@ The processor lives in ``jobs/leaderboard_operators.py`` and its batch logic (nu
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.common import INT_PATTERN, NON_FINITE, OUTPUT_SCHEMA, JobPlan, kafka_source
-from jobs.leaderboard_operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
+from jobs.leaderboard_operators import (
+    COLUMNS,
+    GAME_BUCKET_KEYS,
+    KIND_DEAD_LETTER,
+    KIND_PLAYER,
+    KIND_PLAYER_DELETE,
+    KIND_PRODUCT,
+    KIND_PRODUCT_DELETE,
+    KIND_SCORE,
+    PASS_THROUGH,
+    Leaderboard,
+)
 from statectl.adapters.kafka import TopicSpec
 from statectl.config import LeaderboardConfig
 
@@ -54,96 +65,124 @@ REASONS = [
 ]
 
 # ---------------------------------------------------------------- parsing (Spark SQL, no Python)
-def _parse(src: DataFrame, topics, max_bytes: int) -> DataFrame:
-    """Kafka rows of all three topics -> ROW_SCHEMA rows, validated; bad ones become ``dlq`` rows.
+SCORE_SCHEMA = "player_id LONG, product_id LONG, score DOUBLE"
 
-    The common case costs one typed JSON parse. Only a score that fails it is parsed again as
-    text to say why (missing field, mistyped field, non-finite score, malformed JSON).
+
+def _dead_letter(reason: Column, detail: Column, raw: Column) -> Column:
+    """A dead letter's JSON: why, where the record came from, and (the start of) its value."""
+    return F.to_json(F.struct(
+        reason.alias("reason"), detail.alias("detail"), F.col("topic").alias("sourceTopic"),
+        F.col("partition").alias("sourcePartition"), F.col("offset").alias("sourceOffset"),
+        F.col("key").cast("string").alias("sourceKey"), raw.alias("value"),
+    ))
+
+
+def _raw_text(max_bytes: int) -> Column:
+    """The value as text for a dead letter: whole up to ``max_bytes``, else its first 1024 characters."""
+    value = F.col("value").cast("string")
+    return F.when(F.length("value") <= max_bytes, value).otherwise(F.substring(value, 1, 1024))
+
+
+def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
+    """The score-events source -> ``ROW_SCHEMA`` rows (and ``bucket``); bad ones become dead letters.
+
+    A good score costs one typed JSON parse and a few comparisons: this runs once per event,
+    and it is most of what the job does in Spark. Only a score that fails is parsed again, as
+    text, to say why (missing field, mistyped field, non-finite score, malformed JSON).
     """
-    topic = F.col("topic")
     small = F.length("value") <= max_bytes
-    is_score = topic == topics.score_events
-    is_player = topic == topics.players
-    raw = F.when(small, F.col("value").cast("string"))
-    typed = F.from_json(raw, "player_id LONG, product_id LONG, score DOUBLE")
-    table = F.from_json(raw, "name STRING, _corrupt STRING", {"columnNameOfCorruptRecord": "_corrupt"})
-    parsed = src.select(
-        "topic", "partition", "offset",
-        F.col("key").cast("string").alias("rkey"),
-        F.col("value").isNull().alias("is_null"),
-        small.alias("small"),
-        F.unix_millis("timestamp").alias("ts"),
-        F.when(small, raw).otherwise(F.substring(F.col("value").cast("string"), 1, 1024)).alias("raw"),
-        is_score.alias("is_score"),
-        is_player.alias("is_player"),
-        F.when(is_score, typed).alias("s"),
-        F.when(~is_score, table).alias("t"),
+    typed = src.select("key", "value", "topic", "partition", "offset", F.unix_millis("timestamp").alias("ts"),
+                       F.from_json(F.when(small, F.col("value").cast("string")), SCORE_SCHEMA).alias("s"))
+    s = F.col("s")
+    ok = F.coalesce(
+        (s["player_id"] >= 0) & (s["product_id"] >= 0) & ~F.isnan(s["score"]) & (F.abs(s["score"]) != float("inf")),
+        F.lit(False),
     )
-    s, t = F.col("s"), F.col("t")
-    score_ok = (
-        (s["player_id"] >= 0) & (s["product_id"] >= 0) & s["score"].isNotNull()
-        & ~F.isnan(s["score"]) & (F.abs(s["score"]) != float("inf"))
-    )
-    # Diagnostics for a score that failed the typed parse, on its text form.
-    text = F.from_json(F.col("raw"), "player_id STRING, product_id STRING, score STRING, _corrupt STRING",
+    # Why a score failed, on its text form. Evaluated only for the ones that did (below ~ok).
+    raw = _raw_text(max_bytes)
+    text = F.from_json(raw, "player_id STRING, product_id STRING, score STRING, _corrupt STRING",
                        {"columnNameOfCorruptRecord": "_corrupt"})
-    score_text = F.trim(text["score"])
-    score_reason = (
-        F.when(F.col("is_null"), "null_value")
-        .when(~F.col("small"), "oversized")
-        .when(score_ok, F.lit(None))
+    reason = (
+        F.when(F.col("value").isNull(), "null_value")
+        .when(~small, "oversized")
         .when(text.isNull() | text["_corrupt"].isNotNull(), "malformed_json")
         .when(text["player_id"].isNull() | text["product_id"].isNull() | text["score"].isNull(), "missing_field")
-        .when(F.lower(score_text).isin(*NON_FINITE) | F.isnan(s["score"]) | (F.abs(s["score"]) == float("inf")),
-              "non_finite_score")
+        .when(F.lower(F.trim(text["score"])).isin(*NON_FINITE) | F.isnan(s["score"])
+              | (F.abs(s["score"]) == float("inf")), "non_finite_score")
         .otherwise("mistyped_field")
     )
-    key_ok = F.col("rkey").isNotNull() & F.col("rkey").rlike(INT_PATTERN)
-    table_kind = F.when(F.col("is_player"), F.lit("player")).otherwise(F.lit("product"))
-    table_reason = (
-        F.when(~key_ok, "invalid_key")
-        .when(F.col("is_null"), F.lit(None))
-        .when(~F.col("small"), "oversized")
-        .when(t.isNull() | t["_corrupt"].isNotNull() | t["name"].isNull(), F.concat(F.lit("malformed_"), table_kind))
-    )
-    # Materialise the reason once; everything below reads the column.
-    with_reason = parsed.select("*", F.when(F.col("is_score"), score_reason).otherwise(table_reason).alias("reason"))
-    reason = F.col("reason")
     missing = F.concat_ws(", ", *[F.when(text[c].isNull(), F.lit(c)) for c in ("player_id", "product_id", "score")])
     detail = (
         F.when(reason == "missing_field", F.concat(F.lit("missing "), missing))
-        .when(reason == "mistyped_field", F.lit("player_id and product_id must be non-negative JSON integers, score a JSON number"))
+        .when(reason == "mistyped_field", F.lit("player_id and product_id must be non-negative JSON integers, "
+                                                "score a JSON number"))
         .when(reason == "oversized", F.lit(f"larger than {max_bytes} bytes"))
-        .when(reason == "invalid_key", F.lit("a table key must be a non-negative integer id"))
-        .when(reason.startswith("malformed_") & ~F.col("is_score"), F.lit('expected a JSON object with a "name"'))
     )
-    good = reason.isNull()
-    is_score, is_player = F.col("is_score"), F.col("is_player")
-    kind = (
-        F.when(~good, "dlq")
-        .when(is_score, "score")
-        .when(F.col("is_null"), F.concat(table_kind, F.lit("_delete")))
-        .otherwise(table_kind)
-    )
-    table_id = F.col("rkey").cast("long")
-    dead_letter = F.to_json(F.struct(
-        reason.alias("reason"), F.when(~good, detail).alias("detail"), F.col("topic").alias("sourceTopic"),
-        F.col("partition").alias("sourcePartition"), F.col("offset").alias("sourceOffset"), F.col("rkey").alias("sourceKey"),
-        F.col("raw").alias("value"),
-    ))
-    return with_reason.select(
-        kind.alias("kind"),
-        F.when(good & is_score, s["player_id"]).when(good & is_player, table_id)
-        .otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
-        F.when(good & is_score, s["product_id"]).when(good & ~is_player, table_id)
-        .otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
-        F.when(good & is_score, s["score"]).alias("score"),
-        F.when(good & ~is_score, t["name"]).alias("name"),
-        F.col("ts"),
+    keys = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
+    bucket = F.element_at(keys, F.pmod(s["product_id"], F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
+    return typed.select(
+        F.when(ok, bucket).otherwise(F.lit(PASS_THROUGH)).cast("bigint").alias("bucket"),
+        F.when(ok, F.lit(KIND_SCORE)).otherwise(F.lit(KIND_DEAD_LETTER)).cast("byte").alias("kind"),
+        F.when(ok, s["player_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
+        F.when(ok, s["product_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
+        F.when(ok, s["score"]).alias("score"),
+        F.when(~ok, _dead_letter(reason, detail, raw)).alias("text"),
+        "ts",
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
-        F.when(~good, dead_letter).alias("dlq"),
     )
+
+
+def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
+    """A table source (``table`` is ``player`` or ``product``) -> ``ROW_SCHEMA`` rows (and ``bucket``):
+    an upsert, a delete (null value), or a dead letter (bad key, oversized or malformed value).
+    A players-table row goes to every bucket (each holds a replica of the table), a
+    products-table row to its game's."""
+    small = F.length("value") <= max_bytes
+    rkey = F.col("key").cast("string")
+    parsed = src.select(
+        "key", "value", "topic", "partition", "offset", F.unix_millis("timestamp").alias("ts"),
+        F.from_json(F.when(small, F.col("value").cast("string")), "name STRING, _corrupt STRING",
+                    {"columnNameOfCorruptRecord": "_corrupt"}).alias("t"),
+    )
+    t = F.col("t")
+    is_null = F.col("value").isNull()
+    reason = (
+        F.when(rkey.isNull() | ~rkey.rlike(INT_PATTERN), "invalid_key")
+        .when(is_null, F.lit(None))
+        .when(~small, "oversized")
+        .when(t.isNull() | t["_corrupt"].isNotNull() | t["name"].isNull(), f"malformed_{table}")
+    )
+    detail = (
+        F.when(reason == "invalid_key", F.lit("a table key must be a non-negative integer id"))
+        .when(reason == "oversized", F.lit(f"larger than {max_bytes} bytes"))
+        .when(reason.startswith("malformed_"), F.lit('expected a JSON object with a "name"'))
+    )
+    with_reason = parsed.select("*", reason.alias("reason"))
+    good = F.col("reason").isNull()
+    upsert, delete = (KIND_PLAYER, KIND_PLAYER_DELETE) if table == "player" else (KIND_PRODUCT, KIND_PRODUCT_DELETE)
+    kind = F.when(~good, F.lit(KIND_DEAD_LETTER)).when(is_null, F.lit(delete)).otherwise(F.lit(upsert))
+    table_id = F.when(good, rkey.cast("long")).otherwise(F.lit(PASS_THROUGH))
+    rows = with_reason.select(
+        kind.cast("byte").alias("kind"),
+        (table_id if table == "player" else F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
+        (table_id if table == "product" else F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
+        F.lit(None).cast("double").alias("score"),
+        F.when(good, t["name"]).otherwise(_dead_letter(F.col("reason"), detail, _raw_text(max_bytes))).alias("text"),
+        "ts",
+        F.col("partition").alias("part"),
+        F.col("offset").alias("off"),
+    )
+    if table == "player":
+        every = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
+        buckets = F.when(F.col("kind") == KIND_DEAD_LETTER, F.array(F.lit(PASS_THROUGH))).otherwise(every)
+        rows = rows.withColumn("bucket", F.explode(buckets.cast("array<bigint>")))
+    else:
+        keys = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
+        bucket = F.element_at(keys, F.pmod(F.col("product_id"), F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
+        rows = rows.withColumn("bucket", F.when(F.col("kind") == KIND_DEAD_LETTER, F.lit(PASS_THROUGH))
+                               .otherwise(bucket).cast("bigint"))
+    return rows.select("bucket", *COLUMNS)
 
 
 # ---------------------------------------------------------------- the job
@@ -173,19 +212,6 @@ def check_checkpoint(layout) -> str | None:
 TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}
 
 
-def with_bucket(rows: DataFrame, every_bucket: bool = False) -> DataFrame:
-    """The operator's grouping column: a score's or products-table row's game bucket (its key
-    in ``GAME_BUCKET_KEYS``), dead letters the pass-through key. With ``every_bucket`` (the
-    players source), a players-table row goes to every bucket: each holds a replica of the table."""
-    keys = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
-    if every_bucket:
-        buckets = F.when(F.col("kind").isin("player", "player_delete"), keys).otherwise(F.array(F.lit(PASS_THROUGH)))
-        return rows.withColumn("bucket", F.explode(buckets.cast("array<bigint>")))
-    bucket = F.element_at(keys, F.pmod(F.col("product_id"), F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
-    return rows.withColumn("bucket", F.when(F.col("product_id") >= 0, bucket).otherwise(F.lit(PASS_THROUGH))
-                           .cast("bigint"))
-
-
 def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame:
     """The operator's input: the three topics read, parsed, and given their ``bucket``."""
     t = config.topics
@@ -196,11 +222,11 @@ def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame
     scores = kafka_source(spark, bootstrap, [t.score_events], k.starting_offsets, k.max_offsets_per_trigger,
                           k.min_partitions)
     players, products = (kafka_source(spark, bootstrap, [name], k.starting_offsets) for name in (t.players, t.products))
-    # Each source is parsed on its own so that only the players' rows pass through an explode.
+    # Each source is parsed on its own: the score events, nearly every row, take the short path.
     max_bytes = config.leaderboard.max_record_bytes
-    return (with_bucket(_parse(scores, t, max_bytes))
-            .unionByName(with_bucket(_parse(players, t, max_bytes), every_bucket=True))
-            .unionByName(with_bucket(_parse(products, t, max_bytes))))
+    return (_parse_scores(scores, max_bytes)
+            .unionByName(_parse_table(players, "player", max_bytes))
+            .unionByName(_parse_table(products, "product", max_bytes)))
 
 
 def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:

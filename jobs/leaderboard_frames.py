@@ -11,6 +11,21 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from jobs.leaderboard_operators import (
+    KIND_DEAD_LETTER,
+    KIND_PLAYER,
+    KIND_PLAYER_DELETE,
+    KIND_PRODUCT,
+    KIND_PRODUCT_DELETE,
+    KIND_SCORE,
+)
+
+#: A score's columns as the join hands them on (joined, or as dead letters).
+SCORE_COLUMNS = ("player_id", "product_id", "score", "ts", "part", "off")
+#: Up to this ``top_n``, ``_at_least_the_cut`` finds each game's cut with ``top_n`` passes of a
+#: per-game maximum (no sort); above it, with one sort.
+CUT_BY_PASSES_UP_TO = 8
+
 
 def dead_letter(reason: str, detail: str, topic: str, row) -> str:
     """A dead letter's JSON for a valid score row that could not be joined (its text is rebuilt)."""
@@ -55,91 +70,107 @@ def contenders(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
 
 
 def _at_least_the_cut(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
-    """Per game, the rows scoring at least the ``top_n``-th best distinct (player, score) pair:
-    every row of the pairs that can rank (all rows of a pair share its score). Sorted by game and
-    score only; each game is then walked from its best score until ``top_n`` pairs were seen."""
+    """Per game, the rows scoring at least the game's ``top_n``-th best distinct score *value*.
+
+    A superset of the rows that can rank: those hold at least ``top_n`` distinct (player, score)
+    pairs, so the ``top_n``-th best pair scores no less. Found without sorting the batch (a
+    sort of every score was most of the ranking's time): ``top_n`` passes, each taking every
+    game's best score below the previous pass's. A game with fewer distinct values keeps all
+    its rows. Above ``CUT_BY_PASSES_UP_TO``, one sort by game and score does it instead.
+    """
     n = len(joined)
     if n <= top_n:
         return joined
-    game = joined["product_id"].to_numpy()
     score = joined["score"].to_numpy()
-    player = joined["player_id"].to_numpy()
-    order = np.lexsort((-score, game))
-    g, sc, p = game[order], score[order], player[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]).tolist()
-    keep = []
-    for start, end in zip(starts, starts[1:] + [n]):
-        seen = set()
-        cut = end - 1
-        for i in range(start, end):
-            seen.add((p[i], sc[i]))
-            if len(seen) == top_n:
-                cut = i
-                break
-        # Rows after the cut with the same score stay too: sorted by score descending.
-        stop = start + int(np.searchsorted(-sc[start:end], -sc[cut], side="right"))
-        keep.append(order[start:stop])
-    return joined.iloc[np.concatenate(keep)]
+    codes, games = pd.factorize(joined["product_id"].to_numpy())
+    if top_n <= CUT_BY_PASSES_UP_TO:
+        cut = np.full(len(games), np.inf)
+        for _ in range(top_n):
+            below = score < cut[codes]
+            best = np.full(len(games), -np.inf)  # -inf: no value left, so every row stays
+            np.maximum.at(best, codes[below], score[below])
+            cut = best
+        return joined[score >= cut[codes]]
+    order = np.lexsort((-score, codes))
+    c, sc = codes[order], score[order]
+    new_value = np.r_[True, (c[1:] != c[:-1]) | (sc[1:] != sc[:-1])]
+    value_index = np.cumsum(new_value) - 1
+    game_starts = np.r_[True, c[1:] != c[:-1]]
+    rank = value_index - np.maximum.accumulate(np.where(game_starts, value_index, 0))
+    return joined.iloc[np.sort(order[rank < top_n])]
 
 
-def as_of_table(pdf: pd.DataFrame, key: str, upsert: str, delete: str, stored_values) -> tuple:
-    """Each score's table value as of its processing time, for every key in ``pdf`` at once.
+def as_of_table(kind, cols: dict, scores, key: str, upsert: int, delete: int, stored_values) -> tuple:
+    """Each score's table value as of its processing time, for every key at once.
 
-    ``pdf`` holds one micro-batch's rows of some keys (column ``key``): table rows (kinds
-    ``upsert``/``delete``) and scores. A score's value is that of the latest table row of its key
-    processed before it, or else the value stored before the batch: ``stored_values(ids) ->
-    {id: value or None}``, asked once, only about keys with a score that no table row precedes.
-    Processing order is (timestamp, table rows first, partition, offset), so the table rows that
-    precede a score are exactly those of its key with a timestamp at most the score's.
-    Returns ``(known, finals)``: per row of ``pdf`` the value known (None for an unknown or
-    deleted key, and for table rows), and ``[(id, value or None)]`` for every key the batch
-    updated (None: deleted).
+    ``kind`` and ``cols`` (column name -> array) hold one micro-batch's rows of some keys (column
+    ``key``): table rows (kinds ``upsert``/``delete``) and scores, whose positions are ``scores``.
+    A score's value is that of the latest table row of its key processed before it, or else the
+    value stored before the batch: ``stored_values(ids) -> {id: value or None}``, asked once,
+    only about keys with a score that no table row precedes. Processing order is (timestamp,
+    table rows first, partition, offset), so the table rows that precede a score are exactly
+    those of its key with a timestamp at most the score's.
 
-    Only the table rows are sorted (a batch has few); each score finds its key's latest
-    preceding table row by binary search over (key, timestamp) packed into one int64 (with
-    timestamps too far apart for that, their ranks).
+    Returns ``(values, known, finals)``: per score the value known (None for an unknown or
+    deleted key) and whether there is one, and ``[(id, value or None)]`` for every key the
+    batch updated (None: deleted).
+
+    Only the table rows are sorted (a batch has few). Each score finds its key among them by
+    hashing; a key with one table row in the batch (the usual case) needs one comparison of
+    timestamps, one with several a binary search over (key, timestamp) packed into one int64
+    (with timestamps too far apart for that, their ranks).
     """
-    n = len(pdf)
-    kind = pdf["kind"].to_numpy(dtype=object)
-    ids = pdf[key].to_numpy()
-    ts = pdf["ts"].to_numpy()
-    is_delete = kind == delete
-    table = np.flatnonzero((kind == upsert) | is_delete)
-    scores = np.flatnonzero(kind == "score")
-    known = np.full(n, None, dtype=object)
-    if len(table):
-        table = table[np.lexsort((pdf["off"].to_numpy()[table], pdf["part"].to_numpy()[table], ts[table], ids[table]))]
-    t_ids = ids[table]
-    t_values = np.where(is_delete[table], None, pdf["name"].to_numpy(dtype=object)[table])
-    last_of_key = np.r_[t_ids[1:] != t_ids[:-1], True] if len(table) else np.zeros(0, dtype=bool)
-    finals = list(zip(t_ids[last_of_key].tolist(), t_values[last_of_key].tolist()))
+    ids, ts = cols[key], cols["ts"]
+    table = np.flatnonzero((kind == upsert) | (kind == delete))
+    if len(table) > 1:
+        table = table[np.lexsort((cols["off"][table], cols["part"][table], ts[table], ids[table]))]
+    t_ids, t_ts = ids[table], ts[table]
+    t_known = kind[table] == upsert
+    t_values = np.where(t_known, cols["text"][table], None)
+    boundary = t_ids[1:] != t_ids[:-1]
+    starts = np.flatnonzero(np.r_[True, boundary]) if len(table) else np.zeros(0, dtype=np.int64)
+    lasts = np.flatnonzero(np.r_[boundary, True]) if len(table) else np.zeros(0, dtype=np.int64)
+    finals = list(zip(t_ids[lasts].tolist(), t_values[lasts].tolist()))
 
-    s_ids = ids[scores]
-    preceding = np.full(len(scores), -1)  # index into ``table`` of the score's latest preceding table row
+    s_ids, s_ts = ids[scores], ts[scores]
+    # Where each score's value comes from: an index into ``table`` (the key's latest table row
+    # processed before the score), or -1 until it is known to come from state.
+    source = np.full(len(scores), -1)
     if len(table) and len(scores):
-        keys = t_ids[last_of_key]  # sorted, unique
-        rank = np.searchsorted(keys, s_ids)  # a key without table rows lands beside another key's rows
-        low = int(ts.min())
-        span = int(ts.max()) - low + 1
-        if len(keys) * span < 2**62:
-            order_ts = ts - low
-        else:  # timestamps too far apart to pack beside the key: pack their ranks (same order)
-            distinct, order_ts = np.unique(ts, return_inverse=True)
-            span = len(distinct)
-        packed_table = np.searchsorted(keys, t_ids) * span + order_ts[table]
-        packed_scores = rank * span + order_ts[scores]
-        j = np.searchsorted(packed_table, packed_scores, side="right") - 1
-        same_key = (j >= 0) & (t_ids[np.maximum(j, 0)] == s_ids)
-        preceding = np.where(same_key, j, -1)
-    from_table = preceding >= 0
-    known[scores[from_table]] = t_values[preceding[from_table]]
-    from_state = ~from_table
-    if from_state.any():
-        wanted = np.unique(s_ids[from_state])
+        k = pd.Index(t_ids[starts]).get_indexer(s_ids)  # the score's key among the batch's table keys
+        has = np.flatnonzero(k >= 0)
+        first = starts[k[has]]
+        source[has] = np.where(t_ts[first] <= s_ts[has], first, -1)
+        several = has[(lasts - starts)[k[has]] > 0]
+        if len(several):
+            source[several] = _latest_preceding(t_ts, starts, k[several], s_ts[several])
+    from_state = np.flatnonzero(source < 0)
+    state_values = np.zeros(0, dtype=object)
+    if len(from_state):
+        wanted = pd.unique(s_ids[from_state])
         stored = stored_values(wanted.tolist())
-        values = np.array([stored.get(i) for i in wanted.tolist()], dtype=object)
-        known[scores[from_state]] = values[np.searchsorted(wanted, s_ids[from_state])]
-    return known, finals
+        state_values = np.array([stored.get(i) for i in wanted.tolist()], dtype=object)
+        source[from_state] = len(table) + pd.Index(wanted).get_indexer(s_ids[from_state])  # after the table rows
+    values = np.concatenate([t_values, state_values])[source]
+    known = np.concatenate([t_known, np.array([v is not None for v in state_values], dtype=bool)])[source]
+    return values, known, finals
+
+
+def _latest_preceding(t_ts, starts, key_index, s_ts):
+    """For scores of keys with several table rows in the batch: the index of the key's latest
+    table row with a timestamp at most the score's, or -1. ``t_ts`` is sorted within each key,
+    whose rows start at ``starts``; ``key_index`` is each score's key (an index into ``starts``)."""
+    row_key = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(t_ts)]))
+    low = int(min(t_ts.min(), s_ts.min()))
+    span = int(max(t_ts.max(), s_ts.max())) - low + 1
+    if len(starts) * span < 2**62:
+        t_order, s_order = t_ts - low, s_ts - low
+    else:  # timestamps too far apart to pack beside the key: pack their ranks (same order)
+        distinct = np.unique(np.r_[t_ts, s_ts])
+        t_order, s_order = np.searchsorted(distinct, t_ts), np.searchsorted(distinct, s_ts)
+        span = len(distinct)
+    j = np.searchsorted(row_key * span + t_order, key_index * span + s_order, side="right") - 1
+    return np.where((j >= 0) & (row_key[np.maximum(j, 0)] == key_index), j, -1)
 
 
 def join_scores(pdf: pd.DataFrame, stored_names, stored_games) -> tuple:
@@ -149,20 +180,26 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games) -> tuple:
 
     ``stored_names(ids)`` and ``stored_games(ids)`` return ``{id: name or None}`` as held in state
     before the batch (see ``as_of_table``). Returns ``(joined, unknown_player, unknown_product,
-    player_finals, game_finals)``: the scores with a known player and game, ``name`` and
-    ``game_name`` set; the scores whose player was unknown at the time; those whose player was
-    known but game was not; and each table's updates ``[(id, name or None)]`` (None: deleted).
+    player_finals, game_finals)``: the scores with a known player and game (``SCORE_COLUMNS``,
+    ``name`` and ``game_name``); the scores whose player was unknown at the time; those whose
+    player was known but game was not; and each table's updates ``[(id, name or None)]`` (None:
+    deleted).
     """
-    name, player_finals = as_of_table(pdf, "player_id", "player", "player_delete", stored_names)
-    game, game_finals = as_of_table(pdf, "product_id", "product", "product_delete", stored_games)
-    rows = np.flatnonzero(pdf["kind"].to_numpy(dtype=object) == "score")
-    scores = pdf.iloc[rows].reset_index(drop=True)
-    score_name, score_game = name[rows], game[rows]
-    no_player = pd.isna(score_name)
-    no_game = ~no_player & pd.isna(score_game)
-    ok = ~no_player & ~no_game
-    joined = scores[ok].assign(name=score_name[ok], game_name=score_game[ok])
-    return joined, scores[no_player], scores[no_game], player_finals, game_finals
+    kind = pdf["kind"].to_numpy()
+    cols = {c: pdf[c].to_numpy() for c in (*SCORE_COLUMNS, "text")}
+    scores = np.flatnonzero(kind == KIND_SCORE)
+    name, has_player, player_finals = as_of_table(kind, cols, scores, "player_id", KIND_PLAYER,
+                                                  KIND_PLAYER_DELETE, stored_names)
+    game, has_game, game_finals = as_of_table(kind, cols, scores, "product_id", KIND_PRODUCT,
+                                              KIND_PRODUCT_DELETE, stored_games)
+
+    def rows(mask, **extra) -> pd.DataFrame:
+        at = scores[mask]
+        return pd.DataFrame({**{c: cols[c][at] for c in SCORE_COLUMNS}, **extra})
+
+    ok = has_player & has_game
+    joined = rows(ok, name=name[ok], game_name=game[ok])
+    return joined, rows(~has_player), rows(has_player & ~has_game), player_finals, game_finals
 
 
 def in_processing_order(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -179,13 +216,13 @@ def one_frame(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
         return frames[0].reset_index(drop=True)
     dtypes = [tuple(f.dtypes) for f in frames]
     if all(d == dtypes[0] for d in dtypes):
-        # pd.concat checks every value of an all-null object column (name, dlq: null for every
-        # score) in Python; joining the columns' arrays is two orders of magnitude faster.
+        # pd.concat checks every value of an all-null object column (text: null for every score)
+        # in Python; joining the columns' arrays is two orders of magnitude faster.
         return pd.DataFrame({c: np.concatenate([f[c].to_numpy() for f in frames]) for c in frames[0].columns})
     return pd.concat(frames, ignore_index=True)
 
 
 def unjoined(scores: pd.DataFrame, reason: str, detail: str, score_topic: str) -> pd.DataFrame:
-    """``scores`` turned into dead-letter rows (kind ``dlq``) with ``reason``."""
+    """``scores`` turned into dead-letter rows (``text``: the letter) with ``reason``."""
     letters = [dead_letter(reason, detail, score_topic, r) for r in scores.itertuples(index=False)]
-    return scores.assign(kind="dlq", dlq=letters, reason=reason)
+    return scores.assign(kind=KIND_DEAD_LETTER, text=letters, reason=reason)

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Iterator
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ByteType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from statectl.adapters import spark_tws
 from statectl.leaderboard import ScoreEntry, encode_top, merge_top
@@ -24,19 +24,22 @@ if TYPE_CHECKING:
 # transformWithStateInPandas input loader there before the first row arrives.
 spark_tws.install()
 
-#: Every row the operator receives has these columns; ``kind`` says what it is. Kept narrow on
-#: purpose: every column crosses into Python (Arrow, pandas).
+#: What a row the operator receives is (column ``kind``). A byte, not a name: every column crosses
+#: into Python (Arrow, pandas), and a string per row cost more there than the numbers beside it.
+KIND_SCORE, KIND_PLAYER, KIND_PLAYER_DELETE, KIND_PRODUCT, KIND_PRODUCT_DELETE, KIND_DEAD_LETTER = range(6)
+KIND_NAMES = ("score", "player", "player_delete", "product", "product_delete", "dead_letter")
+#: Every row the operator receives has these columns. Kept narrow on purpose, for the same reason.
 ROW_SCHEMA = StructType(
     [
-        StructField("kind", StringType()),  # score | player | player_delete | product | product_delete | dlq
-        StructField("player_id", LongType()),
-        StructField("product_id", LongType()),
+        StructField("kind", ByteType()),  # KIND_*
+        StructField("player_id", LongType()),  # a score's player, a players-table row's key; else PASS_THROUGH
+        StructField("product_id", LongType()),  # a score's game, a products-table row's key; else PASS_THROUGH
         StructField("score", DoubleType()),
-        StructField("name", StringType()),  # a table row's name (player or game)
+        # A table row's name (null: deleted); a dead letter's JSON (reason, detail, source, value).
+        StructField("text", StringType()),
         StructField("ts", LongType()),
         StructField("part", IntegerType()),
         StructField("off", LongType()),
-        StructField("dlq", StringType()),  # a dead letter's JSON (reason, detail, source, value)
     ]
 )
 COLUMNS = [f.name for f in ROW_SCHEMA.fields]
@@ -135,9 +138,9 @@ class Leaderboard(StatefulProcessor):
 
         from jobs import leaderboard_frames as lf
 
-        pdf = lf.one_frame(rows)[COLUMNS]
+        pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:  # the dead letters of parsing
-            letters = lf.in_processing_order(pdf)["dlq"].tolist()
+            letters = lf.in_processing_order(pdf)["text"].tolist()
             yield pd.DataFrame({"topic": self.dlq_topic, "key": None, "value": letters,
                                 "reason": [json.loads(x)["reason"] for x in letters]})
             return
@@ -155,7 +158,7 @@ class Leaderboard(StatefulProcessor):
             letters = lf.in_processing_order(pd.concat(unknown, ignore_index=True))
             topics += [self.dlq_topic] * len(letters)
             keys += [None] * len(letters)
-            values += letters["dlq"].tolist()
+            values += letters["text"].tolist()
             reasons += letters["reason"].tolist()
         for product_id, top in self._merge(lf.contenders(joined, self.top_n)):
             topics.append(self.high_scores_topic)

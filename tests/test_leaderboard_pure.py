@@ -19,6 +19,17 @@ TABLE_KINDS = {"player", "player_delete", "product", "product_delete"}
 _DELETED = "\x00deleted"
 
 
+def operator_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """A test frame (kinds by name, ``name`` and ``dlq`` columns, as the references read it) as
+    the operator receives it (``ROW_SCHEMA``: ``kind`` a byte, one ``text`` column)."""
+    from jobs.leaderboard_operators import COLUMNS, KIND_NAMES
+
+    codes = {name: code for code, name in enumerate(KIND_NAMES)} | {"dlq": KIND_NAMES.index("dead_letter")}
+    text = frame["name"] if "dlq" not in frame else frame["name"].where(frame["name"].notna(), frame["dlq"])
+    rows = frame.assign(kind=frame["kind"].map(codes).astype("int8"), text=text.astype(object))
+    return rows[COLUMNS]
+
+
 def in_processing_order(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """One key's rows of a micro-batch, in the order they are processed (see jobs/leaderboard.py)."""
     pdf = one_frame(rows)
@@ -149,6 +160,28 @@ def test_contenders_change_no_top_list_against_merging_every_score(seed, top_n):
         assert merge_top(current, _entries(kept[kept["product_id"] == game]), top_n) == everything
 
 
+@pytest.mark.parametrize("seed", range(20), ids=lambda s: f"seed-{s}")
+@pytest.mark.parametrize("top_n", [1, 2, 3, 8, 9, 20], ids=lambda n: f"top-{n}")
+def test_the_cut_by_passes_and_by_sorting_keep_the_same_rows(seed, top_n, monkeypatch):
+    # Each game's rows scoring at least its top_n-th distinct value: the passes (no sort) and
+    # the sort must agree, and keep every row an exhaustive ranking would.
+    from jobs import leaderboard_frames as lf
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    joined = pd.DataFrame({"product_id": rng.integers(0, 6, n) * 1_000_003, "player_id": rng.integers(0, 30, n),
+                           "score": rng.integers(-20, int(rng.integers(1, 60)), n) / 2})
+    kept = {}
+    for name, passes_up_to in (("passes", 1_000), ("sort", 0)):
+        monkeypatch.setattr(lf, "CUT_BY_PASSES_UP_TO", passes_up_to)
+        kept[name] = sorted(lf._at_least_the_cut(joined, top_n).index)
+    assert kept["passes"] == kept["sort"]
+    for game, rows in joined.groupby("product_id"):
+        values = sorted(set(rows["score"]), reverse=True)
+        cut = values[top_n - 1] if len(values) >= top_n else -np.inf
+        assert sorted(set(kept["sort"]) & set(rows.index)) == sorted(rows.index[rows["score"] >= cut])
+
+
 def test_contenders_keep_every_score_tied_with_the_last_place():
     from jobs.leaderboard_frames import contenders
 
@@ -227,7 +260,7 @@ def test_join_scores_matches_joining_one_key_at_a_time(seed, ts_step):
             return {i: table[i] for i in ids}
         return stored
 
-    got = join_scores(pdf, lookup("players", stored_players), lookup("games", stored_games))
+    got = join_scores(operator_rows(pdf), lookup("players", stored_players), lookup("games", stored_games))
     expected = _join_scores_reference(pdf, stored_players, stored_games)
     assert _identity(got[0], "name", "game_name") == _identity(expected[0], "name", "game_name")
     assert _identity(got[1]) == _identity(expected[1])  # unknown player
@@ -246,7 +279,7 @@ def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
     })
     asked = []
     joined, no_player, no_game, players, games = join_scores(
-        pdf, lambda ids: asked.extend(ids) or {2: None}, lambda ids: asked.append(("game", ids)) or {})
+        operator_rows(pdf), lambda ids: asked.extend(ids) or {2: None}, lambda ids: asked.append(("game", ids)) or {})
     assert asked == [2]
     assert list(zip(joined["name"], joined["game_name"])) == [("Ada", "Doom")]
     assert list(no_player["player_id"]) == [2] and not len(no_game)
@@ -260,7 +293,7 @@ def test_every_score_of_an_unknown_game_is_kept_for_a_dead_letter():
     n = 6
     pdf = pd.DataFrame({"kind": "score", "player_id": 1, "product_id": 9, "score": np.arange(n, dtype=float),
                         "name": None, "ts": np.arange(n), "part": 0, "off": np.arange(n), "dlq": None})
-    joined, no_player, no_game, _, _ = join_scores(pdf, lambda ids: {1: "Ada"}, lambda ids: {9: None})
+    joined, no_player, no_game, _, _ = join_scores(operator_rows(pdf), lambda ids: {1: "Ada"}, lambda ids: {9: None})
     assert not len(joined) and not len(no_player)
     assert sorted(no_game["off"]) == list(range(n))
 
@@ -403,7 +436,7 @@ class _FakeHandle:
 
 def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.DataFrame:
     """One micro-batch's parsed rows of all three topics (and some dead letters of parsing)."""
-    from jobs.leaderboard_operators import COLUMNS, PASS_THROUGH
+    from jobs.leaderboard_operators import PASS_THROUGH
 
     rows = []
     for i in range(n):
@@ -425,7 +458,7 @@ def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.D
         else:
             row.update(dlq=f'{{"reason": "malformed_json", "sourcePartition": {part}, "sourceOffset": {off}}}')
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=["kind", "player_id", "product_id", "score", "name", "ts", "part", "off", "dlq"])
     return frame.astype({"player_id": "int64", "product_id": "int64", "ts": "int64", "part": "int32", "off": "int64"})
 
 
@@ -481,7 +514,7 @@ def _processor_batches(batches, top_n, rng):
             if key not in processors:
                 processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq")
                 processors[key].init(_FakeHandle())
-            rows = rows.iloc[rng.permutation(len(rows))].reset_index(drop=True)
+            rows = operator_rows(rows.iloc[rng.permutation(len(rows))].reset_index(drop=True))
             for out in processors[key].handleInputRows((key,), iter([rows]), None):
                 for topic, k, value, reason in out.itertuples(index=False):
                     if topic == "high-scores":
