@@ -102,6 +102,8 @@ def test_same_groups_in_the_same_order_as_pysparks_loader(max_records):
 
     assert [(m, k) for m, k, _ in ours] == [(m, k) for m, k, _ in original]
     assert [k for m, k, _ in ours if m == Mode.PROCESS_DATA] == [(1,), (2,), (3,), (-1,), (4,)]
+    # Python ints, as the row path gives them: the key goes to the JVM's state server.
+    assert all(type(k[0]) is int for m, k, _ in ours if m == Mode.PROCESS_DATA)
     assert ours[-2][0] == Mode.PROCESS_TIMER and ours[-1][0] == Mode.COMPLETE
     for (_, key, theirs), (_, _, mine) in zip(original, ours):
         if theirs is None:
@@ -113,6 +115,35 @@ def test_same_groups_in_the_same_order_as_pysparks_loader(max_records):
         pd.testing.assert_frame_equal(got, expected, check_dtype=False)
         for frame in mine:
             assert isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0
+
+
+def test_plain_columns_convert_in_one_call_exactly_as_column_by_column(monkeypatch):
+    # The leaderboard's row types, each with and without nulls: pyarrow's whole-batch
+    # conversion must give the frames (values and dtypes) PySpark's per-column converter gives.
+    schema = pa.schema([("key", pa.int64()), ("kind", pa.int8()), ("id", pa.int64()), ("id_or_null", pa.int64()),
+                        ("score", pa.float64()), ("text", pa.string()), ("part", pa.int32()), ("ratio", pa.float32())])
+    rows = [(1, 0, 5, None, 1.5, None, 0, 0.5), (1, 1, 6, 7, None, "Ada", 1, None), (2, 5, 7, 8, 2.0, "Zoë 🎮", 2, 1.0),
+            (2, 0, 8, 9, float("nan"), "", 3, 2.5)]
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        columns = list(zip(*rows))
+        writer.write_batch(pa.record_batch([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema))
+
+    def frames():
+        sink.seek(0)
+        ser = _serializer(10)
+        ser.key_offsets = [0]
+        return [(key, pd.concat([f for _, f in group], ignore_index=True))
+                for mode, key, group in spark_tws.grouped_load_stream(ser, sink) if mode == Mode.PROCESS_DATA]
+
+    whole_batch = frames()
+    monkeypatch.setattr(spark_tws, "_plain", lambda arrow_type: False)
+    column_by_column = frames()
+    assert [k for k, _ in whole_batch] == [k for k, _ in column_by_column] == [(1,), (2,)]
+    for (_, ours), (_, theirs) in zip(whole_batch, column_by_column):
+        pd.testing.assert_frame_equal(ours, theirs, check_dtype=True)
+    assert list(whole_batch[0][1]["kind"]) == [0, 1] and whole_batch[0][1]["kind"].dtype == "int8"
+    assert whole_batch[0][1]["text"].tolist() == [None, "Ada"]
 
 
 def test_column_names_are_kept_where_the_row_path_renames_them():

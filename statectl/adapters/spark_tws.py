@@ -6,7 +6,9 @@ pandas, then walks it row by row (``itertuples``), groups the rows by key with
 million narrow rows that loop is most of the job's time. This loader hands the processor the
 same groups, in the same order, as slices of the converted batch: key boundaries are found with
 numpy, each key's rows become ``pdf.iloc[start:end]`` (re-indexed from 0), and a key's rows are
-still cut into frames of at most ``arrow_max_records_per_batch`` rows (and the bytes limit).
+still cut into frames of at most ``arrow_max_records_per_batch`` rows (and the bytes limit). A
+batch of only int, float and string columns (the leaderboard's) is converted by pyarrow in one
+call, which gives the same frame as PySpark's converter going column by column, in half the time.
 
 Differences from the row path, all in the processor's favour: columns keep the dtypes Arrow's
 conversion gave them (the row path re-infers them per frame) and keep their names (the row path
@@ -56,6 +58,13 @@ def _code_digest(fn) -> str:
     return digest.hexdigest()
 
 
+def _plain(arrow_type) -> bool:
+    """An Arrow type pyarrow's ``to_pandas`` converts as PySpark's converter does: ints, floats, strings."""
+    import pyarrow.types as t
+
+    return t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type)
+
+
 def grouped_load_stream(self, stream):
     """Drop-in for ``TransformWithStateInPandasSerializer.load_stream`` (see the module doc)."""
     import numpy as np
@@ -65,35 +74,41 @@ def grouped_load_stream(self, stream):
 
     to_pandas = serializers.ArrowBatchTransformer.to_pandas
 
+    def converted(batch) -> pd.DataFrame:
+        if not self._prefer_int_ext_dtype and all(_plain(f.type) for f in batch.schema):
+            # Ints, floats and strings convert the same either way; pyarrow does the whole batch
+            # in one call, PySpark column by column through a Python converter each.
+            return batch.to_pandas()
+        columns = to_pandas(
+            batch,
+            timezone=self._timezone,
+            schema=self._input_type,
+            struct_in_pandas=self._struct_in_pandas,
+            ndarray_as_list=self._ndarray_as_list,
+            prefer_int_ext_dtype=self._prefer_int_ext_dtype,
+            df_for_struct=self._df_for_struct,
+        )
+        return pd.concat(columns, axis=1)
+
     def frames():
         for batch in super(serializers.ArrowStreamPandasSerializer, self).load_stream(stream):
             self._update_batch_size_stats(batch)
             if batch.num_rows == 0:
                 continue
-            columns = to_pandas(
-                batch,
-                timezone=self._timezone,
-                schema=self._input_type,
-                struct_in_pandas=self._struct_in_pandas,
-                ndarray_as_list=self._ndarray_as_list,
-                prefer_int_ext_dtype=self._prefer_int_ext_dtype,
-                df_for_struct=self._df_for_struct,
-            )
-            pdf = pd.concat(columns, axis=1)
+            pdf = converted(batch)
             n = len(pdf)
-            key_values = [pdf.iloc[:, o].tolist() for o in self.key_offsets]
+            key_columns = [pdf.iloc[:, o].to_numpy() for o in self.key_offsets]
             starts_mask = np.zeros(n, dtype=bool)
             starts_mask[0] = True
-            for values in key_values:
-                arr = np.asarray(values, dtype=object)
-                starts_mask[1:] |= arr[1:] != arr[:-1]
+            for values in key_columns:
+                starts_mask[1:] |= values[1:] != values[:-1]
             starts = np.flatnonzero(starts_mask).tolist()
             ends = starts[1:] + [n]
             step = self.arrow_max_records_per_batch
             if self.average_arrow_row_size > 0:
                 step = min(step, max(1, math.ceil(self.arrow_max_bytes_per_batch / self.average_arrow_row_size)))
             for start, end in zip(starts, ends):
-                key = tuple(values[start] for values in key_values)
+                key = tuple(values[start:start + 1].tolist()[0] for values in key_columns)  # Python values
                 for lo in range(start, end, step):
                     yield key, pdf.iloc[lo:min(lo + step, end)].reset_index(drop=True)
 
