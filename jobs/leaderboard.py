@@ -31,8 +31,13 @@ processing order.
 
 Rows that cannot be processed (malformed JSON, missing or mistyped fields, non-finite scores,
 oversized or null values, bad table keys) are never dropped silently: they travel through the
-operator as ``dlq`` rows (grouped under the reserved key -1, which holds no state) and are
-written to the dead-letter topic with their reason. Ids are non-negative integers.
+operator as dead-letter rows (kind ``KIND_DEAD_LETTER``, the letter's JSON in ``text``, grouped
+under the reserved key -1, which holds no state) and are written to the dead-letter topic with
+their reason. Ids are non-negative integers.
+
+Each row crosses into Python (Arrow, then pandas), so the operator's input is kept narrow: a
+byte for what the row is, the ids, the score, one text column (a table row's name or a dead
+letter) and the processing-order fields (see ``ROW_SCHEMA``).
 
 The processor lives in ``jobs/leaderboard_operators.py`` and its batch logic (numpy, pandas) in
 ``jobs/leaderboard_frames.py``.
