@@ -82,6 +82,15 @@ def _dead_letter(reason: Column, detail: Column, raw: Column) -> Column:
     ))
 
 
+def _bucket_keys() -> Column:
+    return F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS]).cast("array<bigint>")
+
+
+def _game_bucket(product_id: Column) -> Column:
+    """A game's bucket: its key in ``GAME_BUCKET_KEYS``, by product id."""
+    return F.element_at(_bucket_keys(), F.pmod(product_id, F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
+
+
 def _raw_text(max_bytes: int) -> Column:
     """The value as text for a dead letter: whole up to ``max_bytes``, else its first 1024 characters."""
     value = F.col("value").cast("string")
@@ -100,8 +109,9 @@ def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
                        F.from_json(F.when(small, F.col("value").cast("string")), SCORE_SCHEMA).alias("s"))
     s = F.col("s")
     ok = F.coalesce(
-        (s["player_id"] >= 0) & (s["product_id"] >= 0) & ~F.isnan(s["score"]) & (F.abs(s["score"]) != float("inf")),
-        F.lit(False),
+        (s["player_id"] >= 0) & (s["product_id"] >= 0) & s["score"].isNotNull() & ~F.isnan(s["score"])
+        & (F.abs(s["score"]) != float("inf")),
+        F.lit(False),  # not parsed at all
     )
     # Why a score failed, on its text form. Evaluated only for the ones that did (below ~ok).
     raw = _raw_text(max_bytes)
@@ -123,10 +133,8 @@ def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
                                                 "score a JSON number"))
         .when(reason == "oversized", F.lit(f"larger than {max_bytes} bytes"))
     )
-    keys = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
-    bucket = F.element_at(keys, F.pmod(s["product_id"], F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
     return typed.select(
-        F.when(ok, bucket).otherwise(F.lit(PASS_THROUGH)).cast("bigint").alias("bucket"),
+        F.when(ok, _game_bucket(s["product_id"])).otherwise(F.lit(PASS_THROUGH)).cast("bigint").alias("bucket"),
         F.when(ok, F.lit(KIND_SCORE)).otherwise(F.lit(KIND_DEAD_LETTER)).cast("byte").alias("kind"),
         F.when(ok, s["player_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
         F.when(ok, s["product_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
@@ -178,15 +186,13 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
     )
+    dead = F.col("kind") == KIND_DEAD_LETTER
     if table == "player":
-        every = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
-        buckets = F.when(F.col("kind") == KIND_DEAD_LETTER, F.array(F.lit(PASS_THROUGH))).otherwise(every)
-        rows = rows.withColumn("bucket", F.explode(buckets.cast("array<bigint>")))
+        buckets = F.when(dead, F.array(F.lit(PASS_THROUGH).cast("bigint"))).otherwise(_bucket_keys())
+        rows = rows.withColumn("bucket", F.explode(buckets))
     else:
-        keys = F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS])
-        bucket = F.element_at(keys, F.pmod(F.col("product_id"), F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
-        rows = rows.withColumn("bucket", F.when(F.col("kind") == KIND_DEAD_LETTER, F.lit(PASS_THROUGH))
-                               .otherwise(bucket).cast("bigint"))
+        rows = rows.withColumn("bucket", F.when(dead, F.lit(PASS_THROUGH)).otherwise(_game_bucket(F.col("product_id")))
+                               .cast("bigint"))
     return rows.select("bucket", *COLUMNS)
 
 
