@@ -146,6 +146,29 @@ def test_plain_columns_convert_in_one_call_exactly_as_column_by_column(monkeypat
     assert whole_batch[0][1]["text"].tolist() == [None, "Ada"]
 
 
+@pytest.mark.parametrize("key_type, keys", [
+    (pa.string(), ["a", "a", "b", None]),
+    (pa.timestamp("us", tz="UTC"), [1_700_000_000_000_000, 1_700_000_000_000_000, 1_700_000_001_000_000, 0]),
+], ids=["string", "timestamp"])
+def test_keys_are_the_values_the_row_path_gives(key_type, keys):
+    # Keys go to the JVM's state server: a timestamp key must stay a Timestamp, not nanoseconds.
+    schema = pa.schema([("key", key_type), ("score", pa.float64())])
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array(keys, type=key_type), pa.array([1.0, 2.0, 3.0, 4.0])],
+                                           schema=schema))
+
+    def keys_of(load_stream):
+        sink.seek(0)
+        ser = _serializer(10)
+        ser.key_offsets = [0]
+        return [key for mode, key, _ in load_stream(ser, sink) if mode == Mode.PROCESS_DATA]
+
+    theirs, ours = keys_of(spark_tws.original_load_stream()), keys_of(spark_tws.grouped_load_stream)
+    assert ours == theirs and len(ours) == 3
+    assert [type(k[0]) for k in ours] == [type(k[0]) for k in theirs]
+
+
 def test_column_names_are_kept_where_the_row_path_renames_them():
     # itertuples renames a column that is not a Python identifier to its position (`_1`); the
     # slices keep the name the processor asked for.

@@ -97,10 +97,11 @@ def grouped_load_stream(self, stream):
                 continue
             pdf = converted(batch)
             n = len(pdf)
-            key_columns = [pdf.iloc[:, o].to_numpy() for o in self.key_offsets]
+            key_columns = [pdf.iloc[:, o] for o in self.key_offsets]
             starts_mask = np.zeros(n, dtype=bool)
             starts_mask[0] = True
-            for values in key_columns:
+            for column in key_columns:
+                values = column.to_numpy()
                 starts_mask[1:] |= values[1:] != values[:-1]
             starts = np.flatnonzero(starts_mask).tolist()
             ends = starts[1:] + [n]
@@ -108,7 +109,8 @@ def grouped_load_stream(self, stream):
             if self.average_arrow_row_size > 0:
                 step = min(step, max(1, math.ceil(self.arrow_max_bytes_per_batch / self.average_arrow_row_size)))
             for start, end in zip(starts, ends):
-                key = tuple(values[start:start + 1].tolist()[0] for values in key_columns)  # Python values
+                # Python values as pandas gives them (ints, str, Timestamp), like the row path's.
+                key = tuple(column.iloc[start:start + 1].tolist()[0] for column in key_columns)
                 for lo in range(start, end, step):
                     yield key, pdf.iloc[lo:min(lo + step, end)].reset_index(drop=True)
 
