@@ -166,13 +166,15 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
         .when(~small, "oversized")
         .when(t.isNull() | t["_corrupt"].isNotNull() | t["name"].isNull(), f"malformed_{table}")
     )
+    # The reason is computed once (the key's regex among it); the rest reads the column.
+    with_reason = parsed.select("*", reason.alias("reason"))
+    reason = F.col("reason")
     detail = (
         F.when(reason == "invalid_key", F.lit("a table key must be a non-negative integer id"))
         .when(reason == "oversized", F.lit(f"larger than {max_bytes} bytes"))
         .when(reason.startswith("malformed_"), F.lit('expected a JSON object with a "name"'))
     )
-    with_reason = parsed.select("*", reason.alias("reason"))
-    good = F.col("reason").isNull()
+    good = reason.isNull()
     upsert, delete = (KIND_PLAYER, KIND_PLAYER_DELETE) if table == "player" else (KIND_PRODUCT, KIND_PRODUCT_DELETE)
     kind = F.when(~good, F.lit(KIND_DEAD_LETTER)).when(is_null, F.lit(delete)).otherwise(F.lit(upsert))
     table_id = F.when(good, rkey.cast("long")).otherwise(F.lit(PASS_THROUGH))
@@ -181,7 +183,7 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
         (table_id if table == "player" else F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
         (table_id if table == "product" else F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
         F.lit(None).cast("double").alias("score"),
-        F.when(good, t["name"]).otherwise(_dead_letter(F.col("reason"), detail, _raw_text(max_bytes))).alias("text"),
+        F.when(good, t["name"]).otherwise(_dead_letter(reason, detail, _raw_text(max_bytes))).alias("text"),
         "ts",
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
