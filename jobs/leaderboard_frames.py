@@ -6,12 +6,15 @@ pandas reference; the operators in ``jobs/leaderboard_operators.py`` call them.
 from __future__ import annotations
 
 import json
+import math
 from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
+from jobs.common import NON_FINITE
 from jobs.leaderboard_operators import (
+    KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
     KIND_PLAYER,
     KIND_PLAYER_DELETE,
@@ -34,6 +37,78 @@ def dead_letter(reason: str, detail: str, topic: str, row) -> str:
              "player_id": int(row.player_id)}
     return json.dumps({"reason": reason, "detail": detail, "sourceTopic": topic, "sourcePartition": int(row.part),
                        "sourceOffset": int(row.off), "sourceKey": None, "value": json.dumps(value)})
+
+
+SCORE_FIELDS = ("player_id", "product_id", "score")
+MISTYPED = "player_id and product_id must be non-negative JSON integers, score a JSON number"
+
+
+def explain_bad_score(value: str | None, size: int | None, max_bytes: int) -> tuple[str, str | None]:
+    """Why a score event that Spark could not parse into valid ids and a finite score failed:
+    ``(reason, detail or None)``. ``value`` is its text (None: a null value), ``size`` its size
+    in bytes. Spark's typed parse already decided that it failed; this only names the reason,
+    with a strict JSON parser (a record that is not standard JSON is ``malformed_json``)."""
+    if value is None or size is None:
+        return "null_value", None
+    if size > max_bytes:
+        return "oversized", f"larger than {max_bytes} bytes"
+    try:
+        doc = json.loads(value)
+    except (ValueError, RecursionError):
+        return "malformed_json", None
+    if not isinstance(doc, dict):
+        return "malformed_json", None
+    missing = [f for f in SCORE_FIELDS if doc.get(f) is None]
+    if missing:
+        return "missing_field", "missing " + ", ".join(missing)
+    if _non_finite(doc["score"]):
+        return "non_finite_score", None
+    return "mistyped_field", MISTYPED
+
+
+def _non_finite(score) -> bool:
+    """NaN or an infinity: a JSON NaN/Infinity token, a string naming one (Spark reads those as
+    numbers), or a number too large for a double."""
+    if isinstance(score, str):
+        return score.strip(" ").lower() in NON_FINITE
+    if isinstance(score, bool):
+        return False
+    if isinstance(score, float):
+        return not math.isfinite(score)
+    if isinstance(score, int):
+        try:
+            float(score)
+        except OverflowError:
+            return True
+    return False
+
+
+def bad_score_letter(raw: str, score_topic: str, part: int, off: int, max_bytes: int) -> tuple[str, str]:
+    """A ``KIND_BAD_SCORE`` row's dead letter and reason. ``raw`` is the JSON Spark wrote of the
+    record (``key``, ``value``: the value's text or its first 1024 characters, ``bytes``; absent
+    when null). The letter has the fields, order and compact form of those Spark writes for bad
+    table rows (absent fields are left out)."""
+    record = json.loads(raw)
+    reason, detail = explain_bad_score(record.get("value"), record.get("bytes"), max_bytes)
+    letter = {"reason": reason, "detail": detail, "sourceTopic": score_topic, "sourcePartition": int(part),
+              "sourceOffset": int(off), "sourceKey": record.get("key"), "value": record.get("value")}
+    text = json.dumps({k: v for k, v in letter.items() if v is not None}, separators=(",", ":"), ensure_ascii=False)
+    return text, reason
+
+
+def parse_dead_letters(pdf: pd.DataFrame, score_topic: str, max_bytes: int) -> tuple[list[str], list[str]]:
+    """The dead letters of parsing (rows of kinds ``KIND_DEAD_LETTER`` and ``KIND_BAD_SCORE``), in
+    the frame's order: ``(letters, reasons)``."""
+    letters, reasons = [], []
+    rows = zip(pdf["kind"].tolist(), pdf["text"].tolist(), pdf["part"].tolist(), pdf["off"].tolist())
+    for kind, text, part, off in rows:
+        if kind == KIND_BAD_SCORE:
+            text, reason = bad_score_letter(text, score_topic, part, off, max_bytes)
+        else:
+            reason = json.loads(text)["reason"]
+        letters.append(text)
+        reasons.append(reason)
+    return letters, reasons
 
 
 def contenders(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
@@ -70,7 +145,15 @@ def contenders(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
 
 
 def _at_least_the_cut(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
-    """Per game, the rows scoring at least the game's ``top_n``-th best distinct score *value*.
+    """Per game, the rows scoring at least the game's ``top_n``-th best distinct score *value*
+    (see ``_rows_at_least_the_cut``)."""
+    keep = _rows_at_least_the_cut(joined["score"].to_numpy(), joined["product_id"].to_numpy(), top_n)
+    return joined if keep is None else joined.iloc[keep]
+
+
+def _rows_at_least_the_cut(score, game, top_n: int):
+    """The positions (ascending) of the rows scoring at least their game's ``top_n``-th best
+    distinct score *value*, or None for all of them.
 
     A superset of the rows that can rank: those hold at least ``top_n`` distinct (player, score)
     pairs, so the ``top_n``-th best pair scores no less. Found without sorting the batch (a
@@ -78,11 +161,9 @@ def _at_least_the_cut(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
     game's best score below the previous pass's. A game with fewer distinct values keeps all
     its rows. Above ``CUT_BY_PASSES_UP_TO``, one sort by game and score does it instead.
     """
-    n = len(joined)
-    if n <= top_n:
-        return joined
-    score = joined["score"].to_numpy()
-    codes, games = pd.factorize(joined["product_id"].to_numpy())
+    if len(score) <= top_n:
+        return None
+    codes, games = pd.factorize(game)
     if top_n <= CUT_BY_PASSES_UP_TO:
         cut = np.full(len(games), np.inf)
         for _ in range(top_n):
@@ -90,14 +171,14 @@ def _at_least_the_cut(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
             best = np.full(len(games), -np.inf)  # -inf: no value left, so every row stays
             np.maximum.at(best, codes[below], score[below])
             cut = best
-        return joined[score >= cut[codes]]
+        return np.flatnonzero(score >= cut[codes])
     order = np.lexsort((-score, codes))
     c, sc = codes[order], score[order]
     new_value = np.r_[True, (c[1:] != c[:-1]) | (sc[1:] != sc[:-1])]
     value_index = np.cumsum(new_value) - 1
     game_starts = np.r_[True, c[1:] != c[:-1]]
     rank = value_index - np.maximum.accumulate(np.where(game_starts, value_index, 0))
-    return joined.iloc[np.sort(order[rank < top_n])]
+    return np.sort(order[rank < top_n])
 
 
 def as_of_table(kind, cols: dict, scores, key: str, upsert: int, delete: int, stored_values) -> tuple:
@@ -120,6 +201,14 @@ def as_of_table(kind, cols: dict, scores, key: str, upsert: int, delete: int, st
     timestamps, one with several a binary search over (key, timestamp) packed into one int64
     (with timestamps too far apart for that, their ranks).
     """
+    source, pool, pool_known, finals = _as_of_sources(kind, cols, scores, key, upsert, delete, stored_values)
+    return pool[source], pool_known[source], finals
+
+
+def _as_of_sources(kind, cols: dict, scores, key: str, upsert: int, delete: int, stored_values) -> tuple:
+    """``as_of_table`` without materialising a value per score: ``(source, pool, pool_known,
+    finals)``, where score ``i``'s value is ``pool[source[i]]``. The caller looks up values only
+    for the scores it keeps (a few per game), not an object per score of the batch."""
     ids, ts = cols[key], cols["ts"]
     table = np.flatnonzero((kind == upsert) | (kind == delete))
     if len(table) > 1:
@@ -151,9 +240,9 @@ def as_of_table(kind, cols: dict, scores, key: str, upsert: int, delete: int, st
         stored = stored_values(wanted.tolist())
         state_values = np.array([stored.get(i) for i in wanted.tolist()], dtype=object)
         source[from_state] = len(table) + pd.Index(wanted).get_indexer(s_ids[from_state])  # after the table rows
-    values = np.concatenate([t_values, state_values])[source]
-    known = np.concatenate([t_known, np.array([v is not None for v in state_values], dtype=bool)])[source]
-    return values, known, finals
+    pool = np.concatenate([t_values, state_values])
+    pool_known = np.concatenate([t_known, np.array([v is not None for v in state_values], dtype=bool)])
+    return source, pool, pool_known, finals
 
 
 def _latest_preceding(t_ts, starts, key_index, s_ts):
@@ -173,7 +262,7 @@ def _latest_preceding(t_ts, starts, key_index, s_ts):
     return np.where((j >= 0) & (row_key[np.maximum(j, 0)] == key_index), j, -1)
 
 
-def join_scores(pdf: pd.DataFrame, stored_names, stored_games) -> tuple:
+def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None = None) -> tuple:
     """One game bucket's rows of a micro-batch, joined as of processing time: the scores and
     products-table rows of its games, and every players-table row (each bucket holds a replica
     of the players table).
@@ -184,21 +273,30 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games) -> tuple:
     ``name`` and ``game_name``); the scores whose player was unknown at the time; those whose
     player was known but game was not; and each table's updates ``[(id, name or None)]`` (None:
     deleted).
+
+    With ``top_n``, ``joined`` holds only the joined scores that can rank (at least their game's
+    ``top_n``-th best distinct score, see ``_rows_at_least_the_cut``): the ranking needs no
+    other, and the names are looked up only for those.
     """
     kind = pdf["kind"].to_numpy()
     cols = {c: pdf[c].to_numpy() for c in (*SCORE_COLUMNS, "text")}
     scores = np.flatnonzero(kind == KIND_SCORE)
-    name, has_player, player_finals = as_of_table(kind, cols, scores, "player_id", KIND_PLAYER,
-                                                  KIND_PLAYER_DELETE, stored_names)
-    game, has_game, game_finals = as_of_table(kind, cols, scores, "product_id", KIND_PRODUCT,
-                                              KIND_PRODUCT_DELETE, stored_games)
+    name_at, names, has_name, player_finals = _as_of_sources(kind, cols, scores, "player_id", KIND_PLAYER,
+                                                             KIND_PLAYER_DELETE, stored_names)
+    game_at, games, has_game, game_finals = _as_of_sources(kind, cols, scores, "product_id", KIND_PRODUCT,
+                                                           KIND_PRODUCT_DELETE, stored_games)
+    has_player, has_game = has_name[name_at], has_game[game_at]
 
-    def rows(mask, **extra) -> pd.DataFrame:
-        at = scores[mask]
+    def rows(selected, **extra) -> pd.DataFrame:
+        at = scores[selected]
         return pd.DataFrame({**{c: cols[c][at] for c in SCORE_COLUMNS}, **extra})
 
-    ok = has_player & has_game
-    joined = rows(ok, name=name[ok], game_name=game[ok])
+    ok = np.flatnonzero(has_player & has_game)
+    if top_n is not None:
+        keep = _rows_at_least_the_cut(cols["score"][scores[ok]], cols["product_id"][scores[ok]], top_n)
+        if keep is not None:
+            ok = ok[keep]
+    joined = rows(ok, name=names[name_at[ok]], game_name=games[game_at[ok]])
     return joined, rows(~has_player), rows(has_player & ~has_game), player_finals, game_finals
 
 

@@ -26,8 +26,12 @@ spark_tws.install()
 
 #: What a row the operator receives is (column ``kind``). A byte, not a name: every column crosses
 #: into Python (Arrow, pandas), and a string per row cost more there than the numbers beside it.
-KIND_SCORE, KIND_PLAYER, KIND_PLAYER_DELETE, KIND_PRODUCT, KIND_PRODUCT_DELETE, KIND_DEAD_LETTER = range(6)
-KIND_NAMES = ("score", "player", "player_delete", "product", "product_delete", "dead_letter")
+#: ``KIND_DEAD_LETTER``: a finished dead letter (``text``); ``KIND_BAD_SCORE``: a score event Spark
+#: could not parse into valid ids and a finite score, raw (``text``: JSON of its key, value, size),
+#: which the processor explains and turns into a dead letter.
+(KIND_SCORE, KIND_PLAYER, KIND_PLAYER_DELETE, KIND_PRODUCT, KIND_PRODUCT_DELETE, KIND_DEAD_LETTER,
+ KIND_BAD_SCORE) = range(7)
+KIND_NAMES = ("score", "player", "player_delete", "product", "product_delete", "dead_letter", "bad_score")
 #: Every row the operator receives has these columns. Kept narrow on purpose, for the same reason.
 ROW_SCHEMA = StructType(
     [
@@ -35,7 +39,8 @@ ROW_SCHEMA = StructType(
         StructField("player_id", LongType()),  # a score's player, a players-table row's key; else PASS_THROUGH
         StructField("product_id", LongType()),  # a score's game, a products-table row's key; else PASS_THROUGH
         StructField("score", DoubleType()),
-        # A table row's name (null: deleted); a dead letter's JSON (reason, detail, source, value).
+        # A table row's name (null: deleted); a dead letter's JSON (reason, detail, source, value);
+        # a bad score's raw record as JSON (key, value, bytes).
         StructField("text", StringType()),
         StructField("ts", LongType()),
         StructField("part", IntegerType()),
@@ -122,11 +127,12 @@ class Leaderboard(StatefulProcessor):
     scores into their games' top lists and emits each list that changed, once per batch.
     """
 
-    def __init__(self, top_n: int, score_topic: str, high_scores_topic: str, dlq_topic: str):
+    def __init__(self, top_n: int, score_topic: str, high_scores_topic: str, dlq_topic: str, max_record_bytes: int):
         self.top_n = top_n
         self.score_topic = score_topic
         self.high_scores_topic = high_scores_topic
         self.dlq_topic = dlq_topic
+        self.max_record_bytes = max_record_bytes
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.player_pages = handle.getMapState("player_pages", PAGE_KEY, PAGE_STATE)
@@ -140,12 +146,13 @@ class Leaderboard(StatefulProcessor):
 
         pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:  # the dead letters of parsing
-            letters = lf.in_processing_order(pdf)["text"].tolist()
-            yield pd.DataFrame({"topic": self.dlq_topic, "key": None, "value": letters,
-                                "reason": [json.loads(x)["reason"] for x in letters]})
+            letters, reasons = lf.parse_dead_letters(lf.in_processing_order(pdf), self.score_topic,
+                                                     self.max_record_bytes)
+            yield pd.DataFrame({"topic": self.dlq_topic, "key": None, "value": letters, "reason": reasons})
             return
         players, games = PagedTable(self.player_pages), PagedTable(self.game_pages)
-        joined, no_player, no_game, player_finals, game_finals = lf.join_scores(pdf, players.names, games.names)
+        joined, no_player, no_game, player_finals, game_finals = lf.join_scores(pdf, players.names, games.names,
+                                                                                self.top_n)
         players.apply(player_finals)
         games.apply(game_finals)
         topics, keys, values, reasons = [], [], [], []

@@ -267,6 +267,18 @@ def test_join_scores_matches_joining_one_key_at_a_time(seed, ts_step):
     assert _identity(got[2]) == _identity(expected[2])  # unknown game, every one of them
     assert sorted(got[3]) == sorted(expected[3]) and sorted(got[4]) == sorted(expected[4])
     assert all(len(v) == len(set(v)) for v in asked.values())  # each stored value read once at most
+    # With top_n (as the processor joins): the same, but only the joined scores that can rank.
+    top_n = int(rng.integers(1, 4))
+    cut = join_scores(operator_rows(pdf), lookup("players", stored_players), lookup("games", stored_games), top_n)
+    expected_cut = _keep_at_least_the_cut(expected[0], top_n)
+    assert _identity(cut[0], "name", "game_name") == _identity(expected_cut, "name", "game_name")
+    assert [_identity(f) for f in cut[1:3]] == [_identity(f) for f in expected[1:3]]
+
+
+def _keep_at_least_the_cut(joined, top_n):
+    """Per game, the rows scoring at least the game's top_n-th best distinct score value."""
+    cut = {g: sorted(set(rows["score"]), reverse=True)[:top_n][-1] for g, rows in joined.groupby("product_id")}
+    return joined[np.array([sc >= cut[g] for g, sc in zip(joined["product_id"], joined["score"])], dtype=bool)]
 
 
 def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
@@ -455,8 +467,10 @@ def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.D
             row.update(player_id=player, name=f"P{player}.{off}" if kind == "player" else None)
         elif kind.startswith("product"):
             row.update(product_id=game, name=f"G{game}.{off}" if kind == "product" else None)
-        else:
+        elif rng.random() < 0.5:  # a bad table row: Spark wrote its letter
             row.update(dlq=f'{{"reason": "malformed_json", "sourcePartition": {part}, "sourceOffset": {off}}}')
+        else:  # a score event Spark could not parse: raw, the processor explains it
+            row.update(kind="bad_score", dlq=json.dumps({"value": "{not json", "bytes": 9}))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=["kind", "player_id", "product_id", "score", "name", "ts", "part", "off", "dlq"])
     return frame.astype({"player_id": "int64", "product_id": "int64", "ts": "int64", "part": "int32", "off": "int64"})
@@ -477,7 +491,7 @@ def _reference_batches(batches, top_n):
                 players[r.player_id] = r.name
             elif r.kind in ("product", "product_delete"):
                 games[r.product_id] = r.name
-            elif r.kind == "dlq":
+            elif r.kind in ("dlq", "bad_score"):
                 letters.append(("malformed_json", r.part, r.off))
             elif players.get(r.player_id) is None:
                 letters.append(("unknown_player", r.part, r.off))
@@ -512,7 +526,7 @@ def _processor_batches(batches, top_n, rng):
             if not len(rows):
                 continue
             if key not in processors:
-                processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq")
+                processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq", 1024)
                 processors[key].init(_FakeHandle())
             rows = operator_rows(rows.iloc[rng.permutation(len(rows))].reset_index(drop=True))
             for out in processors[key].handleInputRows((key,), iter([rows]), None):
@@ -537,3 +551,57 @@ def test_the_processor_matches_the_rules_applied_one_row_at_a_time(seed):
     batches = [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
                for _ in range(int(rng.integers(1, 5)))]
     assert _processor_batches(batches, top_n, rng) == _reference_batches(batches, top_n)
+
+
+MISTYPED = "player_id and product_id must be non-negative JSON integers, score a JSON number"
+
+
+@pytest.mark.parametrize("value, size, expected", [
+    (None, None, ("null_value", None)),
+    ("x" * 70, 70, ("oversized", "larger than 64 bytes")),
+    ("{not json", 9, ("malformed_json", None)),
+    ("[1, 2]", 6, ("malformed_json", None)),
+    ("", 0, ("malformed_json", None)),
+    ("null", 4, ("malformed_json", None)),
+    ("{'player_id': 1}", 16, ("malformed_json", None)),  # Spark reads single quotes; strict JSON does not
+    ("[" * 5000, 5000, ("malformed_json", None)),  # deeper than the parser recurses
+    ('{"score": 1, "product_id": 1}', 29, ("missing_field", "missing player_id")),
+    ('{"player_id": null, "product_id": 1}', 36, ("missing_field", "missing player_id, score")),
+    ('{"player_id": 1, "product_id": 1, "score": NaN}', 46, ("non_finite_score", None)),
+    ('{"player_id": 1, "product_id": 1, "score": -Infinity}', 52, ("non_finite_score", None)),
+    ('{"player_id": 1, "product_id": 1, "score": 1e400}', 48, ("non_finite_score", None)),
+    ('{"player_id": 1, "product_id": 1, "score": " +Inf"}', 50, ("non_finite_score", None)),
+    ('{"player_id": 1, "product_id": 1, "score": ' + "9" * 400 + "}", 443, ("non_finite_score", None)),
+    ('{"player_id": "1", "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
+    ('{"player_id": 1.5, "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
+    ('{"player_id": 1, "product_id": 18446744073709551616, "score": 1}', 60, ("mistyped_field", MISTYPED)),
+    ('{"player_id": 1, "product_id": 1, "score": "abc"}', 48, ("mistyped_field", MISTYPED)),
+    ('{"player_id": 1, "product_id": 1, "score": true}', 46, ("mistyped_field", MISTYPED)),
+], ids=lambda v: repr(v)[:30] if isinstance(v, str) else None)
+def test_a_bad_score_event_is_explained(value, size, expected):
+    from jobs.leaderboard_frames import explain_bad_score
+
+    max_bytes = 64 if expected[0] == "oversized" else 1 << 20
+    assert explain_bad_score(value, size, max_bytes) == expected
+
+
+def test_a_bad_score_letter_has_the_shape_of_sparks_letters():
+    from jobs.leaderboard_frames import bad_score_letter, parse_dead_letters
+    from jobs.leaderboard_operators import KIND_BAD_SCORE, KIND_DEAD_LETTER
+
+    raw = json.dumps({"key": "k1", "value": '{"score": "é", "player_id": 1}', "bytes": 33})
+    letter, reason = bad_score_letter(raw, "scores", 2, 7, 1024)
+    assert reason == "missing_field"
+    assert letter == ('{"reason":"missing_field","detail":"missing product_id","sourceTopic":"scores",'
+                      '"sourcePartition":2,"sourceOffset":7,"sourceKey":"k1","value":"{\\"score\\": \\"é\\", '
+                      '\\"player_id\\": 1}"}')
+    # A null value and no key: Spark's JSON of the record has neither, and neither has the letter.
+    letter, reason = bad_score_letter("{}", "scores", 0, 1, 1024)
+    assert (json.loads(letter), reason) == ({"reason": "null_value", "sourceTopic": "scores", "sourcePartition": 0,
+                                            "sourceOffset": 1}, "null_value")
+    frame = pd.DataFrame({"kind": np.array([KIND_DEAD_LETTER, KIND_BAD_SCORE], dtype=np.int8),
+                          "text": ['{"reason":"invalid_key"}', json.dumps({"value": "[]", "bytes": 2})],
+                          "part": np.array([0, 1], dtype=np.int32), "off": np.array([5, 6])})
+    letters, reasons = parse_dead_letters(frame, "scores", 1024)
+    assert reasons == ["invalid_key", "malformed_json"]
+    assert letters[0] == '{"reason":"invalid_key"}' and json.loads(letters[1])["sourceOffset"] == 6

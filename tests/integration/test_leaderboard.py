@@ -2,8 +2,9 @@
 one JVM, and subprocess runs where a signal or a kill is the point.
 
 Bad inputs tried (see test_dead_letters): invalid JSON, a JSON array, missing fields, ids given as
-strings and as floats, a non-numeric score, NaN, 1e400, a null score-event value, an oversized
-record, a non-integer table key, a malformed player value.
+strings and as floats, a negative id, an id above 2**63 - 1, a non-numeric score, NaN, 1e400,
+"NaN" and "-Infinity" as strings, a value that is not UTF-8, a null score-event value, an
+oversized record, a non-integer table key, a malformed player value.
 """
 
 from __future__ import annotations
@@ -244,21 +245,33 @@ def test_dead_letters_are_counted_and_routed(bootstrap, tmp_path):
         json.dumps({"score": 1, "product_id": 1, "player_id": 1, "pad": "x" * 300}),
     ]
     bad.append(json.dumps({"score": 5, "product_id": 1, "player_id": -1}))
+    bad += [b'{"score": 5, "product_id": 1, "player_id": 1\xff\xfe}',  # not UTF-8
+            json.dumps({"score": "-Infinity", "product_id": 1, "player_id": 1}),
+            json.dumps({"score": "NaN", "product_id": 1, "player_id": 1}),
+            json.dumps({"score": 5, "product_id": 1, "player_id": 2**64})]
     # Regression: unknown players in a batch that also carries dead letters once got another
     # player's name (a null grouping key made PySpark send float keys to the state server).
     lb.produce("score_events", [(None, v, 10) for v in bad] + [(None, score(1, 1, 42), 11), (None, score(99, 1, 43), 11)])
     summary = lb.run()
     assert lb.ranked() == {"1": [("A", 42.0)]}
     assert summary.dropped == {
-        "malformed_json": 2, "missing_field": 1, "mistyped_field": 4, "non_finite_score": 2,
+        "malformed_json": 3, "missing_field": 1, "mistyped_field": 5, "non_finite_score": 4,
         "null_value": 1, "oversized": 1, "invalid_key": 1, "malformed_player": 1, "unknown_player": 1,
     }
     letters = lb.dead_letters()
-    assert len(letters) == 14
+    assert len(letters) == 18
     missing = [d for d in letters if d["reason"] == "missing_field"]
     assert missing[0]["detail"] == "missing player_id" and missing[0]["sourceTopic"] == lb.topics["score_events"]
     bad_scores = {(d["sourcePartition"], d["sourceOffset"]) for d in letters if d["sourceTopic"] == lb.topics["score_events"]}
-    assert len(bad_scores) == 12  # every bad score event, each once
+    assert len(bad_scores) == 16  # every bad score event, each once
+    not_json = next(d for d in letters if d.get("value") == "{not json" and d["sourceTopic"] == lb.topics["score_events"])
+    assert not_json == {"reason": "malformed_json", "sourceTopic": lb.topics["score_events"],
+                        "sourcePartition": not_json["sourcePartition"], "sourceOffset": not_json["sourceOffset"],
+                        "value": "{not json"}
+    oversized = next(d for d in letters if d["reason"] == "oversized")
+    assert oversized["detail"] == "larger than 200 bytes"
+    assert json.loads(oversized["value"])["pad"] == "x" * 300  # under 1024 characters: the whole value
+    assert sum(1 for d in letters if d["reason"] == "malformed_json" and "\ufffd" in d.get("value", "")) == 1
     unknown = [d for d in letters if d["reason"] == "unknown_player"]
     assert json.loads(unknown[0]["value"]) == score(99, 1, 43)
 
