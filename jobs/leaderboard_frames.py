@@ -281,11 +281,12 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None
     kind = pdf["kind"].to_numpy()
     cols = {c: pdf[c].to_numpy() for c in (*SCORE_COLUMNS, "text")}
     scores = np.flatnonzero(kind == KIND_SCORE)
-    name_at, names, has_name, player_finals = _as_of_sources(kind, cols, scores, "player_id", KIND_PLAYER,
-                                                             KIND_PLAYER_DELETE, stored_names)
-    game_at, games, has_game, game_finals = _as_of_sources(kind, cols, scores, "product_id", KIND_PRODUCT,
-                                                           KIND_PRODUCT_DELETE, stored_games)
-    has_player, has_game = has_name[name_at], has_game[game_at]
+    # Per score an index into a pool of names (and whether that name is known), per table.
+    name_at, names, name_known, player_finals = _as_of_sources(kind, cols, scores, "player_id", KIND_PLAYER,
+                                                               KIND_PLAYER_DELETE, stored_names)
+    game_at, games, game_known, game_finals = _as_of_sources(kind, cols, scores, "product_id", KIND_PRODUCT,
+                                                             KIND_PRODUCT_DELETE, stored_games)
+    has_player, has_game = name_known[name_at], game_known[game_at]
 
     def rows(selected, **extra) -> pd.DataFrame:
         at = scores[selected]
