@@ -38,8 +38,8 @@ arrives raw (kind ``KIND_BAD_SCORE``) and the operator says why, with a strict J
 are non-negative integers.
 
 Each row crosses into Python (Arrow, then pandas), so the operator's input is kept narrow: a
-byte for what the row is, the ids, the score, one text column (a table row's name or a dead
-letter) and the processing-order fields (see ``ROW_SCHEMA``).
+byte for what the row is, the ids, the score, one text column (a table row's name, a dead
+letter, or a bad score's raw record) and the processing-order fields (see ``ROW_SCHEMA``).
 
 The processor lives in ``jobs/leaderboard_operators.py`` and its batch logic (numpy, pandas) in
 ``jobs/leaderboard_frames.py``.
