@@ -42,8 +42,8 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
     job could reach on this machine."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    from jobs.leaderboard import bucketed_rows
-    from jobs.leaderboard_operators import PAGE_STATE
+    from jobs.leaderboard.topology import bucketed_rows
+    from jobs.leaderboard.operators import PAGE_STATE
 
     class ReadOnly(StatefulProcessor):
         def __init__(self):
@@ -93,10 +93,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from statectl.adapters.spark import spark_session
-    from statectl.config import load_config
-    from statectl.datasets import DatasetOptions, dataset_batches
-    from statectl.produce import produce_batches
-    from statectl.runner import RunRequest, run_job
+    from jobs.registry import load_job_config
+    from statectl.produce.datasets import DatasetOptions, dataset_batches
+    from statectl.produce.send import produce_batches
+    from statectl.run.runner import RunRequest, run_job
 
     repo = Path(__file__).resolve().parent.parent
     work = Path(tempfile.mkdtemp(prefix="statectl-bench-lb-"))
@@ -112,10 +112,10 @@ def main() -> None:
                 b.topic = f"warm-{b.topic}"
             produce_batches(bootstrap, warm)
 
-            config = load_config(repo / "configs" / "leaderboard.yaml", ["spark.master=local[*]", *args.set])
+            config = load_job_config(repo / "configs" / "leaderboard.yaml", ["spark.master=local[*]", *args.set])
             spark = spark_session(master="local[*]", conf=config.spark.conf)
             baseline(spark, bootstrap, work / "warmup")
-            warm_config = load_config(repo / "configs" / "leaderboard.yaml", [*args.set] + [
+            warm_config = load_job_config(repo / "configs" / "leaderboard.yaml", [*args.set] + [
                 f"topics.{k}=warm-{v}" for k, v in (("score_events", "score-events"), ("players", "players"),
                                                     ("products", "products"), ("high_scores", "high-scores"),
                                                     ("dlq", "leaderboard-dlq"))])

@@ -64,7 +64,7 @@ def run_once(config, checkpoint: Path, bootstrap: str, listen: bool, events_file
     from rich.console import Console
 
     from statectl.render.run import EventsWriter, LiveRunDisplay
-    from statectl.runner import RunRequest, run_job
+    from statectl.run.runner import RunRequest, run_job
 
     request = RunRequest(config, available_now=True, checkpoint_dir=checkpoint, bootstrap_servers=bootstrap,
                          listen=listen, metrics_port=0 if listen else None)
@@ -96,9 +96,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
 
-    from statectl.config import load_config
-    from statectl.datasets import DatasetOptions, dataset_batches
-    from statectl.produce import produce_batches
+    from jobs.registry import load_job_config
+    from statectl.produce.datasets import DatasetOptions, dataset_batches
+    from statectl.produce.send import produce_batches
 
     repo = Path(__file__).resolve().parent.parent
     work = Path(tempfile.mkdtemp(prefix="statectl-bench-listener-"))
@@ -110,7 +110,7 @@ def main() -> None:
             opts = DatasetOptions(count=args.events, players=args.players, products=args.products, seed=7)
             report = produce_batches(bootstrap, dataset_batches("synthetic-leaderboard", opts))
             print(f"produced {report.delivered:,} records in {report.elapsed_seconds:.1f} s", flush=True)
-            config = load_config(repo / "configs" / "leaderboard.yaml",
+            config = load_job_config(repo / "configs" / "leaderboard.yaml",
                                  [f"kafka.max_offsets_per_trigger={args.batch}"])
             plan = [("warm-up", True, -1)]
             for r in range(args.rounds):

@@ -73,7 +73,7 @@ def main() -> None:
     if not kcat:
         raise SystemExit("kcat is not installed: run scripts/setup.sh --bench (apt-get install kcat)")
 
-    from statectl.datasets import score_events
+    from statectl.produce.datasets import score_events
 
     work = Path(tempfile.mkdtemp(prefix="statectl-bench-produce-"))
     data = work / "score-events.jsonl"

@@ -35,8 +35,8 @@ from statectl.adapters.kafka import (  # noqa: E402
     create_missing_topics,
     describe_topics,
 )
-from statectl.broker import _java, broker_down, broker_up, free_port  # noqa: E402
-from statectl.jars import KAFKA_BROKER, ensure_bundle  # noqa: E402
+from statectl.adapters.broker_process import _java, broker_down, broker_up, free_port  # noqa: E402
+from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle  # noqa: E402
 
 TOPIC = "bench-topic-config"
 CHANGE = {"segment.bytes": "536870912", "min.cleanable.dirty.ratio": "0.3"}

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from statectl.adapters import spark_tws
 from statectl.adapters.kafka import TopicSpec
+from statectl.topics.diff import TopicRequest
 
 # Every job module imports this one, and the Python workers import the job module to unpickle
 # its processors, so this swaps in the vectorised transformWithStateInPandas input loader there
@@ -21,13 +22,16 @@ OUTPUT_SCHEMA = "topic string, key string, value string, reason string"
 
 @dataclass
 class JobPlan:
-    """What a job builder hands the runner: the output stream and the topics it needs."""
+    """What a job builder hands the runner: the output stream, the topics it needs, and the topic
+    configs it wants (``topic_requests``: the runner diffs, shows and applies them before the query
+    starts, as `statectl topic-config` does; a builder never changes a topic itself)."""
 
     output: DataFrame
     topics: list[TopicSpec]
     reasons: list[str] = field(default_factory=list)
     output_topics: list[str] = field(default_factory=list)
     description: str = ""
+    topic_requests: list[TopicRequest] = field(default_factory=list)
 
 
 def kafka_source(spark, bootstrap: str, topics: list[str], starting_offsets: str = "earliest",

@@ -15,14 +15,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from statectl.advanced_state import (
+from jobs.advanced.rules import (
     DurationError, Visit, WindowSpec, iso_ms, lru_apply, parse_duration, sweep_windows, threshold_apply,
     visits_apply, window_key,
 )
-from statectl.config import (
-    BoundedStateConfig, SalesThresholdConfig, TombstonesConfig, TopicConfigsConfig, WindowedRetentionConfig,
-    load_config,
+from jobs.advanced.config import (
+    BoundedStateConfig,
+    SalesThresholdConfig,
+    TombstonesConfig,
+    TopicConfigsConfig,
+    WindowedRetentionConfig,
 )
+from jobs.registry import load_job_config
 from statectl.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -188,20 +192,20 @@ def test_visits(before, events, after, outputs):
      ("topic-configs", TopicConfigsConfig), ("sales-threshold", SalesThresholdConfig)],
 )
 def test_shipped_configs_load(name, cls):
-    config = load_config(CONFIGS / f"{name}.yaml")
+    config = load_job_config(CONFIGS / f"{name}.yaml")
     assert isinstance(config, cls)
     assert config.job == "advanced-state/" + name.removesuffix("-ttl")
 
 
 def test_shipped_configs_say_what_the_examples_need():
-    windows = load_config(CONFIGS / "windowed-retention.yaml").windows.spec()
+    windows = load_job_config(CONFIGS / "windowed-retention.yaml").windows.spec()
     assert (windows.size_ms, windows.grace_ms) == (60_000, 5_000)
-    assert load_config(CONFIGS / "bounded-state.yaml").bounded_state.max_keys == 10
-    ttl = load_config(CONFIGS / "bounded-state-ttl.yaml").bounded_state
+    assert load_job_config(CONFIGS / "bounded-state.yaml").bounded_state.max_keys == 10
+    ttl = load_job_config(CONFIGS / "bounded-state-ttl.yaml").bounded_state
     assert ttl.variant == "ttl" and ttl.ttl_ms == 600_000
-    topic = load_config(CONFIGS / "topic-configs.yaml").output_topic
+    topic = load_job_config(CONFIGS / "topic-configs.yaml").output_topic
     assert topic.configs["segment.bytes"] == "536870912" and topic.configs["min.cleanable.dirty.ratio"] == "0.3"
-    sales = load_config(CONFIGS / "sales-threshold.yaml").sales
+    sales = load_job_config(CONFIGS / "sales-threshold.yaml").sales
     assert sales.threshold == 2000 and sales.reset_after_notify is False
 
 
@@ -210,7 +214,7 @@ def test_config_problems_are_all_reported_with_lines(tmp_path):
     cfg.write_text("job: advanced-state/windowed-retention\nwindows:\n  size: 1 hour\n  grace: 10 minutes\n"
                    "  retention: 30 minutes\n  emit: sometimes\n")
     with pytest.raises(ConfigError) as info:
-        load_config(cfg)
+        load_job_config(cfg)
     text = str(info.value)
     assert "w.yaml:5: windows.retention: 30 min does not cover size + grace (1 h + 10 min = 70 min)" in text
     assert "w.yaml:6: windows.emit: expected one of 'final', 'updates', found 'sometimes'" in text
@@ -218,12 +222,12 @@ def test_config_problems_are_all_reported_with_lines(tmp_path):
 
 def test_a_config_for_another_example_is_refused():
     with pytest.raises(ConfigError, match="this config is for 'advanced-state/tombstones', not 'advanced-state/bounded-state'"):
-        load_config(CONFIGS / "tombstones.yaml", expect_job="advanced-state/bounded-state")
+        load_job_config(CONFIGS / "tombstones.yaml", expect_job="advanced-state/bounded-state")
 
 
 # ---------------------------------------------------------------- datasets
 def test_synthetic_datasets_are_deterministic_and_shaped_for_their_examples():
-    from statectl.datasets import DatasetOptions, dataset_batches
+    from statectl.produce.datasets import DatasetOptions, dataset_batches
 
     def records(name, **kw):
         (batch,) = dataset_batches(name, DatasetOptions(count=500, seed=3, **kw))
@@ -251,7 +255,7 @@ def test_synthetic_datasets_are_deterministic_and_shaped_for_their_examples():
 
 
 def test_synthetic_keys_must_be_positive():
-    from statectl.datasets import DatasetOptions, dataset_batches
+    from statectl.produce.datasets import DatasetOptions, dataset_batches
     from statectl.errors import UsageError
 
     with pytest.raises(UsageError, match="--keys must be at least 1"):
@@ -383,7 +387,7 @@ _AT = '{"t": {"0": 3}}'
     ids=["no-progress", "data-batch", "no-data-caught-up", "more-to-read", "re-run-batch", "same-json-other-spacing"],
 )
 def test_available_now_ends_after_a_caught_up_no_data_batch(progress, done):
-    from statectl.runner import caught_up
+    from statectl.run.runner import caught_up
 
     assert caught_up(progress) is done
 

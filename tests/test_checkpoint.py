@@ -16,7 +16,8 @@ import pytest
 from statectl.checkpoint import checksum
 from statectl.checkpoint.health import check_health
 from statectl.checkpoint.layout import format_ranges
-from statectl.checkpoint.reader import parse_state_file_name, parse_state_schema, read_layout
+from statectl.checkpoint.formats import parse_state_file_name, parse_state_schema
+from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import restore_plan
 from statectl.checkpoint.state_read import FORMAT_VERSION_CONF, parse_changes, state_read_request
 from statectl.errors import UsageError
@@ -112,6 +113,15 @@ def test_crc32c(data, value):
 def test_verify_spark_checksum(sidecar, size, status):
     result = checksum.verify_spark_checksum(size, lambda: b"123456789", json.dumps(sidecar).encode())
     assert result.status == status
+
+
+def test_large_state_files_are_hashed_too():
+    """Files over 32 MiB used to be checked by size only; a flipped byte in one is a mismatch now."""
+    data = bytearray(33 * 1024 * 1024)
+    good = {"algorithm": "CRC32C", "value": checksum.crc32c(bytes(data)), "mainFileSize": len(data)}
+    assert checksum.verify_spark_checksum(len(data), lambda: bytes(data), json.dumps(good).encode()).status == checksum.OK
+    data[len(data) // 2] = 1
+    assert checksum.verify_spark_checksum(len(data), lambda: bytes(data), json.dumps(good).encode()).status == checksum.MISMATCH
 
 
 def test_parse_schema_v2_and_v3():
@@ -217,7 +227,7 @@ def test_layout_of_a_stateless_query(tmp_path, cli):
     ids=["kafka", "file", "numeric", "custom", "not-started"],
 )
 def test_source_kind(offset, kind):
-    from statectl.checkpoint.reader import source_kind
+    from statectl.checkpoint.formats import source_kind
 
     assert source_kind(offset) == kind
 

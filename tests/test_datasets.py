@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from statectl.datasets import (
+from statectl.produce.datasets import (
     DATASETS, DatasetOptions, dataset_batches, parse_lines, read_lines_file, score_events,
 )
 from statectl.errors import UsageError
@@ -98,7 +98,7 @@ def _score_values_with_random_choices(count, players, products, seed, chunk=65_5
     version must draw exactly the same records from a seed."""
     import random
 
-    from statectl.datasets import zipf_cum_weights
+    from statectl.produce.datasets import zipf_cum_weights
 
     rng = random.Random(seed)
     player_ids, product_ids = list(range(1, players + 1)), list(range(1, products + 1))

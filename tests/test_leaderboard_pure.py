@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.leaderboard_frames import one_frame
-from statectl.server import respond
+from jobs.leaderboard.frames import one_frame
+from statectl.query.server import respond
 
 # ---------------------------------------------------------------- the per-key pandas reference
 # How the operators worked one key at a time (statectl 0.1): the vectorised code is checked
@@ -22,7 +22,8 @@ _DELETED = "\x00deleted"
 def operator_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """A test frame (kinds by name, ``name`` and ``dlq`` columns, as the references read it) as
     the operator receives it (``ROW_SCHEMA``: ``kind`` a byte, one ``text`` column)."""
-    from jobs.leaderboard_operators import COLUMNS, KIND_NAMES
+    from jobs.leaderboard.kinds import KIND_NAMES
+    from jobs.leaderboard.operators import COLUMNS
 
     codes = {name: code for code, name in enumerate(KIND_NAMES)} | {"dlq": KIND_NAMES.index("dead_letter")}
     text = frame["name"] if "dlq" not in frame else frame["name"].where(frame["name"].notna(), frame["dlq"])
@@ -31,7 +32,7 @@ def operator_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def in_processing_order(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
-    """One key's rows of a micro-batch, in the order they are processed (see jobs/leaderboard.py)."""
+    """One key's rows of a micro-batch, in the order they are processed (see jobs/leaderboard/topology.py)."""
     pdf = one_frame(rows)
     if len(pdf) > 1:
         prio = np.where(pdf["kind"].isin(TABLE_KINDS), 0, 1)
@@ -124,7 +125,7 @@ def test_rest_routes(path, status, body):
 
 
 def _entries(frame: pd.DataFrame) -> list:
-    from statectl.leaderboard import ScoreEntry
+    from jobs.leaderboard.rules import ScoreEntry
 
     return [ScoreEntry(int(r.player_id), int(r.product_id), r.name, r.game_name, float(r.score), int(r.ts),
                        int(r.part), int(r.off)) for r in frame.itertuples(index=False)]
@@ -146,8 +147,8 @@ def _random_joined(rng, n: int) -> pd.DataFrame:
 def test_contenders_change_no_top_list_against_merging_every_score(seed, top_n):
     # Whatever a game's list was before the batch, merging only the contenders gives the same
     # new list as merging every joined score of the batch.
-    from jobs.leaderboard_frames import contenders
-    from statectl.leaderboard import merge_top
+    from jobs.leaderboard.frames import contenders
+    from jobs.leaderboard.rules import merge_top
 
     rng = np.random.default_rng(seed)
     joined = _random_joined(rng, int(rng.integers(1, 80)))
@@ -165,7 +166,7 @@ def test_contenders_change_no_top_list_against_merging_every_score(seed, top_n):
 def test_the_cut_by_passes_and_by_sorting_keep_the_same_rows(seed, top_n, monkeypatch):
     # Each game's rows scoring at least its top_n-th distinct value: the passes (no sort) and
     # the sort must agree, and keep every row an exhaustive ranking would.
-    from jobs import leaderboard_frames as lf
+    from jobs.leaderboard import frames as lf
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 400))
@@ -183,7 +184,7 @@ def test_the_cut_by_passes_and_by_sorting_keep_the_same_rows(seed, top_n, monkey
 
 
 def test_contenders_keep_every_score_tied_with_the_last_place():
-    from jobs.leaderboard_frames import contenders
+    from jobs.leaderboard.frames import contenders
 
     joined = pd.DataFrame({"player_id": [1, 2, 3, 4, 1], "product_id": 5, "score": [9.0, 7.0, 7.0, 7.0, 9.0],
                            "ts": [5, 4, 3, 2, 1], "part": 0, "off": [0, 1, 2, 3, 4]})
@@ -245,7 +246,7 @@ def _identity(frame, *extra):
 @pytest.mark.parametrize("seed", range(40), ids=lambda s: f"seed-{s}")
 @pytest.mark.parametrize("ts_step", [1, 2**60], ids=["packed", "timestamps-too-far-apart-to-pack"])
 def test_join_scores_matches_joining_one_key_at_a_time(seed, ts_step):
-    from jobs.leaderboard_frames import join_scores
+    from jobs.leaderboard.frames import join_scores
 
     rng = np.random.default_rng(seed)
     pdf = _random_bucket(rng, players=int(rng.integers(1, 6)), n=int(rng.integers(1, 90)))
@@ -282,7 +283,7 @@ def _keep_at_least_the_cut(joined, top_n):
 
 
 def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
-    from jobs.leaderboard_frames import join_scores
+    from jobs.leaderboard.frames import join_scores
 
     pdf = pd.DataFrame({
         "kind": ["player", "product", "score", "score"], "player_id": [1, -1, 1, 2], "product_id": [-1, 5, 5, 5],
@@ -300,7 +301,7 @@ def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
 
 def test_every_score_of_an_unknown_game_is_kept_for_a_dead_letter():
     # More scores per player and game than top_n, game unknown: none may be filtered out.
-    from jobs.leaderboard_frames import join_scores
+    from jobs.leaderboard.frames import join_scores
 
     n = 6
     pdf = pd.DataFrame({"kind": "score", "player_id": 1, "product_id": 9, "score": np.arange(n, dtype=float),
@@ -321,7 +322,7 @@ def test_frames_joins_a_keys_frames_like_pandas_concat():
 
 
 def test_check_checkpoint_accepts_the_paged_layout_and_refuses_0_1_to_0_3():
-    from jobs.leaderboard import check_checkpoint
+    from jobs.leaderboard.checkpoint import check_checkpoint
     from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
     from statectl.checkpoint.reader import read_layout
     from tests.conftest import REPO
@@ -365,7 +366,7 @@ def _spark_hash_long(value: int, seed: int = 42) -> int:
 def test_game_bucket_keys_fill_every_shuffle_partition_evenly():
     from collections import Counter
 
-    from jobs.leaderboard_operators import GAME_BUCKET_KEYS, PASS_THROUGH
+    from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH
 
     # Values Spark's own hash() gives (checked with spark.range(...).select(hash(...))).
     assert [_spark_hash_long(k) for k in (0, 1, 2)] == [-1670924195, -1712319331, -797927272]
@@ -397,7 +398,7 @@ class _CountingMapState:
 
 
 def test_a_paged_table_reads_and_writes_each_page_it_touches_once():
-    from jobs.leaderboard_operators import PAGE_BITS, PagedTable
+    from jobs.leaderboard.operators import PAGE_BITS, PagedTable
 
     state = _CountingMapState()
     table = PagedTable(state)
@@ -448,7 +449,7 @@ class _FakeHandle:
 
 def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.DataFrame:
     """One micro-batch's parsed rows of all three topics (and some dead letters of parsing)."""
-    from jobs.leaderboard_operators import PASS_THROUGH
+    from jobs.leaderboard.operators import PASS_THROUGH
 
     rows = []
     for i in range(n):
@@ -480,7 +481,7 @@ def _reference_batches(batches, top_n):
     """The leaderboard's rules applied one row at a time, in processing order (timestamp, table
     rows before scores, partition, offset): per batch the high-scores records and the dead
     letters (reason, partition, offset)."""
-    from statectl.leaderboard import ScoreEntry, encode_top, merge_top
+    from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
 
     players, games, tops, results = {}, {}, {}, []
     for batch in batches:
@@ -513,7 +514,7 @@ def _reference_batches(batches, top_n):
 def _processor_batches(batches, top_n, rng):
     """The same batches through ``Leaderboard``: rows routed to keys as ``with_bucket`` does,
     one processor and state per key, a key's rows handed over in no particular order."""
-    from jobs.leaderboard_operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
+    from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
 
     processors, results = {}, []
     for batch in batches:
@@ -579,15 +580,15 @@ MISTYPED = "player_id and product_id must be non-negative JSON integers, score a
     ('{"player_id": 1, "product_id": 1, "score": true}', 46, ("mistyped_field", MISTYPED)),
 ], ids=lambda v: repr(v)[:30] if isinstance(v, str) else None)
 def test_a_bad_score_event_is_explained(value, size, expected):
-    from jobs.leaderboard_frames import explain_bad_score
+    from jobs.leaderboard.frames import explain_bad_score
 
     max_bytes = 64 if expected[0] == "oversized" else 1 << 20
     assert explain_bad_score(value, size, max_bytes) == expected
 
 
 def test_a_bad_score_letter_has_the_shape_of_sparks_letters():
-    from jobs.leaderboard_frames import bad_score_letter, parse_dead_letters
-    from jobs.leaderboard_operators import KIND_BAD_SCORE, KIND_DEAD_LETTER
+    from jobs.leaderboard.frames import bad_score_letter, parse_dead_letters
+    from jobs.leaderboard.kinds import KIND_BAD_SCORE, KIND_DEAD_LETTER
 
     raw = json.dumps({"key": "k1", "value": '{"score": "é", "player_id": 1}', "bytes": 33})
     letter, reason = bad_score_letter(raw, "scores", 2, 7, 1024)

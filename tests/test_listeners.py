@@ -18,13 +18,14 @@ import urllib.request
 import pytest
 from rich.console import Console
 
-from statectl import listeners as ev
-from statectl.events import read_events, schema, summarize, validate, validate_event
-from statectl.listeners import CatchUp, Lifecycle, State, next_state
-from statectl.restore_progress import (
-    LogTail, OperatorPlan, RestoreTracker, StageTasks, StorePlan, parse_load_line,
+from statectl.run import lifecycle as ev
+from statectl.run.events_file import read_events, schema, summarize, validate, validate_event
+from statectl.run.lifecycle import CatchUp, Lifecycle, State, next_state
+from statectl.run.restore_tracking import (
+    OperatorPlan, RestoreTracker, StageTasks, StorePlan, parse_load_line,
 )
-from statectl.run_monitor import RunMonitor
+from statectl.adapters.log_tail import LogTail
+from statectl.run.monitor import RunMonitor
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "events"
@@ -244,14 +245,14 @@ def test_nothing_to_restore_means_no_events():
 def test_plan_restore_reads_issue_4s_restore_plan(tmp_path):
     from statectl.checkpoint.reader import read_layout
     from statectl.checkpoint.restore import restore_plan
-    from statectl.restore_progress import plan_restore
+    from statectl.run.restore_tracking import tracked_restore
     from tests.checkpoint_factory import OperatorSpec, build_checkpoint
 
     built = build_checkpoint(tmp_path / "ckpt", operators=(
         OperatorSpec(0, "transformWithStateInPandasExec", partitions=3),
         OperatorSpec(1, "symmetricHashJoin", stores=("left-keyToNumValues", "right-keyToNumValues"), partitions=2),
     ), batches=5, snapshot_every=3)
-    plans, note = plan_restore(built.root)
+    plans, note = tracked_restore(built.root)
     assert note is None
     expected = restore_plan(read_layout(built.root))
     assert sorted(plans) == [0, 1]
@@ -263,13 +264,13 @@ def test_plan_restore_reads_issue_4s_restore_plan(tmp_path):
         assert plan.snapshot_bytes == expected.operators[oid].snapshot_bytes
     # The runner reads the checkpoint once and hands the layout over: the same plan.
     layout = read_layout(built.root)
-    assert plan_restore(built.root, layout) == (plans, None)
+    assert tracked_restore(built.root, layout) == (plans, None)
 
 
 def test_the_runner_reads_a_checkpoint_before_start_only_when_there_is_state(tmp_path, monkeypatch):
     from statectl.checkpoint import reader
     from statectl.errors import StatectlError
-    from statectl.runner import _checkpoint_layout
+    from statectl.run.runner import _checkpoint_layout
     from tests.conftest import REPO
 
     assert _checkpoint_layout(tmp_path / "new") is None
@@ -285,12 +286,12 @@ def test_the_runner_reads_a_checkpoint_before_start_only_when_there_is_state(tmp
 
 
 def test_plan_restore_of_new_and_unreadable_checkpoints(tmp_path):
-    from statectl.restore_progress import plan_restore
+    from statectl.run.restore_tracking import tracked_restore
 
-    assert plan_restore(tmp_path / "new") == ({}, None)
+    assert tracked_restore(tmp_path / "new") == ({}, None)
     (tmp_path / "odd" / "commits").mkdir(parents=True)
     (tmp_path / "odd" / "commits" / "0").write_text("v1\n{}")
-    plans, note = plan_restore(tmp_path / "odd")
+    plans, note = tracked_restore(tmp_path / "odd")
     assert plans == {} and note is None  # committed but stateless: nothing to restore
 
 
@@ -563,7 +564,7 @@ def test_events_writer_appends_json_lines(tmp_path):
 
 # ---------------------------------------------------------------- metrics
 def test_metrics_from_events_and_served(tmp_path):
-    from statectl.metrics import RunMetrics
+    from statectl.run.metrics import RunMetrics
 
     metrics = RunMetrics("leaderboard").serve(0)
     try:
@@ -590,7 +591,7 @@ def test_metrics_from_events_and_served(tmp_path):
 
 def test_metrics_port_in_use_is_an_operational_error():
     from statectl.errors import OperationalError
-    from statectl.metrics import RunMetrics
+    from statectl.run.metrics import RunMetrics
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -601,7 +602,7 @@ def test_metrics_port_in_use_is_an_operational_error():
 
 
 def test_metrics_server_on_ipv6_loopback():
-    from statectl.metrics import RunMetrics
+    from statectl.run.metrics import RunMetrics
 
     metrics = RunMetrics("leaderboard").serve(0, "::1")
     try:

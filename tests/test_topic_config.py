@@ -13,27 +13,29 @@ from pathlib import Path
 import pytest
 
 from statectl.errors import ConfigError, UsageError
-from statectl.topic_apply import TopicConfigOptions
-from statectl.topic_config import (
-    KNOWN_CONFIGS,
-    LONG_MAX,
-    PRESETS,
+from statectl.topics.apply import TopicConfigOptions
+from statectl.topics.diff import (
     ConfigValue,
     TopicConfigDiff,
     TopicRequest,
     TopicState,
     compaction_note,
     diff_topic,
-    human_value,
-    parse_assignment,
     plan_diff,
     reported_mismatches,
     request_problems,
+)
+from statectl.topics.keys import (
+    KNOWN_CONFIGS,
+    LONG_MAX,
+    PRESETS,
+    human_value,
+    parse_assignment,
     same_value,
     unknown_key_problem,
     value_problem,
 )
-from statectl.topic_file import load_topics_file
+from statectl.topics.topics_file import load_topics_file
 from tests.conftest import REPO
 
 DATA = Path(__file__).parent / "data" / "topics"
@@ -351,7 +353,7 @@ def test_shipped_topics_file_declares_every_job_topic_with_valid_configs():
     assert by_name["high-scores"].preset == "aggressive-compaction"
     assert by_name["counts-output"].sets["segment.bytes"] == "536870912"
     # produce-test-data creates the table topics; the file must agree with it so an apply is quiet.
-    from statectl.datasets import TABLE_CONFIGS
+    from statectl.produce.datasets import TABLE_CONFIGS
 
     assert {k: by_name["players"].sets[k] for k in TABLE_CONFIGS} == TABLE_CONFIGS
 

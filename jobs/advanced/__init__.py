@@ -1,3 +1,3 @@
 """Chapter 6's state-management examples and the sales-aggregation post, as Spark jobs
 (``statectl run advanced-state EXAMPLE``). The rules they apply live in
-:mod:`statectl.advanced_state`; these modules hold the Spark plumbing and the StatefulProcessors."""
+:mod:`jobs.advanced.rules`; these modules hold the Spark plumbing and the StatefulProcessors."""

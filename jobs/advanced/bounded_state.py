@@ -42,12 +42,12 @@ from jobs.advanced.common import (
 )
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 from statectl.adapters.kafka import TopicSpec
-from statectl.advanced_state import lru_apply
-from statectl.config import BoundedStateConfig
+from jobs.advanced.rules import lru_apply
+from jobs.advanced.config import BoundedStateConfig
 
 REASONS = list(RECORD_REASONS)
 
-#: The one grouping key of the LRU store (a string: never a null key, see jobs/leaderboard.py).
+#: The one grouping key of the LRU store (a string: never a null key, see jobs/leaderboard/topology.py).
 STORE_GROUP = "store"
 
 KEY_SCHEMA = StructType([StructField("key", StringType())])

@@ -11,7 +11,7 @@ processing order: Kafka timestamp, partition, offset within a micro-batch, batch
 Key the events by product (as the seed files are) so one product's sales share a partition and
 their order is the order they were produced.
 
-Notification rules (:func:`statectl.advanced_state.threshold_apply`):
+Notification rules (:func:`jobs.advanced.rules.threshold_apply`):
 
 - ``reset_after_notify: false`` (default): a product is notified once, by the sale that takes its
   total from below ``threshold`` to ``threshold`` or above; the total keeps growing.
@@ -43,8 +43,8 @@ from jobs.advanced.common import (
 )
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 from statectl.adapters.kafka import TopicSpec
-from statectl.advanced_state import threshold_apply
-from statectl.config import SalesThresholdConfig
+from jobs.advanced.rules import threshold_apply
+from jobs.advanced.config import SalesThresholdConfig
 
 REASONS = ["null_value", "oversized", "malformed_json", "missing_field", "mistyped_field", "negative_value"]
 

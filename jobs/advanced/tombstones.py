@@ -32,8 +32,8 @@ from jobs.advanced.common import (
 )
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 from statectl.adapters.kafka import TopicSpec
-from statectl.advanced_state import Visit, visits_apply
-from statectl.config import TombstonesConfig
+from jobs.advanced.rules import Visit, visits_apply
+from jobs.advanced.config import TombstonesConfig
 
 REASONS = RECORD_REASONS + ["empty_value"]
 

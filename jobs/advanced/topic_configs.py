@@ -4,9 +4,9 @@ job's changelog-style view of its state — is created or brought to the configs
     patient-events ─ checks ─▶ KeyCounts (keyed by record key) ─┬▶ patient-event-counts
                                               dead letters ─────┴▶ topic-configs-dlq
 
-Before the query starts, ``output_topic`` (partitions, replication factor, configs such as
-``segment.bytes: 536870912`` and ``min.cleanable.dirty.ratio: 0.3``) goes through the code of
-``statectl topic-config``: the same checks, the same diff, the broker's validate_only, then a
+The job declares ``output_topic`` (partitions, replication factor, configs such as
+``segment.bytes: 536870912`` and ``min.cleanable.dirty.ratio: 0.3``) as a topic request; before the
+query starts the runner puts it through the code of ``statectl topic-config``: the same checks, the same diff, the broker's validate_only, then a
 create or an IncrementalAlterConfigs of just the keys that differ (keys the YAML does not name
 are left alone). A topic that already has the configs is not touched.
 
@@ -21,8 +21,8 @@ from jobs.advanced.bounded_state import KeyCounts
 from jobs.advanced.common import RECORD_REASONS, dead_letter_columns, group_key, read_records, record_detail
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 from statectl.adapters.kafka import TopicSpec
-from statectl.config import TopicConfigsConfig
-from statectl.topic_config import TopicConfigDiff, TopicRequest
+from jobs.advanced.config import TopicConfigsConfig
+from statectl.topics.diff import TopicRequest
 
 REASONS = list(RECORD_REASONS)
 
@@ -35,28 +35,8 @@ def output_topic_request(config: TopicConfigsConfig) -> TopicRequest:
     return req
 
 
-def ensure_output_topic(config: TopicConfigsConfig, bootstrap: str) -> TopicConfigDiff:
-    """Create the output topic or apply the configs it lacks, as `statectl topic-config` does."""
-    from statectl.topic_apply import apply_plan, plan_requests
-
-    diff = plan_requests([output_topic_request(config)], f"{config.job} config", bootstrap)
-    if not diff.is_noop:
-        apply_plan(diff)
-    return diff
-
-
-def _summary(diff: TopicConfigDiff) -> str:
-    plan = diff.topics[0]
-    if plan.create is not None:
-        return f"created {plan.topic} with " + ", ".join(f"{k}={v}" for k, v in plan.create["configs"].items())
-    if plan.changes:
-        return f"set on {plan.topic}: " + ", ".join(f"{c.key}={c.new}" for c in plan.changes)
-    return f"{plan.topic} already has its configs"
-
-
 def build(spark, config: TopicConfigsConfig, bootstrap: str) -> JobPlan:
     t, k, o = config.topics, config.kafka, config.output_topic
-    diff = ensure_output_topic(config, bootstrap)
     src = kafka_source(spark, bootstrap, [t.input], k.starting_offsets, k.max_offsets_per_trigger, k.min_partitions)
     rows = read_records(src, o.max_record_bytes)
     dlq = dead_letter_columns(record_detail(F.col("reason"), o.max_record_bytes))
@@ -66,4 +46,4 @@ def build(spark, config: TopicConfigsConfig, bootstrap: str) -> JobPlan:
     )
     topics = [TopicSpec(t.input, 4), TopicSpec(t.dlq, 1)]
     return JobPlan(output=output, topics=topics, reasons=REASONS, output_topics=[t.output, t.dlq],
-                   description=f"counts per key -> {t.output} ({_summary(diff)})")
+                   description=f"counts per key -> {t.output}", topic_requests=[output_topic_request(config)])

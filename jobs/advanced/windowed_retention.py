@@ -41,8 +41,9 @@ from jobs.advanced.common import (
 )
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 from statectl.adapters.kafka import TopicSpec
-from statectl.advanced_state import WindowSpec, human_ms, iso_ms, sweep_windows, window_key
-from statectl.config import WindowedRetentionConfig
+from jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
+from statectl.text import human_ms
+from jobs.advanced.config import WindowedRetentionConfig
 
 REASONS = RECORD_REASONS + ["malformed_json", "missing_field", "invalid_timestamp", "late"]
 

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from statectl.errors import BrokerUnavailable, OperationalError
+from statectl.text import wait_until
 
 _log = logging.getLogger("statectl.kafka")
 _log.addHandler(logging.NullHandler())
@@ -99,12 +100,12 @@ def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], timeout: f
 
 
 def _wait_for_metadata(admin: AdminClient, names: list[str], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while names and time.monotonic() < deadline:
+    def known() -> bool:
         md = admin.list_topics(timeout=REACH_TIMEOUT)
-        if all(n in md.topics and not md.topics[n].error and md.topics[n].partitions for n in names):
-            return
-        time.sleep(0.1)
+        return all(n in md.topics and not md.topics[n].error and md.topics[n].partitions for n in names)
+
+    if names:
+        wait_until(known, timeout, interval=0.1)
 
 
 def delete_topics(admin: AdminClient, names: list[str], timeout: float = 15.0) -> None:

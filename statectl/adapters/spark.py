@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from statectl.errors import OperationalError
+from statectl.text import first_error_line
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -64,7 +65,7 @@ def pyspark_jars_dir() -> Path:
 
 def connector_jars() -> list[Path]:
     """The Kafka connector bundle minus what PySpark already ships (same artifact, any version)."""
-    from statectl.jars import SPARK_KAFKA, artifact_base, ensure_bundle
+    from statectl.adapters.jars import SPARK_KAFKA, artifact_base, ensure_bundle
 
     shipped = {artifact_base(p.name) for p in pyspark_jars_dir().glob("*.jar")}
     return [j for j in ensure_bundle(SPARK_KAFKA) if artifact_base(j.name) not in shipped]
@@ -124,7 +125,7 @@ def spark_session(
             with _child_output_to(log_file):
                 session = builder.getOrCreate()
         except Exception as exc:  # py4j/JVM start-up failures come in many types
-            raise OperationalError(f"Spark did not start: {str(exc).splitlines()[0][:300]} (log: {log_file})") from exc
+            raise OperationalError(f"Spark did not start: {first_error_line(exc, 300)} (log: {log_file})") from exc
     session.sparkContext.setLogLevel("WARN")
     if not master.startswith("local"):
         # On a cluster the executors' Python workers need the job code: ship it as a zip.

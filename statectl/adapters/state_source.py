@@ -7,13 +7,34 @@ checkpoint.
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from statectl.checkpoint.state_read import StateReadRequest, StateRows
 from statectl.errors import OperationalError
+from statectl.text import first_error_line
 
 
-def read_state_rows(request: StateReadRequest, master: str = "local[*]") -> StateRows:
+class StateSourceRead(Protocol):
+    """What to read (``statectl.checkpoint.state_read.StateReadRequest`` is one)."""
+
+    path: str
+    limit: int
+    options: dict[str, str]
+    conf: dict[str, str]
+    description: str
+
+
+@dataclass
+class StateSourceRows:
+    """What the two sources returned, as plain Python."""
+
+    metadata: list[dict[str, Any]] = field(default_factory=list)  # `state-metadata` rows
+    columns: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # the first `limit` rows
+    total: int | None = None
+
+
+def read_state_rows(request: StateSourceRead, master: str = "local[*]") -> StateSourceRows:
     """Read `state-metadata` and the first ``request.limit`` state rows the request describes."""
     from pyspark.sql import SparkSession
 
@@ -34,12 +55,12 @@ def read_state_rows(request: StateReadRequest, master: str = "local[*]") -> Stat
                 spark.conf.set(key, value)
 
 
-def _read(spark, request: StateReadRequest) -> StateRows:
+def _read(spark, request: StateSourceRead) -> StateSourceRows:
     # The statestore reader talks to the StateStoreCoordinator, which Spark registers together
     # with the streaming query manager; a session that never touched streaming lacks it.
     spark.streams.active
     path = os.path.abspath(request.path)
-    result = StateRows(request=request)
+    result = StateSourceRows()
     try:
         metadata = spark.read.format("state-metadata").load(path)
         result.metadata = [_plain(r.asDict(recursive=True)) for r in metadata.collect()]
@@ -51,7 +72,7 @@ def _read(spark, request: StateReadRequest) -> StateRows:
         result.rows = [_plain(r.asDict(recursive=True)) for r in df.limit(request.limit).collect()] if request.limit else []
         result.total = df.count()
     except Exception as exc:  # py4j/analysis errors come in many types; one sentence for the user
-        raise OperationalError(f"Spark could not read the state ({request.description}): {_first_line(exc)}") from exc
+        raise OperationalError(f"Spark could not read the state ({request.description}): {first_error_line(exc, 400)}") from exc
     return result
 
 
@@ -66,12 +87,3 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "asDict"):
         return _plain(value.asDict(recursive=True))
     return value
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("An error occurred while calling", "at ", "JVM stacktrace")):
-            return line[:400]
-    return type(exc).__name__

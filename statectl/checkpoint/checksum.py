@@ -13,10 +13,9 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+import google_crc32c
+
 HADOOP_CRC_MAGIC = b"crc\x00"
-# Pure-Python CRC32C runs at a few MB/s; bigger files are checked by size (and by their Hadoop
-# CRC32 sidecar, which zlib verifies at full speed) instead.
-CRC32C_MAX_BYTES = 32 * 1024 * 1024
 
 OK = "ok"
 MISMATCH = "mismatch"
@@ -80,29 +79,9 @@ def lz4_stream_complete(data: bytes) -> bool | None:
     return len(data) >= 21 and data[-21:-13] == LZ4_BLOCK_MAGIC and data[-12:] == bytes(12)
 
 
-_CRC32C_TABLE: list[int] | None = None
-
-
-def _crc32c_table() -> list[int]:
-    global _CRC32C_TABLE
-    if _CRC32C_TABLE is None:
-        table = []
-        for i in range(256):
-            crc = i
-            for _ in range(8):
-                crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-            table.append(crc)
-        _CRC32C_TABLE = table
-    return _CRC32C_TABLE
-
-
 def crc32c(data: bytes) -> int:
     """CRC-32C (Castagnoli), the checksum of Spark's checkpoint-v2 JSON sidecars."""
-    table = _crc32c_table()
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+    return google_crc32c.value(data)
 
 
 def parse_spark_checksum(text: bytes) -> dict:
@@ -116,7 +95,7 @@ def parse_spark_checksum(text: bytes) -> dict:
 def verify_spark_checksum(data_size: int, read_data, sidecar: bytes) -> ChecksumResult:
     """Check a v2 state file against its JSON sidecar.
 
-    ``read_data`` is called only when the size matches and the file is small enough to hash.
+    ``read_data`` is called only when the size matches and the algorithm is CRC32C.
     """
     try:
         doc = parse_spark_checksum(sidecar)
@@ -128,8 +107,6 @@ def verify_spark_checksum(data_size: int, read_data, sidecar: bytes) -> Checksum
     algorithm = str(doc.get("algorithm", "")).upper()
     if algorithm != "CRC32C":
         return ChecksumResult(SKIPPED, f"checksum algorithm {algorithm!r} is not known to statectl")
-    if data_size > CRC32C_MAX_BYTES:
-        return ChecksumResult(SKIPPED, "file too large for the pure-Python CRC32C; size checked only")
     value = int(doc["value"]) & 0xFFFFFFFF
     if crc32c(read_data()) != value:
         return ChecksumResult(MISMATCH, "CRC32C differs from the checksum sidecar")

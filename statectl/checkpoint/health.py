@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from statectl.checkpoint import checksum
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.checkpoint.restore import RestorePlan, plan_store, rocksdb_snapshot_ssts
+from statectl.text import plural
 
 ERROR = "error"
 WARNING = "warning"
@@ -160,7 +161,7 @@ def _operator(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
         extra = sorted(p for p in op.partitions if p >= n)
         if missing and layout.restore_version > 0:
             out.append(Finding(ERROR, MISSING_FILE,
-                               f"operator {oid} declares {n} partitions but {_plural(len(missing), 'partition directory')} "
+                               f"operator {oid} declares {n} partitions but {plural(len(missing), 'partition directory')} "
                                f"{_fmt(missing)} {'is' if len(missing) == 1 else 'are'} missing: their state is gone",
                                f"{op.path}/{missing[0]}", oid, missing[0]))
         if extra:
@@ -224,7 +225,7 @@ def _restore(plan: RestorePlan) -> list[Finding]:
                 out.append(Finding(
                     ERROR, MISSING_FILE,
                     f"snapshot {s.snapshot.name if s.snapshot else '?'} of {where} refers to "
-                    f"{_plural(len(s.missing_ssts), 'SST file')} missing from SSTs/ (e.g. {s.missing_ssts[0]})",
+                    f"{plural(len(s.missing_ssts), 'SST file')} missing from SSTs/ (e.g. {s.missing_ssts[0]})",
                     f"{where}/SSTs/{s.missing_ssts[0]}", s.operator_id, s.partition))
             if s.snapshot_error:
                 out.append(Finding(ERROR, UNPARSABLE,
@@ -317,7 +318,7 @@ def _v2_orphans(layout: CheckpointLayout, oid: int, pid: int, store: StoreFiles)
         return []
     stray.sort(key=lambda n: (int(n.split("_", 1)[0]), n))
     return [Finding(INFO, ORPHANED_FILE,
-                    f"{store.path} has {_plural(len(stray), 'file')} whose unique id no commit names "
+                    f"{store.path} has {plural(len(stray), 'file')} whose unique id no commit names "
                     f"(e.g. {stray[0]}): left by a failed or retried attempt, Spark ignores them",
                     f"{store.path}/{stray[0]}", oid, pid)]
 
@@ -335,7 +336,7 @@ def _unreferenced_ssts(layout: CheckpointLayout, store: StoreFiles, oid: int, pi
         return []
     size = sum(store.ssts[n] for n in stray)
     return [Finding(INFO, ORPHANED_FILE,
-                    f"{store.path}/SSTs has {_plural(len(stray), 'SST file')} ({size:,} bytes) no snapshot refers "
+                    f"{store.path}/SSTs has {plural(len(stray), 'SST file')} ({size:,} bytes) no snapshot refers "
                     f"to; Spark's maintenance deletes them", f"{store.path}/SSTs/{stray[0]}", oid, pid)]
 
 
@@ -427,11 +428,3 @@ def _fmt(values: list[int]) -> str:
     from statectl.checkpoint.layout import format_ranges
 
     return format_ranges(values)
-
-
-def _plural(n: int, noun: str) -> str:
-    if n == 1:
-        return f"1 {noun}"
-    if noun.endswith("directory"):
-        return f"{n} {noun[:-1]}ies"
-    return f"{n} {noun}s"

@@ -136,12 +136,12 @@ def _read_rows(request):
 
     with checkpoint_replica(request.path, request.operator_id) as (path, stats):
         try:
-            rows = read_state_rows(replace(request, path=path))
+            read = read_state_rows(replace(request, path=path))
         except StatectlError as exc:  # name the user's checkpoint, not the replica, in the message
             raise type(exc)(str(exc).replace(path, str(request.path))) from exc
-    rows.request = request
-    rows.replica = {"linked_files": stats.linked, "copied_files": stats.copied, "copied_bytes": stats.copied_bytes}
-    return rows
+    return StateRows(request=request, metadata=read.metadata, columns=read.columns, rows=read.rows, total=read.total,
+                     replica={"linked_files": stats.linked, "copied_files": stats.copied,
+                              "copied_bytes": stats.copied_bytes})
 
 
 def _in_view(f: Finding, options: InspectOptions) -> bool:

@@ -10,17 +10,12 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from statectl.checkpoint.layout import (
     DEFAULT_STORE,
-    HDFS,
     ROCKSDB,
     CheckpointLayout,
-    CommitEntry,
-    OffsetEntry,
     OperatorLayout,
     PartitionFiles,
     Problem,
@@ -30,11 +25,19 @@ from statectl.checkpoint.layout import (
     StoreFiles,
     StoreInfo,
 )
+from statectl.checkpoint.formats import (
+    STATE_EXTENSIONS,
+    parse_commit_entry,
+    parse_offset_entry,
+    parse_operator_metadata,
+    parse_state_file_name,
+    parse_state_schema,
+    source_kind,
+)
 from statectl.errors import OperationalError, UsageError
+from statectl.text import first_error_line
 
-_STATE_EXTENSIONS = {"zip": ROCKSDB, "changelog": ROCKSDB, "snapshot": HDFS, "delta": HDFS}
 _SNAPSHOT_EXTENSIONS = ("zip", "snapshot")
-_UUID_LEN = 36
 
 # What sits at the top of a checkpoint, and what each part is for.
 TOP_LEVEL = ("metadata", "offsets", "commits", "sources", "state")
@@ -81,10 +84,10 @@ def _read_top_level(layout: CheckpointLayout, entries: dict[str, os.DirEntry]) -
             _read_metadata(layout, entry, hidden)
         elif name == "offsets" and entry.is_dir():
             layout.offsets_present = True
-            _read_log(layout, entry.path, "offsets", _parse_offset_entry, layout.offsets, layout.offsets_files)
+            _read_log(layout, entry.path, "offsets", parse_offset_entry, layout.offsets, layout.offsets_files)
         elif name == "commits" and entry.is_dir():
             layout.commits_present = True
-            _read_log(layout, entry.path, "commits", _parse_commit_entry, layout.commits, layout.commits_files)
+            _read_log(layout, entry.path, "commits", parse_commit_entry, layout.commits, layout.commits_files)
         elif name == "sources" and entry.is_dir():
             _read_sources(layout, entry.path)
         elif name == "state" and entry.is_dir():
@@ -146,47 +149,7 @@ def _read_log(layout, dir_path, rel, parse, parsed: dict, files: dict) -> None:
         try:
             parsed[batch] = parse(batch, data.decode("utf-8"))
         except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
-            layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({_short(exc)})"))
-
-
-def _parse_offset_entry(batch: int, text: str) -> OffsetEntry:
-    lines = text.split("\n")
-    version = lines[0].strip()
-    if not version.startswith("v"):
-        raise ValueError(f"first line is {version[:20]!r}, not a log version like 'v1'")
-    meta = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
-    if not isinstance(meta, dict):
-        raise ValueError("second line is not the batch metadata object")
-    sources: list[Any] = []
-    for line in lines[2:]:
-        line = line.strip()
-        if not line:
-            continue
-        sources.append(None if line == "-" else json.loads(line))
-    return OffsetEntry(
-        batch=batch,
-        version=version,
-        watermark_ms=meta.get("batchWatermarkMs"),
-        timestamp_ms=meta.get("batchTimestampMs"),
-        conf={str(k): str(v) for k, v in (meta.get("conf") or {}).items()},
-        source_offsets=sources,
-    )
-
-
-def _parse_commit_entry(batch: int, text: str) -> CommitEntry:
-    lines = text.split("\n")
-    version = lines[0].strip()
-    if not version.startswith("v"):
-        raise ValueError(f"first line is {version[:20]!r}, not a log version like 'v1'")
-    doc = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
-    if not isinstance(doc, dict):
-        raise ValueError("second line is not a JSON object")
-    ids = doc.get("stateUniqueIds")
-    unique_ids = None
-    if isinstance(ids, dict) and ids:
-        unique_ids = {int(op): [[str(x) for x in part] for part in parts] for op, parts in ids.items()}
-    return CommitEntry(batch=batch, version=version, next_watermark_ms=doc.get("nextBatchWatermarkMs"),
-                       state_unique_ids=unique_ids)
+            layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
 
 
 def _read_sources(layout: CheckpointLayout, dir_path: str) -> None:
@@ -227,21 +190,6 @@ def _infer_source_kinds(layout: CheckpointLayout) -> None:
         src.latest_offset = offset
         src.kind = source_kind(offset)
     layout.sources.sort(key=lambda s: s.index)
-
-
-def source_kind(offset: Any) -> str | None:
-    """Guess a source's type from its offset JSON (the offset log does not name it)."""
-    if offset is None:
-        return None
-    if isinstance(offset, int):
-        return "numeric offset (rate, memory or socket source)"
-    if isinstance(offset, dict):
-        if "logOffset" in offset:
-            return "file source"
-        if offset and all(isinstance(v, dict) and all(str(k).lstrip("-").isdigit() for k in v) for v in offset.values()):
-            return "Kafka"
-        return "custom source"
-    return "custom source"
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,24 +270,11 @@ def _read_operator_metadata(layout: CheckpointLayout, op: OperatorLayout, meta_d
         try:
             _apply_operator_metadata(op, data.decode("utf-8"))
         except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
-            layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({_short(exc)})"))
+            layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
             continue
         op.metadata_version = version
         op.metadata_file = relpath
         break
-
-
-def parse_operator_metadata(text: str) -> dict[str, Any]:
-    """`v1`/`v2` header line + one JSON object (operatorInfo, stateStoreInfo, properties)."""
-    lines = text.split("\n", 1)
-    version = lines[0].strip()
-    if version not in ("v1", "v2"):
-        raise ValueError(f"unknown operator metadata version {version[:10]!r}")
-    doc = json.loads(lines[1])
-    if not isinstance(doc, dict) or "operatorInfo" not in doc:
-        raise ValueError("no operatorInfo")
-    doc["_version"] = int(version[1:])
-    return doc
 
 
 def _apply_operator_metadata(op: OperatorLayout, text: str) -> None:
@@ -407,104 +342,13 @@ def _apply_schema(layout: CheckpointLayout, op: OperatorLayout) -> None:
     try:
         op.column_families = [cf.name for cf in parse_state_schema(data)]
     except (ValueError, struct.error, UnicodeDecodeError) as exc:
-        layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({_short(exc)})"))
+        layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
 
 
 def _schema_sort_key(relpath: str) -> tuple[int, str]:
     base = os.path.basename(relpath)
     head = base.split("_", 1)[0]
     return (int(head) if head.isdigit() else -1, base)
-
-
-@dataclass
-class ColumnFamilySchema:
-    """One column family (state variable or internal index) of a state schema file."""
-
-    name: str
-    key_schema: dict[str, Any] = field(default_factory=dict)
-    value_schema: dict[str, Any] = field(default_factory=dict)
-
-    def field_names(self, which: str) -> list[str]:
-        schema = self.key_schema if which == "key" else self.value_schema
-        return [f"{f.get('name')} {_type_name(f.get('type'))}" for f in schema.get("fields", [])]
-
-
-def parse_state_schema(data: bytes) -> list[ColumnFamilySchema]:
-    """Decode a state schema file (`_metadata/schema` v1/v2, `_stateSchema/...` v3).
-
-    Java DataOutputStream encoding: writeUTF strings (2-byte length), v2/v3 split long JSON into
-    an int count of UTF chunks. v3 holds one entry per column family: name, key schema id,
-    key schema, value schema id, value schema, key encoder spec, user key encoder schema.
-    """
-    reader = _JavaReader(data)
-    version = reader.utf()
-    if version == "v1":
-        return [ColumnFamilySchema(DEFAULT_STORE, json.loads(reader.utf()), json.loads(reader.utf()))]
-    if version == "v2":
-        return [ColumnFamilySchema(DEFAULT_STORE, json.loads(reader.chunks()), json.loads(reader.chunks()))]
-    if version == "v3":
-        out = []
-        for _ in range(reader.int32()):
-            name = reader.utf()
-            reader.short()
-            key = json.loads(reader.chunks())
-            reader.short()
-            value = json.loads(reader.chunks())
-            reader.chunks()  # key state encoder spec
-            reader.chunks()  # user key encoder schema
-            out.append(ColumnFamilySchema(name, key, value))
-        return out
-    raise ValueError(f"unknown schema version {version[:10]!r}")
-
-
-class _JavaReader:
-    def __init__(self, data: bytes):
-        self.data = data
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if self.pos + n > len(self.data):
-            raise ValueError("file ends early")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def short(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
-
-    def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
-
-    def utf(self) -> str:
-        n = struct.unpack(">H", self._take(2))[0]
-        return self._take(n).decode("utf-8")
-
-    def chunks(self) -> str:
-        n = self.int32()
-        if n < 0 or n > 1 << 20:
-            raise ValueError(f"implausible chunk count {n}")
-        return "".join(self.utf() for _ in range(n))
-
-
-def _type_name(t: Any) -> str:
-    if isinstance(t, str):
-        return t
-    if isinstance(t, dict):
-        return str(t.get("type", "?"))
-    return "?"
-
-
-def parse_state_file_name(name: str) -> tuple[int, str | None, str] | None:
-    """'12.zip' -> (12, None, 'zip'); '12_<uuid>.changelog' -> (12, uuid, 'changelog'); else None."""
-    stem, dot, ext = name.rpartition(".")
-    if not dot or ext not in _STATE_EXTENSIONS:
-        return None
-    version, _, unique_id = stem.partition("_")
-    if not version.isdigit():
-        return None
-    if unique_id and len(unique_id) != _UUID_LEN:
-        return None
-    return int(version), (unique_id or None), ext
 
 
 def _read_store_dir(layout: CheckpointLayout, part: PartitionFiles, dir_path: str, rel: str,
@@ -535,7 +379,7 @@ def _read_store_dir(layout: CheckpointLayout, part: PartitionFiles, dir_path: st
             if size == 0:
                 store.empty_files.append(name)
             if store.provider is None:
-                store.provider = _STATE_EXTENSIONS[ext]
+                store.provider = STATE_EXTENSIONS[ext]
             has_state = True
             continue
         if name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
@@ -615,11 +459,6 @@ def _read_bytes(layout: CheckpointLayout, path: str, relpath: str) -> bytes | No
         return None
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:120]
-
-
 def _read_store_schema(layout: CheckpointLayout, store: StoreFiles, path: str, relpath: str) -> None:
     """Key/value columns of a store, from its `_metadata/schema` (Spark writes it in partition 0)."""
     data = _read_bytes(layout, path, relpath)
@@ -631,7 +470,7 @@ def _read_store_schema(layout: CheckpointLayout, store: StoreFiles, path: str, r
     try:
         families = parse_state_schema(data)
     except (ValueError, struct.error, UnicodeDecodeError) as exc:
-        layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({_short(exc)})"))
+        layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
         return
     if families:
         store.key_schema = families[0].field_names("key")

@@ -12,7 +12,7 @@ app = typer.Typer(help="Resolve the Kafka broker and Spark Kafka connector jars 
 @app.command()
 def fetch(json: JsonOpt = False) -> None:
     """Resolve every jar bundle from Maven Central (once; later runs use the cache, offline)."""
-    from statectl.jars import BUNDLES, ensure_bundle
+    from statectl.adapters.jars import BUNDLES, ensure_bundle
     from statectl.render import emit_json, err, out
 
     result = {}
@@ -31,7 +31,7 @@ def fetch(json: JsonOpt = False) -> None:
 @app.command("list")
 def list_jars(json: JsonOpt = False) -> None:
     """Show which bundles are cached and where."""
-    from statectl.jars import BUNDLES, cached_jars
+    from statectl.adapters.jars import BUNDLES, cached_jars
     from statectl.render import emit_json, out
 
     result = {}

@@ -37,28 +37,28 @@ def up(
     The first run fetches the broker jars from Maven Central into ~/.cache/statectl/jars and
     formats the storage. Running `up` on a running broker says so and changes nothing.
     """
-    from statectl.broker import broker_up
-    from statectl.render.kafka import broker_status
+    from statectl.adapters.broker_process import broker_up
+    from statectl.render.kafka import broker_report
 
-    broker_status(broker_up(_dir(data_dir), port), json, "up")
+    broker_report(broker_up(_dir(data_dir), port), json, "up")
 
 
 @app.command()
 def down(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
     """Stop the broker cleanly (a controlled shutdown; killed if it hangs for 30 s)."""
-    from statectl.broker import broker_down
-    from statectl.render.kafka import broker_status
+    from statectl.adapters.broker_process import broker_down
+    from statectl.render.kafka import broker_report
 
-    broker_status(broker_down(_dir(data_dir)), json, "down")
+    broker_report(broker_down(_dir(data_dir)), json, "down")
 
 
 @app.command()
 def status(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
     """Say whether the broker is running, its bootstrap address, pid and log file. Exit 1 when stopped."""
-    from statectl.broker import broker_status as read_status
-    from statectl.render.kafka import broker_status
+    from statectl.adapters.broker_process import broker_status
+    from statectl.render.kafka import broker_report
 
-    st = read_status(_dir(data_dir))
-    broker_status(st, json, "status")
+    st = broker_status(_dir(data_dir))
+    broker_report(st, json, "status")
     if not st.running:
         raise typer.Exit(1)

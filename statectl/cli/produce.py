@@ -44,10 +44,10 @@ def produce_test_data(
       statectl produce-test-data --file data/players.json --topic players --parse-key --key-separator '|'
     """
     from statectl.cli.progress import record_progress
-    from statectl.config import resolve_bootstrap
-    from statectl.datasets import DatasetOptions, dataset_batches, file_batch
+    from statectl.config.bootstrap import resolve_bootstrap
+    from statectl.produce.datasets import DatasetOptions, dataset_batches, file_batch
     from statectl.errors import DeliveryFailed, UsageError
-    from statectl.produce import produce_batches
+    from statectl.produce.send import produce_batches
     from statectl.render.kafka import produce_report
 
     if file is not None:

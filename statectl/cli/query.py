@@ -14,13 +14,15 @@ serve_app = typer.Typer(help="Serve a job's current results over HTTP (the refer
 
 
 def _topic_and_bootstrap(config: Path | None, bootstrap: str | None) -> tuple[str, str]:
-    from statectl.config import LeaderboardConfig, load_config, resolve_bootstrap
+    from jobs.leaderboard.config import LeaderboardConfig
+    from statectl.config.bootstrap import resolve_bootstrap
+    from jobs.registry import load_job_config
 
     if config is None:
         default = Path(__file__).resolve().parents[2] / "configs" / "leaderboard.yaml"
-        cfg = load_config(default) if default.exists() else LeaderboardConfig(job="leaderboard")
+        cfg = load_job_config(default) if default.exists() else LeaderboardConfig(job="leaderboard")
     else:
-        cfg = load_config(config, expect_job="leaderboard")
+        cfg = load_job_config(config, expect_job="leaderboard")
     return cfg.topics.high_scores, resolve_bootstrap(bootstrap, cfg.kafka.bootstrap_servers)
 
 
@@ -37,7 +39,7 @@ def query_leaderboard(
     Exit 2 for an unknown game.
     """
     from statectl.render.query import leaderboard
-    from statectl.views import read_view, select_game
+    from statectl.query.views import read_view, select_game
 
     topic, bootstrap = _topic_and_bootstrap(config, bootstrap_servers)
     leaderboard(select_game(read_view(bootstrap, topic), product_id), product_id, table)
@@ -56,7 +58,7 @@ def serve_leaderboard(
     Stop with Ctrl-C.
     """
     from statectl.render import err
-    from statectl.server import serve
+    from statectl.query.server import serve
 
     topic, bootstrap = _topic_and_bootstrap(config, bootstrap_servers)
     serve(bootstrap, topic, host, port, announce=lambda url: err().print(f"serving the leaderboard on {url} (Ctrl-C to stop)"))

@@ -11,7 +11,7 @@ from statectl.cli.common import BootstrapOpt, ConfigOpt, JsonOpt, SetOpt
 
 
 def _default_config(job: str, example: str | None) -> Path:
-    from statectl.datasets import DATA_DIR
+    from statectl.produce.datasets import DATA_DIR
 
     root = DATA_DIR.parent / "configs"
     return root / job / f"{example}.yaml" if example else root / f"{job}.yaml"
@@ -52,18 +52,18 @@ def run(
 
       statectl run advanced-state sales-threshold --available-now --set sales.reset_after_notify=true
     """
-    from statectl.config import job_id_for, load_config
+    from jobs.registry import job_entry, job_id_for, load_job_config
     from statectl.errors import UsageError
     from statectl.render import err
     from statectl.render.run import EventsWriter, run_display, run_summary
-    from statectl.runner import RunRequest, run_job
+    from statectl.run.runner import RunRequest, run_job
 
     if json and events == "-":
         raise UsageError("--json and --events - both write to stdout; choose one (or --events-file PATH)")
     job_id = job_id_for(job, example)
     path = config or _default_config(job, example)
-    cfg = load_config(path, set_ or [], expect_job=job_id)
-    request = RunRequest(cfg, available_now=available_now, checkpoint_dir=checkpoint_dir, master=master,
+    cfg = load_job_config(path, set_ or [], expect_job=job_id)
+    request = RunRequest(cfg, job=job_entry(job_id), available_now=available_now, checkpoint_dir=checkpoint_dir, master=master,
                          bootstrap_servers=bootstrap_servers, metrics_port=metrics_port, metrics_host=metrics_host)
     writer = EventsWriter(events) if events else None
     display = run_display(err(), job=job_id)

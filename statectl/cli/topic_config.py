@@ -50,9 +50,9 @@ def topic_config(
 
       statectl topic-config --file configs/topics.yaml --dry-run
     """
-    from statectl.config import resolve_bootstrap
+    from statectl.config.bootstrap import resolve_bootstrap
     from statectl.render import topic_config as render
-    from statectl.topic_apply import TopicConfigOptions, apply_plan, describe_topic, plan_changes
+    from statectl.topics.apply import TopicConfigOptions, apply_plan, describe_topic, plan_changes
 
     opts = TopicConfigOptions(topic, set_ or [], delete or [], preset, file, dry_run,
                               resolve_bootstrap(bootstrap_servers))

@@ -43,11 +43,3 @@ def message(text: str) -> None:
 
 def error_line(text: str) -> None:
     err().print(f"[bold red]error:[/] {text}", markup=True, highlight=False, soft_wrap=True)
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

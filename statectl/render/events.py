@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from statectl.render import emit_json, human_bytes, out
+from statectl.render import emit_json, out
+from statectl.text import human_bytes
 
 
 def _ms(ms) -> str:

@@ -15,7 +15,8 @@ from statectl.checkpoint.health import ERROR, INFO, WARNING
 from statectl.checkpoint.inspect import InspectResult, operator_restore
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles, format_ranges
 from statectl.checkpoint.restore import StoreRestore
-from statectl.render import emit_json, err, human_bytes, out
+from statectl.render import emit_json, err, out
+from statectl.text import human_bytes, plural
 
 # Partitions shown in the tree before the rest are summarised (zoom with --operator/--partition).
 TREE_PARTITIONS = 3
@@ -70,7 +71,7 @@ def checkpoint_tree(result: InspectResult) -> Tree:
     provider = {ROCKSDB: "RocksDB", "hdfs": "HDFS-backed"}.get(layout.provider or "", "no state store")
     if layout.changelog_checkpointing:
         provider += " + changelog checkpointing"
-    head = _node(layout.root, f"{layout.total_files:,} files · {human_bytes(layout.total_bytes)} · {provider} · "
+    head = _node(layout.root, f"{plural(layout.total_files, 'file')} · {human_bytes(layout.total_bytes)} · {provider} · "
                  f"checkpoint format v{layout.format_version}", "the query's checkpointLocation")
     tree = Tree(head, guide_style="dim")
     if layout.has_metadata:
@@ -81,7 +82,7 @@ def checkpoint_tree(result: InspectResult) -> Tree:
         for s in layout.sources:
             kind = s.kind or "source"
             offset = json.dumps(s.latest_offset, separators=(",", ":")) if s.latest_offset is not None else "-"
-            src.add(_node(f"{s.index}/", f"{kind} · {len(s.batches)} entries · latest offset {_clip(offset, 80)}"))
+            src.add(_node(f"{s.index}/", f"{kind} · {plural(len(s.batches), 'entry')} · latest offset {_clip(offset, 80)}"))
     if layout.state_present:
         state = tree.add(_node("state/", f"{len(layout.operators)} stateful operator{'s' if len(layout.operators) != 1 else ''}",
                                "one directory per stateful operator, named by operator id"))
@@ -123,7 +124,7 @@ def _operator_node(parent: Tree, result: InspectResult, op: OperatorLayout) -> N
     label = f"{op.operator_id}/"
     detail = (f"{op.kind}" + (f" ({op.name})" if op.name and op.name != op.kind else "") +
               f" · store{'s' if len(op.store_names) > 1 else ''} {stores} · {op.num_partitions} partitions · "
-              f"{op.files:,} files · {human_bytes(op.bytes)}")
+              f"{plural(op.files, 'file')} · {human_bytes(op.bytes)}")
     node = parent.add(_node(label, detail))
     if op.metadata_file:
         rel = op.metadata_file[len(op.path) + 1:]
@@ -159,7 +160,7 @@ def _operator_node(parent: Tree, result: InspectResult, op: OperatorLayout) -> N
 
 def _partition_node(parent: Tree, result: InspectResult, op: OperatorLayout, pid: int, detailed: bool) -> None:
     part = op.partitions[pid]
-    node = parent.add(_node(f"{pid}/", f"partition {pid} · {part.files:,} files · {human_bytes(part.bytes)}",
+    node = parent.add(_node(f"{pid}/", f"partition {pid} · {plural(part.files, 'file')} · {human_bytes(part.bytes)}",
                             "one state store instance per store, owned by one task"))
     single = list(part.stores) == ["default"]
     for name in sorted(part.stores):
@@ -199,7 +200,7 @@ def _store_nodes(node: Tree, result: InspectResult, store: StoreFiles, oid: int,
         if detailed:
             _file_leaves(log, store.changelogs)
     if store.ssts:
-        ssts = node.add(_node("SSTs/", f"{len(store.ssts):,} files · {human_bytes(sum(store.ssts.values()))}",
+        ssts = node.add(_node("SSTs/", f"{plural(len(store.ssts), 'file')} · {human_bytes(sum(store.ssts.values()))}",
                               "RocksDB data files, shared by the snapshots that list them"))
         if detailed:
             for name in sorted(store.ssts):

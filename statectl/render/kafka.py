@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from statectl.broker import BrokerStatus
-from statectl.produce import ProduceReport
+from statectl.adapters.broker_process import BrokerStatus
+from statectl.produce.send import ProduceReport
 from statectl.render import emit_json, err, out
 
 
-def broker_status(status: BrokerStatus, as_json: bool, action: str) -> None:
+def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
     if as_json:
         emit_json({"action": action, **status.to_dict()})
         return

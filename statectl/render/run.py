@@ -20,7 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from statectl.errors import UsageError
-from statectl.render import emit_json, err, human_bytes, out
+from statectl.render import emit_json, err, out
+from statectl.text import human_bytes
 
 _STATE_STYLE = {"CREATED": "cyan", "RESTORING": "yellow", "RUNNING": "green", "IDLE": "blue",
                 "TERMINATED": "bold", "FAILED": "bold red"}

@@ -6,8 +6,9 @@ from rich import box
 from rich.table import Table
 
 from statectl.render import emit_json, err, out
-from statectl.topic_apply import ApplyResult
-from statectl.topic_config import SOURCE_LABELS, ConfigChange, TopicConfigDiff, TopicState, human_value, same_value
+from statectl.topics.apply import ApplyResult
+from statectl.topics.diff import ConfigChange, TopicConfigDiff, TopicState
+from statectl.topics.keys import SOURCE_LABELS, human_value, same_value
 
 
 def _source(source: str | None) -> str:

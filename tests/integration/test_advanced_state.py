@@ -24,8 +24,9 @@ import pytest
 import yaml
 
 from statectl.adapters.kafka import TopicSpec, create_missing_topics, fast_producer, read_topic, require_broker
-from statectl.config import config_to_dict, load_config
-from statectl.runner import RunRequest, run_job
+from jobs.registry import load_job_config
+from statectl.config.loader import config_to_dict
+from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -56,7 +57,7 @@ class Example:
         self.config_file = tmp / f"{p}.yaml"
         base = [f"topics.{k}={v}" for k, v in self.topics.items()]
         base += ["spark.master=local[2]", "spark.conf.spark.sql.shuffle.partitions=2", f"kafka.bootstrap_servers={bootstrap}"]
-        config = config_to_dict(load_config(CONFIGS / f"{config_name}.yaml", base + list(overrides)))
+        config = config_to_dict(load_job_config(CONFIGS / f"{config_name}.yaml", base + list(overrides)))
         config["checkpoint_dir"] = str(self.checkpoint)
         self.config_file.write_text(yaml.safe_dump(config))
         if input_topic is None:
@@ -76,7 +77,7 @@ class Example:
         assert producer.flush(15) == 0
 
     def run(self, *extra: str, events: list | None = None):
-        config = load_config(self.config_file, list(extra))
+        config = load_job_config(self.config_file, list(extra))
         return run_job(RunRequest(config, available_now=True), on_event=None if events is None else events.append)
 
     def records(self, topic_key: str):
@@ -155,7 +156,7 @@ def _open_visits(records) -> dict[str, dict]:
 
 
 def test_tombstones_dead_letters_and_restart_mid_stream(bootstrap, tmp_path):
-    from statectl.datasets import patient_visit_events
+    from statectl.produce.datasets import patient_visit_events
 
     ex = Example(bootstrap, tmp_path, "tombstones", "tombstones.max_record_bytes=100", "kafka.max_offsets_per_trigger=60")
     events = [(k.decode(), v.decode()) for k, v in patient_visit_events(400, 9, seed=4)]
@@ -199,8 +200,8 @@ def _max_event_ms(pulses) -> int:
 
 
 def test_windowed_retention_keeps_state_bounded_counts_right_late_pulses_dead_lettered(cli, bootstrap, tmp_path):
-    from statectl.advanced_state import iso_ms, window_key
-    from statectl.datasets import PULSE_START_MS, pulse_events
+    from jobs.advanced.rules import iso_ms, window_key
+    from statectl.produce.datasets import PULSE_START_MS, pulse_events
 
     settings = ["windows.size=60 seconds", "windows.grace=5 seconds", "windows.retention=3 minutes",
                 "kafka.max_offsets_per_trigger=300"]
@@ -265,7 +266,7 @@ def _lru_model(keys: list[str], max_keys: int) -> tuple[dict[str, int], int]:
 
 
 def test_lru_holds_at_most_max_keys_tombstones_each_eviction_and_survives_a_restart(cli, bootstrap, tmp_path):
-    from statectl.datasets import keyed_events
+    from statectl.produce.datasets import keyed_events
 
     settings = ["bounded_state.max_keys=5", "kafka.max_offsets_per_trigger=100"]
     # One partition: "least recently used" is then the offset order, whatever the batches.
@@ -322,7 +323,7 @@ def test_ttl_variant_expires_state(cli, bootstrap, tmp_path):
 # ---------------------------------------------------------------- topic configs
 def test_topic_configs_are_applied_through_topic_config_and_reported_by_kafka(cli, bootstrap, tmp_path):
     from statectl.adapters.kafka import alter_topic_configs
-    from statectl.jars import KAFKA_BROKER, ensure_bundle
+    from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
 
     ex = Example(bootstrap, tmp_path, "topic-configs")
     out_topic = ex.topics["output"]
@@ -375,7 +376,7 @@ def test_an_unknown_topic_config_is_refused_before_the_job_starts(cli, bootstrap
 
 
 def test_record_cache_knobs_bigger_batches_coalesce_updates_per_key_same_result(bootstrap, tmp_path):
-    from statectl.datasets import keyed_events
+    from statectl.produce.datasets import keyed_events
 
     small = Example(bootstrap, tmp_path, "topic-configs", "kafka.max_offsets_per_trigger=100", partitions=1)
     keys = [k.decode() for k, _ in keyed_events(1000, 10, seed=9)]
@@ -410,7 +411,7 @@ def _notifications(ex: Example) -> list[tuple[str, int]]:
 
 
 def test_sales_threshold_seed_gives_two_notifications_and_the_sample_its_totals(bootstrap, tmp_path):
-    from statectl.datasets import DatasetOptions, dataset_batches
+    from statectl.produce.datasets import DatasetOptions, dataset_batches
 
     seed = Example(bootstrap, tmp_path, "sales-threshold")
     (batch,) = dataset_batches("sales-events", DatasetOptions())

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from statectl.broker import free_port
+from statectl.adapters.broker_process import free_port
 from tests.conftest import run_statectl
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ def test_broker_lifecycle(tmp_path):
 
 def test_broker_restarts_on_existing_data(tmp_path, unique_topic):
     from statectl.adapters.kafka import TopicSpec, create_missing_topics, existing_topics, require_broker
-    from statectl.broker import broker_down, broker_up
+    from statectl.adapters.broker_process import broker_down, broker_up
 
     data = tmp_path / "kafka"
     first = broker_up(data, port=free_port())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from statectl.broker import free_port
+from statectl.adapters.broker_process import free_port
 from tests.conftest import REPO
 from tests.integration.test_leaderboard import SEED_EXPECTED, Leaderboard
 

@@ -25,9 +25,9 @@ import pytest
 import yaml
 
 from statectl.adapters.kafka import fast_producer, read_topic
-from statectl.config import load_config
-from statectl.leaderboard import materialize
-from statectl.runner import CheckpointLock, RunRequest, run_job
+from jobs.registry import load_job_config
+from jobs.leaderboard.rules import materialize
+from statectl.run.runner import CheckpointLock, RunRequest, run_job
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -61,8 +61,8 @@ class Leaderboard:
         ])
 
     def _config_dict(self) -> dict:
-        cfg = load_config(REPO / "configs" / "leaderboard.yaml", self.overrides)
-        from statectl.config import config_to_dict
+        cfg = load_job_config(REPO / "configs" / "leaderboard.yaml", self.overrides)
+        from statectl.config.loader import config_to_dict
 
         d = config_to_dict(cfg)
         d["checkpoint_dir"] = str(self.checkpoint)
@@ -77,7 +77,7 @@ class Leaderboard:
         return other
 
     def config(self, *extra: str):
-        return load_config(self.config_file, list(extra))
+        return load_job_config(self.config_file, list(extra))
 
     def produce(self, topic_key: str, records, flush=True):
         """records: (key, value, timestamp_ms or None); dict values are JSON-encoded."""
@@ -142,7 +142,7 @@ def test_seed_data_through_query_rest_and_topic(cli, bootstrap, tmp_path):
     missing = cli("query", "leaderboard", "7", "--config", str(lb.config_file))
     assert missing.exit_code == 2 and "no leaderboard for product '7'" in missing.stderr
     # 3. the REST API
-    from statectl.server import make_server
+    from statectl.query.server import make_server
 
     httpd, live = make_server(bootstrap, lb.topics["high_scores"], "127.0.0.1", 0)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -211,7 +211,7 @@ def test_ranking_ties_duplicates_several_places_top_n_and_batches(bootstrap, tmp
 
 
 def test_restart_continues_to_the_same_result_as_one_run(bootstrap, tmp_path):
-    from statectl.datasets import player_records, product_records, score_events
+    from statectl.produce.datasets import player_records, product_records, score_events
 
     lb = Leaderboard(bootstrap, tmp_path)
     lb.produce("players", [(k.decode(), v, None) for k, v in player_records(40)])
@@ -324,7 +324,7 @@ def _wait_for_commits(checkpoint: Path, n: int, proc: subprocess.Popen, timeout:
 
 
 def test_sigkill_mid_run_then_restart_gives_the_same_result(bootstrap, tmp_path):
-    from statectl.datasets import player_records, product_records, score_events
+    from statectl.produce.datasets import player_records, product_records, score_events
 
     lb = Leaderboard(bootstrap, tmp_path, "kafka.max_offsets_per_trigger=1500", "trigger.processing_time=0 seconds")
     lb.produce("players", [(k.decode(), v, None) for k, v in player_records(30)])

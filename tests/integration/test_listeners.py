@@ -22,8 +22,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from statectl.events import validate_event
-from statectl.runner import RunRequest, run_job
+from statectl.run.events_file import validate_event
+from statectl.run.runner import RunRequest, run_job
 from tests.integration.test_leaderboard import Leaderboard, player, score
 
 pytestmark = pytest.mark.integration
@@ -45,14 +45,14 @@ def assert_valid(events: list[dict]) -> None:
 
 
 def seed_tables(lb: Leaderboard, players: int = 200, products: int = 20) -> None:
-    from statectl.datasets import player_records, product_records
+    from statectl.produce.datasets import player_records, product_records
 
     lb.produce("players", [(k.decode(), v, None) for k, v in player_records(players)])
     lb.produce("products", [(k.decode(), v, None) for k, v in product_records(products)])
 
 
 def produce_scores(lb: Leaderboard, n: int, seed: int) -> None:
-    from statectl.datasets import score_events
+    from statectl.produce.datasets import score_events
 
     lb.produce("score_events", [(None, v, None) for _, v in score_events(n, players=200, products=20, seed=seed)])
 

@@ -196,8 +196,8 @@ def test_a_full_local_queue_is_waited_out_without_loss_or_reordering(bootstrap, 
     # A producer queue of 300 records forces produce_batch to refuse most of every 10,000-record
     # chunk with QUEUE_FULL; the rest of the chunk must be resent, in order, until it fits.
     from statectl.adapters import kafka as kafka_adapter
-    from statectl.datasets import unkeyed_batch
-    from statectl.produce import produce_batches
+    from statectl.produce.datasets import unkeyed_batch
+    from statectl.produce.send import produce_batches
 
     real = kafka_adapter.fast_producer
     monkeypatch.setattr(kafka_adapter, "fast_producer",

@@ -30,8 +30,8 @@ _ENTRY = re.compile(r"^  ([^=\s]+)=(.*) sensitive=(?:true|false) synonyms=\{.*\}
 @pytest.fixture(scope="module")
 def kafka_configs(bootstrap):
     """Run Kafka's ConfigCommand for topics: ``--describe`` -> {topic: {key: value}} as it prints them."""
-    from statectl.broker import _java
-    from statectl.jars import KAFKA_BROKER, ensure_bundle
+    from statectl.adapters.broker_process import _java
+    from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
 
     classpath = ":".join(str(p) for p in ensure_bundle(KAFKA_BROKER))
 
@@ -299,7 +299,7 @@ def test_known_config_bounds_match_the_broker(bootstrap, unique_topic):
     """Every minimum in KNOWN_CONFIGS is what the broker enforces: the minimum passes its
     validate_only, one below is refused by both statectl and the broker."""
     from statectl.adapters.kafka import alter_topic_configs
-    from statectl.topic_config import KNOWN_CONFIGS, value_problem
+    from statectl.topics.keys import KNOWN_CONFIGS, value_problem
 
     _create(bootstrap, unique_topic)
     admin = admin_client(bootstrap)

@@ -1,6 +1,6 @@
 """The leaderboard operators' batch logic on numpy: processing order, as-of table lookups, the
 per-bucket join, ranking, dead letters. Pure functions, tested without a JVM against a per-key
-pandas reference; the operators in ``jobs/leaderboard_operators.py`` call them.
+pandas reference; the operators in ``jobs/leaderboard/operators.py`` call them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from jobs.common import NON_FINITE
-from jobs.leaderboard_operators import (
+from jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
     KIND_PLAYER,

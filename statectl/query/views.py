@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from statectl.errors import UsageError
-from statectl.leaderboard import apply_records, in_game_order, materialize
+from jobs.leaderboard.rules import apply_records, in_game_order, materialize
 
 
 def read_view(bootstrap: str, topic: str) -> dict[str, list[dict]]:

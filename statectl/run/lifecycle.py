@@ -1,13 +1,15 @@
 """What a running query is doing, as statectl run events: typed dicts, a lifecycle, run totals.
 
-Spark's StreamingQueryListener (``make_listener``) only hands raw events to a callback and
-returns; ``statectl.run_monitor.RunMonitor`` turns them, with the restore tracking of
-``statectl.restore_progress``, into the events defined here, on its own thread. Every event is a
+Spark's StreamingQueryListener (``statectl.adapters.spark_listener``) only hands raw events to a callback and
+returns; ``statectl.run.monitor.RunMonitor`` turns them, with the restore tracking of
+``statectl.run.restore_tracking``, into the events defined here, on its own thread. Every event is a
 JSON-ready dict with a ``type``; ``docs/events.md`` and ``resources/events.schema.json``
 document them. ``Lifecycle`` is the Kafka Streams-like state derived from them.
 """
 
 from __future__ import annotations
+
+from statectl.text import first_error_line
 
 import json
 import time
@@ -96,13 +98,9 @@ def terminated(query_id: str | None, run_id: str | None, error: str | None, when
 
 def error_summary(exception_text: str | None) -> str | None:
     """The line of a JVM/Python exception text that says what went wrong (no stack frames)."""
-    if not exception_text:
+    if not exception_text or not exception_text.strip():
         return None
-    for line in exception_text.strip().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "Traceback", "JVM stacktrace", "File \"", "...", "===")):
-            return line[:500]
-    return exception_text.strip().splitlines()[0][:500]
+    return first_error_line(exception_text)
 
 
 def _num(value: Any, default: float = 0.0) -> float:
@@ -261,65 +259,3 @@ class RunTotals:
             for name, value in metrics.items():
                 if isinstance(value, (int, float)):
                     self.observed[name] = self.observed.get(name, 0) + int(value)
-
-
-# ---------------------------------------------------------------- the Spark listener
-def make_listener(submit: Callable[[tuple], None]):
-    """A StreamingQueryListener (pyspark imported here) that hands each event to ``submit``.
-
-    It does the least it can on Spark's thread: ``onQueryStarted`` runs synchronously inside
-    ``DataStreamWriter.start()``, and the other callbacks hold Spark's listener bus while they
-    run. Parsing, restore tracking and rendering happen on the RunMonitor's thread.
-    """
-    from pyspark.sql.streaming import StreamingQueryListener
-
-    class RunListener(StreamingQueryListener):
-        def onQueryStarted(self, event) -> None:
-            submit(("started", time.time(), str(event.id), str(event.runId), event.name))
-
-        def onQueryProgress(self, event) -> None:
-            submit(("progress", time.time(), event.progress.json))
-
-        def on_progress_json(self, progress_json: str) -> None:
-            submit(("progress", time.time(), progress_json))
-
-        @property
-        def _jlistener(self):
-            # PySpark turns every progress into Python objects field by field, a py4j round trip
-            # each, before onQueryProgress runs: measured, most of this listener's cost on the
-            # driver. Only its JSON is wanted here, which is one call. Falls back to PySpark's own
-            # path where its internals differ.
-            if not hasattr(self, "_jlistenerobj"):
-                jlistener = _json_progress_jlistener(self)
-                if jlistener is None:
-                    return StreamingQueryListener._jlistener.fget(self)
-                self._jlistenerobj = jlistener
-            return self._jlistenerobj
-
-        def onQueryIdle(self, event) -> None:
-            submit(("idle", time.time(), str(event.id), str(event.runId)))
-
-        def onQueryTerminated(self, event) -> None:
-            submit(("terminated", time.time(), str(event.id), str(event.runId), event.exception,
-                    event.errorClassOnException))
-
-    return RunListener()
-
-
-def _json_progress_jlistener(listener):
-    """The JVM-side wrapper of ``listener``, handing progress over as JSON; None if PySpark's
-    listener bridge is not the one this was written against."""
-    from pyspark import SparkContext
-
-    try:
-        from pyspark.sql.streaming.listener import JStreamingQueryListener
-    except ImportError:
-        return None
-    if SparkContext._jvm is None or not hasattr(JStreamingQueryListener, "onQueryProgress"):
-        return None
-
-    class JsonProgressBridge(JStreamingQueryListener):
-        def onQueryProgress(self, jevent) -> None:
-            self.pylistener.on_progress_json(jevent.progress().json())
-
-    return SparkContext._jvm.PythonStreamingQueryListenerWrapper(JsonProgressBridge(listener))

@@ -1,6 +1,6 @@
 """A local single-node Apache Kafka broker (KRaft, combined broker + controller) on loopback.
 
-The broker runs from the official jars (see :mod:`statectl.jars`) as a background JVM that
+The broker runs from the official jars (see :mod:`statectl.adapters.jars`) as a background JVM that
 outlives the command that started it. Its data dir holds ``server.properties``, the log dirs,
 ``broker.log`` and ``broker.json`` (pid and ports), which is how ``status`` and ``down`` find it.
 """
@@ -21,7 +21,8 @@ from importlib import resources
 from pathlib import Path
 
 from statectl.errors import OperationalError, UsageError
-from statectl.jars import KAFKA_BROKER, ensure_bundle
+from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
+from statectl.text import wait_until
 
 DEFAULT_PORT = 9092
 HOST = "127.0.0.1"
@@ -208,18 +209,18 @@ def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -
     _state_file(data_dir).write_text(
         json.dumps({"pid": proc.pid, "port": port, "controller_port": controller_port})
     )
-    deadline = started + timeout
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if proc.poll() is not None:
             raise OperationalError(
                 f"the Kafka broker exited during start-up (code {proc.returncode}): "
                 f"{_log_tail(log_file)} — full log: {log_file}"
             )
-        if port_in_use(port) and _answers(f"{HOST}:{port}"):
-            status = broker_status(data_dir)
-            status.ready_seconds = round(time.monotonic() - started, 2)
-            return status
-        time.sleep(0.2)
+        return port_in_use(port) and _answers(f"{HOST}:{port}")
+
+    if wait_until(ready, started + timeout - time.monotonic(), interval=0.2):
+        status = broker_status(data_dir)
+        status.ready_seconds = round(time.monotonic() - started, 2)
+        return status
     _terminate(proc.pid, 10)
     raise OperationalError(
         f"the Kafka broker did not become ready within {timeout:.0f} s; see {log_file}"
@@ -238,13 +239,12 @@ def _terminate(pid: int, timeout: float) -> bool:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return True
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _pid_is_broker(pid):
-            _reap(pid)
-            return True
+    def gone() -> bool:
         _reap(pid)
-        time.sleep(0.1)
+        return not _pid_is_broker(pid)
+
+    if wait_until(gone, timeout, interval=0.1):
+        return True
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:

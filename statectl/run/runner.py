@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib
 import json
 import os
 import signal
@@ -20,20 +19,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from statectl.config import JobConfig, resolve_bootstrap
+from jobs.registry import JobEntry, job_entry
+from statectl.config.bootstrap import resolve_bootstrap
+from statectl.config.sections import JobConfig
 from statectl.errors import OperationalError, UsageError
-from statectl.listeners import EventSink, RunTotals, batch_progress
+from statectl.run.lifecycle import EventSink, RunTotals, batch_progress
+from statectl.run.restore_tracking import tracked_restore
 from statectl.paths import default_checkpoint_root
-
-#: job id (the config's ``job``) -> module with ``build(spark, config, bootstrap) -> JobPlan``.
-JOB_MODULES: dict[str, str] = {
-    "leaderboard": "jobs.leaderboard",
-    "advanced-state/tombstones": "jobs.advanced.tombstones",
-    "advanced-state/windowed-retention": "jobs.advanced.windowed_retention",
-    "advanced-state/bounded-state": "jobs.advanced.bounded_state",
-    "advanced-state/topic-configs": "jobs.advanced.topic_configs",
-    "advanced-state/sales-threshold": "jobs.advanced.sales_threshold",
-}
+from statectl.text import first_error_line, wait_until
 
 
 @dataclass
@@ -48,6 +41,7 @@ class RunRequest:
     metrics_port: int | None = None  # serve Prometheus metrics while the run lasts
     metrics_host: str = "127.0.0.1"
     listen: bool = True  # attach the listener; off only to measure what it costs (benchmarks)
+    job: JobEntry | None = None  # the registry's entry of config.job (looked up when not given)
 
 
 @dataclass
@@ -153,10 +147,9 @@ def _refuse_incompatible_checkpoint(job, layout) -> None:
     """A job whose state layout changed between statectl versions says which checkpoints it
     cannot continue (``check_checkpoint(layout) -> message or None``). Spark itself would accept
     them (state variables may be added and dropped) and the job would go on with state missing."""
-    check = getattr(job, "check_checkpoint", None)
-    if check is None or layout is None:
+    if job.check_checkpoint is None or layout is None:
         return
-    problem = check(layout)
+    problem = job.check_checkpoint(layout)
     if problem:
         raise UsageError(problem)
 
@@ -166,53 +159,40 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     from statectl.adapters.kafka import create_missing_topics, require_broker
 
     config = request.config
-    module_name = JOB_MODULES.get(config.job)
-    if module_name is None:
-        raise UsageError(f"no job called {config.job!r}; known: {', '.join(sorted(JOB_MODULES))}")
+    job = request.job or job_entry(config.job)
     bootstrap = resolve_bootstrap(request.bootstrap_servers, config.kafka.bootstrap_servers)
     admin = require_broker(bootstrap)
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     metrics = _serve_metrics(request)  # before Spark starts: a taken port fails in a second
 
     with CheckpointLock(checkpoint), _closing(metrics):
-        from pyspark.sql import functions as F
-
         from statectl.adapters.spark import spark_session
+        from statectl.adapters.spark_query import kafka_sink_writer
 
-        job = importlib.import_module(module_name)
         # Read before the query starts, once (pure Python, no JVM): whether this job can continue
         # the checkpoint, and what the first batch will load.
         layout = _checkpoint_layout(checkpoint)
         _refuse_incompatible_checkpoint(job, layout)
-        restore, plan_note = _restore_plan(checkpoint, layout, request.listen)
+        restore, plan_note = tracked_restore(checkpoint, layout) if request.listen else ({}, None)
         spark = spark_session(
             app_name=f"statectl {config.job}",
             master=request.master or config.spark.master,
             conf=config.spark.conf,
             ui=config.spark.ui,
         )
-        plan = job.build(spark, config, bootstrap)
+        plan = job.topology().build(spark, config, bootstrap)
+        topic_note = _apply_topic_requests(plan.topic_requests, config.job, bootstrap)
         create_missing_topics(admin, plan.topics)
 
-        observed = [F.count(F.lit(1)).alias("output_rows")]
-        observed += [F.count(F.when(F.col("reason") == r, 1)).alias(f"dropped_{r}") for r in plan.reasons]
-        observed += [F.count(F.when(F.col("topic") == t, 1)).alias(f"to_{i}") for i, t in enumerate(plan.output_topics)]
-        output = plan.output.observe("statectl", *observed).select("topic", "key", "value")
-        writer = (
-            output.writeStream.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("checkpointLocation", str(checkpoint))
-            .outputMode("append")
-            .queryName(config.job.replace("/", "-"))
-        )
-        writer = writer.trigger(availableNow=True) if request.available_now else writer.trigger(
-            processingTime=config.trigger.processing_time)
+        writer = kafka_sink_writer(
+            plan.output, plan.reasons, plan.output_topics, bootstrap, str(checkpoint), config.job.replace("/", "-"),
+            request.available_now, config.trigger.processing_time)
 
         totals = RunTotals()
         trigger = "available-now" if request.available_now else f"processing-time {config.trigger.processing_time}"
         monitor = None
         if request.listen:
-            monitor = _monitor(spark, metrics, [totals.add, metrics, on_event], restore, plan_note,
+            monitor = _monitor(spark, metrics, [totals.add, metrics, on_event], restore, [plan_note, topic_note],
                                {"job": config.job, "checkpoint": str(checkpoint), "trigger": trigger})
         started = time.monotonic()
         stop_requested, restore_signals = _stop_signals()
@@ -223,12 +203,12 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             try:
                 query = writer.start()
             except Exception as exc:
-                start_error = _first_line(exc)
+                start_error = first_error_line(exc)
                 raise OperationalError(f"the {config.job} query did not start: {start_error}") from exc
             status = _follow(query, stop_requested, request, started)
             exc = query.exception()
             if exc is not None:
-                status, error = "failed", _first_line(exc)
+                status, error = "failed", first_error_line(exc)
         finally:
             restore_signals()
             if monitor is not None:
@@ -253,13 +233,10 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
 
 def _follow(query, stop_requested: threading.Event, request: RunRequest, started: float) -> str:
     """Wait for the query to end, or for a stop request; stop between batches."""
-    from pyspark.errors import StreamingQueryException
+    from statectl.adapters.spark_query import ended_within
 
     while query.isActive:
-        try:
-            if query.awaitTermination(0.2):
-                break
-        except StreamingQueryException:
+        if ended_within(query, 0.2):
             break  # the caller reads query.exception()
         timed_out = request.stop_after_seconds is not None and time.monotonic() - started > request.stop_after_seconds
         if stop_requested.is_set() or timed_out or (request.stop is not None and request.stop.is_set()):
@@ -294,16 +271,14 @@ def _offsets(value):
 
 
 def _stop_between_batches(query, patience: float = 600.0) -> None:
-    deadline = time.monotonic() + patience
-    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not (query.isActive and query.status.get("isTriggerActive")), patience)
     query.stop()
 
 
 def _serve_metrics(request: RunRequest):
     if request.metrics_port is None:
         return None
-    from statectl.metrics import RunMetrics
+    from statectl.run.metrics import RunMetrics
 
     return RunMetrics(request.config.job).serve(request.metrics_port, request.metrics_host)
 
@@ -312,22 +287,28 @@ def _closing(metrics):
     return contextlib.closing(metrics) if metrics is not None else contextlib.nullcontext()
 
 
-def _restore_plan(checkpoint: Path, layout, listen: bool):
-    if not listen:
-        return {}, None
-    from statectl.restore_progress import plan_restore
+def _apply_topic_requests(requests: list, job_id: str, bootstrap: str) -> str | None:
+    """The topic configs a job declares, diffed against the cluster, then applied: the same checks,
+    diff and validate_only as `statectl topic-config`. Returns what was done, for the run's notes."""
+    if not requests:
+        return None
+    from statectl.topics.apply import apply_plan, plan_requests
+    from statectl.topics.diff import outcome_summary
 
-    return plan_restore(checkpoint, layout)
+    diff = plan_requests(requests, f"{job_id} config", bootstrap)
+    if not diff.is_noop:
+        apply_plan(diff)
+    return f"topic configs: {outcome_summary(diff)}"
 
 
-def _monitor(spark, metrics, sinks: list, restore: dict, plan_note: str | None, context: dict):
-    """The listener and the thread that turns what it hears into events (statectl.run_monitor)."""
+def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict):
+    """The listener and the thread that turns what it hears into events (statectl.run.monitor)."""
     from statectl.adapters.spark_progress import StagePoller, local_log_file
-    from statectl.listeners import make_listener
-    from statectl.restore_progress import LogTail
-    from statectl.run_monitor import RunMonitor
+    from statectl.adapters.log_tail import LogTail
+    from statectl.adapters.spark_listener import make_listener
+    from statectl.run.monitor import RunMonitor
 
-    notes = [plan_note] if plan_note else []
+    notes = [note for note in notes if note]
     if metrics is not None:
         notes.append(f"Prometheus metrics at {metrics.url}")
     log_tail = None
@@ -342,12 +323,3 @@ def _monitor(spark, metrics, sinks: list, restore: dict, plan_note: str | None, 
     monitor.listener = make_listener(monitor.submit)
     spark.streams.addListener(monitor.listener)
     return monitor
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "Traceback", "JVM stacktrace")):
-            return line[:500]
-    return type(exc).__name__

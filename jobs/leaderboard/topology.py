@@ -41,8 +41,8 @@ Each row crosses into Python (Arrow, then pandas), so the operator's input is ke
 byte for what the row is, the ids, the score, one text column (a table row's name, a dead
 letter, or a bad score's raw record) and the processing-order fields (see ``ROW_SCHEMA``).
 
-The processor lives in ``jobs/leaderboard_operators.py`` and its batch logic (numpy, pandas) in
-``jobs/leaderboard_frames.py``.
+The processor lives in ``jobs/leaderboard/operators.py`` and its batch logic (numpy, pandas) in
+``jobs/leaderboard/frames.py``.
 """
 
 from __future__ import annotations
@@ -51,9 +51,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.common import INT_PATTERN, OUTPUT_SCHEMA, JobPlan, kafka_source
-from jobs.leaderboard_operators import (
-    COLUMNS,
-    GAME_BUCKET_KEYS,
+from jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
     KIND_PLAYER,
@@ -61,11 +59,10 @@ from jobs.leaderboard_operators import (
     KIND_PRODUCT,
     KIND_PRODUCT_DELETE,
     KIND_SCORE,
-    PASS_THROUGH,
-    Leaderboard,
 )
+from jobs.leaderboard.operators import COLUMNS, GAME_BUCKET_KEYS, Leaderboard, PASS_THROUGH
 from statectl.adapters.kafka import TopicSpec
-from statectl.config import LeaderboardConfig
+from jobs.leaderboard.config import LeaderboardConfig
 
 REASONS = [
     "null_value", "oversized", "malformed_json", "missing_field", "mistyped_field", "non_finite_score",
@@ -184,30 +181,6 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
         rows = rows.withColumn("bucket", F.when(dead, F.lit(PASS_THROUGH)).otherwise(_game_bucket(F.col("product_id")))
                                .cast("bigint"))
     return rows.select("bucket", *COLUMNS)
-
-
-# ---------------------------------------------------------------- the job
-def check_checkpoint(layout) -> str | None:
-    """Refuse a checkpoint written by an earlier statectl, whose leaderboard kept its state in
-    another layout: 0.1 kept one key per player (a ``player`` value state), 0.2 a join operator
-    keyed by player bucket and a ranking operator (a ``top`` list state), 0.3 one map-state
-    entry per player and per game (``players``, ``games``). Spark would accept any of them and
-    this version would start with empty tables, dead-lettering the scores of every known player
-    (and with empty top lists, for 0.1 and 0.2)."""
-    variables = {(v.name, v.type) for op in layout.operators.values() for v in op.state_variables}
-    # Checked newest layout last: 0.2's join operator had a ``players`` map state too.
-    if ("player", "ValueState") in variables:
-        written_by = "0.1, which kept the players table one key per player"
-    elif ("top", "ListState") in variables:
-        written_by = "0.2, which kept the players table and the top lists in two operators"
-    elif ("players", "MapState") in variables:
-        written_by = "0.3, which kept the players and games tables one state entry per id"
-    else:
-        return None
-    return (f"checkpoint {layout.root} was written by statectl {written_by}; this version keeps its state "
-            "in one operator keyed by game bucket, the tables in pages of 256 ids, and cannot continue it. "
-            "Start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read again "
-            "from the beginning")
 
 
 TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}

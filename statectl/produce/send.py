@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from statectl.datasets import TopicBatch
+from statectl.produce.datasets import TopicBatch
 from statectl.errors import DeliveryFailed
 
 ProgressFn = Callable[[str, int], None]  # (topic, records sent so far in this topic)

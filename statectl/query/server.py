@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 from statectl.errors import OperationalError
-from statectl.views import LiveView
+from statectl.query.views import LiveView
 
 ROUTE = re.compile(r"^/leaderboard(?:/(?P<arg>[^/]+))?/?$")
 

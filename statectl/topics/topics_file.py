@@ -6,7 +6,6 @@ are all collected and reported together with file and line, before any broker is
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +13,11 @@ from typing import Any
 
 import yaml
 
-from statectl.config import RawConfig, read_yaml
+from statectl.config.loader import RawConfig, read_yaml
 from statectl.errors import ConfigError
-from statectl.topic_config import PRESETS, TopicRequest, preset_problem
+from statectl.text import did_you_mean
+from statectl.topics.diff import TopicRequest
+from statectl.topics.keys import PRESETS, preset_problem
 
 TOP_FIELDS = ("topics",)
 TOPIC_FIELDS = ("partitions", "replication_factor", "preset", "configs")
@@ -66,8 +67,7 @@ class _Loader:
     def unknown_fields(self, data: dict, allowed: tuple[str, ...], prefix: str) -> None:
         for key in data:
             if key not in allowed:
-                guess = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f" (did you mean {guess[0]!r}?)" if guess else f" (allowed: {', '.join(allowed)})"
+                hint = did_you_mean(str(key), allowed, f" (allowed: {', '.join(allowed)})")
                 self.problem(f"{prefix}{key}", f"unknown field{hint}")
 
     def positive_int(self, data: dict, key: str, path: str, required: bool) -> int | None:

@@ -12,17 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from statectl.errors import BrokerUnavailable, ConfigError, OperationalError, UsageError
-from statectl.topic_config import (
+from statectl.topics.diff import (
     TopicConfigDiff,
     TopicRequest,
     TopicState,
-    parse_assignment,
     plan_diff,
-    preset_named,
-    preset_problem,
     reported_mismatches,
     request_problems,
 )
+from statectl.topics.keys import parse_assignment, preset_named, preset_problem
+from statectl.text import wait_until
 
 #: Broker error names that mean "your request is invalid" (exit 2) rather than "it failed" (exit 1).
 _INVALID_REQUEST_ERRORS = {"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
@@ -99,7 +98,7 @@ def _missing_topic(topic: str, bootstrap: str) -> OperationalError:
 def _requests(opts: TopicConfigOptions) -> tuple[list[TopicRequest], str, list[str]]:
     """The requests to plan, where they came from, and the problems found just reading them."""
     if opts.file is not None:
-        from statectl.topic_file import load_topics_file
+        from statectl.topics.topics_file import load_topics_file
 
         loaded = load_topics_file(opts.file)
         return loaded.requests, loaded.source, []
@@ -220,13 +219,11 @@ def apply_plan(diff: TopicConfigDiff, settle_seconds: float = 3.0) -> ApplyResul
         )
     touched = [t.topic for t in diff.topics if not t.is_noop]
     # The broker that answers a describe can lag the controller that took the change by a moment.
-    deadline = time.monotonic() + settle_seconds
-    while True:
+    def described() -> tuple[dict, list[str]]:
         after = {n: TopicState.from_description(d) for n, d in describe_topics(admin, touched).items()}
-        missing = reported_mismatches(diff, after)
-        if not missing or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
+        return after, reported_mismatches(diff, after)
+
+    after, missing = wait_until(described, settle_seconds, test=lambda result: not result[1])
     if missing:
         raise OperationalError("the broker accepted the change but does not report it: " + "; ".join(missing))
     return ApplyResult(diff, created, after, time.monotonic() - started)

@@ -1,6 +1,6 @@
-"""The leaderboard's stateful processor (see ``jobs/leaderboard.py`` for the topology).
+"""The leaderboard's stateful processor (see ``jobs/leaderboard/topology.py`` for the topology).
 
-Kept apart from the topology and from the numpy/pandas batch logic (``jobs/leaderboard_frames.py``,
+Kept apart from the topology and from the numpy/pandas batch logic (``jobs/leaderboard/frames.py``,
 imported when the first rows arrive) because Spark imports this module in a fresh Python process
 on the driver, once per operator and query start, only to learn the state variables from
 ``init``: importing pandas there would cost a third of a second each time.
@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import ByteType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from statectl.adapters import spark_tws
-from statectl.leaderboard import ScoreEntry, encode_top, merge_top
+from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,14 +24,6 @@ if TYPE_CHECKING:
 # transformWithStateInPandas input loader there before the first row arrives.
 spark_tws.install()
 
-#: What a row the operator receives is (column ``kind``). A byte, not a name: every column crosses
-#: into Python (Arrow, pandas), and a string per row cost more there than the numbers beside it.
-#: ``KIND_DEAD_LETTER``: a finished dead letter (``text``); ``KIND_BAD_SCORE``: a score event Spark
-#: could not parse into valid ids and a finite score, raw (``text``: JSON of its key, value, size),
-#: which the processor explains and turns into a dead letter.
-(KIND_SCORE, KIND_PLAYER, KIND_PLAYER_DELETE, KIND_PRODUCT, KIND_PRODUCT_DELETE, KIND_DEAD_LETTER,
- KIND_BAD_SCORE) = range(7)
-KIND_NAMES = ("score", "player", "player_delete", "product", "product_delete", "dead_letter", "bad_score")
 #: Every row the operator receives has these columns. Kept narrow on purpose, for the same reason.
 ROW_SCHEMA = StructType(
     [
@@ -142,7 +134,7 @@ class Leaderboard(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
-        from jobs import leaderboard_frames as lf
+        from jobs.leaderboard import frames as lf
 
         pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:  # the dead letters of parsing

@@ -2,7 +2,7 @@
 
 The listener only puts raw tuples on a queue (Spark's listener bus must not wait for a terminal
 or a file). ``RunMonitor`` takes them off on its own thread, turns them into typed events
-(``statectl.listeners``), follows the restore while the first batch runs (log tail and status
+(``statectl.run.lifecycle``), follows the restore while the first batch runs (log tail and status
 tracker, every ``tick`` seconds, only until that batch is done), stamps each event with the
 lifecycle state and hands it to every sink in order. A failing sink is dropped with a note on
 stderr; it never stops the query or the other sinks.
@@ -17,9 +17,10 @@ import threading
 import time
 from typing import Callable
 
-from statectl import listeners as ev
-from statectl.listeners import CatchUp, EventSink, Lifecycle
-from statectl.restore_progress import LogTail, OperatorPlan, RestoreTracker, stage_tasks
+from statectl.run import lifecycle as ev
+from statectl.run.lifecycle import CatchUp, EventSink, Lifecycle
+from statectl.adapters.log_tail import LogTail
+from statectl.run.restore_tracking import OperatorPlan, RestoreTracker, stage_tasks
 
 #: ``run_id -> [{"stage_id", "tasks", "completed", "active", "failed"}, ...]`` for the run's jobs.
 StagePoll = Callable[[str], list[dict]]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
 
+from statectl.text import human_ms
+
 # ---------------------------------------------------------------- durations
 _DURATION = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
 _UNIT_MS = {
@@ -46,13 +48,6 @@ def duration_problem(text: str, minimum_ms: int = 1) -> str | None:
     if ms < minimum_ms:
         return f"must be at least {minimum_ms} ms, found {text!r}"
     return None
-
-
-def human_ms(ms: int) -> str:
-    for name, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms >= size and ms % size == 0:
-            return f"{ms // size} {name}"
-    return f"{ms} ms"
 
 
 # ---------------------------------------------------------------- tumbling windows with grace and retention

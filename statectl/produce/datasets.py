@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from statectl.errors import UsageError
+from statectl.text import did_you_mean
 
 Record = tuple[bytes | None, bytes | None]
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 class ParsedLines:
@@ -294,7 +295,7 @@ def _keys_for(opts: DatasetOptions, default: int) -> int:
 
 
 def _iso(ms: int) -> str:
-    from statectl.advanced_state import iso_ms
+    from jobs.advanced.rules import iso_ms
 
     return iso_ms(ms)
 
@@ -401,11 +402,7 @@ DATASETS: dict[str, Dataset] = {
 
 def dataset_batches(name: str, opts: DatasetOptions) -> list[TopicBatch]:
     if name not in DATASETS:
-        import difflib
-
-        guess = difflib.get_close_matches(name, list(DATASETS), n=1)
-        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-        raise UsageError(f"unknown dataset {name!r}{hint}; known: {', '.join(DATASETS)}")
+        raise UsageError(f"unknown dataset {name!r}{did_you_mean(name, DATASETS)}; known: {', '.join(DATASETS)}")
     return DATASETS[name].build(opts)
 
 

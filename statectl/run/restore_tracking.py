@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from statectl.checkpoint.restore import StoreTotals
+from statectl.text import first_error_line
 
 # The pattern layout of statectl's log4j config: "yy/MM/dd HH:mm:ss.SSS LEVEL thread logger: msg".
 # Spark 4.2 names RocksDB's loggers after the store instance (see spark-log4j2.properties).
@@ -96,36 +97,6 @@ def _log_time(stamp: str) -> float:
     return base + int(stamp[18:21]) / 1000
 
 
-class LogTail:
-    """New lines of a growing file, from where it ended when the tail was made."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        try:
-            self.pos = self.path.stat().st_size
-        except OSError:
-            self.pos = 0
-        self._partial = b""
-
-    def read_lines(self, max_bytes: int = 8 << 20) -> list[str]:
-        try:
-            size = self.path.stat().st_size
-            if size < self.pos:  # truncated or replaced: start over
-                self.pos, self._partial = 0, b""
-            if size == self.pos:
-                return []
-            with open(self.path, "rb") as f:
-                f.seek(self.pos)
-                data = f.read(min(max_bytes, size - self.pos))
-        except OSError:
-            return []
-        self.pos += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        return [line.decode("utf-8", errors="replace") for line in lines]
-
-
 # ---------------------------------------------------------------- the plan, as events carry it
 @dataclass
 class StorePlan:
@@ -142,7 +113,7 @@ class StorePlan:
 
 @dataclass
 class OperatorPlan(StoreTotals):
-    """An operator's restore as the events carry it: ``checkpoint.restore.OperatorRestore``'s
+    """An operator's restore as the events carry it: ``checkpoint.restore.OperatorRestoreProgress``'s
     stores reduced to the figures a progress display needs, plus what the layout adds."""
 
     operator_id: int
@@ -185,7 +156,7 @@ def operator_plans(layout, plan) -> dict[int, OperatorPlan]:
     return out
 
 
-def plan_restore(checkpoint: str | os.PathLike, layout=None) -> tuple[dict[int, OperatorPlan], str | None]:
+def tracked_restore(checkpoint: str | os.PathLike, layout=None) -> tuple[dict[int, OperatorPlan], str | None]:
     """(operators to restore, why there is no plan) for a checkpoint about to be (re)started;
     ``layout``: the checkpoint already read, if the caller has it."""
     from statectl.errors import StatectlError
@@ -199,7 +170,7 @@ def plan_restore(checkpoint: str | os.PathLike, layout=None) -> tuple[dict[int, 
         layout = layout if layout is not None else read_layout(checkpoint)
         return operator_plans(layout, restore_plan(layout)), None
     except (StatectlError, OSError, ValueError, KeyError) as exc:
-        return {}, f"the restore plan could not be read from the checkpoint: {str(exc).splitlines()[0][:200]}"
+        return {}, f"the restore plan could not be read from the checkpoint: {first_error_line(exc, 200)}"
 
 
 # ---------------------------------------------------------------- following the restore
@@ -297,7 +268,7 @@ class StageTasks:
 
 
 @dataclass
-class OperatorRestore:
+class OperatorRestoreProgress:
     plan: OperatorPlan
     loads: dict[tuple[int, str], PartitionLoad] = field(default_factory=dict)
     stages: set[int] = field(default_factory=set)
@@ -332,7 +303,7 @@ class RestoreTracker:
 
     def __init__(self, plan: dict[int, OperatorPlan], query_id: str | None = None, run_id: str | None = None,
                  log_available: bool = True):
-        self.operators = {oid: OperatorRestore(p) for oid, p in plan.items()}
+        self.operators = {oid: OperatorRestoreProgress(p) for oid, p in plan.items()}
         self.query_id, self.run_id = query_id, run_id
         self.log_available = log_available
         self.began_at: float | None = None
@@ -440,7 +411,7 @@ class RestoreTracker:
         self.done = True
         return out
 
-    def _finished(self, oid: int, op: OperatorRestore, spark: dict, first_batch_ms: int, now: float) -> dict:
+    def _finished(self, oid: int, op: OperatorRestoreProgress, spark: dict, first_batch_ms: int, now: float) -> dict:
         plan = op.plan
         loads = [p for p in op.loads.values()]
         loaded = [p for p in loads if p.loaded_at is not None]

@@ -1,0 +1,144 @@
+"""The job catalogue: every job statectl runs, by the id its config names (``job: leaderboard``,
+``job: advanced-state/tombstones``).
+
+An entry holds the job's config model, its checkpoint check and a loader of its topology. Importing
+this module imports no PySpark: ``--help`` and config validation go through it, and only
+``JobEntry.topology()`` (called by the runner once Spark is up) imports the Spark side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from jobs.advanced.config import (
+    BoundedStateConfig,
+    SalesThresholdConfig,
+    TombstonesConfig,
+    TopicConfigsConfig,
+    WindowedRetentionConfig,
+)
+from jobs.leaderboard.checkpoint import check_checkpoint as leaderboard_checkpoint
+from jobs.leaderboard.config import LeaderboardConfig
+from statectl.config.loader import load_config
+from statectl.config.sections import JobConfig
+from statectl.errors import UsageError
+from statectl.text import did_you_mean
+
+
+@dataclass(frozen=True)
+class JobEntry:
+    """One job: what its config looks like, how to build it, which checkpoints it can continue."""
+
+    id: str
+    summary: str
+    config_model: type[JobConfig]
+    #: Imports and returns the module whose ``build(spark, config, bootstrap) -> JobPlan`` makes
+    #: the query (PySpark is imported then, not before).
+    topology: Callable[[], ModuleType]
+    #: ``check_checkpoint(layout) -> message or None``: a checkpoint an earlier statectl wrote in a
+    #: state layout this version cannot continue.
+    check_checkpoint: Callable[[object], str | None] | None = None
+
+    @property
+    def group(self) -> str:
+        """``advanced-state`` for ``advanced-state/tombstones``; the id itself for a job without examples."""
+        return self.id.split("/", 1)[0]
+
+    @property
+    def example(self) -> str | None:
+        return self.id.split("/", 1)[1] if "/" in self.id else None
+
+
+def _leaderboard() -> ModuleType:
+    from jobs.leaderboard import topology
+
+    return topology
+
+
+def _tombstones() -> ModuleType:
+    from jobs.advanced import tombstones
+
+    return tombstones
+
+
+def _windowed_retention() -> ModuleType:
+    from jobs.advanced import windowed_retention
+
+    return windowed_retention
+
+
+def _bounded_state() -> ModuleType:
+    from jobs.advanced import bounded_state
+
+    return bounded_state
+
+
+def _topic_configs() -> ModuleType:
+    from jobs.advanced import topic_configs
+
+    return topic_configs
+
+
+def _sales_threshold() -> ModuleType:
+    from jobs.advanced import sales_threshold
+
+    return sales_threshold
+
+
+JOBS: dict[str, JobEntry] = {
+    entry.id: entry
+    for entry in (
+        JobEntry("leaderboard", "chapter 4's video-game leaderboard: top scores per game",
+                 LeaderboardConfig, _leaderboard, leaderboard_checkpoint),
+        JobEntry("advanced-state/tombstones", "per-patient visits, state deleted (and a tombstone) at check-out",
+                 TombstonesConfig, _tombstones),
+        JobEntry("advanced-state/windowed-retention", "pulse counts in tumbling windows, closed windows dropped",
+                 WindowedRetentionConfig, _windowed_retention),
+        JobEntry("advanced-state/bounded-state", "counts per key with at most N keys in state (LRU or TTL)",
+                 BoundedStateConfig, _bounded_state),
+        JobEntry("advanced-state/topic-configs", "counts per key to a compacted topic configured from the YAML",
+                 TopicConfigsConfig, _topic_configs),
+        JobEntry("advanced-state/sales-threshold", "running sales per product, a notification at the threshold",
+                 SalesThresholdConfig, _sales_threshold),
+    )
+}
+
+
+def config_models() -> dict[str, type[JobConfig]]:
+    """Job id -> config model, for the config loader."""
+    return {job_id: entry.config_model for job_id, entry in JOBS.items()}
+
+
+def job_entry(job_id: str) -> JobEntry:
+    """The entry of a job id; a UsageError naming the known ones when there is none."""
+    entry = JOBS.get(job_id)
+    if entry is None:
+        raise UsageError(f"no job called {job_id!r}{did_you_mean(job_id, JOBS)}; known: {', '.join(sorted(JOBS))}")
+    return entry
+
+
+def load_job_config(path: Path, overrides: list[str] | None = None, expect_job: str | None = None) -> JobConfig:
+    """Read and validate a job config against the model of the job it names."""
+    return load_config(path, config_models(), overrides, expect_job)
+
+
+def job_id_for(job: str, example: str | None) -> str:
+    """``statectl run JOB [EXAMPLE]`` -> the job id a config names (``advanced-state/tombstones``);
+    a UsageError that lists what exists when there is no such job or example."""
+    examples = sorted(e.example for e in JOBS.values() if e.group == job and e.example)
+    groups = sorted({e.group for e in JOBS.values()})
+    if not examples and job not in JOBS:
+        raise UsageError(f"no job called {job!r}{did_you_mean(job, groups)}; known: {', '.join(groups)}")
+    if not examples:
+        if example is not None:
+            raise UsageError(f"{job} has no examples; run it as `statectl run {job}`")
+        return job
+    if example is None:
+        raise UsageError(f"{job} needs an EXAMPLE: {', '.join(examples)} (e.g. statectl run {job} {examples[0]})")
+    if example not in examples:
+        raise UsageError(f"no {job} example called {example!r}{did_you_mean(example, examples)}; "
+                         f"known: {', '.join(examples)}")
+    return f"{job}/{example}"

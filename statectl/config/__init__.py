@@ -1,0 +1,1 @@
+"""Job configs: reading YAML with line numbers, the sections every job shares, bootstrap precedence."""

@@ -1,0 +1,1 @@
+"""Test data: the data sets (seed files and synthetic generators) and sending them to Kafka."""
