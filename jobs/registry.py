@@ -9,6 +9,7 @@ this module imports no PySpark: ``--help`` and config validation go through it, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
@@ -118,6 +119,14 @@ def job_entry(job_id: str) -> JobEntry:
     if entry is None:
         raise UsageError(f"no job called {job_id!r}{did_you_mean(job_id, JOBS)}; known: {', '.join(sorted(JOBS))}")
     return entry
+
+
+def default_config(job_id: str) -> Path:
+    """The example config statectl ships for a job (``jobs/configs/``, package data; ``configs/`` in
+    a checkout): what ``statectl run JOB`` uses without ``--config``."""
+    group, _, example = job_id.partition("/")
+    name = f"{group}/{example}.yaml" if example else f"{job_id}.yaml"
+    return Path(str(resources.files("jobs").joinpath("configs", name)))
 
 
 def load_job_config(path: Path, overrides: list[str] | None = None, expect_job: str | None = None) -> JobConfig:

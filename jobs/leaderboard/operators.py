@@ -3,7 +3,7 @@
 Kept apart from the topology and from the numpy/pandas batch logic (``jobs/leaderboard/frames.py``,
 imported when the first rows arrive) because Spark imports this module in a fresh Python process
 on the driver, once per operator and query start, only to learn the state variables from
-``init``: importing pandas there would cost a third of a second each time.
+``init``: importing pandas there would slow every query start.
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ PASS_THROUGH = -1
 GAME_BUCKET_KEYS = (2, 9, 14, 3, 4, 0, 16, 13)
 #: The players and games tables are stored one page of ids per map-state entry: page
 #: ``id >> PAGE_BITS`` holds the names of its 256 ids as JSON. A batch reads and writes each page
-#: it touches once. One entry per id cost one state-server call (about 60 µs) per id read or
-#: written: loading a million players into the eight replicas took 8 million calls, now about
-#: 63,000 (a read and a write per page).
+#: it touches once. One entry per id cost one state-server call per id read or written: loading
+#: a million players into the eight replicas took 8 million calls; pages take about 63,000 (a
+#: read and a write per page).
 PAGE_BITS = 8
 PAGE_KEY = StructType([StructField("page", LongType())])
 #: A page: JSON ``{"<id>": name, ...}``.

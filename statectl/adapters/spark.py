@@ -35,8 +35,8 @@ def default_shuffle_partitions(master: str) -> int:
 
     Spark's own default (200) means 200 RocksDB stores per stateful operator on a laptop. Each
     stateful task also pays a fixed cost (a Python worker round trip, a store commit), so more
-    partitions than cores only adds that cost: on the 2-core reference machine the leaderboard
-    ran 1M events in ~4.7 s with 2 and ~5.2 s with 4. A job's YAML can pin its own value; a
+    partitions than cores only adds that cost (docs/performance.md has the leaderboard measured
+    both ways). A job's YAML can pin its own value; a
     checkpoint keeps the value of its first run whatever is set later.
     """
     import re
@@ -134,9 +134,9 @@ def spark_session(
 
 
 #: Spark puts PySpark's own zip first on its Python processes' PYTHONPATH. The zip holds no
-#: compiled bytecode, so every new process compiled each PySpark module it imported: 0.43 s to
-#: import the transformWithState driver worker against 0.08 s from site-packages, paid by the
-#: daemon, every worker, and the Python process Spark starts per stateful operator at query start.
+#: compiled bytecode, so every new process compiled each PySpark module it imported, several
+#: times slower than importing from site-packages (docs/performance.md), paid by the daemon,
+#: every worker, and the Python process Spark starts per stateful operator at query start.
 _WORKER_SCRIPT = """#!/bin/sh
 # Written by statectl (statectl/adapters/spark.py): runs Spark's Python processes on the
 # interpreter below without PySpark's zip on PYTHONPATH, so that they import the identical

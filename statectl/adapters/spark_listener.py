@@ -28,8 +28,8 @@ def make_listener(submit: Callable[[tuple], None]):
         @property
         def _jlistener(self):
             # PySpark turns every progress into Python objects field by field, a py4j round trip
-            # each, before onQueryProgress runs: measured, most of this listener's cost on the
-            # driver. Only its JSON is wanted here, which is one call. Falls back to PySpark's own
+            # each, before onQueryProgress runs: most of this listener's cost on the driver
+            # (docs/performance.md). Only its JSON is wanted here, which is one call. Falls back to PySpark's own
             # path where its internals differ.
             if not hasattr(self, "_jlistenerobj"):
                 jlistener = _json_progress_jlistener(self)

@@ -14,15 +14,10 @@ serve_app = typer.Typer(help="Serve a job's current results over HTTP (the refer
 
 
 def _topic_and_bootstrap(config: Path | None, bootstrap: str | None) -> tuple[str, str]:
-    from jobs.leaderboard.config import LeaderboardConfig
+    from jobs.registry import default_config, load_job_config
     from statectl.config.bootstrap import resolve_bootstrap
-    from jobs.registry import load_job_config
 
-    if config is None:
-        default = Path(__file__).resolve().parents[2] / "configs" / "leaderboard.yaml"
-        cfg = load_job_config(default) if default.exists() else LeaderboardConfig(job="leaderboard")
-    else:
-        cfg = load_job_config(config, expect_job="leaderboard")
+    cfg = load_job_config(config or default_config("leaderboard"), expect_job="leaderboard")
     return cfg.topics.high_scores, resolve_bootstrap(bootstrap, cfg.kafka.bootstrap_servers)
 
 

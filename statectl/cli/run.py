@@ -10,13 +10,6 @@ import typer
 from statectl.cli.common import BootstrapOpt, ConfigOpt, JsonOpt, SetOpt
 
 
-def _default_config(job: str, example: str | None) -> Path:
-    from statectl.produce.datasets import DATA_DIR
-
-    root = DATA_DIR.parent / "configs"
-    return root / job / f"{example}.yaml" if example else root / f"{job}.yaml"
-
-
 def run(
     job: Annotated[str, typer.Argument(help="leaderboard | advanced-state")],
     example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.")] = None,
@@ -52,7 +45,7 @@ def run(
 
       statectl run advanced-state sales-threshold --available-now --set sales.reset_after_notify=true
     """
-    from jobs.registry import job_entry, job_id_for, load_job_config
+    from jobs.registry import default_config, job_entry, job_id_for, load_job_config
     from statectl.errors import UsageError
     from statectl.render import err
     from statectl.render.run import EventsWriter, run_display, run_summary
@@ -61,7 +54,7 @@ def run(
     if json and events == "-":
         raise UsageError("--json and --events - both write to stdout; choose one (or --events-file PATH)")
     job_id = job_id_for(job, example)
-    path = config or _default_config(job, example)
+    path = config or default_config(job_id)
     cfg = load_job_config(path, set_ or [], expect_job=job_id)
     request = RunRequest(cfg, job=job_entry(job_id), available_now=available_now, checkpoint_dir=checkpoint_dir, master=master,
                          bootstrap_servers=bootstrap_servers, metrics_port=metrics_port, metrics_host=metrics_host)

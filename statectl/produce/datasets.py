@@ -7,6 +7,7 @@ import itertools
 import json
 import random
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -15,7 +16,8 @@ from statectl.text import did_you_mean
 
 Record = tuple[bytes | None, bytes | None]
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+#: The seed data sets, shipped as package data (``data/`` in a checkout links here).
+DATA_DIR = Path(str(resources.files("statectl.produce").joinpath("seed_data")))
 
 
 class ParsedLines:
@@ -161,7 +163,7 @@ class DatasetOptions:
 def _seed_file(opts: DatasetOptions, name: str) -> Path:
     path = opts.data_dir / name
     if not path.exists():
-        raise UsageError(f"seed file {path} is missing; set STATECTL_DATA_DIR or restore data/")
+        raise UsageError(f"seed file {path} is missing; set STATECTL_DATA_DIR to a folder that has it")
     return path
 
 

@@ -161,8 +161,8 @@ class LiveRunDisplay:
         self.behind: int | None = None
         self.error: str | None = None
         # stdout carries data (the summary, `--events -`): only stderr goes through the panel.
-        # Redrawn when an event arrives, and once a second for the elapsed time: 4 redraws a second
-        # took CPU from Spark on the driver (measured: 0.18 -> 0.13 CPU-s over a 4.5 s run).
+        # Redrawn when an event arrives, and once a second for the elapsed time: redrawing more
+        # often takes CPU from Spark on the driver (the measurement is in docs/performance.md).
         self.live = Live(console=self.console, refresh_per_second=1, get_renderable=self._render, transient=False,
                          redirect_stdout=False, redirect_stderr=True)
         self.live.start()
