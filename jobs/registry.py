@@ -34,7 +34,6 @@ class JobEntry:
     """One job: what its config looks like, how to build it, which checkpoints it can continue."""
 
     id: str
-    summary: str
     config_model: type[JobConfig]
     #: Imports and returns the module whose ``build(spark, config, bootstrap) -> JobPlan`` makes
     #: the query (PySpark is imported then, not before).
@@ -92,18 +91,12 @@ def _sales_threshold() -> ModuleType:
 JOBS: dict[str, JobEntry] = {
     entry.id: entry
     for entry in (
-        JobEntry("leaderboard", "chapter 4's video-game leaderboard: top scores per game",
-                 LeaderboardConfig, _leaderboard, leaderboard_checkpoint),
-        JobEntry("advanced-state/tombstones", "per-patient visits, state deleted (and a tombstone) at check-out",
-                 TombstonesConfig, _tombstones),
-        JobEntry("advanced-state/windowed-retention", "pulse counts in tumbling windows, closed windows dropped",
-                 WindowedRetentionConfig, _windowed_retention),
-        JobEntry("advanced-state/bounded-state", "counts per key with at most N keys in state (LRU or TTL)",
-                 BoundedStateConfig, _bounded_state),
-        JobEntry("advanced-state/topic-configs", "counts per key to a compacted topic configured from the YAML",
-                 TopicConfigsConfig, _topic_configs),
-        JobEntry("advanced-state/sales-threshold", "running sales per product, a notification at the threshold",
-                 SalesThresholdConfig, _sales_threshold),
+        JobEntry("leaderboard", LeaderboardConfig, _leaderboard, leaderboard_checkpoint),
+        JobEntry("advanced-state/tombstones", TombstonesConfig, _tombstones),
+        JobEntry("advanced-state/windowed-retention", WindowedRetentionConfig, _windowed_retention),
+        JobEntry("advanced-state/bounded-state", BoundedStateConfig, _bounded_state),
+        JobEntry("advanced-state/topic-configs", TopicConfigsConfig, _topic_configs),
+        JobEntry("advanced-state/sales-threshold", SalesThresholdConfig, _sales_threshold),
     )
 }
 

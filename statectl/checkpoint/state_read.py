@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from statectl.adapters.state_source import StateSourceRows
 from statectl.checkpoint.layout import DEFAULT_STORE, CheckpointLayout
 from statectl.errors import UsageError
 
@@ -32,16 +33,12 @@ class StateReadRequest:
     description: str
 
 
-@dataclass
-class StateRows:
-    """What the state data sources returned."""
+@dataclass(kw_only=True)
+class StateRows(StateSourceRows):
+    """What the state data sources returned for a request, and how the copy Spark read was made."""
 
     request: StateReadRequest
-    metadata: list[dict[str, Any]] = field(default_factory=list)  # `state-metadata` rows
-    columns: list[str] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)  # the first `limit` rows
-    total: int | None = None
-    replica: dict[str, int] = field(default_factory=dict)  # how the copy Spark read was made
+    replica: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
