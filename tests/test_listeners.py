@@ -19,7 +19,8 @@ import pytest
 from rich.console import Console
 
 from statectl.run import lifecycle as ev
-from statectl.run.events_file import read_events, schema, summarize, validate, validate_event
+from statectl.run.event_models import EVENT_TYPES, event_adapter
+from statectl.run.events_file import read_events, summarize, validate_event
 from statectl.run.lifecycle import CatchUp, Lifecycle, State, next_state
 from statectl.run.restore_tracking import (
     OperatorPlan, RestoreTracker, StageTasks, StorePlan, parse_load_line,
@@ -432,31 +433,41 @@ def every_event_type() -> list[dict]:
     return events
 
 
-def test_the_schema_covers_exactly_the_event_types():
-    root = schema()
-    assert [alt["$ref"].rsplit("/", 1)[1] for alt in root["oneOf"]] == list(ev.EVENT_TYPES)
+def test_the_models_cover_exactly_the_event_types():
+    assert EVENT_TYPES == ev.EVENT_TYPES
     assert {e["type"] for e in every_event_type()} == set(ev.EVENT_TYPES)
 
 
-def test_every_event_validates_against_the_schema():
+def test_every_event_validates_against_the_models():
     for event in every_event_type():
         assert validate_event(event) == [], event["type"]
-        assert validate(event, schema()) == []  # through oneOf: exactly one definition matches
+        # Nothing coerced or dropped: the model holds exactly what was emitted.
+        model = event_adapter().validate_python(event)
+        assert model.model_dump(mode="json", exclude_unset=True) == event, event["type"]
 
 
 @pytest.mark.parametrize(
     "change, problem",
     [
-        (lambda e: e.pop("batch_id"), "missing required key 'batch_id'"),
-        (lambda e: e.update(batch_id="7"), "$.batch_id: expected integer"),
-        (lambda e: e.update(input_rows=-1), "below the minimum 0"),
+        (lambda e: e.pop("batch_id"), "$: missing required key 'batch_id'"),
+        (lambda e: e.update(batch_id="7"), '$.batch_id: expected integer, found "7"'),
+        (lambda e: e.update(batch_id=7.0), "$.batch_id: expected integer, found 7.0"),
+        (lambda e: e.update(input_rows=True), "$.input_rows: expected integer, found true"),
+        (lambda e: e.update(query_id=None, batch_id=None), "$.batch_id: expected integer, found null"),
+        (lambda e: e.update(input_rows=-1), "$.input_rows: -1 is below the minimum 0"),
         (lambda e: e.update(state="SLEEPING"), "$.state: expected one of"),
-        (lambda e: e.update(surprise=1), "unexpected key 'surprise'"),
+        (lambda e: e.update(surprise=1), "$: unexpected key 'surprise'"),
+        (lambda e: e["sources"][0].update(lag=1), "$.sources[0]: unexpected key 'lag'"),
         (lambda e: e["sources"][0].update(records_behind=1.5), "$.sources[0].records_behind: expected integer"),
+        (lambda e: e["sources"][0].pop("description"), "$.sources[0]: missing required key 'description'"),
+        (lambda e: e.update(sources={}), "$.sources: expected array"),
         (lambda e: e.update(type="batch"), "$.type: expected one of query_started"),
+        (lambda e: e.pop("type"), "$.type: expected one of query_started, restore_started"),
         (lambda e: e["observed"]["statectl"].update(rows="many"), "$.observed.statectl.rows: expected number"),
     ],
-    ids=["missing", "wrong-type", "negative", "bad-enum", "extra-key", "nested", "unknown-type", "map-values"],
+    ids=["missing", "wrong-type", "float-for-integer", "bool-for-integer", "null", "negative", "bad-enum",
+         "extra-key", "nested-extra-key", "nested", "nested-missing", "not-an-array", "unknown-type", "no-type",
+         "map-values"],
 )
 def test_the_validator_rejects(change, problem):
     event = ev.batch_progress(PROGRESS, when=5.0)
@@ -464,6 +475,13 @@ def test_the_validator_rejects(change, problem):
     change(event)
     problems = validate_event(event)
     assert any(problem in p for p in problems), problems
+
+
+def test_the_validator_reports_every_problem_and_refuses_what_is_not_an_object():
+    event = dict(ev.idle(QUERY_ID, RUN_ID, 6.0), state="IDLE", surprise=1)
+    del event["run_id"]
+    assert validate_event(event) == ["$: missing required key 'run_id'", "$: unexpected key 'surprise'"]
+    assert validate_event(["idle"]) == ['$: expected an object, found ["idle"]']
 
 
 def test_summary_of_an_events_file_with_two_runs_and_a_broken_line(tmp_path):

@@ -1,8 +1,8 @@
-"""statectl run events as files: the JSON schema, validation, reading JSON lines, summaries.
+"""statectl run events as files: validation, reading JSON lines, summaries.
 
-The schema (``resources/events.schema.json``, described in ``docs/events.md``) is checked by a
-small validator for the subset of JSON Schema it uses — enough to keep the documented format
-and the emitted events from drifting apart, without a dependency.
+The events are defined by the pydantic models of ``statectl.run.event_models``, from which
+``resources/events.schema.json`` and the reference in ``docs/events.md`` are generated. Those
+models load only when an event is validated: the run writes plain dicts and never needs them.
 """
 
 from __future__ import annotations
@@ -10,93 +10,63 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
 from statectl.errors import UsageError
 
-
-@lru_cache(maxsize=1)
-def schema() -> dict:
-    """The events schema (JSON Schema 2020-12, the subset ``validate`` understands)."""
-    text = resources.files("statectl.resources").joinpath("events.schema.json").read_text()
-    return json.loads(text)
-
-
-# ---------------------------------------------------------------- a small JSON Schema validator
-_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
+# ---------------------------------------------------------------- validation
+_JSON_TYPES = {
+    "int_type": "integer", "float_type": "number", "string_type": "string", "bool_type": "boolean",
+    "list_type": "array", "dict_type": "object", "model_type": "object", "model_attributes_type": "object",
 }
-_KNOWN = {"$schema", "$id", "$defs", "$ref", "$comment", "title", "description", "type", "enum", "const",
-          "required", "properties", "additionalProperties", "items", "minimum", "oneOf"}
-
-
-def validate(value: Any, node: dict, root: dict | None = None, path: str = "$") -> list[str]:
-    """Every way ``value`` breaks the schema ``node``, as "path: problem" strings."""
-    root = root if root is not None else node
-    unknown = set(node) - _KNOWN
-    if unknown:
-        raise ValueError(f"{path}: the validator does not implement {sorted(unknown)}")
-    if "$ref" in node:
-        ref = node["$ref"]
-        if not ref.startswith("#/$defs/"):
-            raise ValueError(f"{path}: only local $defs references are supported, not {ref}")
-        return validate(value, root["$defs"][ref[len("#/$defs/"):]], root, path)
-    problems: list[str] = []
-    if "type" in node:
-        types = node["type"] if isinstance(node["type"], list) else [node["type"]]
-        if not any(_TYPES[t](value) for t in types):
-            return [f"{path}: expected {' or '.join(types)}, found {json.dumps(value)[:60]}"]
-    if "const" in node and value != node["const"]:
-        problems.append(f"{path}: expected {json.dumps(node['const'])}, found {json.dumps(value)[:60]}")
-    if "enum" in node and value not in node["enum"]:
-        problems.append(f"{path}: expected one of {', '.join(json.dumps(e) for e in node['enum'])}, found {json.dumps(value)[:60]}")
-    if "minimum" in node and _TYPES["number"](value) and value < node["minimum"]:
-        problems.append(f"{path}: {value} is below the minimum {node['minimum']}")
-    if "oneOf" in node:
-        matching = [i for i, sub in enumerate(node["oneOf"]) if not validate(value, sub, root, path)]
-        if len(matching) != 1:
-            problems.append(f"{path}: matches {len(matching)} of the oneOf alternatives, expected exactly 1")
-    if isinstance(value, dict):
-        for key in node.get("required", []):
-            if key not in value:
-                problems.append(f"{path}: missing required key {key!r}")
-        props = node.get("properties", {})
-        extra = node.get("additionalProperties", True)
-        for key, item in value.items():
-            if key in props:
-                problems += validate(item, props[key], root, f"{path}.{key}")
-            elif extra is False:
-                problems.append(f"{path}: unexpected key {key!r}")
-            elif isinstance(extra, dict):
-                problems += validate(item, extra, root, f"{path}.{key}")
-    if isinstance(value, list) and "items" in node:
-        for i, item in enumerate(value):
-            problems += validate(item, node["items"], root, f"{path}[{i}]")
-    return problems
 
 
 def validate_event(event: Any) -> list[str]:
-    """Problems with one event; checked against the definition its ``type`` names."""
-    root = schema()
+    """Every way one event breaks the events format, as "path: problem" strings; empty when it is valid."""
     if not isinstance(event, dict):
-        return [f"$: expected an object, found {json.dumps(event)[:60]}"]
-    kind = event.get("type")
-    if kind not in _event_types(root):
-        return [f"$.type: expected one of {', '.join(_event_types(root))}, found {json.dumps(kind)}"]
-    return validate(event, root["$defs"][kind], root)
+        return [f"$: expected an object, found {_shown(event)}"]
+    from pydantic import ValidationError
+
+    from statectl.run.event_models import EVENT_TYPES, event_adapter
+
+    if not isinstance(event.get("type"), str) or event["type"] not in EVENT_TYPES:
+        return [f"$.type: expected one of {', '.join(EVENT_TYPES)}, found {_shown(event.get('type'))}"]
+    try:
+        event_adapter().validate_python(event)
+    except ValidationError as exc:
+        # The first location is the union member the type picked: the event itself.
+        return [_problem(err["type"], err["loc"][1:], err) for err in exc.errors(include_url=False)]
+    return []
 
 
-def _event_types(root: dict) -> list[str]:
-    return [alt["$ref"].rsplit("/", 1)[1] for alt in root["oneOf"]]
+def _problem(kind: str, loc: tuple, err: dict) -> str:
+    path = _path(loc)
+    if kind == "missing":
+        return f"{_path(loc[:-1])}: missing required key {loc[-1]!r}"
+    if kind == "extra_forbidden":
+        return f"{_path(loc[:-1])}: unexpected key {loc[-1]!r}"
+    found = _shown(err.get("input"))
+    if kind in _JSON_TYPES:
+        return f"{path}: expected {_JSON_TYPES[kind]}, found {found}"
+    if kind == "greater_than_equal":
+        if err["input"] != err["input"]:  # NaN fails the bound without being below it
+            return f"{path}: expected a number, found NaN"
+        return f"{path}: {found} is below the minimum {err['ctx']['ge']:g}"
+    if kind == "literal_error":
+        return f"{path}: expected one of {err['ctx']['expected']}, found {found}"
+    return f"{path}: {err['msg']}, found {found}"
+
+
+def _path(loc: tuple) -> str:
+    return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+
+
+def _shown(value: Any) -> str:
+    try:
+        return json.dumps(value)[:60]
+    except (TypeError, ValueError):
+        return repr(value)[:60]
 
 
 # ---------------------------------------------------------------- reading a file
