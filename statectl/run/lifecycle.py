@@ -1,10 +1,10 @@
 """What a running query is doing, as statectl run events: typed dicts, a lifecycle, run totals.
 
-Spark's StreamingQueryListener (``statectl.adapters.spark_listener``) only hands raw events to a callback and
-returns; ``statectl.run.monitor.RunMonitor`` turns them, with the restore tracking of
-``statectl.run.restore_tracking``, into the events defined here, on its own thread. Every event is a
-JSON-ready dict with a ``type``; ``docs/events.md`` and ``resources/events.schema.json``
-document them. ``Lifecycle`` is the Kafka Streams-like state derived from them.
+Spark's StreamingQueryListener (``statectl.adapters.spark_listener``) only hands raw events to a
+callback and returns; ``statectl.run.monitor.RunMonitor`` turns them, with the restore tracking of
+``statectl.run.restore_tracking``, into the events built here, on its own thread. Every event is a
+JSON-ready dict with a ``type``, in the shape ``statectl.run.event_models`` defines (and
+``docs/events.md`` documents). ``Lifecycle`` is the Kafka Streams-like state derived from them.
 """
 
 from __future__ import annotations
