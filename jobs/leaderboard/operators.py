@@ -45,7 +45,7 @@ COLUMNS = [f.name for f in ROW_SCHEMA.fields]
 #: reaches the JVM state server as the wrong key — every such group then shares one state slot.
 PASS_THROUGH = -1
 #: The operator's grouping: a game's bucket is ``GAME_BUCKET_KEYS[product_id mod 8]``. PySpark's
-#: transformWithStateInPandas costs milliseconds per key and micro-batch (state-server calls, an
+#: transformWithStateInPandas has a fixed cost per key and micro-batch (state-server calls, an
 #: Arrow round trip per group), so one key per game would spend most of a batch on overhead; a
 #: bucket handles its games' rows in one vectorised pass. Eight buckets spread hot games over
 #: the shuffle partitions while the players table, replicated in every bucket, stays cheap; the

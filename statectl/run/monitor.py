@@ -40,8 +40,8 @@ class RunMonitor:
         self.stage_poll = stage_poll
         self.context = dict(context or {})
         self.notes = list(notes or [])
-        # A store loads in a few hundred ms: a slower look at the log could see a restore only
-        # once it was over, never part of the way.
+        # A store loads quickly: a slower look at the log could see a restore only once it was
+        # over, never part of the way.
         self.tick = tick
         self.lifecycle = Lifecycle()
         self.catch_up = CatchUp()
