@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from statectl.run.event_models import EVENT_MODELS, EventFields, event_type, json_schema
+from statectl.run.event_models import EVENT_MODELS, EventFields, event_type, json_schema  # noqa: E402
 
 SCHEMA_FILE = REPO / "statectl" / "resources" / "events.schema.json"
 DOC_FILE = REPO / "docs" / "events.md"

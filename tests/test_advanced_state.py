@@ -2,9 +2,11 @@
 visits), their configs and datasets, and the StatefulProcessors through ``TwsTester``.
 
 Bad inputs tried here: durations without a unit, with an unknown unit, negative and empty;
-retention shorter than size + grace; max_keys 0; a topic config out of range; a non-integer
-threshold; lowering max_keys on a full store; check-out without a visit; late pulses; dead-letter
-groups in every processor.
+retention shorter than size + grace (also next to another field's problem, and not compared when
+grace itself is bad); max_keys 0; a blank check-out event; topic configs out of range, misspelt,
+null and not integers, next to partitions 0 and a tiny max_record_bytes; a non-integer threshold;
+lowering max_keys on a full store; check-out without a visit; late pulses; dead-letter groups in
+every processor.
 """
 
 from __future__ import annotations
@@ -218,6 +220,43 @@ def test_config_problems_are_all_reported_with_lines(tmp_path):
     text = str(info.value)
     assert "w.yaml:5: windows.retention: 30 min does not cover size + grace (1 h + 10 min = 70 min)" in text
     assert "w.yaml:6: windows.emit: expected one of 'final', 'updates', found 'sometimes'" in text
+
+
+def test_every_output_topic_problem_is_reported_together(tmp_path):
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("job: advanced-state/topic-configs\noutput_topic:\n  partitions: 0\n  configs:\n"
+                   "    segment.bytes: 1000\n    cleanup.policy: compacted\n    retention.ms:\n"
+                   "    min.cleanable.dirty.ratio: 1.5\n  max_record_bytes: 10\n")
+    with pytest.raises(ConfigError) as info:
+        load_job_config(cfg)
+    assert info.value.problems == [
+        f"{cfg}:3: output_topic.partitions: must be at least 1, found 0",
+        f"{cfg}:5: output_topic.configs.segment.bytes: must be at least 1048576 (1 MiB; the broker's minimum on "
+        "Kafka 4.x), found 1000",
+        f"{cfg}:6: output_topic.configs.cleanup.policy: expected compact or delete, found 'compacted' (did you mean "
+        "'compact'?)",
+        f"{cfg}:7: output_topic.configs.retention.ms: expected a value, found nothing (null); to leave a config at "
+        "its default, leave it out",
+        f"{cfg}:8: output_topic.configs.min.cleanable.dirty.ratio: must be between 0 and 1, found 1.5",
+        f"{cfg}:9: output_topic.max_record_bytes: must be at least 64, found 10",
+    ]
+
+
+def test_output_topic_configs_take_kafka_lists_and_yaml_scalars():
+    config = load_job_config(CONFIGS / "topic-configs.yaml", [
+        "output_topic.configs={cleanup.policy: [compact, delete], preallocate: true, segment.bytes: 1048576}"])
+    assert config.output_topic.configs == {"cleanup.policy": "compact,delete", "preallocate": "true",
+                                           "segment.bytes": "1048576"}
+
+
+def test_windows_are_compared_only_when_each_duration_is_valid(tmp_path):
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text("job: advanced-state/windowed-retention\nwindows:\n  size: 1 hour\n  grace: 10 minuts\n"
+                   "  retention: 30 minutes\n")
+    with pytest.raises(ConfigError) as info:
+        load_job_config(cfg)
+    (problem,) = info.value.problems
+    assert problem.startswith(f"{cfg}:4: windows.grace: expected a whole number and a unit")
 
 
 def test_a_config_for_another_example_is_refused():

@@ -26,8 +26,7 @@ def installed(tmp_path_factory) -> Path:
     """The bin/ directory of a fresh virtualenv with the statectl wheel installed."""
     root = tmp_path_factory.mktemp("wheel")
     dist = root / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                    str(REPO)], check=True, capture_output=True, text=True, timeout=300)
+    _pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO))
     wheel = next(dist.glob("statectl-*.whl"))
     env_dir = root / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
@@ -35,9 +34,14 @@ def installed(tmp_path_factory) -> Path:
     # The test environment's site-packages as a plain path entry: its third-party packages import,
     # but its .pth files (the editable install of this checkout among them) are not run.
     (site / "borrowed.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install",
-                    "--no-deps", "-q", str(wheel)], check=True, capture_output=True, text=True, timeout=300)
+    _pip("--python", str(env_dir / "bin" / "python"), "install", "--no-deps", "-q", str(wheel))
     return env_dir / "bin"
+
+
+def _pip(*args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        pytest.fail(f"pip {args[0]} failed: {(done.stdout + done.stderr)[-2000:]}")
 
 
 def _run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:

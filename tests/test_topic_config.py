@@ -2,6 +2,12 @@
 
 No broker here: topic states are built by hand (the shape the adapter hands over), and the CLI
 tests only reach paths that fail before a broker is needed.
+
+Bad topics files tried (``data/topics/invalid/``, each naming its expected problems): a YAML
+syntax error; topics that are a list; a topic that is a number rather than a mapping; an invalid
+topic name; a duplicate topic; an unknown field, at the top level and in a topic; partitions 0,
+text and missing; replication_factor true; an unknown preset (close to a real one and not); configs
+that are a list; config values that are null, a nested list and a mapping; and all of them at once.
 """
 
 from __future__ import annotations
@@ -325,6 +331,29 @@ def test_invalid_topics_file(path):
     for problem in expected:
         assert f"{path}{problem}" in message, message
     assert len(info.value.problems) == len(expected), message
+
+
+def test_invalid_topics_files_never_show_pydantic_wording():
+    for path in INVALID:
+        with pytest.raises(ConfigError) as info:
+            load_topics_file(path)
+        text = str(info.value)
+        assert not any(w in text for w in ("Input should", "pydantic", "Value error", "Field required")), text
+
+
+def test_topics_file_values_as_yaml_writes_them(tmp_path):
+    f = tmp_path / "topics.yaml"
+    f.write_text("topics:\n  2024:\n    partitions: 1\n    configs:\n  t:\n    partitions: 2\n"
+                 "    replication_factor: 3\n    configs:\n      preallocate: true\n      retention.ms: 1000\n"
+                 "      min.cleanable.dirty.ratio: 0.5\n      cleanup.policy: [delete]\n")
+    loaded = load_topics_file(f)
+    numbered, t = loaded.requests
+    assert (numbered.topic, numbered.partitions, numbered.replication_factor, numbered.sets) == ("2024", 1, 1, {})
+    assert (t.partitions, t.replication_factor, t.preset) == (2, 3, None)
+    assert t.sets == {"preallocate": "true", "retention.ms": "1000", "min.cleanable.dirty.ratio": "0.5",
+                      "cleanup.policy": "delete"}
+    assert loaded.source == str(f)
+    assert list(loaded.topics) == ["2024", "t"] and loaded.topics["t"].configs["preallocate"] == "true"
 
 
 def test_value_problems_in_a_file_carry_file_and_line(tmp_path):

@@ -2,185 +2,160 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+
+from jobs.advanced.rules import WindowSpec, duration_problem, parse_duration
+from statectl.config.model import Section, Text, text_mapping, topic_config_text
 from statectl.config.sections import JobConfig
+from statectl.topics.keys import value_problem
+
+
+# ---------------------------------------------------------------- shared field types
+def _duration(minimum_ms: int):
+    """A duration in the examples' syntax (``60 seconds``, ``5s``) of at least ``minimum_ms``."""
+
+    def check(text: str) -> str:
+        reason = duration_problem(text, minimum_ms)
+        if reason:
+            raise ValueError(reason)
+        return text
+
+    return Annotated[Text, AfterValidator(check)]
+
+
+Duration = _duration(1)
+DurationOrZero = _duration(0)
+RecordBytes = Annotated[int, Field(ge=64)]
+
+
+def _topic_config_problems(configs: dict[str, str]) -> list[tuple[str, str]]:
+    return [(key, reason) for key, value in configs.items() if (reason := value_problem(key, value))]
+
+
+TopicConfigs = text_mapping(topic_config_text, check=_topic_config_problems)
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
 
 
 # ---------------------------------------------------------------- advanced-state examples (issue 6)
-def _record_bytes_problems(max_record_bytes: int) -> list[tuple[str, str]]:
-    return [("max_record_bytes", "must be at least 64")] if max_record_bytes < 64 else []
+class TombstonesTopics(Section):
+    input: Text = "patient-events"
+    output: Text = "patient-visits"
+    dlq: Text = "tombstones-dlq"
 
 
-@dataclass
-class TombstonesTopics:
-    input: str = "patient-events"
-    output: str = "patient-visits"
-    dlq: str = "tombstones-dlq"
+class TombstonesSettings(Section):
+    checkout_event: Annotated[Text, AfterValidator(_not_blank)] = "check-out"
+    max_record_bytes: RecordBytes = 1_048_576
 
 
-@dataclass
-class TombstonesSettings:
-    checkout_event: str = "check-out"
-    max_record_bytes: int = 1_048_576
-
-    def problems(self) -> list[tuple[str, str]]:
-        out = _record_bytes_problems(self.max_record_bytes)
-        if not self.checkout_event.strip():
-            out.append(("checkout_event", "must not be empty"))
-        return out
-
-
-@dataclass
 class TombstonesConfig(JobConfig):
-    topics: TombstonesTopics = field(default_factory=TombstonesTopics)
-    tombstones: TombstonesSettings = field(default_factory=TombstonesSettings)
+    topics: TombstonesTopics = Field(default_factory=TombstonesTopics)
+    tombstones: TombstonesSettings = Field(default_factory=TombstonesSettings)
 
 
-@dataclass
-class WindowedRetentionTopics:
-    input: str = "pulse-events"
-    output: str = "pulse-counts"
-    dlq: str = "windowed-retention-dlq"
+class WindowedRetentionTopics(Section):
+    input: Text = "pulse-events"
+    output: Text = "pulse-counts"
+    dlq: Text = "windowed-retention-dlq"
 
 
-@dataclass
-class WindowSettings:
-    size: str = "60 seconds"
-    grace: str = "5 seconds"
-    retention: str = "10 minutes"
+class WindowSettings(Section):
+    size: Duration = "60 seconds"
+    grace: DurationOrZero = "5 seconds"
+    retention: Duration = "10 minutes"
     emit: Literal["final", "updates"] = "final"
-    max_record_bytes: int = 1_048_576
+    max_record_bytes: RecordBytes = 1_048_576
 
-    def spec(self):
-        """The parsed windows (only call on a config that loaded without problems)."""
-        from jobs.advanced.rules import WindowSpec, parse_duration
-
+    def spec(self) -> WindowSpec:
+        """The parsed windows."""
         return WindowSpec(parse_duration(self.size), parse_duration(self.grace), parse_duration(self.retention))
 
-    def problems(self) -> list[tuple[str, str]]:
-        from jobs.advanced.rules import duration_problem
-
-        out = _record_bytes_problems(self.max_record_bytes)
-        bad = {}
-        for key, minimum in (("size", 1), ("grace", 0), ("retention", 1)):
-            reason = duration_problem(getattr(self, key), minimum)
+    # A field validator, not a model one: a model validator would not run while another field
+    # (emit, say) has a problem, and this one should. size and grace come first, so info.data holds
+    # them once they are valid durations.
+    @field_validator("retention")
+    @classmethod
+    def _retention_covers_size_and_grace(cls, retention: str, info: ValidationInfo) -> str:
+        if {"size", "grace"} <= info.data.keys():
+            spec = WindowSpec(parse_duration(info.data["size"]), parse_duration(info.data["grace"]),
+                              parse_duration(retention))
+            reason = dict(spec.problems()).get("retention")
             if reason:
-                bad[key] = reason
-        out += list(bad.items())
-        if not bad:
-            out += self.spec().problems()
-        return out
+                raise ValueError(reason)
+        return retention
 
 
-@dataclass
 class WindowedRetentionConfig(JobConfig):
-    topics: WindowedRetentionTopics = field(default_factory=WindowedRetentionTopics)
-    windows: WindowSettings = field(default_factory=WindowSettings)
+    topics: WindowedRetentionTopics = Field(default_factory=WindowedRetentionTopics)
+    windows: WindowSettings = Field(default_factory=WindowSettings)
 
 
-@dataclass
-class BoundedStateTopics:
-    input: str = "keyed-events"
-    output: str = "bounded-counts"
-    dlq: str = "bounded-state-dlq"
+class BoundedStateTopics(Section):
+    input: Text = "keyed-events"
+    output: Text = "bounded-counts"
+    dlq: Text = "bounded-state-dlq"
 
 
-@dataclass
-class BoundedStateSettings:
+class BoundedStateSettings(Section):
     variant: Literal["lru", "ttl"] = "lru"
-    max_keys: int = 10
-    ttl: str = "10 minutes"
-    max_record_bytes: int = 1_048_576
+    max_keys: int = Field(10, ge=1)
+    ttl: Duration = "10 minutes"
+    max_record_bytes: RecordBytes = 1_048_576
 
     @property
     def ttl_ms(self) -> int:
-        from jobs.advanced.rules import parse_duration
-
         return parse_duration(self.ttl)
 
-    def problems(self) -> list[tuple[str, str]]:
-        from jobs.advanced.rules import duration_problem
 
-        out = _record_bytes_problems(self.max_record_bytes)
-        if self.max_keys < 1:
-            out.append(("max_keys", "must be at least 1"))
-        reason = duration_problem(self.ttl, 1)
-        if reason:
-            out.append(("ttl", reason))
-        return out
-
-
-@dataclass
 class BoundedStateConfig(JobConfig):
-    topics: BoundedStateTopics = field(default_factory=BoundedStateTopics)
-    bounded_state: BoundedStateSettings = field(default_factory=BoundedStateSettings)
+    topics: BoundedStateTopics = Field(default_factory=BoundedStateTopics)
+    bounded_state: BoundedStateSettings = Field(default_factory=BoundedStateSettings)
 
 
-@dataclass
-class TopicConfigsTopics:
-    input: str = "patient-events"
-    output: str = "patient-event-counts"
-    dlq: str = "topic-configs-dlq"
+class TopicConfigsTopics(Section):
+    input: Text = "patient-events"
+    output: Text = "patient-event-counts"
+    dlq: Text = "topic-configs-dlq"
 
 
 def _default_output_topic_configs() -> dict[str, str]:
     return {"cleanup.policy": "compact", "segment.bytes": "536870912", "min.cleanable.dirty.ratio": "0.3"}
 
 
-@dataclass
-class OutputTopicSettings:
+class OutputTopicSettings(Section):
     """The output topic as the job declares it; created or altered through `statectl topic-config`'s code."""
 
-    partitions: int = 4
-    replication_factor: int = 1
-    configs: dict[str, str] = field(default_factory=_default_output_topic_configs)
-    max_record_bytes: int = 1_048_576
-
-    def problems(self) -> list[tuple[str, str]]:
-        from statectl.topics.keys import value_problem
-
-        out = _record_bytes_problems(self.max_record_bytes)
-        if self.partitions < 1:
-            out.append(("partitions", "must be at least 1"))
-        if self.replication_factor < 1:
-            out.append(("replication_factor", "must be at least 1"))
-        for key, value in self.configs.items():
-            reason = value_problem(key, value)
-            if reason:
-                out.append((f"configs.{key}", reason))
-        return out
+    partitions: int = Field(4, ge=1)
+    replication_factor: int = Field(1, ge=1)
+    configs: TopicConfigs = Field(default_factory=_default_output_topic_configs)
+    max_record_bytes: RecordBytes = 1_048_576
 
 
-@dataclass
 class TopicConfigsConfig(JobConfig):
-    topics: TopicConfigsTopics = field(default_factory=TopicConfigsTopics)
-    output_topic: OutputTopicSettings = field(default_factory=OutputTopicSettings)
+    topics: TopicConfigsTopics = Field(default_factory=TopicConfigsTopics)
+    output_topic: OutputTopicSettings = Field(default_factory=OutputTopicSettings)
 
 
-@dataclass
-class SalesThresholdTopics:
-    input: str = "sales-events"
-    notifications: str = "sales-notifications"
-    totals: str = "sales-totals"
-    dlq: str = "sales-threshold-dlq"
+class SalesThresholdTopics(Section):
+    input: Text = "sales-events"
+    notifications: Text = "sales-notifications"
+    totals: Text = "sales-totals"
+    dlq: Text = "sales-threshold-dlq"
 
 
-@dataclass
-class SalesSettings:
-    threshold: int = 2000
+class SalesSettings(Section):
+    threshold: int = Field(2000, ge=1)
     reset_after_notify: bool = False
-    max_record_bytes: int = 1_048_576
-
-    def problems(self) -> list[tuple[str, str]]:
-        out = _record_bytes_problems(self.max_record_bytes)
-        if self.threshold < 1:
-            out.append(("threshold", "must be at least 1"))
-        return out
+    max_record_bytes: RecordBytes = 1_048_576
 
 
-@dataclass
 class SalesThresholdConfig(JobConfig):
-    topics: SalesThresholdTopics = field(default_factory=SalesThresholdTopics)
-    sales: SalesSettings = field(default_factory=SalesSettings)
+    topics: SalesThresholdTopics = Field(default_factory=SalesThresholdTopics)
+    sales: SalesSettings = Field(default_factory=SalesSettings)

@@ -2,35 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from pydantic import Field
 
+from statectl.config.model import Section, Text
 from statectl.config.sections import JobConfig
 
 
-@dataclass
-class LeaderboardTopics:
-    score_events: str = "score-events"
-    players: str = "players"
-    products: str = "products"
-    high_scores: str = "high-scores"
-    dlq: str = "leaderboard-dlq"
+class LeaderboardTopics(Section):
+    score_events: Text = "score-events"
+    players: Text = "players"
+    products: Text = "products"
+    high_scores: Text = "high-scores"
+    dlq: Text = "leaderboard-dlq"
 
 
-@dataclass
-class LeaderboardSettings:
-    top_n: int = 3
-    max_record_bytes: int = 1_048_576
-
-    def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if self.top_n < 1:
-            out.append(("top_n", "must be at least 1"))
-        if self.max_record_bytes < 64:
-            out.append(("max_record_bytes", "must be at least 64"))
-        return out
+class LeaderboardSettings(Section):
+    top_n: int = Field(3, ge=1)
+    max_record_bytes: int = Field(1_048_576, ge=64)
 
 
-@dataclass
 class LeaderboardConfig(JobConfig):
-    topics: LeaderboardTopics = field(default_factory=LeaderboardTopics)
-    leaderboard: LeaderboardSettings = field(default_factory=LeaderboardSettings)
+    topics: LeaderboardTopics = Field(default_factory=LeaderboardTopics)
+    leaderboard: LeaderboardSettings = Field(default_factory=LeaderboardSettings)

@@ -1,1 +1,5 @@
-"""Job configs: reading YAML with line numbers, the sections every job shares, bootstrap precedence."""
+"""Job configs: reading YAML with line numbers, the pydantic models of the sections every job shares,
+the problem lines their validation errors become, the values Spark would refuse, bootstrap precedence.
+
+Importing the package imports nothing heavy; pydantic comes in with the modules that validate.
+"""

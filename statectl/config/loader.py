@@ -1,26 +1,29 @@
 """Typed, validated job configs from YAML.
 
 ``load_config`` reads a YAML file with ``yaml.safe_load``, applies ``--set dotted.key=value``
-overrides, and builds the dataclass tree of the job's config model (``jobs.registry`` knows which
-model a job id has). Every problem is collected (YAML syntax, unknown
-keys with a "did you mean", wrong types, missing required values, out-of-range values) and
-reported together with file, key and line before anything starts.
+overrides, and validates the data against the pydantic model of the job the file names
+(``jobs.registry`` knows which model a job id has). Every problem is collected (YAML syntax,
+duplicate and unknown keys with a "did you mean", wrong types, missing required values,
+out-of-range values, values Spark would refuse) and reported together with file, key and line
+before anything starts.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, Union
+from typing import Any, Mapping, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
+from statectl.config.problems import is_model, problem_lines, unwrap
 from statectl.config.sections import JobConfig
 from statectl.errors import ConfigError, UsageError
 from statectl.text import did_you_mean
+
+M = TypeVar("M", bound=BaseModel)
 
 
 # ---------------------------------------------------------------- YAML with line numbers
@@ -37,17 +40,56 @@ def _key_lines(node: yaml.Node | None, prefix: str = "") -> dict[str, int]:
     return lines
 
 
+def _duplicates(node: yaml.Node | None, prefix: str = "") -> list[tuple[str, int]]:
+    """(dotted key, line) of every key that appears twice in the same mapping: ``safe_load`` keeps
+    only the last, so the data alone cannot show them."""
+    found = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            path = f"{prefix}{key_node.value}"
+            if key_node.value in seen:
+                found.append((path, key_node.start_mark.line + 1))
+            seen.add(key_node.value)
+            found.extend(_duplicates(value_node, path + "."))
+    return found
+
+
 @dataclass
 class RawConfig:
+    """A YAML mapping as read, with the line of every dotted key (0 for a ``--set`` override)."""
+
     data: dict
     source: str
     lines: dict[str, int]
+    duplicates: list[tuple[str, int]] = field(default_factory=list)
+
+    def line(self, key: str) -> int | None:
+        """The line of ``key``, else of the nearest enclosing key in the file; 0 when the key came
+        from ``--set`` (or every key under it did); None when nothing in the file encloses it."""
+        if key in self.lines:
+            return self.lines[key]
+        below = [line for k, line in self.lines.items() if k.startswith(key + ".")]
+        if below and not any(below):
+            return 0
+        while "." in key:
+            key = key.rsplit(".", 1)[0]
+            if self.lines.get(key):
+                return self.lines[key]
+        return None
 
     def where(self, key: str) -> str:
-        line = self.lines.get(key)
-        if line is None and "." in key:
-            line = self.lines.get(key.rsplit(".", 1)[0])
+        """``file:line`` of ``key`` (``file`` alone without a line), or ``--set``."""
+        line = self.line(key)
+        if line == 0:
+            return "--set"
         return f"{self.source}:{line}" if line else self.source
+
+    def duplicate_problems(self) -> list[str]:
+        return [f"{self.source}:{line}: {key}: appears twice (YAML keeps only the last one)"
+                for key, line in self.duplicates]
 
 
 def read_yaml(path: Path) -> RawConfig:
@@ -72,9 +114,10 @@ def read_yaml(path: Path) -> RawConfig:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError([f"{path}:1: expected a mapping of keys at the top level, found {type(data).__name__}"])
-    return RawConfig(data, str(path), _key_lines(node))
+    return RawConfig(data, str(path), _key_lines(node), _duplicates(node))
 
 
+# ---------------------------------------------------------------- --set overrides
 def parse_override(text: str) -> tuple[str, Any]:
     """``dotted.key=value`` -> (key, YAML-typed value)."""
     if "=" not in text:
@@ -96,15 +139,9 @@ def _split_key(key: str, schema: type | None) -> list[str]:
     parts = key.split(".")
     tp: Any = schema
     for i, part in enumerate(parts[:-1]):
-        if not (tp is not None and dataclasses.is_dataclass(tp)):
+        if not is_model(tp) or part not in tp.model_fields:
             break
-        hints = typing.get_type_hints(tp)
-        if part not in hints:
-            break
-        tp = hints[part]
-        if typing.get_origin(tp) in (Union, types.UnionType):
-            inner = [a for a in typing.get_args(tp) if a is not type(None)]
-            tp = inner[0] if len(inner) == 1 else None
+        tp = unwrap(tp.model_fields[part].annotation)
         if typing.get_origin(tp) is dict:
             return parts[: i + 1] + [".".join(parts[i + 1:])]
     return parts
@@ -126,109 +163,7 @@ def apply_overrides(raw: RawConfig, overrides: list[str], schema: type | None = 
         raw.lines[key] = 0  # an override has no line in the file; 0 marks it as --set
 
 
-# ---------------------------------------------------------------- building typed objects
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
-    if origin in (Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
-    if origin is dict:
-        return "a mapping"
-    if dataclasses.is_dataclass(tp):
-        return "a mapping"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(tp, str(tp))
-
-
-class _Builder:
-    def __init__(self, raw: RawConfig):
-        self.raw = raw
-        self.problems: list[str] = []
-
-    def problem(self, key: str, message: str) -> None:
-        where = self.raw.where(key)
-        if self.raw.lines.get(key) == 0:
-            where = "--set"
-        self.problems.append(f"{where}: {key}: {message}")
-
-    def build(self, cls: type, data: Any, prefix: str = "") -> Any:
-        if not isinstance(data, dict):
-            self.problem(prefix.rstrip(".") or "(top level)", f"expected a mapping, found {data!r}")
-            return None
-        hints = typing.get_type_hints(cls)
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        kwargs = {}
-        for key, value in data.items():
-            path = f"{prefix}{key}"
-            if key not in fields:
-                hint = did_you_mean(str(key), fields, f" (known keys: {', '.join(fields)})")
-                self.problem(path, f"unknown key{hint}")
-                continue
-            converted = self.convert(hints[key], value, path)
-            if converted is not _INVALID:
-                kwargs[key] = converted
-        for name, f in fields.items():
-            if name not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                self.problem(f"{prefix}{name}", "required value is missing")
-        try:
-            obj = cls(**kwargs)
-        except TypeError:
-            return None
-        for key, message in getattr(obj, "problems", lambda: [])():
-            self.problem(f"{prefix}{key}", message)
-        return obj
-
-    def convert(self, tp: Any, value: Any, path: str) -> Any:
-        origin = typing.get_origin(tp)
-        if origin in (Union, types.UnionType):
-            args = typing.get_args(tp)
-            if value is None and type(None) in args:
-                return None
-            inner = [a for a in args if a is not type(None)]
-            if len(inner) == 1:
-                return self.convert(inner[0], value, path)
-        if value is None:
-            self.problem(path, f"expected {_type_name(tp)}, found nothing (null)")
-            return _INVALID
-        if origin is Literal:
-            choices = typing.get_args(tp)
-            if value in choices:
-                return value
-            self.problem(path, f"expected {_type_name(tp)}, found {value!r}")
-            return _INVALID
-        if dataclasses.is_dataclass(tp):
-            built = self.build(tp, value, path + ".")
-            return _INVALID if built is None else built
-        if origin is dict:
-            if not isinstance(value, dict):
-                self.problem(path, f"expected a mapping, found {value!r}")
-                return _INVALID
-            return {str(k): _scalar_text(v) for k, v in value.items()}
-        if tp is bool:
-            if isinstance(value, bool):
-                return value
-        elif tp is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        elif tp is float:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-        elif tp is str:
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-                return str(value)
-        self.problem(path, f"expected {_type_name(tp)}, found {value!r}")
-        return _INVALID
-
-
-_INVALID = object()
-
-
-def _scalar_text(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
+# ---------------------------------------------------------------- validating
 def config_model(raw: RawConfig, models: Mapping[str, type[JobConfig]]) -> type[JobConfig]:
     """The model of the job the config names (its ``job`` key)."""
     job = raw.data.get("job")
@@ -241,12 +176,17 @@ def config_model(raw: RawConfig, models: Mapping[str, type[JobConfig]]) -> type[
     return models[job]
 
 
-def build_config(raw: RawConfig, schema: type[JobConfig]) -> JobConfig:
-    builder = _Builder(raw)
-    config = builder.build(schema, raw.data)
-    if builder.problems or config is None:
-        raise ConfigError(builder.problems or ["invalid config"])
-    return config
+def validate_raw(raw: RawConfig, model: type[M], unknown: str = "key") -> M:
+    """``raw``'s data as a ``model``; ConfigError with every problem (duplicate keys too) when it
+    is not one. ``unknown`` is what the file calls its keys in "unknown key" problems."""
+    problems = raw.duplicate_problems()
+    try:
+        validated = model.model_validate(raw.data)
+    except ValidationError as exc:
+        problems += problem_lines(exc, raw, model, unknown)
+    if problems:
+        raise ConfigError(problems)
+    return validated
 
 
 def load_config(path: Path, models: Mapping[str, type[JobConfig]], overrides: list[str] | None = None,
@@ -256,11 +196,12 @@ def load_config(path: Path, models: Mapping[str, type[JobConfig]], overrides: li
     raw = read_yaml(path)
     schema = config_model(raw, models)
     apply_overrides(raw, overrides or [], schema)
-    config = build_config(raw, schema)
+    config = validate_raw(raw, schema)
     if expect_job and config.job != expect_job:
         raise ConfigError([f"{raw.where('job')}: job: this config is for {config.job!r}, not {expect_job!r}"])
     return config
 
 
 def config_to_dict(config: Any) -> dict:
-    return dataclasses.asdict(config)
+    """A loaded config as plain data (what ``yaml.safe_dump`` writes back as a config file)."""
+    return config.model_dump()

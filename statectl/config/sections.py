@@ -1,44 +1,57 @@
-"""The config sections every job shares: Kafka, Spark, trigger, and the job config they make up."""
+"""The config sections every job shares: Kafka, Spark, trigger, and the job config they make up.
+
+Values Spark would only refuse once a query starts (a trigger interval, a numeric Spark conf, a
+starting offset, a partition count) are checked here, so a typo is a line at load time.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from statectl.config.model import Section, Text, conf_text, text_mapping
+from statectl.config.spark_values import interval_problem, spark_conf_problems
+
+
+def _spark_interval(text: str) -> str:
+    reason = interval_problem(text)
+    if reason:
+        raise ValueError(reason)
+    return text
+
+
+#: Spark conf name -> value; the numeric confs Spark parses are checked as Spark will.
+SparkConf = text_mapping(conf_text, check=spark_conf_problems)
 
 
 # ---------------------------------------------------------------- the schemas
-@dataclass
-class KafkaConfig:
-    bootstrap_servers: str | None = None
+class KafkaConfig(Section):
+    bootstrap_servers: Text | None = None
+    # Spark also takes per-partition JSON offsets; statectl's jobs document and use these two.
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    max_offsets_per_trigger: int | None = None
-    min_partitions: int | None = None
-
-    def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
-            out.append(("max_offsets_per_trigger", "must be at least 1"))
-        return out
+    max_offsets_per_trigger: int | None = Field(None, ge=1)
+    # Spark's Kafka source refuses minPartitions below 1 when the query starts; leave it out for
+    # one Spark partition per Kafka partition.
+    min_partitions: int | None = Field(None, ge=1)
 
 
-@dataclass
-class SparkConfig:
-    master: str = "local[*]"
+class SparkConfig(Section):
+    master: Text = "local[*]"
     ui: bool = False
-    conf: dict[str, str] = field(default_factory=dict)
+    conf: SparkConf = Field(default_factory=dict)
 
 
-@dataclass
-class TriggerConfig:
-    processing_time: str = "1 second"
+class TriggerConfig(Section):
+    #: Spark's interval syntax ("10 seconds", "500 milliseconds"), checked as Spark will read it.
+    processing_time: Annotated[Text, AfterValidator(_spark_interval)] = "1 second"
 
 
-@dataclass
-class JobConfig:
+class JobConfig(Section):
     """What every job shares: where it reads and writes, where its checkpoint lives, how Spark runs."""
 
-    job: str
-    checkpoint_dir: str | None = None
-    kafka: KafkaConfig = field(default_factory=KafkaConfig)
-    spark: SparkConfig = field(default_factory=SparkConfig)
-    trigger: TriggerConfig = field(default_factory=TriggerConfig)
+    job: Text
+    checkpoint_dir: Text | None = None
+    kafka: KafkaConfig = Field(default_factory=KafkaConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    trigger: TriggerConfig = Field(default_factory=TriggerConfig)

@@ -1,150 +1,99 @@
 """The declarative topics file (``configs/topics.yaml``): desired topics, their layout and configs.
 
-Loading is strict: unknown fields, wrong types, null values, duplicate keys and unknown presets
-are all collected and reported together with file and line, before any broker is contacted.
+Loading is strict: unknown fields, wrong types, null values, duplicate keys, invalid topic names
+and unknown presets are all collected and reported together with file and line, before any
+broker is contacted.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
+from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
 
-from statectl.config.loader import RawConfig, read_yaml
-from statectl.errors import ConfigError
-from statectl.text import did_you_mean
+from statectl.config.loader import RawConfig, read_yaml, validate_raw
+from statectl.config.model import Section, Text, text_mapping, topic_config_text
+from statectl.config.problems import shown
 from statectl.topics.diff import TopicRequest
 from statectl.topics.keys import PRESETS, preset_problem
 
-TOP_FIELDS = ("topics",)
-TOPIC_FIELDS = ("partitions", "replication_factor", "preset", "configs")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_WHOLE_NUMBER = "a whole number of at least 1"
 
 
-@dataclass
-class TopicsFile:
-    """A loaded topics file: one request per topic, in file order."""
-
-    source: str
-    requests: list[TopicRequest]
-
-
-def _duplicates(node: Any, prefix: str = "") -> list[tuple[str, int]]:
-    """(dotted key, line) of every key that appears twice in the same mapping."""
-    found = []
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue
-            path = f"{prefix}{key_node.value}"
-            if key_node.value in seen:
-                found.append((path, key_node.start_mark.line + 1))
-            seen.add(key_node.value)
-            found.extend(_duplicates(value_node, path + "."))
-    return found
+def _topic_name(name: Any) -> str:
+    if isinstance(name, (int, float)) and not isinstance(name, bool):
+        name = str(name)
+    if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+        raise ValueError("not a valid Kafka topic name (letters, digits, '.', '_', '-'; at most 249)")
+    return name
 
 
-def _scalar(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    return None
+TopicName = Annotated[str, BeforeValidator(_topic_name)]
+#: ``configs:`` with nothing under it is no configs. Values are checked with the whole request
+#: (``statectl.topics.diff.request_problems``), which also knows the broker's config names.
+TopicConfigValues = text_mapping(topic_config_text, null_is_empty=True)
 
 
-class _Loader:
-    def __init__(self, raw: RawConfig):
-        self.raw = raw
-        self.problems: list[str] = []
+class TopicEntry(Section):
+    """One topic: how to create it (partitions, replication factor) and the configs it should have."""
 
-    def problem(self, key: str, message: str) -> None:
-        self.problems.append(f"{self.raw.where(key)}: {key}: {message}")
+    partitions: int = Field(ge=1, description=_WHOLE_NUMBER)
+    replication_factor: int = Field(1, ge=1, description=_WHOLE_NUMBER)
+    preset: Text | None = None
+    configs: TopicConfigValues = Field(default_factory=dict, description="a mapping of config names to values")
 
-    def unknown_fields(self, data: dict, allowed: tuple[str, ...], prefix: str) -> None:
-        for key in data:
-            if key not in allowed:
-                hint = did_you_mean(str(key), allowed, f" (allowed: {', '.join(allowed)})")
-                self.problem(f"{prefix}{key}", f"unknown field{hint}")
-
-    def positive_int(self, data: dict, key: str, path: str, required: bool) -> int | None:
-        if key not in data:
-            if required:
-                self.problem(path, "required value is missing")
-            return None
-        value = data[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            self.problem(path, f"expected a whole number of at least 1, found {value!r}")
-            return None
+    @model_validator(mode="before")
+    @classmethod
+    def _a_mapping(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a mapping with partitions, replication_factor, configs; found {shown(value)}")
         return value
 
-    def topic(self, name: Any, spec: Any) -> TopicRequest | None:
-        path = f"topics.{name}"
-        if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
-            self.problem(path, "not a valid Kafka topic name (letters, digits, '.', '_', '-'; at most 249)")
-            return None
-        if not isinstance(spec, dict):
-            self.problem(path, f"expected a mapping with partitions, replication_factor, configs; found {spec!r}")
-            return None
-        self.unknown_fields(spec, TOPIC_FIELDS, path + ".")
-        req = TopicRequest(name, declarative=True)
-        req.partitions = self.positive_int(spec, "partitions", f"{path}.partitions", required=True)
-        req.replication_factor = self.positive_int(spec, "replication_factor", f"{path}.replication_factor", required=False) or 1
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, name: str | None) -> str | None:
+        if name is not None and name not in PRESETS:
+            raise ValueError(preset_problem(name))
+        return name
 
-        preset = spec.get("preset")
-        if preset is not None:
-            if not isinstance(preset, str) or preset not in PRESETS:
-                self.problem(f"{path}.preset", preset_problem(str(preset)))
-            else:
-                req.preset = preset
-                for key, value in PRESETS[preset].configs.items():
+
+class TopicsFile(Section):
+    """A loaded topics file: the topics it declares, and one request per topic, in file order."""
+
+    topics: dict[TopicName, TopicEntry] = Field(description="a mapping of topic names")
+    _raw: RawConfig | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str:
+        return self._raw.source if self._raw else "topics file"
+
+    @property
+    def requests(self) -> list[TopicRequest]:
+        """What each topic asks of the broker, with where in the file each config was asked for."""
+        where = self._raw.where if self._raw else (lambda key: self.source)
+        out = []
+        for name, entry in self.topics.items():
+            path = f"topics.{name}"
+            req = TopicRequest(name, partitions=entry.partitions, replication_factor=entry.replication_factor,
+                               preset=entry.preset, declarative=True)
+            if entry.preset:
+                for key, value in PRESETS[entry.preset].configs.items():
                     req.sets[key] = value
-                    req.where[key] = f"{self.raw.where(path + '.preset')}: {path}.preset ({preset}): {key}"
-
-        configs = spec.get("configs", {})
-        if configs is None:
-            configs = {}
-        if not isinstance(configs, dict):
-            self.problem(f"{path}.configs", f"expected a mapping of config names to values, found {configs!r}")
-            return req
-        for key, value in configs.items():
-            key_path = f"{path}.configs.{key}"
-            if isinstance(value, list) and value and all(_scalar(v) is not None for v in value):
-                text = ",".join(_scalar(v) for v in value)  # cleanup.policy: [compact, delete]
-            else:
-                text = _scalar(value)
-            if text is None:
-                what = "nothing (null)" if value is None else repr(value)
-                self.problem(key_path, f"expected a value, found {what}; to leave a config at its default, "
-                                       "leave it out")
-                continue
-            req.sets[str(key)] = text
-            req.where[str(key)] = f"{self.raw.where(key_path)}: {key_path}"
-        return req
+                    req.where[key] = f"{where(path + '.preset')}: {path}.preset ({entry.preset}): {key}"
+            # After the preset: a key under configs: wins over it.
+            for key, value in entry.configs.items():
+                req.sets[key] = value
+                req.where[key] = f"{where(f'{path}.configs.{key}')}: {path}.configs.{key}"
+            out.append(req)
+        return out
 
 
 def load_topics_file(path: Path) -> TopicsFile:
     """Read and check a topics file; raises ConfigError listing every problem with file and line."""
     raw = read_yaml(path)
-    loader = _Loader(raw)
-    node = yaml.compose(Path(path).read_text(encoding="utf-8", errors="replace"), Loader=yaml.SafeLoader)
-    for key, line in _duplicates(node):
-        loader.problems.append(f"{raw.source}:{line}: {key}: appears twice (YAML keeps only the last one)")
-    loader.unknown_fields(raw.data, TOP_FIELDS, "")
-    topics = raw.data.get("topics")
-    requests = []
-    if topics is None:
-        loader.problems.append(f"{raw.source}: topics: required value is missing (a mapping of topic names)")
-    elif not isinstance(topics, dict):
-        loader.problem("topics", f"expected a mapping of topic names, found {topics!r}")
-    else:
-        for name, spec in topics.items():
-            req = loader.topic(name, spec)
-            if req is not None:
-                requests.append(req)
-    if loader.problems:
-        raise ConfigError(loader.problems)
-    return TopicsFile(raw.source, requests)
+    loaded = validate_raw(raw, TopicsFile, unknown="field")
+    loaded._raw = raw
+    return loaded
