@@ -8,7 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+# Bold only on a terminal: a CI log or a pipe gets plain text.
+if [[ -t 2 ]]; then
+  log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+else
+  log() { printf '[setup] %s\n' "$*" >&2; }
+fi
 
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
@@ -26,13 +31,14 @@ fi
 
 PY=${PYTHON:-}
 if [[ -z "$PY" ]]; then
-  for candidate in python3.11 python3; do
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  # PySpark 4.2 supports Python 3.10 to 3.13 (3.11 first: what CI runs).
+  for candidate in python3.11 python3.12 python3.13 python3.10 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] < (3, 14))'; then
       PY=$candidate; break
     fi
   done
 fi
-[[ -n "$PY" ]] || { log "Python 3.11 is required"; exit 1; }
+[[ -n "$PY" ]] || { log "Python 3.10, 3.11, 3.12 or 3.13 is required (set PYTHON=/path/to/python)"; exit 1; }
 
 if [[ ! -x .venv/bin/python ]]; then
   log "creating .venv with $PY"

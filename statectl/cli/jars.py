@@ -12,12 +12,12 @@ app = typer.Typer(help="Resolve the Kafka broker and Spark Kafka connector jars 
 @app.command()
 def fetch(json: JsonOpt = False) -> None:
     """Resolve every jar bundle from Maven Central (once; later runs use the cache, offline)."""
-    from statectl.adapters.jars import BUNDLES, ensure_bundle
+    from statectl.adapters.jars import BUNDLES, cached_jars, ensure_bundle
     from statectl.render import emit_json, err, out
 
     result = {}
     for bundle in BUNDLES.values():
-        if not json:
+        if not json and cached_jars(bundle) is None:
             err().print(f"resolving {bundle.name} {bundle.version} ...")
         jars = ensure_bundle(bundle)
         result[bundle.name] = {"version": bundle.version, "directory": str(bundle.directory), "jars": len(jars)}
