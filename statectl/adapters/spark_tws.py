@@ -40,22 +40,15 @@ _original_load_stream = None
 
 
 def _code_digest(fn) -> str:
-    """A digest of ``fn``'s bytecode, the names and constants it uses, nested functions included."""
-    digest = hashlib.sha256()
+    """A digest of ``fn``'s source text: the same on every Python version (bytecode is not), and
+    different as soon as PySpark changes the method. Empty when the source cannot be read."""
+    import inspect
 
-    def walk(code) -> None:
-        digest.update(code.co_code)
-        digest.update(repr(code.co_names).encode())
-        for const in code.co_consts:
-            if hasattr(const, "co_code"):
-                walk(const)
-            elif isinstance(const, frozenset):  # iteration order varies with the hash seed
-                digest.update(repr(sorted(map(repr, const))).encode())
-            else:
-                digest.update(repr(const).encode())
-
-    walk(fn.__code__)
-    return digest.hexdigest()
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+    return hashlib.sha256(source.encode()).hexdigest()
 
 
 def _plain(arrow_type) -> bool:
@@ -122,7 +115,7 @@ def grouped_load_stream(self, stream):
 
 #: Digest of PySpark 4.2.0's own ``TransformWithStateInPandasSerializer.load_stream`` bytecode
 #: under CPython 3.11 (the interpreter statectl pins); any other code keeps PySpark's loader.
-_PYSPARK_420_DIGEST = "6c4e8da4dedfcfb101ff8a20b2302cfd3bed57ccc5aaace9e98aaa72ef922fe1"
+_PYSPARK_420_DIGEST = "08c4a73a773def8212d22981ec113fb3af34500bc3a8bca3054e3c25b4efbb0d"
 
 
 def install() -> bool:
