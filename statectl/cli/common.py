@@ -57,17 +57,36 @@ def reflow_help(text: str | None) -> str | None:
     )
 
 
-def _reflow_command_help(command) -> None:
-    command.help = reflow_help(command.help)
+def literal_help(text: str | None) -> str | None:
+    """Help text that typer's rich rendering shows as written: it reads help as rich markup,
+    where `[entry, ...]` is a tag and vanished."""
+    if not text:
+        return text
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _prepare_help(command) -> None:
+    """Reflow and escape the help of a command, its parameters and its subcommands, once."""
+    if getattr(command, "_statectl_help_ready", False):
+        return
+    command._statectl_help_ready = True
+    command.help = literal_help(reflow_help(command.help))
+    command.short_help = literal_help(command.short_help)
+    command.epilog = literal_help(command.epilog)
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = literal_help(param.help)
     for sub in getattr(command, "commands", {}).values():
-        _reflow_command_help(sub)
+        _prepare_help(sub)
 
 
 class StatectlGroup(TyperGroup):
     """The root group: turns StatectlError into one line on stderr and its exit code."""
 
     def main(self, *args, **kwargs):
-        _reflow_command_help(self)
+        _prepare_help(self)
         return super().main(*args, **kwargs)
 
     def invoke(self, ctx):

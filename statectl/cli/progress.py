@@ -16,9 +16,10 @@ def record_progress(batches, enabled: bool = True) -> Iterator:
 
     from statectl.render import err
 
+    # markup=False: the description is a topic name, shown as it is.
     columns = [
-        TextColumn("{task.description:<20}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]:>12} rec/s"), TimeElapsedColumn(),
+        TextColumn("{task.description:<20}", markup=False), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:>12} rec/s", markup=False), TimeElapsedColumn(),
     ]
     with Progress(*columns, console=err(), transient=False) as bar:
         totals = {b.topic: b.count for b in batches}

@@ -1,6 +1,11 @@
 """How results look: rich tables and trees for people on stdout, JSON for scripts, messages on stderr.
 
 Commands never print ad hoc; they hand a result to a renderer here (or in a sibling module).
+
+Both consoles print strings as they are: no rich markup, no emoji codes, so a path, topic or
+value with brackets (``/tmp/data[v2].json``) is never eaten. Style goes in ``Text`` objects
+(``labelled`` for a styled prefix). Off a terminal they lay out without a width limit: a pipe
+would otherwise get 80 columns and values cut with "…" or folded over lines.
 """
 
 from __future__ import annotations
@@ -10,16 +15,38 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
+
+# The width of a console that does not write to a terminal: wider than any line we print, so
+# nothing is ever cut or wrapped for lack of room.
+UNLIMITED_WIDTH = 1_000_000
 
 _stdout: Console | None = None
 _stderr: Console | None = None
+
+
+def _isatty(file) -> bool:
+    try:
+        return file.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def console_for(file, **kwargs: Any) -> Console:
+    """A console on ``file`` as statectl's consoles are: no markup or emoji in printed strings,
+    no width limit unless ``file`` is a terminal (checked on the file itself, as FORCE_COLOR makes
+    rich treat a pipe as a terminal)."""
+    console = Console(file=file, highlight=False, markup=False, emoji=False, **kwargs)
+    if not _isatty(file):
+        console.width = UNLIMITED_WIDTH
+    return console
 
 
 def out() -> Console:
     """Data goes here (stdout)."""
     global _stdout
     if _stdout is None or _stdout.file is not sys.stdout:
-        _stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+        _stdout = console_for(sys.stdout, soft_wrap=False)
     return _stdout
 
 
@@ -27,7 +54,7 @@ def err() -> Console:
     """Messages and progress go here (stderr)."""
     global _stderr
     if _stderr is None or _stderr.file is not sys.stderr:
-        _stderr = Console(file=sys.stderr, highlight=False)
+        _stderr = console_for(sys.stderr)
     return _stderr
 
 
@@ -37,9 +64,18 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def labelled(label: str, style: str, text: str) -> Text:
+    """``label text`` with only the label styled; the text is shown exactly as given."""
+    return Text.assemble((label, style), " ", text)
+
+
 def message(text: str) -> None:
     err().print(text, soft_wrap=True)
 
 
 def error_line(text: str) -> None:
-    err().print(f"[bold red]error:[/] {text}", markup=True, highlight=False, soft_wrap=True)
+    err().print(labelled("error:", "bold red", text), soft_wrap=True)
+
+
+def warning_line(text: str) -> None:
+    err().print(labelled("warning:", "yellow", text), soft_wrap=True)

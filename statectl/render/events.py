@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
 from statectl.render import emit_json, out
 from statectl.text import human_bytes
@@ -28,7 +29,7 @@ def events_summary(summary: dict, as_json: bool) -> None:
         soft_wrap=True,
     )
     for problem in summary["problems"]:
-        console.print(f"  skipped {problem}", soft_wrap=True, markup=False)
+        console.print(f"  skipped {problem}", soft_wrap=True)
     for run in summary["runs"]:
         table = Table(title=f"run {str(run['run_id'])[:8]} ({run['name'] or run['job'] or 'query'}): {run['final_state']}",
                       show_header=False, title_justify="left")
@@ -36,7 +37,7 @@ def events_summary(summary: dict, as_json: bool) -> None:
         table.add_column("value")
         table.add_row("started", f"{run['started_at']} (ran {run['seconds']:.1f} s)")
         if run["error"]:
-            table.add_row("error", f"[red]{run['error']}[/red]")
+            table.add_row("error", Text(str(run["error"]), style="red"))
         rps = run["rows_per_second"]
         rate = "-" if rps is None else f"{rps:,.0f} rows/s" if rps >= 10 else f"{rps:.2f} rows/s"
         table.add_row("batches", f"{run['batches']:,}: {run['input_rows']:,} rows in {run['processing_seconds']:.1f} s ({rate})")
@@ -52,7 +53,7 @@ def events_summary(summary: dict, as_json: bool) -> None:
                 f"plan {human_bytes(r['planned_load_bytes'])}",
             )
             for note in r["notes"]:
-                table.add_row("", f"[dim]{note}[/dim]")
+                table.add_row("", Text(str(note), style="dim"))
         if run["restores_unfinished"]:
             table.add_row("restore unfinished", ", ".join(f"op {o}" for o in run["restores_unfinished"]))
         lag = run["catching_up"]

@@ -15,7 +15,7 @@ from statectl.checkpoint.health import ERROR, INFO, WARNING
 from statectl.checkpoint.inspect import InspectResult, operator_restore
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles, format_ranges
 from statectl.checkpoint.restore import StoreRestore
-from statectl.render import emit_json, err, out
+from statectl.render import emit_json, err, labelled, out
 from statectl.text import human_bytes, plural
 
 # Partitions shown in the tree before the rest are summarised (zoom with --operator/--partition).
@@ -43,8 +43,8 @@ def render(result: InspectResult, as_json: bool) -> None:
     errors = sum(1 for f in result.findings if f.severity == ERROR)
     warnings = sum(1 for f in result.findings if f.severity == WARNING)
     if errors:
-        err().print(f"[bold red]unhealthy:[/] {errors} error{'s' if errors != 1 else ''}, "
-                    f"{warnings} warning{'s' if warnings != 1 else ''}")
+        err().print(labelled("unhealthy:", "bold red", f"{errors} error{'s' if errors != 1 else ''}, "
+                             f"{warnings} warning{'s' if warnings != 1 else ''}"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -265,13 +265,19 @@ def operator_table(result: InspectResult) -> Table:
         files = [f"{snaps:,} {'zip' if rocks else 'snapshot'}", f"{logs:,} {'changelog' if rocks else 'delta'}"]
         if rocks:
             files.append(f"{ssts:,} SST")
+        operator = Text(op.kind)
+        if op.name and op.name != op.kind:
+            operator.append("\n" + op.name, style="dim")
+        if op.provider:
+            operator.append("\n" + op.provider, style="dim")
+        stores_cell = Text("\n".join(op.store_names))
+        if op.state_variables:
+            stores_cell.append("\nvars: " + ", ".join(v.name for v in op.state_variables if not v.internal),
+                               style="dim")
         table.add_row(
             str(op.operator_id),
-            op.kind + (f"\n[dim]{op.name}[/]" if op.name and op.name != op.kind else "")
-            + (f"\n[dim]{op.provider}[/]" if op.provider else ""),
-            "\n".join(op.store_names) + (
-                "\n[dim]vars: " + ", ".join(v.name for v in op.state_variables if not v.internal) + "[/]"
-                if op.state_variables else ""),
+            operator,
+            stores_cell,
             str(op.num_partitions),
             span,
             "\n".join(files),

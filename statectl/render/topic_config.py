@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
-from statectl.render import emit_json, err, out
+from statectl.render import emit_json, err, labelled, out
 from statectl.topics.apply import ApplyResult
 from statectl.topics.diff import ConfigChange, TopicConfigDiff, TopicState
 from statectl.topics.keys import SOURCE_LABELS, human_value, same_value
@@ -29,13 +30,19 @@ def _new(change: ConfigChange) -> str:
     return human_value(change.key, change.new)
 
 
+def _titled(title: str, table: Table) -> None:
+    """The table under a title on a line of its own: rich wraps a table's own title at the
+    table's width, which folded a long topic name or file path in two."""
+    out().print(Text(title, style="table.title"), soft_wrap=True)
+    out().print(table)
+
+
 def described(state: TopicState, as_json: bool) -> None:
     """Every config of one topic; topic overrides first, then other non-defaults, then defaults."""
     if as_json:
         emit_json(state.to_dict())
         return
-    table = Table(title=f"{state.topic}: {state.partitions} partitions, replication factor {state.replication_factor}",
-                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("", width=1)
     table.add_column("key", no_wrap=True)
     table.add_column("value", overflow="fold")
@@ -45,7 +52,7 @@ def described(state: TopicState, as_json: bool) -> None:
         fallback = human_value(c.name, c.fallback[0]) if c.fallback is not None else ""
         value = "(sensitive)" if c.is_sensitive else human_value(c.name, c.value)
         table.add_row("*" if not c.is_default else "", c.name, value, _source(c.source), fallback)
-    out().print(table)
+    _titled(f"{state.topic}: {state.partitions} partitions, replication factor {state.replication_factor}", table)
     err().print(f"* not the default ({len(state.overrides())} set on the topic itself; "
                 "'default' is what a --delete returns to)", soft_wrap=True)
 
@@ -59,7 +66,7 @@ def plan(diff: TopicConfigDiff, as_json: bool, final: bool) -> None:
         return
     for t in diff.topics:
         for note in t.notes:
-            err().print(f"[yellow]note:[/] {note}", soft_wrap=True)
+            err().print(labelled("note:", "yellow", note), soft_wrap=True)
     if not diff.is_noop:
         title = "Planned changes" + (" (dry run: nothing is changed)" if diff.dry_run else "")
         table = Table(title=title, title_justify="left")
@@ -80,13 +87,13 @@ def plan(diff: TopicConfigDiff, as_json: bool, final: bool) -> None:
         out().print(table)
     unmanaged = [(t.topic, k, v) for t in diff.topics for k, v in t.unmanaged.items()]
     if unmanaged:
-        table = Table(title=f"Set on the cluster but not in {diff.source} (left as they are)", title_justify="left")
+        table = Table()
         table.add_column("topic", no_wrap=True)
         table.add_column("key", no_wrap=True)
         table.add_column("value", overflow="fold")
         for topic, key, value in unmanaged:
             table.add_row(topic, key, human_value(key, value))
-        out().print(table)
+        _titled(f"Set on the cluster but not in {diff.source} (left as they are)", table)
     n_topics = len(diff.topics)
     if diff.is_noop:
         if diff.source == "command line":
