@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from statectl.errors import OperationalError, UsageError
+from statectl.paths import default_broker_dir
 from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
 from statectl.text import wait_until
 
@@ -90,6 +91,29 @@ def broker_status(data_dir: Path) -> BrokerStatus:
         controller_port=int(state["controller_port"]),
         log_file=str(data_dir / "broker.log"),
     )
+
+
+def running_brokers() -> list[BrokerStatus]:
+    """Every broker statectl started that is running, whatever its data dir: found from the
+    processes' command lines (``kafka.Kafka <data dir>/server.properties``) and the state files."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"kafka.Kafka" not in args or args.index(b"kafka.Kafka") + 1 >= len(args):
+            continue
+        data_dir = Path(os.fsdecode(args[args.index(b"kafka.Kafka") + 1])).parent
+        state = _read_state(data_dir)
+        if state and str(state.get("pid")) == proc.name:
+            found.append(broker_status(data_dir))
+    return [b for b in found if b.running]
+
+
+def broker_on_port(port: int) -> BrokerStatus | None:
+    """The running statectl broker whose PLAINTEXT listener is ``port``, if there is one."""
+    return next((b for b in running_brokers() if b.port == port), None)
 
 
 def _kafka_uuid() -> str:
@@ -169,6 +193,13 @@ def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -
         current.already_running = True
         return current
     if port_in_use(port):
+        owner = broker_on_port(port)
+        if owner is not None:
+            raise UsageError(
+                f"port {port} is in use by statectl's broker of {owner.data_dir} (pid {owner.pid}); "
+                f"use it (-b {owner.bootstrap_servers}), stop it (statectl kafka down --port {port}), "
+                f"or choose another --port"
+            )
         raise UsageError(
             f"port {port} is already in use by another process; "
             f"stop it or choose another port with --port"
@@ -260,9 +291,14 @@ def _reap(pid: int) -> None:
         pass
 
 
-def broker_down(data_dir: Path, timeout: float = 30.0) -> BrokerStatus:
-    """Stop the broker of ``data_dir`` (controlled shutdown, then a kill if it hangs)."""
-    data_dir = data_dir.resolve()
+def broker_down(data_dir: Path | None, port: int | None = None, timeout: float = 30.0) -> BrokerStatus:
+    """Stop the broker of ``data_dir`` (controlled shutdown, then a kill if it hangs).
+
+    With ``port``, the broker listening there, whatever its data dir; with both, the broker of
+    ``data_dir``, which must be the one on ``port``. A data dir of None is the default one."""
+    if port is not None:
+        return _down_on_port(port, data_dir, timeout)
+    data_dir = (data_dir or default_broker_dir()).resolve()
     status = broker_status(data_dir)
     if status.running and status.pid:
         _terminate(status.pid, timeout)
@@ -271,3 +307,16 @@ def broker_down(data_dir: Path, timeout: float = 30.0) -> BrokerStatus:
         state.pop("pid", None)
         _state_file(data_dir).write_text(json.dumps(state))
     return status
+
+
+def _down_on_port(port: int, data_dir: Path | None, timeout: float) -> BrokerStatus:
+    owner = broker_on_port(port)
+    if owner is None:
+        if port_in_use(port):
+            raise UsageError(f"port {port} is in use by a process that is not a broker statectl started; "
+                             "nothing was stopped")
+        return BrokerStatus(running=False, data_dir=str(data_dir.resolve()) if data_dir else "", port=port)
+    if data_dir is not None and Path(owner.data_dir) != data_dir.resolve():
+        raise UsageError(f"port {port} is served by the broker of {owner.data_dir}, not of {data_dir.resolve()}; "
+                         "nothing was stopped (drop --data-dir to stop it)")
+    return broker_down(Path(owner.data_dir), timeout=timeout)

@@ -8,11 +8,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from statectl.errors import BrokerUnavailable, OperationalError
-from statectl.text import wait_until
+from statectl.text import did_you_mean, wait_until
 
 _log = logging.getLogger("statectl.kafka")
 _log.addHandler(logging.NullHandler())
@@ -47,17 +47,24 @@ def broker_answers(bootstrap: str, timeout: float = 2.0) -> bool:
         return False
 
 
+#: What every "cannot reach Kafka" message ends with.
+BROKER_HINT = "is the broker running? (start a local one with `statectl kafka up`, or pass --bootstrap-servers)"
+
+
 def require_broker(bootstrap: str, timeout: float = REACH_TIMEOUT) -> AdminClient:
-    """An admin client for a broker that answered within ``timeout``, or BrokerUnavailable."""
+    """An admin client for a broker that answered within ``timeout``, or BrokerUnavailable:
+    at once when nothing listens at any bootstrap address, within ``timeout`` otherwise."""
+    refuse_if_nothing_listens(bootstrap)
     admin = admin_client(bootstrap)
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
-        raise BrokerUnavailable(
-            f"cannot reach Kafka at {bootstrap} within {timeout:.0f} s; is the broker running? "
-            "(start a local one with `statectl kafka up`, or pass --bootstrap-servers)"
-        ) from exc
+        raise no_answer(bootstrap, timeout) from exc
     return admin
+
+
+def no_answer(bootstrap: str, timeout: float) -> BrokerUnavailable:
+    return BrokerUnavailable(f"cannot reach Kafka at {bootstrap}: no answer within {timeout:.0f} s; {BROKER_HINT}")
 
 
 @dataclass(frozen=True)
@@ -124,10 +131,16 @@ QUEUE_FULL = KafkaError._QUEUE_FULL
 
 
 def fast_producer(bootstrap: str, **extra) -> Producer:
-    """A producer tuned for throughput: batches fill before they go, lz4 on the wire."""
+    """A producer tuned for throughput: batches fill before they go, lz4 on the wire.
+
+    Keyed records go where Java's default partitioner puts them (murmur2 of the key, positive,
+    modulo the partitions): librdkafka's own default hashes with CRC32, so a Kafka Streams app
+    co-partitioning a table statectl produced with a stream a Java client produced would look
+    for a key in the wrong partition. Null keys are spread at random, as in Java."""
     conf = client_config(
         bootstrap,
         **{
+            "partitioner": "murmur2_random",
             "linger.ms": 20,
             "batch.size": 1_000_000,
             "batch.num.messages": 20_000,
@@ -150,7 +163,7 @@ class ConsumedRecord:
     offset: int
     key: bytes | None
     value: bytes | None
-    timestamp_ms: int
+    timestamp_ms: int | None
 
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> list[ConsumedRecord]:
@@ -201,7 +214,99 @@ def iter_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> Iterator[Co
         consumer.close()
 
 
-# ---------------------------------------------------------------- topic configs (statectl topic-config)
+@dataclass(frozen=True)
+class ReadStart:
+    """Where a TopicReader starts: the topic's partitions, the records that lie before the start
+    and those between the start and the end offsets seen when it opened."""
+
+    partitions: int
+    before_start: int
+    to_end: int
+
+
+class TopicReader:
+    """Reads one topic from its first offsets or from its end, without a consumer group (assigned
+    partitions, nothing committed), so it never disturbs or is disturbed by a job's consumers.
+
+    Use as a context manager: ``with TopicReader(b, topic, from_beginning=True) as r: r.start; r.records(follow)``.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, from_beginning: bool):
+        self.topic = topic
+        refuse_if_nothing_listens(bootstrap)
+        self._consumer = Consumer(
+            client_config(bootstrap, **{"group.id": "statectl-consume", "enable.auto.commit": False,
+                                        "enable.partition.eof": False})
+        )
+        try:
+            self._starts, self._ends, self.start = self._assign(bootstrap, from_beginning)
+        except BaseException:
+            self._consumer.close()
+            raise
+
+    def _assign(self, bootstrap: str, from_beginning: bool) -> tuple[dict[int, int], dict[int, int], ReadStart]:
+        consumer, topic = self._consumer, self.topic
+        try:
+            md = consumer.list_topics(timeout=REACH_TIMEOUT)
+        except KafkaException as exc:
+            raise no_answer(bootstrap, REACH_TIMEOUT) from exc
+        tmd = md.topics.get(topic)
+        if tmd is None or tmd.error is not None:
+            known = [name for name in md.topics if not name.startswith("__")]
+            raise OperationalError(f"topic {topic!r} does not exist{did_you_mean(topic, known)}")
+        starts: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        assignment = []
+        before = to_end = 0
+        for p in sorted(tmd.partitions):
+            try:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
+            except KafkaException as exc:
+                raise OperationalError(f"reading {topic!r} failed: {exc.args[0].str()}") from exc
+            start = low if from_beginning else high
+            before += start - low
+            to_end += high - start
+            starts[p], ends[p] = start, high
+            assignment.append(TopicPartition(topic, p, start))
+        consumer.assign(assignment)
+        return starts, ends, ReadStart(len(assignment), before, to_end)
+
+    def records(self, follow: bool, poll_seconds: float = 0.1) -> Iterator[ConsumedRecord]:
+        """The records from the start in each partition's offset order (partitions interleave): up
+        to the end offsets seen when the reader opened, or with ``follow`` also every record that
+        arrives later, until the caller stops iterating."""
+        consumer, topic = self._consumer, self.topic
+        ends = {} if follow else {p: end for p, end in self._ends.items() if end > self._starts[p]}
+        while follow or ends:
+            for msg in consumer.consume(num_messages=1_000, timeout=poll_seconds):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise OperationalError(f"reading {topic!r} failed: {err.str()}")
+                p, offset = msg.partition(), msg.offset()
+                if not follow and offset >= ends.get(p, 0):
+                    continue  # arrived after the end this read stops at
+                ts_type, ts = msg.timestamp()
+                yield ConsumedRecord(topic, p, offset, msg.key(), msg.value(),
+                                     ts if ts_type != TIMESTAMP_NOT_AVAILABLE else None)
+            if ends:
+                # The position, not the last record seen: it also passes offsets that hold no
+                # record for a consumer (transaction markers).
+                for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
+                    if tp.offset >= ends[tp.partition]:
+                        del ends[tp.partition]
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> "TopicReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def refuse_if_nothing_listens(bootstrap: str, timeout: float = 1.0) -> None:
     """BrokerUnavailable at once when every bootstrap address refuses the connection or does not
     resolve, instead of waiting out the client's reach timeout (a closed port never opens later)."""
@@ -209,20 +314,28 @@ def refuse_if_nothing_listens(bootstrap: str, timeout: float = 1.0) -> None:
 
     reasons = []
     for address in bootstrap.split(","):
-        host, _, port = address.strip().rpartition(":")
+        address = address.strip()
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]") or "localhost"
         try:
-            with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout):
+            with socket.create_connection((host, int(port)), timeout=timeout):
                 return
-        except (ConnectionRefusedError, socket.gaierror, ValueError) as exc:
-            reasons.append(f"{address.strip()}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+        except ConnectionRefusedError:
+            reasons.append((address, "connection refused"))
+        except socket.gaierror:
+            reasons.append((address, f"host {host!r} does not resolve"))
+        except ValueError:
+            reasons.append((address, "not HOST:PORT"))
         except OSError:
             return  # slow or filtered: let the Kafka client decide within its timeout
-    raise BrokerUnavailable(
-        f"cannot reach Kafka at {bootstrap} ({'; '.join(reasons)}); is the broker running? "
-        "(start a local one with `statectl kafka up`, or pass --bootstrap-servers)"
-    )
+    if len(reasons) == 1:
+        why = f": {reasons[0][1]}"
+    else:
+        why = " (" + "; ".join(f"{address}: {reason}" for address, reason in reasons) + ")"
+    raise BrokerUnavailable(f"cannot reach Kafka at {bootstrap}{why}; {BROKER_HINT}")
 
 
+# ---------------------------------------------------------------- topic configs (statectl topic-config)
 class ReadOnlyAdmin:
     """An admin client that can look and validate but never write: the second guard of a dry run."""
 
@@ -251,7 +364,6 @@ class ReadOnlyAdmin:
 
 def topic_admin(bootstrap: str, read_only: bool) -> AdminClient | ReadOnlyAdmin:
     """An admin client for a broker that answers; read-only ones can only describe and validate."""
-    refuse_if_nothing_listens(bootstrap)
     admin = require_broker(bootstrap)
     return ReadOnlyAdmin(admin) if read_only else admin
 
@@ -344,10 +456,14 @@ def validate_new_topics(admin, specs: list[TopicSpec], timeout: float = 15.0) ->
     return failures
 
 
-def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.05, on_caught_up=None):
+def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.05, on_caught_up=None,
+               on_reachable=None, probe_seconds: float = 1.0):
     """Yield lists of (key, value) from the start of ``topic`` and then as records arrive, until ``stop`` is set.
 
     ``on_caught_up`` is called once the records present at the start have been read.
+    ``on_reachable(False)`` is called when the broker stops answering and ``on_reachable(True)``
+    when it answers again, checked every ``probe_seconds``: a consumer whose broker is gone
+    just receives nothing, as one with nothing new to read does.
     """
     import uuid
 
@@ -358,7 +474,15 @@ def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.05, on_
     try:
         consumer.subscribe([topic])
         pending_eof: set[int] | None = None
+        reachable = True
+        next_probe = time.monotonic() + probe_seconds
         while not stop.is_set():
+            if on_reachable is not None and time.monotonic() >= next_probe:
+                answers = _metadata_answers(consumer, topic, probe_seconds)
+                if answers != reachable:
+                    reachable = answers
+                    on_reachable(answers)
+                next_probe = time.monotonic() + probe_seconds
             msgs = consumer.consume(num_messages=5_000, timeout=poll_seconds)
             batch = []
             for msg in msgs:
@@ -378,3 +502,12 @@ def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.05, on_
                 on_caught_up = None
     finally:
         consumer.close()
+
+
+def _metadata_answers(consumer: Consumer, topic: str, timeout: float) -> bool:
+    """Whether the broker answers a metadata request within ``timeout`` (not from a cache)."""
+    try:
+        consumer.list_topics(topic, timeout=timeout)
+        return True
+    except KafkaException:
+        return False

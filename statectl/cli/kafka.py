@@ -44,12 +44,20 @@ def up(
 
 
 @app.command()
-def down(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
-    """Stop the broker cleanly (a controlled shutdown; killed if it hangs for 30 s)."""
+def down(
+    port: Annotated[Optional[int], typer.Option("--port", "-p", min=1, max=65535, help="Stop the broker statectl started on this port, whatever its data dir.")] = None,
+    data_dir: DataDirOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Stop the broker cleanly (a controlled shutdown; killed if it hangs for 30 s).
+
+    Without --port, the broker of the data dir; with --port, the one listening there (with both,
+    they must be the same broker).
+    """
     from statectl.adapters.broker_process import broker_down
     from statectl.render.kafka import broker_report
 
-    broker_report(broker_down(_dir(data_dir)), json, "down")
+    broker_report(broker_down(data_dir, port), json, "down")
 
 
 @app.command()

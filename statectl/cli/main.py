@@ -11,6 +11,7 @@ from statectl.cli import jars, kafka, produce, query, run
 from statectl.cli import topic_config
 from statectl.cli import inspect_state
 from statectl.cli import events
+from statectl.cli import consume
 from statectl.cli.common import DEBUG, StatectlGroup
 
 app = typer.Typer(
@@ -51,6 +52,7 @@ app.command("inspect-state")(inspect_state.inspect_state)
 app.command("run")(run.run)
 app.add_typer(query.query_app, name="query")
 app.add_typer(query.serve_app, name="serve")
+app.command("consume")(consume.consume)
 app.add_typer(events.app, name="events")
 
 

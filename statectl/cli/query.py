@@ -49,11 +49,13 @@ def serve_leaderboard(
 ) -> None:
     """Serve GET /leaderboard, /leaderboard/<productId> (404 if unknown) and /leaderboard/count.
 
-    The view follows the high-scores topic live, so it is current while the job runs.
-    Stop with Ctrl-C.
+    The view follows the high-scores topic live, so it is current while the job runs. While the
+    broker does not answer, the last view is served with the header X-Statectl-Stale: true (and
+    a line on stderr says so). Answers are JSON, errors too; methods other than GET and HEAD get
+    405. Each request is logged on stderr. Stop with Ctrl-C.
     """
-    from statectl.render import err
     from statectl.query.server import serve
+    from statectl.render.query import serve_log, serving
 
     topic, bootstrap = _topic_and_bootstrap(config, bootstrap_servers)
-    serve(bootstrap, topic, host, port, announce=lambda url: err().print(f"serving the leaderboard on {url} (Ctrl-C to stop)"))
+    serve(bootstrap, topic, host, port, announce=serving, log=serve_log)

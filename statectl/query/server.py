@@ -32,44 +32,93 @@ def respond(view: dict, path: str) -> tuple[int, object]:
     return 404, {"error": f"no leaderboard for product {arg}"}
 
 
-def make_handler(live: LiveView):
+#: The methods the API answers; the other standard ones get 405 with this in ``Allow``, a method
+#: HTTP does not define 501.
+ALLOWED = "GET, HEAD"
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters as ``\\xNN``: a request line is the client's text, and
+    written raw to a terminal its escape sequences would act there."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def stale_headers(stale_since: float | None) -> dict[str, str]:
+    """``X-Statectl-Stale`` on every answer; while stale also since when (an HTTP date)."""
+    if stale_since is None:
+        return {"X-Statectl-Stale": "false"}
+    from email.utils import formatdate
+
+    return {"X-Statectl-Stale": "true", "X-Statectl-Stale-Since": formatdate(stale_since, usegmt=True)}
+
+
+def make_handler(live: LiveView, log: Callable[[str], None] | None = None):
     class Handler(BaseHTTPRequestHandler):
         server_version = "statectl"
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            status, body = respond(live.snapshot(), self.path)
+            self._answer(*respond(live.snapshot(), self.path))
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self._answer(*respond(live.snapshot(), self.path))
+
+        def _not_allowed(self) -> None:
+            self._answer(405, {"error": f"{self.command} is not allowed: the API is read-only ({ALLOWED})"},
+                         {"Allow": ALLOWED})
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
+
+        def send_error(self, code, message=None, explain=None) -> None:
+            # http.server's own refusals (a malformed request, an unknown method): JSON like every
+            # other answer instead of its HTML page.
+            self.close_connection = True
+            self._answer(code, {"error": message or self.responses.get(code, ("error",))[0]}, {"Connection": "close"})
+
+        def _answer(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in {**stale_headers(live.stale_since), **(headers or {})}.items():
+                self.send_header(name, value)
+            if log:  # before the answer leaves: a client that has it finds it logged
+                log(f'{self.client_address[0]} "{printable(self.requestline)}" {status} {len(data)}')
             self.end_headers()
-            self.wfile.write(data)
+            if self.command != "HEAD":
+                self.wfile.write(data)
 
-        def log_message(self, format, *args) -> None:  # keep the terminal quiet
-            pass
+        def log_request(self, code="-", size="-") -> None:
+            pass  # _answer logs each answer once it knows the size
+
+        def log_message(self, format, *args) -> None:
+            if log:
+                log(printable(f"{self.client_address[0]} {format % args}"))
 
     return Handler
 
 
-def make_server(bootstrap: str, topic: str, host: str, port: int) -> tuple[ThreadingHTTPServer, LiveView]:
-    """A bound (not yet serving) HTTP server over a live view of ``topic``."""
+def make_server(bootstrap: str, topic: str, host: str, port: int,
+                log: Callable[[str], None] | None = None) -> tuple[ThreadingHTTPServer, LiveView]:
+    """A bound (not yet serving) HTTP server over a live view of ``topic``; ``log`` hears every
+    request and when the view goes stale and current again."""
     from statectl.adapters.kafka import existing_topics, require_broker
 
     admin = require_broker(bootstrap)
-    live = LiveView(bootstrap, topic).start()
+    live = LiveView(bootstrap, topic, log=log).start()
     if topic in existing_topics(admin):
         live.ready.wait(timeout=30)  # serve the current view from the first request on
     try:
-        httpd = ThreadingHTTPServer((host, port), make_handler(live))
+        httpd = ThreadingHTTPServer((host, port), make_handler(live, log))
     except OSError as exc:
         live.stop()
         raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
     return httpd, live
 
 
-def serve(bootstrap: str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None) -> None:
-    """Serve until Ctrl-C."""
-    httpd, live = make_server(bootstrap, topic, host, port)
+def serve(bootstrap: str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None,
+          log: Callable[[str], None] | None = None) -> None:
+    """Serve until Ctrl-C; ``log`` hears every request and every change of staleness."""
+    httpd, live = make_server(bootstrap, topic, host, port, log)
     if announce:
         announce(f"http://{host}:{httpd.server_address[1]}/leaderboard")
     try:

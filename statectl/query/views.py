@@ -7,9 +7,15 @@ background consumer, for the REST server. Both work while the job runs and after
 from __future__ import annotations
 
 import threading
+import time
+from typing import Callable
 
 from statectl.errors import UsageError
+from statectl.text import did_you_mean, plural
 from jobs.leaderboard.rules import apply_records, in_game_order, materialize
+
+#: How many known ids an unknown-game error names.
+SHOWN_IDS = 5
 
 
 def read_view(bootstrap: str, topic: str) -> dict[str, list[dict]]:
@@ -27,17 +33,34 @@ def select_game(view: dict[str, list[dict]], product_id: str | None):
     if product_id is None:
         return view
     if product_id not in view:
-        raise UsageError(f"no leaderboard for product {product_id!r}; known: {', '.join(view) or 'none'}")
+        raise UsageError(f"no leaderboard for product {product_id!r}{did_you_mean(product_id, view)}; "
+                         f"{known_ids(list(view))}")
     return view[product_id]
 
 
-class LiveView:
-    """The view, refreshed by a background thread that tails the topic."""
+def known_ids(ids: list[str]) -> str:
+    """``2 games known: 1, 6``, or for many ``100 games known: 1, 2, 3, 4, 5 and 95 more``."""
+    if not ids:
+        return "no game has a leaderboard yet"
+    shown = ", ".join(ids[:SHOWN_IDS])
+    more = f" and {len(ids) - SHOWN_IDS:,} more" if len(ids) > SHOWN_IDS else ""
+    return f"{plural(len(ids), 'game')} known: {shown}{more}"
 
-    def __init__(self, bootstrap: str, topic: str, poll_seconds: float = 0.05):
+
+class LiveView:
+    """The view, refreshed by a background thread that tails the topic.
+
+    While the broker does not answer the view is served as it was and marked stale
+    (``stale_since``); ``log`` hears when that starts and ends."""
+
+    def __init__(self, bootstrap: str, topic: str, poll_seconds: float = 0.05,
+                 log: Callable[[str], None] | None = None):
         self.bootstrap = bootstrap
         self.topic = topic
         self.poll_seconds = poll_seconds
+        self.log = log
+        #: Wall-clock time (epoch seconds) since when the broker has not answered; None while it does.
+        self.stale_since: float | None = None
         self._games: dict[str, list[dict]] = {}  # the view as updated so far, in no order
         self._view: dict[str, list[dict]] = {}
         self._lock = threading.Lock()
@@ -60,9 +83,22 @@ class LiveView:
     def _tail(self) -> None:
         from statectl.adapters.kafka import tail_topic
 
-        for batch in tail_topic(self.bootstrap, self.topic, self._stop, self.poll_seconds, on_caught_up=self.ready.set):
+        for batch in tail_topic(self.bootstrap, self.topic, self._stop, self.poll_seconds,
+                                on_caught_up=self.ready.set, on_reachable=self._reachable):
             # Only the batch's records are parsed: a large view is not read again for each update.
             apply_records(self._games, batch)
             view = in_game_order(self._games)
             with self._lock:
                 self._view = view
+
+    def _reachable(self, answers: bool) -> None:
+        if answers:
+            since, self.stale_since = self.stale_since, None
+            if self.log and since is not None:
+                self.log(f"Kafka at {self.bootstrap} answers again after {time.time() - since:.0f} s; "
+                         f"following {self.topic} again")
+        elif self.stale_since is None:
+            self.stale_since = time.time()
+            if self.log:
+                self.log(f"Kafka at {self.bootstrap} does not answer: serving the last view of {self.topic}, "
+                         "marked stale (X-Statectl-Stale: true), until it does")

@@ -22,6 +22,8 @@ def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
     elif action == "down":
         if status.running:
             err().print(f"Kafka broker (pid {status.pid}) stopped.")
+        elif status.port is not None:
+            err().print(f"No Kafka broker is running on port {status.port}.")
         else:
             err().print(f"No Kafka broker is running for {status.data_dir}.")
     else:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.table import Table
 
-from statectl.render import emit_json, out
+from statectl.render import emit_json, message, out
 
 
 def leaderboard(view, product_id: str | None, as_table: bool) -> None:
@@ -20,3 +22,12 @@ def leaderboard(view, product_id: str | None, as_table: bool) -> None:
             game = f"{entry.get('gameName')} ({pid})" if rank == 1 else ""
             table.add_row(game, str(rank), f"{entry.get('playerName')} ({entry.get('playerId')})", f"{entry.get('score'):,.1f}")
     out().print(table)
+
+
+def serving(url: str) -> None:
+    message(f"serving the leaderboard on {url} (Ctrl-C to stop)")
+
+
+def serve_log(line: str) -> None:
+    """A request or a change of the view's staleness, on stderr with the local time."""
+    message(f"{time.strftime('%H:%M:%S')} {line}")

@@ -73,3 +73,39 @@ def test_down_without_a_broker_is_fine(tmp_path):
     result = run_statectl("kafka", "down", "--data-dir", str(tmp_path / "none"))
     assert result.returncode == 0
     assert "No Kafka broker is running" in result.stderr
+
+
+def test_item11_up_on_statectls_own_broker_with_another_data_dir_names_it(kafka_broker, tmp_path):
+    """Bad input: `kafka up` on the port of a running statectl broker with another --data-dir
+    (it said "in use by another process", as for a stranger's port)."""
+    port = kafka_broker.port
+    result = run_statectl("kafka", "up", "--port", str(port), "--data-dir", str(tmp_path / "other"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"error: port {port} is in use by statectl's broker of {kafka_broker.data_dir} (pid {kafka_broker.pid}); "
+        f"use it (-b 127.0.0.1:{port}), stop it (statectl kafka down --port {port}), or choose another --port")
+    assert not (tmp_path / "other").exists()
+
+
+def test_item11_down_with_port_stops_the_broker_there_whatever_its_data_dir(tmp_path):
+    """Bad inputs: --port naming a broker whose data dir is not the default one, then together
+    with a --data-dir of another broker (refused, nothing stopped)."""
+    from statectl.adapters.broker_process import broker_down, broker_status, broker_up
+
+    data, port = tmp_path / "kafka", free_port()
+    broker_up(data, port=port, timeout=90)
+    home = {"STATECTL_HOME": str(tmp_path / "home")}  # the default data dir is elsewhere
+    try:
+        mismatch = run_statectl("kafka", "down", "--port", str(port), "--data-dir", str(tmp_path / "x"), env=home)
+        assert mismatch.returncode == 2
+        assert f"port {port} is served by the broker of {data.resolve()}" in mismatch.stderr
+        assert broker_status(data).running
+
+        result = run_statectl("kafka", "down", "--port", str(port), "--json", env=home)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["data_dir"] == str(data.resolve())
+        assert not broker_status(data).running
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0
+    finally:
+        broker_down(data)

@@ -1,0 +1,41 @@
+"""`statectl consume`: print a topic's records as JSON lines."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from statectl.cli.common import BootstrapOpt
+
+
+def consume(
+    topic: Annotated[str, typer.Argument(help="The topic to read, e.g. high-scores or leaderboard-dlq.")],
+    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the first record still in the topic (default: at its end, like kafka-console-consumer).")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="After the records present, keep printing new ones until Ctrl-C (implied without --from-beginning).")] = False,
+    max_records: Annotated[Optional[int], typer.Option("--max", "-n", min=1, metavar="N", help="Stop after N records.")] = None,
+    bootstrap_servers: BootstrapOpt = None,
+) -> None:
+    """Print the records of TOPIC as JSON lines on stdout: {"topic", "partition", "offset", "timestamp", "key", "value"}.
+
+    The key is text; the value is the JSON document it holds, or its text when it is not JSON
+    (null for a tombstone); the timestamp is in milliseconds since the epoch. Without
+    --from-beginning it starts at the end and waits for new records; with it, it prints the
+    records present and exits, or goes on waiting with --follow. Ctrl-C stops with exit 0; a
+    missing topic exits 1. No consumer group is joined and nothing is committed.
+
+    Examples:
+
+      statectl consume leaderboard-dlq --from-beginning
+
+      statectl consume high-scores --from-beginning --follow
+
+      statectl consume score-events --from-beginning --max 3
+    """
+    from statectl.config.bootstrap import resolve_bootstrap
+    from statectl.query.consume import ConsumeRequest, consume as read
+    from statectl.render import message
+    from statectl.render.consume import consumed, record_line
+
+    request = ConsumeRequest(resolve_bootstrap(bootstrap_servers), topic, from_beginning, follow, max_records)
+    consumed(read(request, emit=record_line, announce=message))
