@@ -31,3 +31,13 @@ def default_checkpoint_root() -> Path:
 
 def default_log_dir() -> Path:
     return work_home() / "logs"
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """A path as a person would type it here: relative when it lies below the working directory
+    (``.statectl/kafka/broker.log``), absolute otherwise."""
+    full = Path(path).expanduser().resolve()
+    try:
+        return str(full.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(full)

@@ -6,6 +6,7 @@ from rich.table import Table
 
 from statectl.adapters.broker_process import BrokerStatus
 from statectl.produce.send import ProduceReport
+from statectl.paths import display_path
 from statectl.render import emit_json, err, out
 
 
@@ -17,7 +18,7 @@ def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
         if status.already_running:
             err().print(f"Kafka {status.kafka_version} is already running (pid {status.pid}).")
         else:
-            err().print(f"Kafka {status.kafka_version} is up in {status.ready_seconds:.1f} s (pid {status.pid}); log: {status.log_file}")
+            err().print(f"Kafka {status.kafka_version} is up in {status.ready_seconds:.1f} s (pid {status.pid}); log: {display_path(status.log_file)}")
         out().print(status.bootstrap_servers)
     elif action == "down":
         if status.running:
@@ -25,12 +26,12 @@ def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
         elif status.port is not None:
             err().print(f"No Kafka broker is running on port {status.port}.")
         else:
-            err().print(f"No Kafka broker is running for {status.data_dir}.")
+            err().print(f"No Kafka broker is running for {display_path(status.data_dir)}.")
     else:
         if status.running:
-            out().print(f"running  {status.bootstrap_servers}  pid {status.pid}  data {status.data_dir}  log {status.log_file}", soft_wrap=True)
+            out().print(f"running  {status.bootstrap_servers}  pid {status.pid}  data {display_path(status.data_dir)}  log {display_path(status.log_file)}", soft_wrap=True)
         else:
-            out().print(f"stopped  data {status.data_dir}", soft_wrap=True)
+            out().print(f"stopped  data {display_path(status.data_dir)}", soft_wrap=True)
 
 
 def produce_report(report: ProduceReport, as_json: bool) -> None:
