@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from statectl.adapters import spark_tws
-from statectl.adapters.kafka import TopicSpec
-from statectl.topics.diff import TopicRequest
 
 # Every job module imports this one, and the Python workers import the job module to unpickle
 # its processors, so this swaps in the vectorised transformWithStateInPandas input loader there
@@ -22,16 +21,14 @@ OUTPUT_SCHEMA = "topic string, key string, value string, reason string"
 
 @dataclass
 class JobPlan:
-    """What a job builder hands the runner: the output stream, the topics it needs, and the topic
-    configs it wants (``topic_requests``: the runner diffs, shows and applies them before the query
-    starts, as `statectl topic-config` does; a builder never changes a topic itself)."""
+    """What a job builder hands the runner: the output stream and what it writes where. The topics
+    are not here: a job declares them apart from Spark (``JobEntry.topics``), and the runner creates
+    and configures them before Spark starts; a builder never changes a topic itself."""
 
     output: DataFrame
-    topics: list[TopicSpec]
     reasons: list[str] = field(default_factory=list)
     output_topics: list[str] = field(default_factory=list)
     description: str = ""
-    topic_requests: list[TopicRequest] = field(default_factory=list)
 
 
 def kafka_source(spark, bootstrap: str, topics: list[str], starting_offsets: str = "earliest",
@@ -55,8 +52,15 @@ def kafka_source(spark, bootstrap: str, topics: list[str], starting_offsets: str
     return reader.load()
 
 
+#: The fields of every dead letter of every job, in this order; a field with nothing to say is
+#: null, never left out (docs/jobs/leaderboard.md#the-dead-letter-record).
+DEAD_LETTER_FIELDS = ("reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceKey", "value")
+
+
 def dlq_value(reason: Column, detail: Column, raw: Column) -> Column:
-    """The dead-letter record: why, where it came from, and the original value."""
+    """A dead letter built in Spark (see ``DEAD_LETTER_FIELDS``) from a Kafka source row: why,
+    where it came from, and (the start of) its value. Spark writes JSON compactly; null fields are
+    kept, which Spark's ``to_json`` leaves out by default."""
     return F.to_json(
         F.struct(
             reason.alias("reason"),
@@ -64,20 +68,22 @@ def dlq_value(reason: Column, detail: Column, raw: Column) -> Column:
             F.col("topic").alias("sourceTopic"),
             F.col("partition").alias("sourcePartition"),
             F.col("offset").alias("sourceOffset"),
+            F.col("key").cast("string").alias("sourceKey"),
             raw.alias("value"),
-        )
+        ),
+        {"ignoreNullFields": "false"},
     )
+
+
+def dead_letter_json(reason: str, detail: str | None, topic: str | None, partition: int | None,
+                     offset: int | None, key: str | None, value: str | None) -> str:
+    """A dead letter built in Python, in the form ``dlq_value`` gives Spark's: every field of
+    ``DEAD_LETTER_FIELDS`` (None is null), compact, non-ASCII characters as they are."""
+    fields = (reason, detail, topic, partition, offset, key, value)
+    return json.dumps(dict(zip(DEAD_LETTER_FIELDS, fields)), separators=(",", ":"), ensure_ascii=False)
 
 
 INT_PATTERN = r"^[0-9]{1,18}$"
 NUMBER_PATTERN = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 NON_FINITE = ("nan", "+nan", "-nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf")
 
-
-def with_dlq_columns(df: DataFrame, dlq_topic: str, reason: Column, detail: Column, raw: Column) -> DataFrame:
-    return df.select(
-        F.lit(dlq_topic).alias("topic"),
-        F.col("key").cast("string").alias("key"),
-        dlq_value(reason, detail, raw).alias("value"),
-        reason.alias("reason"),
-    )

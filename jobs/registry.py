@@ -1,9 +1,10 @@
 """The job catalogue: every job statectl runs, by the id its config names (``job: leaderboard``,
 ``job: advanced-state/tombstones``).
 
-An entry holds the job's config model, its checkpoint check and a loader of its topology. Importing
-this module imports no PySpark: ``--help`` and config validation go through it, and only
-``JobEntry.topology()`` (called by the runner once Spark is up) imports the Spark side.
+An entry holds the job's config model, the topics it declares, its checkpoint check and a loader of
+its topology. Importing this module imports no PySpark: ``--help``, config validation and the
+topics a job declares go through it, and only ``JobEntry.topology()`` (called by the runner once
+Spark is up) imports the Spark side.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+from jobs.advanced import topics as advanced_topics
 from jobs.advanced.config import (
     BoundedStateConfig,
     SalesThresholdConfig,
@@ -23,10 +25,12 @@ from jobs.advanced.config import (
 )
 from jobs.leaderboard.checkpoint import check_checkpoint as leaderboard_checkpoint
 from jobs.leaderboard.config import LeaderboardConfig
+from jobs.leaderboard.topics import declared_topics as leaderboard_topics
 from statectl.config.loader import load_config
 from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
 from statectl.text import did_you_mean
+from statectl.topics.declared import DeclaredTopic
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ class JobEntry:
     #: Imports and returns the module whose ``build(spark, config, bootstrap) -> JobPlan`` makes
     #: the query (PySpark is imported then, not before).
     topology: Callable[[], ModuleType]
+    #: ``topics(config) -> [DeclaredTopic]``: the topics the job reads and writes, with the layout
+    #: and configs it creates them with (pure: the runner creates and checks them before Spark
+    #: starts, and ``configs/topics.yaml`` is generated from them).
+    topics: Callable[[JobConfig], list[DeclaredTopic]]
     #: ``check_checkpoint(layout) -> message or None``: a checkpoint an earlier statectl wrote in a
     #: state layout this version cannot continue.
     check_checkpoint: Callable[[object], str | None] | None = None
@@ -91,12 +99,16 @@ def _sales_threshold() -> ModuleType:
 JOBS: dict[str, JobEntry] = {
     entry.id: entry
     for entry in (
-        JobEntry("leaderboard", LeaderboardConfig, _leaderboard, leaderboard_checkpoint),
-        JobEntry("advanced-state/tombstones", TombstonesConfig, _tombstones),
-        JobEntry("advanced-state/windowed-retention", WindowedRetentionConfig, _windowed_retention),
-        JobEntry("advanced-state/bounded-state", BoundedStateConfig, _bounded_state),
-        JobEntry("advanced-state/topic-configs", TopicConfigsConfig, _topic_configs),
-        JobEntry("advanced-state/sales-threshold", SalesThresholdConfig, _sales_threshold),
+        JobEntry("leaderboard", LeaderboardConfig, _leaderboard, leaderboard_topics, leaderboard_checkpoint),
+        JobEntry("advanced-state/tombstones", TombstonesConfig, _tombstones, advanced_topics.tombstones_topics),
+        JobEntry("advanced-state/windowed-retention", WindowedRetentionConfig, _windowed_retention,
+                 advanced_topics.windowed_retention_topics),
+        JobEntry("advanced-state/bounded-state", BoundedStateConfig, _bounded_state,
+                 advanced_topics.bounded_state_topics),
+        JobEntry("advanced-state/topic-configs", TopicConfigsConfig, _topic_configs,
+                 advanced_topics.topic_configs_topics),
+        JobEntry("advanced-state/sales-threshold", SalesThresholdConfig, _sales_threshold,
+                 advanced_topics.sales_threshold_topics),
     )
 }
 
@@ -120,6 +132,24 @@ def default_config(job_id: str) -> Path:
     group, _, example = job_id.partition("/")
     name = f"{group}/{example}.yaml" if example else f"{job_id}.yaml"
     return Path(str(resources.files("jobs").joinpath("configs", name)))
+
+
+#: The topics file in the shipped configs' folder: not a job config.
+TOPICS_FILE = "topics.yaml"
+
+
+def shipped_configs() -> list[tuple[Path, JobConfig]]:
+    """Every example config statectl ships, loaded: job by job in catalogue order, each job's
+    default config first (``configs/advanced-state/bounded-state-ttl.yaml`` follows
+    ``bounded-state.yaml``)."""
+    root = Path(str(resources.files("jobs").joinpath("configs")))
+    defaults = [default_config(job_id) for job_id in JOBS]
+    others = [p for p in sorted(root.rglob("*.yaml")) if p.name != TOPICS_FILE and p not in defaults]
+    found: dict[str, list[tuple[Path, JobConfig]]] = {job_id: [] for job_id in JOBS}
+    for path in defaults + others:
+        config = load_job_config(path)
+        found[config.job].append((path, config))
+    return [item for job_id in JOBS for item in found[job_id]]
 
 
 def load_job_config(path: Path, overrides: list[str] | None = None, expect_job: str | None = None) -> JobConfig:

@@ -67,6 +67,14 @@ def test_the_models_agree_with_the_lifecycle():
     assert typing.get_args(event_models.StateName) == tuple(s.value for s in lifecycle.State)
 
 
+def test_item1_the_stopping_event_and_state_are_in_the_schema():
+    """The `stopping` event, its reasons and the STOPPING state are part of the published schema."""
+    assert typing.get_args(event_models.Stopping.model_fields["reason"].annotation) == lifecycle.STOP_REASONS
+    schema = json.loads(gen.SCHEMA_FILE.read_text(encoding="utf-8"))
+    assert "stopping" in schema["discriminator"]["mapping"]
+    assert "STOPPING" in json.dumps(schema["$defs"]["Stopping"]["properties"]["state"])
+
+
 def _models() -> list[type[BaseModel]]:
     return [m for m in vars(event_models).values()
             if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == event_models.__name__]

@@ -555,24 +555,26 @@ def test_the_processor_matches_the_rules_applied_one_row_at_a_time(seed):
 
 
 MISTYPED = "player_id and product_id must be non-negative JSON integers, score a JSON number"
+NOT_AN_OBJECT = 'expected a JSON object with "player_id", "product_id" and "score"'
+NOT_FINITE = "score must be a finite number, not NaN or an infinity"
 
 
 @pytest.mark.parametrize("value, size, expected", [
-    (None, None, ("null_value", None)),
+    (None, None, ("null_value", "the record has no value")),
     ("x" * 70, 70, ("oversized", "larger than 64 bytes")),
-    ("{not json", 9, ("malformed_json", None)),
-    ("[1, 2]", 6, ("malformed_json", None)),
-    ("", 0, ("malformed_json", None)),
-    ("null", 4, ("malformed_json", None)),
-    ("{'player_id': 1}", 16, ("malformed_json", None)),  # Spark reads single quotes; strict JSON does not
-    ("[" * 5000, 5000, ("malformed_json", None)),  # deeper than the parser recurses
+    ("{not json", 9, ("malformed_json", NOT_AN_OBJECT)),
+    ("[1, 2]", 6, ("malformed_json", NOT_AN_OBJECT)),
+    ("", 0, ("malformed_json", NOT_AN_OBJECT)),
+    ("null", 4, ("malformed_json", NOT_AN_OBJECT)),
+    ("{'player_id': 1}", 16, ("malformed_json", NOT_AN_OBJECT)),  # Spark reads single quotes; strict JSON does not
+    ("[" * 5000, 5000, ("malformed_json", NOT_AN_OBJECT)),  # deeper than the parser recurses
     ('{"score": 1, "product_id": 1}', 29, ("missing_field", "missing player_id")),
     ('{"player_id": null, "product_id": 1}', 36, ("missing_field", "missing player_id, score")),
-    ('{"player_id": 1, "product_id": 1, "score": NaN}', 46, ("non_finite_score", None)),
-    ('{"player_id": 1, "product_id": 1, "score": -Infinity}', 52, ("non_finite_score", None)),
-    ('{"player_id": 1, "product_id": 1, "score": 1e400}', 48, ("non_finite_score", None)),
-    ('{"player_id": 1, "product_id": 1, "score": " +Inf"}', 50, ("non_finite_score", None)),
-    ('{"player_id": 1, "product_id": 1, "score": ' + "9" * 400 + "}", 443, ("non_finite_score", None)),
+    ('{"player_id": 1, "product_id": 1, "score": NaN}', 46, ("non_finite_score", NOT_FINITE)),
+    ('{"player_id": 1, "product_id": 1, "score": -Infinity}', 52, ("non_finite_score", NOT_FINITE)),
+    ('{"player_id": 1, "product_id": 1, "score": 1e400}', 48, ("non_finite_score", NOT_FINITE)),
+    ('{"player_id": 1, "product_id": 1, "score": " +Inf"}', 50, ("non_finite_score", NOT_FINITE)),
+    ('{"player_id": 1, "product_id": 1, "score": ' + "9" * 400 + "}", 443, ("non_finite_score", NOT_FINITE)),
     ('{"player_id": "1", "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
     ('{"player_id": 1.5, "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
     ('{"player_id": 1, "product_id": 18446744073709551616, "score": 1}', 60, ("mistyped_field", MISTYPED)),
@@ -596,10 +598,11 @@ def test_a_bad_score_letter_has_the_shape_of_sparks_letters():
     assert letter == ('{"reason":"missing_field","detail":"missing product_id","sourceTopic":"scores",'
                       '"sourcePartition":2,"sourceOffset":7,"sourceKey":"k1","value":"{\\"score\\": \\"é\\", '
                       '\\"player_id\\": 1}"}')
-    # A null value and no key: Spark's JSON of the record has neither, and neither has the letter.
+    # A null value and no key: Spark's JSON of the record has neither; the letter says null.
     letter, reason = bad_score_letter("{}", "scores", 0, 1, 1024)
-    assert (json.loads(letter), reason) == ({"reason": "null_value", "sourceTopic": "scores", "sourcePartition": 0,
-                                            "sourceOffset": 1}, "null_value")
+    assert reason == "null_value"
+    assert letter == ('{"reason":"null_value","detail":"the record has no value","sourceTopic":"scores",'
+                      '"sourcePartition":0,"sourceOffset":1,"sourceKey":null,"value":null}')
     frame = pd.DataFrame({"kind": np.array([KIND_DEAD_LETTER, KIND_BAD_SCORE], dtype=np.int8),
                           "text": ['{"reason":"invalid_key"}', json.dumps({"value": "[]", "bytes": 2})],
                           "part": np.array([0, 1], dtype=np.int32), "off": np.array([5, 6])})

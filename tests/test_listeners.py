@@ -62,7 +62,18 @@ def leaderboard_plan(replay_files: int = 14) -> dict[int, OperatorPlan]:
         (State.RUNNING, {"type": "idle"}, State.IDLE),
         (State.RUNNING, {"type": "catching_up"}, State.RUNNING),
         (State.RUNNING, {"type": "restore_started"}, State.RUNNING),
+        (State.IDLE, {"type": "restore_started"}, State.RESTORING),
+        (State.IDLE, {"type": "restore_progress"}, State.IDLE),
         (State.IDLE, {"type": "batch_progress"}, State.RUNNING),
+        (State.RUNNING, {"type": "stopping"}, State.STOPPING),
+        (State.RESTORING, {"type": "stopping"}, State.STOPPING),
+        (State.CREATED, {"type": "stopping"}, State.STOPPING),
+        (State.STOPPING, {"type": "batch_progress"}, State.STOPPING),
+        (State.STOPPING, {"type": "idle"}, State.STOPPING),
+        (State.STOPPING, {"type": "restore_finished"}, State.STOPPING),
+        (State.STOPPING, {"type": "terminated", "error": None}, State.TERMINATED),
+        (State.STOPPING, {"type": "terminated", "error": "boom"}, State.FAILED),
+        (State.TERMINATED, {"type": "stopping"}, State.TERMINATED),
         (State.IDLE, {"type": "idle"}, State.IDLE),
         (State.RUNNING, {"type": "terminated", "error": None}, State.TERMINATED),
         (State.IDLE, {"type": "terminated", "error": "Kafka went away"}, State.FAILED),
@@ -425,7 +436,7 @@ def every_event_type() -> list[dict]:
     behind = ev.catching_up(batch, caught_up=True, when=5.0)
     events = [ev.query_started(QUERY_ID, RUN_ID, "leaderboard", 1.0, job="leaderboard", restore_planned=True),
               *restore, batch, behind, ev.idle(QUERY_ID, RUN_ID, 6.0),
-              ev.terminated(QUERY_ID, RUN_ID, None, 7.0)]
+              ev.stopping(QUERY_ID, RUN_ID, None, "SIGTERM", 6.5), ev.terminated(QUERY_ID, RUN_ID, None, 7.0)]
     life = Lifecycle()
     for e in events:
         life.apply(e)
@@ -629,3 +640,103 @@ def test_metrics_server_on_ipv6_loopback():
     finally:
         metrics.close()
     assert metrics.url is None
+
+
+# ---------------------------------------------------------------- stopping, and the labels before and during a restore
+def test_item1_a_stop_request_is_an_event_and_the_state_stays_stopping_through_the_last_batch():
+    """Ctrl-C while batch 15 runs: `stopping` names batch 15 at once, that batch's progress keeps the
+    state STOPPING (not RUNNING), `terminated` ends it. Tried: a batch id, and none running."""
+    from statectl.render.run import LiveRunDisplay, PlainRunLines
+
+    monitor = RunMonitor([], tick=0.01)
+    seen: list[dict] = []
+    monitor.sinks = [seen.append]
+    monitor.start()
+    monitor.submit(("started", 1.0, QUERY_ID, RUN_ID, "leaderboard"))
+    monitor.stopping(15, "SIGINT")
+    monitor.submit(("progress", 3.0, json.dumps(PROGRESS)))  # batch 15 finishes
+    monitor.submit(("terminated", 4.0, QUERY_ID, RUN_ID, None, None))
+    monitor.close(wait=5)
+    assert [(e["type"], e["state"]) for e in seen] == [
+        ("query_started", "CREATED"), ("stopping", "STOPPING"), ("batch_progress", "STOPPING"),
+        ("terminated", "TERMINATED")]
+    stop = seen[1]
+    assert (stop["batch_id"], stop["reason"], stop["query_id"], stop["run_id"]) == (15, "SIGINT", QUERY_ID, RUN_ID)
+    assert [p for e in seen for p in validate_event(e)] == []
+
+    buf = io.StringIO()
+    lines = PlainRunLines(Console(file=buf, width=200, force_terminal=False))
+    for event in seen + [dict(stop, batch_id=None)]:
+        lines(event)
+    assert "stopping after batch 15…" in buf.getvalue()
+    assert "stopping (no batch running)…" in buf.getvalue()
+
+    out = io.StringIO()
+    console = Console(file=out, width=160, force_terminal=True, color_system=None)
+    display = LiveRunDisplay(console, "leaderboard")
+    for event in seen[:2]:
+        display(event)
+    console.print(display._render())
+    display.close()
+    assert "STOPPING" in out.getvalue() and "stopping after batch 15…" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "bad, problem",
+    [({"batch_id": -1}, "$.batch_id: -1 is below the minimum 0"),
+     ({"batch_id": "15"}, '$.batch_id: expected integer, found "15"'),
+     ({"reason": "SIGKILL"}, "$.reason: expected one of"),
+     ({"state": "STOPPED"}, "$.state: expected one of")],
+    ids=["negative-batch", "string-batch", "unknown-reason", "unknown-state"],
+)
+def test_item1_the_stopping_event_is_checked_like_the_others(bad, problem):
+    """Bad `stopping` events tried: a negative batch id, a batch id as a string, a signal statectl
+    does not catch, a state that does not exist."""
+    event = {**ev.stopping(QUERY_ID, RUN_ID, 15, "SIGTERM", 2.0), "state": "STOPPING", **bad}
+    assert any(problem in p for p in validate_event(event)), validate_event(event)
+
+
+def test_item9_a_restore_that_starts_after_an_idle_start_says_restoring(tmp_path):
+    """A restart with no new data goes IDLE; when data arrives its first batch loads the state.
+    Every restore event must say RESTORING then (it said IDLE), the batch RUNNING."""
+    log = tmp_path / "spark.log"
+    log.write_text("")
+    seen: list[dict] = []
+    monitor = RunMonitor([seen.append], leaderboard_plan(), log_tail=LogTail(log), tick=0.01).start()
+    monitor.submit(("started", 1.0, QUERY_ID, RUN_ID, "leaderboard"))
+    monitor.submit(("idle", 2.0, QUERY_ID, RUN_ID))
+    deadline = time.monotonic() + 5
+    while not any(e["type"] == "idle" for e in seen):
+        assert time.monotonic() < deadline, "the monitor never emitted idle"
+        time.sleep(0.01)
+    with open(log, "a") as f:  # data arrived: the first batch loads the stores
+        f.write("\n".join(LOG_LINES) + "\n")
+    while not any(e["type"] == "restore_progress" and e["stores_loaded"] == 2 and e["operator_id"] == 0 for e in seen):
+        assert time.monotonic() < deadline, "the monitor never read the log"
+        time.sleep(0.01)
+    monitor.submit(("progress", BATCH_DONE, json.dumps(PROGRESS)))
+    monitor.submit(("terminated", BATCH_DONE + 1, QUERY_ID, RUN_ID, None, None))
+    monitor.close(wait=5)
+    states = [(e["type"], e["state"]) for e in seen]
+    assert states[:2] == [("query_started", "CREATED"), ("idle", "IDLE")]
+    assert {s for t, s in states if t.startswith("restore")} == {"RESTORING"}
+    assert states[-2:] == [("batch_progress", "RUNNING"), ("terminated", "TERMINATED")]
+
+
+def test_item9_the_live_display_says_starting_spark_until_the_query_starts():
+    """Before the first event (the JVM, the job's plan and the query starting) the panel said
+    nothing, then CREATED; it must say `starting Spark…`, then CREATED once the query exists."""
+    from statectl.render.run import LiveRunDisplay
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=160, force_terminal=True, color_system=None)
+    display = LiveRunDisplay(console, "leaderboard")
+    console.print(display._render())
+    before = buf.getvalue()
+    assert "leaderboard  starting Spark…" in before and "CREATED" not in before
+    display(dict(ev.query_started(QUERY_ID, RUN_ID, "leaderboard", 1.0), state="CREATED"))
+    display.close()
+    buf.truncate(0)
+    buf.seek(0)
+    console.print(display._render())
+    assert "CREATED" in buf.getvalue() and "starting Spark" not in buf.getvalue()

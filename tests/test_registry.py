@@ -4,13 +4,16 @@ with a ``build``, and the command line names exactly the jobs and examples the c
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 
 import pytest
 import typer.main
 
-from jobs.registry import JOBS, config_models, default_config, job_entry, job_id_for, load_job_config
+from jobs.registry import JOBS, config_models, default_config, job_entry, job_id_for, load_job_config, shipped_configs
 from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
+from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("job_id", sorted(JOBS), ids=str)
@@ -69,3 +72,47 @@ def test_run_help_names_every_job_and_example():
     examples = [e.example for e in JOBS.values() if e.example]
     assert helps["job"] == " | ".join(sorted(groups, key=lambda g: g != "leaderboard"))
     assert helps["example"] == f"For advanced-state: {' | '.join(examples)}."
+
+
+# ---------------------------------------------------------------- topics (issue 17, item 7)
+def _topic_names(config) -> set[str]:
+    """Every topic name the config's ``topics:`` section gives."""
+    return set(config.topics.model_dump().values())
+
+
+@pytest.mark.parametrize("path", [p for p, _ in shipped_configs()], ids=lambda p: p.name)
+def test_item7_each_job_declares_exactly_the_topics_its_config_names(path):
+    config = load_job_config(path)
+    declared = JOBS[config.job].topics(config)
+    assert {t.name for t in declared} == _topic_names(config)
+    assert all(t.partitions >= 1 and t.replication_factor >= 1 and t.key.startswith("topics.") for t in declared)
+    # Only the topic-configs example manages an existing topic's configs (its output_topic section).
+    managed = [t.name for t in declared if t.managed]
+    assert managed == ([config.topics.output] if config.job == "advanced-state/topic-configs" else [])
+
+
+def test_item7_declared_topics_follow_the_config_and_need_no_spark():
+    """The runner reads them before Spark starts: loading every shipped config and declaring its
+    topics imports neither PySpark nor the Kafka client."""
+    probe = (
+        "import sys\n"
+        "from jobs.registry import JOBS, shipped_configs\n"
+        "names = [t.name for _, c in shipped_configs() for t in JOBS[c.job].topics(c)]\n"
+        "heavy = [m for m in ('pyspark', 'py4j', 'confluent_kafka') if m in sys.modules]\n"
+        "print(len(names), heavy)\n"
+        "sys.exit(1 if heavy or not names else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr[-500:]
+    config = load_job_config(default_config("advanced-state/topic-configs"),
+                             ["topics.output=mine", "output_topic.partitions=6", "output_topic.configs.retention.ms=1000"])
+    (output,) = [t for t in JOBS[config.job].topics(config) if t.name == "mine"]
+    assert (output.partitions, output.configs["retention.ms"], output.managed) == (6, "1000", True)
+    assert output.request().location("retention.ms") == "advanced-state/topic-configs output_topic.configs.retention.ms"
+
+
+def test_item7_topologies_declare_no_topics_of_their_own():
+    """One declaration per job: the Spark side no longer lists topics the runner creates."""
+    for path in (REPO / "jobs").rglob("*.py"):
+        text = path.read_text()
+        assert "TopicSpec" not in text and "TopicRequest" not in text, path

@@ -41,7 +41,6 @@ from jobs.advanced.common import (
     read_records, record_detail,
 )
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.adapters.kafka import TopicSpec
 from jobs.advanced.rules import lru_apply
 from jobs.advanced.config import BoundedStateConfig
 
@@ -136,10 +135,5 @@ def build(spark, config: BoundedStateConfig, bootstrap: str) -> JobPlan:
             outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="ProcessingTime",
         )
         what = f"counts per key, expiring {s.ttl} after the last update (state TTL)"
-    topics = [
-        TopicSpec(t.input, 4),
-        TopicSpec(t.output, 4, configs={"cleanup.policy": "compact"}),
-        TopicSpec(t.dlq, 1),
-    ]
-    return JobPlan(output=output, topics=topics, reasons=REASONS, output_topics=[t.output, t.dlq],
+    return JobPlan(output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
                    description=f"{what} -> {t.output}")

@@ -42,7 +42,6 @@ from jobs.advanced.common import (
     record_detail,
 )
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.adapters.kafka import TopicSpec
 from jobs.advanced.rules import threshold_apply
 from jobs.advanced.config import SalesThresholdConfig
 
@@ -131,13 +130,7 @@ def build(spark, config: SalesThresholdConfig, bootstrap: str) -> JobPlan:
         statefulProcessor=SalesTotals(s.threshold, s.reset_after_notify, t.notifications, t.totals, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
     )
-    topics = [
-        TopicSpec(t.input, 4),
-        TopicSpec(t.notifications, 4),
-        TopicSpec(t.totals, 4, configs={"cleanup.policy": "compact"}),
-        TopicSpec(t.dlq, 1),
-    ]
     mode = "reset after each notification" if s.reset_after_notify else "once per product"
-    return JobPlan(output=output, topics=topics, reasons=REASONS,
+    return JobPlan(output=output, reasons=REASONS,
                    output_topics=[t.notifications, t.totals, t.dlq],
                    description=f"sales per product; notify at {s.threshold} ({mode}) -> {t.notifications}")

@@ -31,7 +31,6 @@ from jobs.advanced.common import (
     read_records, record_detail,
 )
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.adapters.kafka import TopicSpec
 from jobs.advanced.rules import Visit, visits_apply
 from jobs.advanced.config import TombstonesConfig
 
@@ -96,10 +95,5 @@ def build(spark, config: TombstonesConfig, bootstrap: str) -> JobPlan:
         statefulProcessor=PatientVisits(s.checkout_event, t.output, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
     )
-    topics = [
-        TopicSpec(t.input, 4),
-        TopicSpec(t.output, 4, configs={"cleanup.policy": "compact"}),
-        TopicSpec(t.dlq, 1),
-    ]
-    return JobPlan(output=output, topics=topics, reasons=REASONS, output_topics=[t.output, t.dlq],
+    return JobPlan(output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
                    description=f"patient visits -> {t.output}; {s.checkout_event!r} deletes the state and writes a tombstone")

@@ -5,8 +5,9 @@ job's changelog-style view of its state — is created or brought to the configs
                                               dead letters ─────┴▶ topic-configs-dlq
 
 The job declares ``output_topic`` (partitions, replication factor, configs such as
-``segment.bytes: 536870912`` and ``min.cleanable.dirty.ratio: 0.3``) as a topic request; before the
-query starts the runner puts it through the code of ``statectl topic-config``: the same checks, the same diff, the broker's validate_only, then a
+``segment.bytes: 536870912`` and ``min.cleanable.dirty.ratio: 0.3``) as a managed topic
+(``jobs/advanced/topics.py``); before Spark starts the runner puts it through the code of
+``statectl topic-config``: the same checks, the same diff, the broker's validate_only, then a
 create or an IncrementalAlterConfigs of just the keys that differ (keys the YAML does not name
 are left alone). A topic that already has the configs is not touched.
 
@@ -20,19 +21,9 @@ from pyspark.sql import functions as F
 from jobs.advanced.bounded_state import KeyCounts
 from jobs.advanced.common import RECORD_REASONS, dead_letter_columns, group_key, read_records, record_detail
 from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.adapters.kafka import TopicSpec
 from jobs.advanced.config import TopicConfigsConfig
-from statectl.topics.diff import TopicRequest
 
 REASONS = list(RECORD_REASONS)
-
-
-def output_topic_request(config: TopicConfigsConfig) -> TopicRequest:
-    o = config.output_topic
-    req = TopicRequest(config.topics.output, sets=dict(o.configs), partitions=o.partitions,
-                       replication_factor=o.replication_factor)
-    req.where = {key: f"{config.job} output_topic.configs.{key}" for key in o.configs}
-    return req
 
 
 def build(spark, config: TopicConfigsConfig, bootstrap: str) -> JobPlan:
@@ -44,6 +35,5 @@ def build(spark, config: TopicConfigsConfig, bootstrap: str) -> JobPlan:
         statefulProcessor=KeyCounts(None, t.output, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
     )
-    topics = [TopicSpec(t.input, 4), TopicSpec(t.dlq, 1)]
-    return JobPlan(output=output, topics=topics, reasons=REASONS, output_topics=[t.output, t.dlq],
-                   description=f"counts per key -> {t.output}", topic_requests=[output_topic_request(config)])
+    return JobPlan(output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
+                   description=f"counts per key -> {t.output}")

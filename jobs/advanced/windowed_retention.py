@@ -39,8 +39,7 @@ from jobs.advanced.common import (
     DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, output_rows, read_records,
     record_detail,
 )
-from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.adapters.kafka import TopicSpec
+from jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_json, kafka_source
 from jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
 from statectl.text import human_ms
 from jobs.advanced.config import WindowedRetentionConfig
@@ -118,11 +117,8 @@ class WindowCounts(StatefulProcessor):
         stream_time = watermark + self.spec.watermark_delay_ms
         detail = (f"its window closed: stream time {iso_ms(stream_time)} passed the window's end + grace "
                   f"({human_ms(self.spec.grace_ms)})")
-        values = [
-            json.dumps({"reason": "late", "detail": detail, "sourceTopic": self.source_topic,
-                        "sourcePartition": int(p), "sourceOffset": int(o), "value": raw})
-            for p, o, raw in zip(late["part"], late["off"], late["raw"])
-        ]
+        values = [dead_letter_json("late", detail, self.source_topic, int(p), int(o), patient, raw)
+                  for p, o, raw in zip(late["part"], late["off"], late["raw"])]
         return output_rows(self.dlq_topic, [patient] * len(values), values, ["late"] * len(values))
 
     def close(self) -> None:
@@ -171,13 +167,8 @@ def build(spark, config: WindowedRetentionConfig, bootstrap: str) -> JobPlan:
         statefulProcessor=WindowCounts(spec, w.emit, t.output, t.dlq, t.input),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime",
     )
-    topics = [
-        TopicSpec(t.input, 4),
-        TopicSpec(t.output, 4, configs={"cleanup.policy": "compact"}),
-        TopicSpec(t.dlq, 1),
-    ]
     return JobPlan(
-        output=output, topics=topics, reasons=REASONS, output_topics=[t.output, t.dlq],
+        output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
         description=(f"pulses per patient in {w.size} windows (grace {w.grace}, retention {w.retention}, "
                      f"emit {w.emit}) -> {t.output}"),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from statectl.config.model import Section, Text
@@ -19,6 +21,10 @@ class LeaderboardTopics(Section):
 class LeaderboardSettings(Section):
     top_n: int = Field(3, ge=1)
     max_record_bytes: int = Field(1_048_576, ge=64)
+    #: ``bootstrap``: on a new checkpoint, the table records already in the topics count before any
+    #: score (tables read from their beginning); ``as-of``: every score sees the tables as of its
+    #: timestamp. Both join records that arrive later as of their time (docs/jobs/leaderboard.md).
+    tables: Literal["bootstrap", "as-of"] = "bootstrap"
 
 
 class LeaderboardConfig(JobConfig):

@@ -1,6 +1,7 @@
 """The leaderboard operators' batch logic on numpy: processing order, as-of table lookups, the
-per-bucket join, ranking, dead letters. Pure functions, tested without a JVM against a per-key
-pandas reference; the operators in ``jobs/leaderboard/operators.py`` call them.
+per-bucket join, ranking, dead letters, the tables' bootstrap. Pure functions, tested without a
+JVM against a per-key pandas reference; the operators in ``jobs/leaderboard/operators.py`` call
+them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from jobs.common import NON_FINITE
+from jobs.common import NON_FINITE, dead_letter_json
 from jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
@@ -31,38 +32,43 @@ CUT_BY_PASSES_UP_TO = 8
 
 
 def dead_letter(reason: str, detail: str, topic: str, row) -> str:
-    """A dead letter's JSON for a valid score row that could not be joined (its text is rebuilt)."""
+    """A dead letter's JSON for a valid score row that could not be joined (``SCORE_COLUMNS`` and
+    ``key``). Its value is the score as the job read it, written again (compact JSON): the
+    operator does not carry the original text of every score."""
     score = float(row.score)
     value = {"score": int(score) if score.is_integer() else score, "product_id": int(row.product_id),
              "player_id": int(row.player_id)}
-    return json.dumps({"reason": reason, "detail": detail, "sourceTopic": topic, "sourcePartition": int(row.part),
-                       "sourceOffset": int(row.off), "sourceKey": None, "value": json.dumps(value)})
+    return dead_letter_json(reason, detail, topic, int(row.part), int(row.off),
+                            row.key if isinstance(row.key, str) else None, json.dumps(value, separators=(",", ":")))
 
 
 SCORE_FIELDS = ("player_id", "product_id", "score")
 MISTYPED = "player_id and product_id must be non-negative JSON integers, score a JSON number"
+NO_VALUE = "the record has no value"
+NOT_AN_OBJECT = 'expected a JSON object with "player_id", "product_id" and "score"'
+NOT_FINITE = "score must be a finite number, not NaN or an infinity"
 
 
-def explain_bad_score(value: str | None, size: int | None, max_bytes: int) -> tuple[str, str | None]:
+def explain_bad_score(value: str | None, size: int | None, max_bytes: int) -> tuple[str, str]:
     """Why a score event that Spark could not parse into valid ids and a finite score failed:
-    ``(reason, detail or None)``. ``value`` is its text (None: a null value), ``size`` its size
+    ``(reason, detail)``. ``value`` is its text (None: a null value), ``size`` its size
     in bytes. Spark's typed parse already decided that it failed; this only names the reason,
     with a strict JSON parser (a record that is not standard JSON is ``malformed_json``)."""
     if value is None or size is None:
-        return "null_value", None
+        return "null_value", NO_VALUE
     if size > max_bytes:
         return "oversized", f"larger than {max_bytes} bytes"
     try:
         doc = json.loads(value)
     except (ValueError, RecursionError):
-        return "malformed_json", None
+        return "malformed_json", NOT_AN_OBJECT
     if not isinstance(doc, dict):
-        return "malformed_json", None
+        return "malformed_json", NOT_AN_OBJECT
     missing = [f for f in SCORE_FIELDS if doc.get(f) is None]
     if missing:
         return "missing_field", "missing " + ", ".join(missing)
     if _non_finite(doc["score"]):
-        return "non_finite_score", None
+        return "non_finite_score", NOT_FINITE
     return "mistyped_field", MISTYPED
 
 
@@ -86,13 +92,10 @@ def _non_finite(score) -> bool:
 def bad_score_letter(raw: str, score_topic: str, part: int, off: int, max_bytes: int) -> tuple[str, str]:
     """A ``KIND_BAD_SCORE`` row's dead letter and reason. ``raw`` is the JSON Spark wrote of the
     record (``key``, ``value``: the value's text or its first 1024 characters, ``bytes``; absent
-    when null). The letter has the fields, order and compact form of those Spark writes for bad
-    table rows (absent fields are left out)."""
+    when null). The letter has the fields, order and form of those Spark writes for bad table rows."""
     record = json.loads(raw)
     reason, detail = explain_bad_score(record.get("value"), record.get("bytes"), max_bytes)
-    letter = {"reason": reason, "detail": detail, "sourceTopic": score_topic, "sourcePartition": int(part),
-              "sourceOffset": int(off), "sourceKey": record.get("key"), "value": record.get("value")}
-    text = json.dumps({k: v for k, v in letter.items() if v is not None}, separators=(",", ":"), ensure_ascii=False)
+    text = dead_letter_json(reason, detail, score_topic, int(part), int(off), record.get("key"), record.get("value"))
     return text, reason
 
 
@@ -271,8 +274,8 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None
     before the batch (see ``as_of_table``). Returns ``(joined, unknown_player, unknown_product,
     player_finals, game_finals)``: the scores with a known player and game (``SCORE_COLUMNS``,
     ``name`` and ``game_name``); the scores whose player was unknown at the time; those whose
-    player was known but game was not; and each table's updates ``[(id, name or None)]`` (None:
-    deleted).
+    player was known but game was not (both ``SCORE_COLUMNS`` and ``key``: a score's ``text`` is
+    its record's key); and each table's updates ``[(id, name or None)]`` (None: deleted).
 
     With ``top_n``, ``joined`` holds only the joined scores that can rank (at least their game's
     ``top_n``-th best distinct score, see ``_rows_at_least_the_cut``): the ranking needs no
@@ -298,7 +301,42 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None
         if keep is not None:
             ok = ok[keep]
     joined = rows(ok, name=names[name_at[ok]], game_name=games[game_at[ok]])
-    return joined, rows(~has_player), rows(has_player & ~has_game), player_finals, game_finals
+
+    def unjoined_rows(selected) -> pd.DataFrame:
+        return rows(selected, key=cols["text"][scores[selected]])
+
+    return joined, unjoined_rows(~has_player), unjoined_rows(has_player & ~has_game), player_finals, game_finals
+
+
+#: Each table's row kinds, by the names ``table_ends`` uses.
+TABLE_KINDS = {"players": (KIND_PLAYER, KIND_PLAYER_DELETE), "products": (KIND_PRODUCT, KIND_PRODUCT_DELETE)}
+
+
+def below_table_ends(pdf: pd.DataFrame, table_ends: dict) -> np.ndarray:
+    """The positions of the table rows (upserts and deletes) at offsets below their partition's
+    end in ``table_ends`` (``{"players": {partition: end offset}, "products": {...}}``): the
+    records that were in the table topics when the run started."""
+    kind = pdf["kind"].to_numpy()
+    table = np.flatnonzero(np.isin(kind, TABLE_KINDS["players"] + TABLE_KINDS["products"]))
+    if not len(table):
+        return table
+    kinds, part, off = kind[table], pdf["part"].to_numpy()[table], pdf["off"].to_numpy()[table]
+    below = np.zeros(len(table), dtype=bool)
+    for name, of_table in TABLE_KINDS.items():
+        is_table = np.isin(kinds, of_table)
+        for partition, end in table_ends.get(name, {}).items():
+            below |= is_table & (part == partition) & (off < end)
+    return table[below]
+
+
+def known_from_the_start(pdf: pd.DataFrame, rows) -> pd.DataFrame:
+    """``pdf`` with the table rows at positions ``rows`` processed before everything else of the
+    batch, whatever their timestamps: they take a timestamp below the batch's earliest, so the
+    as-of lookups (``join_scores``) count them before every score, and among themselves they
+    keep partition and offset order (a key's latest record wins, as in a compacted topic)."""
+    ts = pdf["ts"].to_numpy().copy()
+    ts[rows] = ts.min() - 1
+    return pdf.assign(ts=ts)
 
 
 def in_processing_order(pdf: pd.DataFrame) -> pd.DataFrame:

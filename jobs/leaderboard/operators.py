@@ -31,8 +31,8 @@ ROW_SCHEMA = StructType(
         StructField("player_id", LongType()),  # a score's player, a players-table row's key; else PASS_THROUGH
         StructField("product_id", LongType()),  # a score's game, a products-table row's key; else PASS_THROUGH
         StructField("score", DoubleType()),
-        # A table row's name (null: deleted); a dead letter's JSON (reason, detail, source, value);
-        # a bad score's raw record as JSON (key, value, bytes).
+        # A table row's name (null: deleted); a score's record key (null: none); a dead letter's
+        # JSON (DEAD_LETTER_FIELDS); a bad score's raw record as JSON (key, value, bytes).
         StructField("text", StringType()),
         StructField("ts", LongType()),
         StructField("part", IntegerType()),
@@ -117,14 +117,23 @@ class Leaderboard(StatefulProcessor):
     Enriches each score with the player and the game as known when it is processed, turns the
     others into dead letters (``unknown_player``, else ``unknown_product``), merges the joined
     scores into their games' top lists and emits each list that changed, once per batch.
+
+    ``table_ends`` (``leaderboard.tables: bootstrap``): the table topics' end offsets when the run
+    started, ``{"players": {partition: offset}, "products": {...}}``. A bucket that knows no
+    table yet (a new checkpoint) applies the table records below them before any score of its
+    batch, as a Kafka Streams global table is read to its end before processing starts. Once a
+    bucket knows a table, its rows are processed as of their time, so a restart continues as an
+    uninterrupted run would.
     """
 
-    def __init__(self, top_n: int, score_topic: str, high_scores_topic: str, dlq_topic: str, max_record_bytes: int):
+    def __init__(self, top_n: int, score_topic: str, high_scores_topic: str, dlq_topic: str, max_record_bytes: int,
+                 table_ends: dict | None = None):
         self.top_n = top_n
         self.score_topic = score_topic
         self.high_scores_topic = high_scores_topic
         self.dlq_topic = dlq_topic
         self.max_record_bytes = max_record_bytes
+        self.table_ends = table_ends
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.player_pages = handle.getMapState("player_pages", PAGE_KEY, PAGE_STATE)
@@ -142,6 +151,11 @@ class Leaderboard(StatefulProcessor):
                                                      self.max_record_bytes)
             yield pd.DataFrame({"topic": self.dlq_topic, "key": None, "value": letters, "reason": reasons})
             return
+        if self.table_ends:
+            early = lf.below_table_ends(pdf, self.table_ends)
+            # Asked only when the batch holds such records: in a continuing run, only its first batch may.
+            if len(early) and not (self.player_pages.exists() or self.game_pages.exists()):
+                pdf = lf.known_from_the_start(pdf, early)
         players, games = PagedTable(self.player_pages), PagedTable(self.game_pages)
         joined, no_player, no_game, player_finals, game_finals = lf.join_scores(pdf, players.names, games.names,
                                                                                 self.top_n)

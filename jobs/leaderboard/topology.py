@@ -27,7 +27,10 @@ products table) — by
 Kafka timestamp, then table updates before scores at the same timestamp, then partition and
 offset. "The player as known when the score is processed" therefore means: as of the score's
 timestamp, counting table updates with the same timestamp. Across micro-batches, batch order is
-processing order.
+processing order. With ``leaderboard.tables: bootstrap`` (the default) the table topics are read
+from their beginning, and on a new checkpoint every table record that was in them when the run
+started counts before the first score, whatever its timestamp (see ``Leaderboard``): a compacted
+table keeps only each key's latest record, which is often newer than the scores that need it.
 
 Rows that cannot be processed (malformed JSON, missing or mistyped fields, non-finite scores,
 oversized or null values, bad table keys) are never dropped silently: they travel through the
@@ -38,8 +41,8 @@ arrives raw (kind ``KIND_BAD_SCORE``) and the operator says why, with a strict J
 are non-negative integers.
 
 Each row crosses into Python (Arrow, then pandas), so the operator's input is kept narrow: a
-byte for what the row is, the ids, the score, one text column (a table row's name, a dead
-letter, or a bad score's raw record) and the processing-order fields (see ``ROW_SCHEMA``).
+byte for what the row is, the ids, the score, one text column (a table row's name, a score's
+key, a dead letter, or a bad score's raw record) and the processing-order fields (see ``ROW_SCHEMA``).
 
 The processor lives in ``jobs/leaderboard/operators.py`` and its batch logic (numpy, pandas) in
 ``jobs/leaderboard/frames.py``.
@@ -50,7 +53,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.common import INT_PATTERN, OUTPUT_SCHEMA, JobPlan, kafka_source
+from jobs.common import INT_PATTERN, OUTPUT_SCHEMA, JobPlan, dlq_value, kafka_source
 from jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
@@ -61,7 +64,6 @@ from jobs.leaderboard.kinds import (
     KIND_SCORE,
 )
 from jobs.leaderboard.operators import COLUMNS, GAME_BUCKET_KEYS, Leaderboard, PASS_THROUGH
-from statectl.adapters.kafka import TopicSpec
 from jobs.leaderboard.config import LeaderboardConfig
 
 REASONS = [
@@ -71,15 +73,6 @@ REASONS = [
 
 # ---------------------------------------------------------------- parsing (Spark SQL, no Python)
 SCORE_SCHEMA = "player_id LONG, product_id LONG, score DOUBLE"
-
-
-def _dead_letter(reason: Column, detail: Column, raw: Column) -> Column:
-    """A dead letter's JSON: why, where the record came from, and (the start of) its value."""
-    return F.to_json(F.struct(
-        reason.alias("reason"), detail.alias("detail"), F.col("topic").alias("sourceTopic"),
-        F.col("partition").alias("sourcePartition"), F.col("offset").alias("sourceOffset"),
-        F.col("key").cast("string").alias("sourceKey"), raw.alias("value"),
-    ))
 
 
 def _bucket_keys() -> Column:
@@ -105,7 +98,8 @@ def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
     (kind ``KIND_BAD_SCORE``; ``text``: its key, value and size) and the operator says why
     (``leaderboard_frames.explain_bad_score``). Spark's ``from_json`` cannot be compiled into
     whole-stage generated code: a second, diagnostic parse here took this projection, which every
-    event goes through, out of it, only to explain the few that fail.
+    event goes through, out of it, only to explain the few that fail. A good score's ``text`` is
+    its record's key, for the dead letter it may become (null, and free, for unkeyed events).
     """
     small = F.length("value") <= max_bytes
     typed = src.select("key", "value", "partition", "offset", F.unix_millis("timestamp").alias("ts"),
@@ -124,7 +118,7 @@ def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
         F.when(ok, s["player_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
         F.when(ok, s["product_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
         F.when(ok, s["score"]).alias("score"),
-        F.when(~ok, raw).alias("text"),
+        F.when(ok, F.col("key").cast("string")).otherwise(raw).alias("text"),
         "ts",
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
@@ -168,7 +162,7 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
         (table_id if table == "player" else F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
         (table_id if table == "product" else F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
         F.lit(None).cast("double").alias("score"),
-        F.when(good, t["name"]).otherwise(_dead_letter(reason, detail, _raw_text(max_bytes))).alias("text"),
+        F.when(good, t["name"]).otherwise(dlq_value(reason, detail, _raw_text(max_bytes))).alias("text"),
         "ts",
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
@@ -183,9 +177,6 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
     return rows.select("bucket", *COLUMNS)
 
 
-TABLE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}
-
-
 def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame:
     """The operator's input: the three topics read, parsed, and given their ``bucket``."""
     t = config.topics
@@ -195,7 +186,9 @@ def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame
     # keeps the result independent of how the input was cut into batches (restarts included).
     scores = kafka_source(spark, bootstrap, [t.score_events], k.starting_offsets, k.max_offsets_per_trigger,
                           k.min_partitions)
-    players, products = (kafka_source(spark, bootstrap, [name], k.starting_offsets) for name in (t.players, t.products))
+    # A table is read from its beginning to bootstrap it, whatever the score events start from.
+    table_start = "earliest" if config.leaderboard.tables == "bootstrap" else k.starting_offsets
+    players, products = (kafka_source(spark, bootstrap, [name], table_start) for name in (t.players, t.products))
     # Each source is parsed on its own: the score events, nearly every row, take the short path.
     max_bytes = config.leaderboard.max_record_bytes
     return (_parse_scores(scores, max_bytes)
@@ -206,17 +199,16 @@ def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame
 def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
     t = config.topics
     rows = bucketed_rows(spark, config, bootstrap)
+    table_ends = None
+    if config.leaderboard.tables == "bootstrap":
+        from statectl.adapters.kafka_offsets import end_offsets
+
+        ends = end_offsets(bootstrap, [t.players, t.products])
+        table_ends = {"players": ends.get(t.players, {}), "products": ends.get(t.products, {})}
     output = rows.groupBy("bucket").transformWithStateInPandas(
         statefulProcessor=Leaderboard(config.leaderboard.top_n, t.score_events, t.high_scores, t.dlq,
-                                      config.leaderboard.max_record_bytes),
+                                      config.leaderboard.max_record_bytes, table_ends),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
     )
-    topics = [
-        TopicSpec(t.score_events, 4),
-        TopicSpec(t.players, 2, configs=dict(TABLE_TOPIC_CONFIGS)),
-        TopicSpec(t.products, 2, configs=dict(TABLE_TOPIC_CONFIGS)),
-        TopicSpec(t.high_scores, 4, configs=dict(TABLE_TOPIC_CONFIGS)),
-        TopicSpec(t.dlq, 1, configs={"retention.ms": str(7 * 24 * 3600 * 1000)}),
-    ]
-    return JobPlan(output=output, topics=topics, reasons=REASONS, output_topics=[t.high_scores, t.dlq],
+    return JobPlan(output=output, reasons=REASONS, output_topics=[t.high_scores, t.dlq],
                    description=f"top {config.leaderboard.top_n} scores per game -> {t.high_scores}")

@@ -7,13 +7,15 @@ logging to a file, the UI off unless asked, Python workers on this interpreter.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
+import re
+import socket
 import sys
 from importlib import resources
 from pathlib import Path
 
-from statectl.errors import OperationalError
+from statectl.errors import OperationalError, UsageError
 from statectl.text import first_error_line
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -115,18 +117,25 @@ def spark_session(
     log4j = resources.files("statectl.resources").joinpath("spark-log4j2.properties")
     with resources.as_file(log4j) as log4j_path:
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j_path} -Dstatectl.spark.log={log_file}"
-        builder = SparkSession.builder.appName(app_name).master(master)
-        builder = builder.config("spark.jars", ",".join(str(j) for j in connector_jars()))
-        builder = builder.config("spark.driver.extraJavaOptions", java_opts)
-        builder = builder.config("spark.executor.extraJavaOptions", java_opts)
-        for key, value in settings.items():
+        options = {
+            "spark.app.name": app_name, "spark.master": master,
+            "spark.jars": ",".join(str(j) for j in connector_jars()),
+            "spark.driver.extraJavaOptions": java_opts, "spark.executor.extraJavaOptions": java_opts,
+            **settings,
+        }
+        builder = SparkSession.builder
+        for key, value in options.items():
             builder = builder.config(key, value)
+        require_master(master)
+        log_start = log_file.stat().st_size if log_file.exists() else 0
         try:
-            with _child_output_to(log_file):
-                session = builder.getOrCreate()
+            _launch_jvm(options, log_file)
+            session = builder.getOrCreate()
         except Exception as exc:  # py4j/JVM start-up failures come in many types
-            raise OperationalError(f"Spark did not start: {first_error_line(exc, 300)} (log: {log_file})") from exc
+            cause = log_root_cause(_lines_since(log_file, log_start)) or first_error_line(exc, 300)
+            raise OperationalError(f"Spark did not start: {cause} (log: {log_file})") from exc
     session.sparkContext.setLogLevel("WARN")
+    _quiet_py4j_interrupts()
     if not master.startswith("local"):
         # On a cluster the executors' Python workers need the job code: ship it as a zip.
         session.sparkContext.addPyFile(str(code_archive(log_file.parent)))
@@ -185,20 +194,99 @@ def code_archive(directory: Path) -> Path:
     return archive
 
 
-@contextlib.contextmanager
-def _child_output_to(log_file: Path):
-    """Point fds 1 and 2 at ``log_file`` while the JVM is spawned, so the JVM and the Python
-    workers it forks (which print progress chatter to stdout) write there, not to the terminal."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+class _Py4JInterrupt(logging.Filter):
+    """Py4J logs a KeyboardInterrupt that arrives during a call to the JVM, with its traceback, on
+    the root logger; statectl reports the interrupt itself (a second Ctrl-C: "interrupted")."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("KeyboardInterrupt while sending command")
+
+
+def _quiet_py4j_interrupts() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _Py4JInterrupt) for f in root.filters):
+        root.addFilter(_Py4JInterrupt())
+
+
+def _launch_jvm(options: dict[str, str], log_file: Path) -> None:
+    """Start Spark's JVM with its stdout and stderr on ``log_file``; the Python workers it forks
+    (which print progress chatter) inherit them. This process keeps its own stdout and stderr, so
+    the terminal goes on showing statectl's display while Spark starts. A JVM this process
+    already runs is reused."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf()
+    conf.setAll(list(options.items()))
+    with open(log_file, "ab") as log:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _lines_since(log_file: Path, offset: int) -> list[str]:
     try:
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for f in (*saved, fd):
-            os.close(f)
+        with open(log_file, "rb") as f:
+            f.seek(offset)
+            return f.read(4 << 20).decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+_LOG_ERROR = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d\.\d+ ERROR .*? [\w$.]+: (.+)")
+_EXCEPTION = re.compile(r"(?:Caused by: )?[\w$.]+(?:Exception|Error)(?:: .*)?")
+_UNCAUGHT = re.compile(r'Exception in thread "[^"]*" (.+)')
+
+
+def log_root_cause(lines: list[str]) -> str | None:
+    """What the Spark log says went wrong: the last ERROR line's message, with the exception
+    logged under it (earlier errors led up to it: a master that dropped the connection three
+    times, then "All masters are unresponsive! Giving up."), else an exception the JVM died of
+    before its logging was set up (spark-submit refusing the master, say)."""
+    cause = uncaught = None
+    for number, line in enumerate(lines):
+        text = line.strip()
+        match = _LOG_ERROR.fullmatch(text)
+        if match:
+            cause = match.group(1).strip()
+            below = lines[number + 1].strip() if number + 1 < len(lines) else ""
+            if _EXCEPTION.fullmatch(below):
+                cause = f"{cause} {below}"
+            continue
+        match = _UNCAUGHT.fullmatch(text)
+        if match and uncaught is None:
+            uncaught = match.group(1).strip()
+    found = cause or uncaught
+    return found[:300] if found else None
+
+
+_LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]")
+
+
+def require_master(master: str, timeout: float = 3.0) -> None:
+    """Refuse a master Spark cannot use before it starts: a master URL it would not parse
+    (UsageError), a standalone master nothing answers at (OperationalError). Spark itself tries
+    a standalone master three times, 20 s apart, before it gives up."""
+    text = master.strip()
+    if _LOCAL_MASTER.fullmatch(text) or text == "yarn" or re.fullmatch(r"k8s://\S+", text):
+        return
+    expected = "expected local[*], local[N], spark://HOST:PORT, yarn or k8s://HOST:PORT"
+    if not text.startswith("spark://"):
+        raise UsageError(f"Spark master {master!r}: {expected}")
+    addresses = []
+    for part in text[len("spark://"):].split(","):
+        host, _, port = part.rpartition(":")
+        host = host.strip("[]")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"Spark master {master!r}: {expected} (a standalone master needs its port, e.g. 7077)")
+        addresses.append((host, int(port)))
+    problems = []
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as exc:
+            problems.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise OperationalError(f"no Spark master answers at {master} ({'; '.join(problems)}); start it, or pass "
+                           f"another --master (local[*] runs Spark inside statectl)")

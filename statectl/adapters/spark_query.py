@@ -1,11 +1,13 @@
 """Starting and waiting on a Structured Streaming query that writes to Kafka.
 
 The runner decides what runs and when to stop; this module is the Spark side of it: the Kafka
-sink with the metrics statectl observes on every batch, and a wait that turns the query's failure
-into "it ended" (the runner reads ``query.exception()``).
+sink with the metrics statectl observes on every batch, a wait that turns the query's failure
+into "it ended" (the runner reads ``query.exception()``), and a stop between micro-batches.
 """
 
 from __future__ import annotations
+
+import time
 
 
 def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], bootstrap: str, checkpoint: str,
@@ -40,3 +42,95 @@ def ended_within(query, seconds: float) -> bool:
         return bool(query.awaitTermination(seconds))
     except StreamingQueryException:
         return True
+
+
+class StopBetweenBatches:
+    """Stops a query at a micro-batch boundary: the batch that is running finishes and commits, and
+    no new one starts.
+
+    ``query.stop()`` interrupts the running batch (the next start re-runs it from the offset log:
+    safe, but its work is lost), and under a backlog there is no quiet moment between batches to
+    wait for: the next one starts as soon as one ends. Spark ends an AvailableNow query by setting
+    its execution state to TERMINATED, which the micro-batch loop reads before it plans a batch
+    and after it ran one; this does the same. Spark 4.2 also reads it once a batch is planned and
+    then interrupts that batch, so while the running batch is still being planned the state is
+    set only once its planning is done. Where this Spark's internals differ, it waits for the
+    running batch's progress and then calls ``stop()``, which interrupts a batch that started
+    meanwhile.
+    """
+
+    def __init__(self, query):
+        self.query = query
+        self.batch_id: int | None = None
+        self._execution = _execution(query)
+        self._thread = None  # the stream's thread, once the state is set
+        self._graceful = self._execution is not None
+
+    def request(self) -> int | None:
+        """Ask for the stop; returns the id of the batch that finishes first, None when none runs.
+        Returns at once; ``ended_within`` completes the request and waits."""
+        self.batch_id = self._running_batch()
+        self._end_after_this_batch()
+        return self.batch_id
+
+    def ended_within(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the query to end; True once it has."""
+        if self._graceful and self._thread is None:
+            self._end_after_this_batch()
+            if self._thread is None:
+                time.sleep(min(seconds, 0.01))
+                return False
+        if self._thread is not None:
+            self._thread.join(max(1, int(seconds * 1000)))
+            return not self._thread.isAlive()
+        last = self.query.lastProgress
+        if self.batch_id is None or (last is not None and int(last.get("batchId", -1)) >= self.batch_id):
+            self.query.stop()
+            return True
+        return ended_within(self.query, seconds)
+
+    def _end_after_this_batch(self) -> None:
+        """Set the state TERMINATED unless the running batch is still being planned."""
+        if not self._graceful or self._thread is not None:
+            return
+        try:
+            if self._being_planned():
+                return
+            self._execution.state().set(_terminated_state())
+            self._thread = self._execution.queryExecutionThread()
+        except Exception:  # py4j: a Spark whose internals differ
+            self._graceful = False
+
+    def _being_planned(self) -> bool:
+        """The batch announced is still being planned (a batch that began since is not waited for)."""
+        if self.batch_id is None or not self._execution.status().isTriggerActive():
+            return False
+        context = self._execution.getLatestExecutionContext()
+        return context.batchId() == self.batch_id and not context.getDuration("queryPlanning").isDefined()
+
+    def _running_batch(self) -> int | None:
+        try:
+            if not self.query.status.get("isTriggerActive"):
+                return None
+            if self._execution is not None:
+                batch = int(self._execution.getLatestExecutionContext().batchId())
+                return batch if batch >= 0 else None
+        except Exception:  # py4j: the query ended meanwhile, or internals differ
+            pass
+        last = self.query.lastProgress
+        return int(last["batchId"]) + 1 if last else None
+
+
+def _execution(query):
+    """The JVM StreamExecution behind a classic PySpark query; None elsewhere (Spark Connect)."""
+    try:
+        return query._jsq.streamingQuery()
+    except Exception:
+        return None
+
+
+def _terminated_state():
+    from pyspark import SparkContext
+
+    package = SparkContext._jvm.org.apache.spark.sql.execution.streaming.runtime
+    return getattr(getattr(package, "TERMINATED$"), "MODULE$")

@@ -28,10 +28,11 @@ def run(
 
     The config is validated before anything starts. The checkpoint keeps the job's state
     (RocksDB with changelog checkpointing): running again continues where the last run stopped,
-    after a crash too. Ctrl-C or SIGTERM stops after the current micro-batch; a second Ctrl-C
-    stops at once (still safe: an unfinished batch is re-run on the next start).
+    after a crash too. Ctrl-C or SIGTERM lets the running micro-batch finish and starts no new
+    one, then exits 0; a second Ctrl-C stops at once (still safe: an unfinished batch is re-run on
+    the next start).
 
-    While it runs: the lifecycle (CREATED, RESTORING, RUNNING, IDLE, TERMINATED/FAILED), a
+    While it runs: the lifecycle (CREATED, RESTORING, RUNNING, IDLE, STOPPING, TERMINATED/FAILED), a
     progress bar per operator whose state is being restored after a restart, then rates, state
     size and Kafka lag per batch — live on a terminal, as plain lines otherwise (stderr).
 

@@ -29,6 +29,10 @@ def topic_config(
         typer.Option("--file", "-f", metavar="PATH", help="Declarative topics file (see configs/topics.yaml): creates missing topics, applies one diff."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the diff (and let the broker validate it); change nothing.")] = False,
+    print_file: Annotated[
+        bool,
+        typer.Option("--print-file", help="Print the topics file of the topics the jobs declare (every job with its shipped configs; needs no broker). `> configs/topics.yaml` regenerates the shipped file."),
+    ] = False,
     bootstrap_servers: BootstrapOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -49,14 +53,22 @@ def topic_config(
       statectl topic-config pulse-counts --preset aggressive-compaction --dry-run
 
       statectl topic-config --file configs/topics.yaml --dry-run
+
+      statectl topic-config --print-file > my-topics.yaml
     """
     from statectl.config.bootstrap import resolve_bootstrap
     from statectl.render import topic_config as render
     from statectl.topics.apply import TopicConfigOptions, apply_plan, describe_topic, plan_changes
 
     opts = TopicConfigOptions(topic, set_ or [], delete or [], preset, file, dry_run,
-                              resolve_bootstrap(bootstrap_servers))
+                              resolve_bootstrap(bootstrap_servers), print_file)
     opts.check()
+    if opts.print_file:
+        from statectl.render.jobs_topics import jobs_topics_file as render_jobs_topics
+        from statectl.topics.jobs_file import jobs_topics_file
+
+        render_jobs_topics(jobs_topics_file(), json)
+        return
     if opts.describes:
         render.described(describe_topic(opts), json)
         return

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from jobs.leaderboard.topics import TABLE_TOPIC_CONFIGS
 from statectl.errors import UsageError
 from statectl.text import did_you_mean
 
@@ -109,7 +110,8 @@ def read_json_array(path: Path, key_field: str) -> list[Record]:
 
 
 # ---------------------------------------------------------------- datasets
-TABLE_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"}
+#: The table topics (players, products) get the configs the leaderboard declares for them.
+TABLE_CONFIGS = TABLE_TOPIC_CONFIGS
 
 
 @dataclass

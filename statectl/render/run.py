@@ -20,11 +20,16 @@ from rich.table import Table
 from rich.text import Text
 
 from statectl.errors import UsageError
+from statectl.paths import display_path
 from statectl.render import emit_json, err, out
 from statectl.text import human_bytes
 
 _STATE_STYLE = {"CREATED": "cyan", "RESTORING": "yellow", "RUNNING": "green", "IDLE": "blue",
-                "TERMINATED": "bold", "FAILED": "bold red"}
+                "STOPPING": "magenta", "TERMINATED": "bold", "FAILED": "bold red"}
+
+#: What the live display says before the query's first event: the JVM, the job's plan and the
+#: query take seconds to start, and a blank panel looks like a hang.
+STARTING = "starting Spark…"
 
 
 def _seconds(ms: float | None) -> str:
@@ -92,6 +97,12 @@ def catching_up_text(event: dict) -> str:
             f"(max {event['offsets_behind_max']:,} per partition)")
 
 
+def stopping_text(event: dict) -> str:
+    if event["batch_id"] is None:
+        return "stopping (no batch running)…"
+    return f"stopping after batch {event['batch_id']}…"
+
+
 def terminated_text(event: dict) -> str:
     return f"failed: {event['error']}" if event["error"] else "terminated"
 
@@ -136,6 +147,8 @@ class PlainRunLines:
             self._line(catching_up_text(event))
         elif kind == "idle" and self._state != "IDLE":
             self._line("idle: waiting for new data")
+        elif kind == "stopping":
+            self._line(stopping_text(event))
         elif kind == "terminated":
             self._line(terminated_text(event))
         self._state = event.get("state")
@@ -150,7 +163,8 @@ class LiveRunDisplay:
         self.console = console or err()
         self.job = job
         self._lock = threading.Lock()
-        self.state = "CREATED"
+        self.state = STARTING
+        self.stopping: str | None = None
         self.run_id: str | None = None
         self.started = time.monotonic()
         self.restores: dict[int, dict] = {}
@@ -187,8 +201,11 @@ class LiveRunDisplay:
                 self.dropped += dead_letters(event)
                 behind = [s["records_behind"] for s in event["sources"] if s["records_behind"] is not None]
                 self.behind = sum(behind) if behind else None
+            elif kind == "stopping":
+                self.stopping = stopping_text(event)
             elif kind == "terminated":
                 self.error = event["error"]
+                self.stopping = None
         self.live.refresh()
 
     def close(self) -> None:
@@ -205,6 +222,8 @@ class LiveRunDisplay:
                              f"  {elapsed // 60:02d}:{elapsed % 60:02d}")
         if self.run_id:
             text.append(f"  run {self.run_id[:8]}", style="dim")
+        if self.stopping:
+            text.append(f"  {self.stopping}", style=_STATE_STYLE["STOPPING"])
         if self.error:
             text.append(f"\n{self.error}", style="red")
         return text
@@ -305,5 +324,5 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
         table.add_row(f"written to {topic}", f"{n:,}")
     table.add_row("dead letters", ", ".join(f"{k} {v:,}" for k, v in sorted(summary.dropped.items())) or "none")
     table.add_row("state rows", f"{summary.state_rows:,}")
-    table.add_row("checkpoint", summary.checkpoint_dir)
+    table.add_row("checkpoint", display_path(summary.checkpoint_dir))
     (console or out()).print(table)

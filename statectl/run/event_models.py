@@ -26,7 +26,7 @@ SCHEMA_DESCRIPTION = ("One JSON object per line, written by `statectl run --even
 Count = Annotated[int, Field(ge=0)]
 Rate = Annotated[float, Field(ge=0)]
 # The values of statectl.run.lifecycle.State; a Literal, as the events carry plain strings.
-StateName = Literal["CREATED", "RESTORING", "RUNNING", "IDLE", "TERMINATED", "FAILED"]
+StateName = Literal["CREATED", "RESTORING", "RUNNING", "IDLE", "STOPPING", "TERMINATED", "FAILED"]
 
 
 class _Model(BaseModel):
@@ -125,7 +125,7 @@ class SourceLag(_Model):
 class EventFields(_Model):
     """Fields every event has."""
 
-    type: str = Field(description="The event type: one of the eight below.")
+    type: str = Field(description="The event type: one of the nine below.")
     time: Rate = Field(description="When it happened: Unix time in seconds, millisecond precision.")
     state: StateName = Field(description="The run's lifecycle state after this event.")
     query_id: str | None = Field(description="The checkpoint's query id, the same across restarts.")
@@ -153,7 +153,8 @@ class QueryStarted(EventFields):
 
 
 class RestoreStarted(EventFields):
-    """One per stateful operator, when the first batch starts."""
+    """One per stateful operator, when the first batch starts; the state becomes `RESTORING` (from
+    `CREATED`, or from `IDLE` when the query waited for data first)."""
 
     model_config = ConfigDict(title="restore_started")
 
@@ -222,7 +223,7 @@ class RestoreFinished(EventFields):
 
 
 class BatchProgress(EventFields):
-    """After every micro-batch; the state becomes `RUNNING`."""
+    """After every micro-batch; the state becomes `RUNNING` (it stays `STOPPING` once a stop was asked for)."""
 
     model_config = ConfigDict(title="batch_progress")
 
@@ -271,6 +272,21 @@ class Idle(EventFields):
     type: Literal["idle"] = Field(description=_TYPE)
 
 
+class Stopping(EventFields):
+    """A stop was asked for (Ctrl-C, SIGTERM): the micro-batch that is running finishes and commits,
+    no new one starts. The state becomes `STOPPING` and stays so, through that batch's
+    `batch_progress`, until `terminated`."""
+
+    model_config = ConfigDict(title="stopping")
+
+    type: Literal["stopping"] = Field(description=_TYPE)
+    batch_id: Count | None = Field(
+        description="The batch that finishes before the query stops; null when none was running.")
+    reason: Literal["SIGINT", "SIGTERM", "requested", "time_limit"] = Field(
+        description="`SIGINT` (Ctrl-C) or `SIGTERM`; `requested` when the program running the job asked; "
+                    "`time_limit` when a run given a duration reached it.")
+
+
 class Terminated(EventFields):
     """The query ended: `FAILED` with an error, `TERMINATED` without. Both are final."""
 
@@ -285,7 +301,8 @@ class Terminated(EventFields):
 
 
 Event = Annotated[
-    QueryStarted | RestoreStarted | RestoreProgress | RestoreFinished | BatchProgress | CatchingUp | Idle | Terminated,
+    QueryStarted | RestoreStarted | RestoreProgress | RestoreFinished | BatchProgress | CatchingUp | Idle | Stopping
+    | Terminated,
     Field(discriminator="type"),
 ]
 EVENT_MODELS: tuple[type[EventFields], ...] = get_args(get_args(Event)[0])

@@ -21,8 +21,12 @@ EventSink = Callable[[dict], None]
 
 EVENT_TYPES = (
     "query_started", "restore_started", "restore_progress", "restore_finished",
-    "batch_progress", "catching_up", "idle", "terminated",
+    "batch_progress", "catching_up", "idle", "stopping", "terminated",
 )
+
+#: Why a run stops when nothing failed: a signal, the embedding code's stop event, or
+#: ``stop_after_seconds``.
+STOP_REASONS = ("SIGINT", "SIGTERM", "requested", "time_limit")
 
 
 class State(str, Enum):
@@ -32,6 +36,7 @@ class State(str, Enum):
     RESTORING = "RESTORING"  # the first batch after a restart is loading state stores
     RUNNING = "RUNNING"  # a batch finished
     IDLE = "IDLE"  # waiting for new data
+    STOPPING = "STOPPING"  # asked to stop: the running batch finishes, no new one starts
     TERMINATED = "TERMINATED"  # stopped or finished without an error
     FAILED = "FAILED"  # stopped by an error
 
@@ -47,7 +52,11 @@ def next_state(state: State, event: dict) -> State:
         return state
     if kind == "terminated":
         return State.FAILED if event.get("error") else State.TERMINATED
-    if kind == "restore_started" and state is State.CREATED:
+    if kind == "stopping" or state is State.STOPPING:
+        return State.STOPPING  # the batch that finishes the run does not make it RUNNING again
+    # The first batch of a restart loads the state, whether it started at once or when data
+    # arrived after an idle start.
+    if kind == "restore_started" and state in (State.CREATED, State.IDLE):
         return State.RESTORING
     if kind == "batch_progress":
         return State.RUNNING
@@ -87,6 +96,12 @@ def query_started(query_id: str, run_id: str, name: str | None, when: float | No
 
 def idle(query_id: str, run_id: str, when: float | None = None) -> dict:
     return _event("idle", when, query_id=query_id, run_id=run_id)
+
+
+def stopping(query_id: str | None, run_id: str | None, batch_id: int | None, reason: str,
+             when: float | None = None) -> dict:
+    """A stop was asked for: ``batch_id`` is the batch that finishes first (None: none was running)."""
+    return _event("stopping", when, query_id=query_id, run_id=run_id, batch_id=batch_id, reason=reason)
 
 
 def terminated(query_id: str | None, run_id: str | None, error: str | None, when: float | None = None, *,

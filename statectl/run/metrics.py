@@ -10,8 +10,9 @@ import errno
 import socket
 
 from statectl.errors import OperationalError, UsageError
+from statectl.run.lifecycle import State
 
-_STATES = ["CREATED", "RESTORING", "RUNNING", "IDLE", "TERMINATED", "FAILED"]
+_STATES = [state.value for state in State]
 
 
 class RunMetrics:

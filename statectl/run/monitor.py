@@ -59,6 +59,10 @@ class RunMonitor:
         """Hand a raw listener event over; returns at once."""
         self._queue.put(raw)
 
+    def stopping(self, batch_id: int | None, reason: str) -> None:
+        """A stop was asked for; ``batch_id`` is the batch that finishes first (None: none runs)."""
+        self.submit(("stopping", time.time(), batch_id, reason))
+
     def start(self) -> "RunMonitor":
         self._thread.start()
         return self
@@ -119,6 +123,9 @@ class RunMonitor:
         elif kind == "idle":
             _, when, query_id, run_id = raw
             self._emit(ev.idle(query_id, run_id, when))
+        elif kind == "stopping":
+            _, when, batch_id, reason = raw
+            self._emit(ev.stopping(self.query_id, self.run_id, batch_id, reason, when))
         elif kind == "terminated":
             if self.terminated.is_set():
                 return

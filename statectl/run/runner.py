@@ -2,8 +2,9 @@
 Spark query with the Kafka sink, follow it, and stop it cleanly.
 
 ``--available-now`` processes everything available and returns. Otherwise the query runs until
-SIGINT/SIGTERM, which stops it between micro-batches (never leaving a half-written batch: the
-next run re-runs an uncommitted batch from the offset log anyway, so even a kill is safe).
+SIGINT/SIGTERM: the batch that is running finishes and commits, no new one starts, and the run
+exits 0 (a second signal stops at once; the next run re-runs an uncommitted batch from the
+offset log, so even a kill is safe).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Callable
 from jobs.registry import JobEntry, job_entry
 from statectl.config.bootstrap import resolve_bootstrap
 from statectl.config.sections import JobConfig
-from statectl.errors import OperationalError, UsageError
+from statectl.errors import OperationalError, StatectlError, UsageError
 from statectl.run.lifecycle import EventSink, RunTotals, batch_progress
 from statectl.run.restore_tracking import tracked_restore
 from statectl.paths import default_checkpoint_root
@@ -72,61 +73,127 @@ def checkpoint_for(config: JobConfig, override: Path | None) -> Path:
     return default_checkpoint_root() / config.job.replace("/", "-")
 
 
+def check_checkpoint_location(checkpoint: Path) -> None:
+    """Refuse, before anything starts, a checkpoint path Spark could not use as a directory: the
+    path or a folder above it is a file, or its folder cannot be created or written (the lock goes
+    beside the checkpoint). Creates the folder the checkpoint goes in, nothing else."""
+    if checkpoint.exists() and not checkpoint.is_dir():
+        raise UsageError(f"checkpoint {checkpoint} is a file, not a directory; pass a --checkpoint-dir "
+                         f"that is a directory or does not exist yet")
+    above = checkpoint.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise UsageError(f"checkpoint {checkpoint}: {above} is a file, not a directory; pass another --checkpoint-dir")
+    try:
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"checkpoint {checkpoint}: cannot create {exc.filename or checkpoint.parent} "
+                         f"({exc.strerror}); pass a --checkpoint-dir where this user can write") from None
+    for folder in (checkpoint.parent, checkpoint):
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"checkpoint {checkpoint}: {folder} is not writable by this user; "
+                             f"pass a --checkpoint-dir where this user can write")
+
+
 class CheckpointLock:
     """An exclusive lock beside the checkpoint (``<dir>.lock``), so two runs never share one.
 
-    flock is released by the kernel when the process dies, so a crash never leaves it stale.
+    flock is released by the kernel when the process dies, so a crash never leaves it held; the
+    file itself is removed when the lock is released, so none stays beside a checkpoint.
     """
 
     def __init__(self, checkpoint: Path):
+        self.checkpoint = checkpoint
         self.path = checkpoint.with_name(checkpoint.name + ".lock")
         self.fd: int | None = None
 
     def __enter__(self) -> "CheckpointLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+        check_checkpoint_location(self.checkpoint)
+        while True:
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise OperationalError(
+                    f"checkpoint {self.checkpoint} is in use by another run "
+                    f"(pid {holder}); stop that run first or pass another --checkpoint-dir"
+                ) from None
+            # The run that held it may have removed the file between our open and our lock:
+            # then this lock guards nothing, and the file another run creates would be free.
+            if self._is_current(fd):
+                break
             os.close(fd)
-            raise OperationalError(
-                f"checkpoint {self.path.parent / self.path.name[:-len('.lock')]} is in use by another run "
-                f"(pid {holder}); stop that run first or pass another --checkpoint-dir"
-            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self.fd = fd
         return self
 
+    def _open(self) -> int:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError(f"checkpoint {self.checkpoint}: cannot create {exc.filename or self.path} "
+                             f"({exc.strerror}); pass a --checkpoint-dir where this user can write") from None
+
+    def _is_current(self, fd: int) -> bool:
+        try:
+            return os.fstat(fd).st_ino == os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return False
+
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)  # while still holding the lock, so no one locks the old file
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
 
 
-def _stop_signals() -> tuple[threading.Event, Callable[[], None]]:
-    """SIGINT/SIGTERM set an event instead of raising; a second signal restores the default."""
-    requested = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        return requested, lambda: None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+@contextlib.contextmanager
+def _one_line_errors(job_id: str):
+    """Errors from Spark, Py4J or a job's code that nothing turned into a StatectlError: one line
+    with what went wrong (``--debug`` shows the traceback), never a raw trace."""
+    try:
+        yield
+    except StatectlError:
+        raise
+    except Exception as exc:
+        raise OperationalError(f"the {job_id} run failed: {first_error_line(exc)} "
+                               f"(statectl --debug run ... shows the traceback)") from exc
 
-    def handler(signum, frame):
-        if requested.is_set():
-            signal.signal(signum, previous[signum])
+
+class StopSignals:
+    """SIGINT/SIGTERM ask for a stop between batches instead of raising; a second one restores
+    the default handlers and raises KeyboardInterrupt (stop at once)."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.reason: str | None = None  # SIGINT | SIGTERM, once one came
+        self._previous: dict = {}
+
+    def install(self) -> "StopSignals":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+            for sig in self._previous:
+                signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested.is_set():
+            signal.signal(signum, self._previous[signum])
             raise KeyboardInterrupt
-        requested.set()
+        self.reason = signal.Signals(signum).name
+        self.requested.set()
 
-    for sig in previous:
-        signal.signal(sig, handler)
-
-    def restore() -> None:
-        for sig, h in previous.items():
-            signal.signal(sig, h)
-
-    return requested, restore
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
 
 
 def _checkpoint_layout(checkpoint: Path):
@@ -156,16 +223,24 @@ def _refuse_incompatible_checkpoint(job, layout) -> None:
 
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
-    from statectl.adapters.kafka import create_missing_topics, require_broker
+    from statectl.adapters.kafka import require_broker
+
+    from statectl.adapters.spark import require_master
 
     config = request.config
     job = request.job or job_entry(config.job)
+    checkpoint = checkpoint_for(config, request.checkpoint_dir)
+    master = request.master or config.spark.master
+    # Refused in a second, before Spark starts (which takes many): a checkpoint path that cannot
+    # be a directory, a master nobody answers at, the broker, a metrics port in use.
+    check_checkpoint_location(checkpoint)
+    require_master(master)
     bootstrap = resolve_bootstrap(request.bootstrap_servers, config.kafka.bootstrap_servers)
     admin = require_broker(bootstrap)
-    checkpoint = checkpoint_for(config, request.checkpoint_dir)
-    metrics = _serve_metrics(request)  # before Spark starts: a taken port fails in a second
+    topics = _plan_topics(job, config, bootstrap, admin)
+    metrics = _serve_metrics(request)
 
-    with CheckpointLock(checkpoint), _closing(metrics):
+    with CheckpointLock(checkpoint), _closing(metrics), _one_line_errors(config.job):
         from statectl.adapters.spark import spark_session
         from statectl.adapters.spark_query import kafka_sink_writer
 
@@ -174,15 +249,14 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         layout = _checkpoint_layout(checkpoint)
         _refuse_incompatible_checkpoint(job, layout)
         restore, plan_note = tracked_restore(checkpoint, layout) if request.listen else ({}, None)
+        topic_note = topics.apply()
         spark = spark_session(
             app_name=f"statectl {config.job}",
-            master=request.master or config.spark.master,
+            master=master,
             conf=config.spark.conf,
             ui=config.spark.ui,
         )
         plan = job.topology().build(spark, config, bootstrap)
-        topic_note = _apply_topic_requests(plan.topic_requests, config.job, bootstrap)
-        create_missing_topics(admin, plan.topics)
 
         writer = kafka_sink_writer(
             plan.output, plan.reasons, plan.output_topics, bootstrap, str(checkpoint), config.job.replace("/", "-"),
@@ -195,25 +269,30 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             monitor = _monitor(spark, metrics, [totals.add, metrics, on_event], restore, [plan_note, topic_note],
                                {"job": config.job, "checkpoint": str(checkpoint), "trigger": trigger})
         started = time.monotonic()
-        stop_requested, restore_signals = _stop_signals()
+        signals = StopSignals().install()
         status = "finished"
         error = None
         start_error = None
+        interrupted = False
         try:
             try:
                 query = writer.start()
             except Exception as exc:
                 start_error = first_error_line(exc)
                 raise OperationalError(f"the {config.job} query did not start: {start_error}") from exc
-            status = _follow(query, stop_requested, request, started)
+            status = _follow(query, signals, request, started, monitor.stopping if monitor is not None else None)
             exc = query.exception()
             if exc is not None:
                 status, error = "failed", first_error_line(exc)
+        except KeyboardInterrupt:
+            interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
+            raise
         finally:
-            restore_signals()
+            signals.restore()
             if monitor is not None:
-                monitor.close(error=start_error)
-                spark.streams.removeListener(monitor.listener)
+                monitor.close(error=start_error, wait=0.5 if interrupted else 5.0)
+                with contextlib.suppress(Exception):  # a JVM on its way out must not hide why
+                    spark.streams.removeListener(monitor.listener)
         if monitor is None:
             for progress in query.recentProgress:
                 totals.add(batch_progress(json.loads(progress.json)))
@@ -231,16 +310,17 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     return summary
 
 
-def _follow(query, stop_requested: threading.Event, request: RunRequest, started: float) -> str:
+def _follow(query, signals: StopSignals, request: RunRequest, started: float,
+            on_stopping: Callable[[int | None, str], None] | None = None) -> str:
     """Wait for the query to end, or for a stop request; stop between batches."""
     from statectl.adapters.spark_query import ended_within
 
     while query.isActive:
         if ended_within(query, 0.2):
             break  # the caller reads query.exception()
-        timed_out = request.stop_after_seconds is not None and time.monotonic() - started > request.stop_after_seconds
-        if stop_requested.is_set() or timed_out or (request.stop is not None and request.stop.is_set()):
-            _stop_between_batches(query)
+        reason = _stop_reason(signals, request, started)
+        if reason is not None:
+            _stop_between_batches(query, reason, on_stopping)
             return "stopped"
         if request.available_now and caught_up(query.lastProgress):
             # Spark ends an AvailableNow query by itself, except when a processing-time stateful
@@ -250,6 +330,16 @@ def _follow(query, stop_requested: threading.Event, request: RunRequest, started
             query.stop()
             return "finished"
     return "finished"
+
+
+def _stop_reason(signals: StopSignals, request: RunRequest, started: float) -> str | None:
+    if signals.requested.is_set():
+        return signals.reason or "requested"
+    if request.stop is not None and request.stop.is_set():
+        return "requested"
+    if request.stop_after_seconds is not None and time.monotonic() - started > request.stop_after_seconds:
+        return "time_limit"
+    return None
 
 
 def caught_up(progress: dict | None) -> bool:
@@ -270,9 +360,20 @@ def _offsets(value):
         return value
 
 
-def _stop_between_batches(query, patience: float = 600.0) -> None:
-    wait_until(lambda: not (query.isActive and query.status.get("isTriggerActive")), patience)
-    query.stop()
+def _stop_between_batches(query, reason: str, on_stopping: Callable[[int | None, str], None] | None,
+                          patience: float = 600.0) -> None:
+    """Let the running batch finish and commit, start no other, and wait for the query to end.
+
+    Waiting for a moment with no batch running does not work under a backlog: the next batch
+    starts as soon as one ends, and batch after batch ran before such a moment came."""
+    from statectl.adapters.spark_query import StopBetweenBatches
+
+    stopper = StopBetweenBatches(query)
+    batch = stopper.request()
+    if on_stopping is not None:
+        on_stopping(batch, reason)
+    if not wait_until(lambda: stopper.ended_within(0.2), patience, interval=0):
+        query.stop()  # the batch never finished: interrupt it (the next run re-runs it)
 
 
 def _serve_metrics(request: RunRequest):
@@ -287,18 +388,14 @@ def _closing(metrics):
     return contextlib.closing(metrics) if metrics is not None else contextlib.nullcontext()
 
 
-def _apply_topic_requests(requests: list, job_id: str, bootstrap: str) -> str | None:
-    """The topic configs a job declares, diffed against the cluster, then applied: the same checks,
-    diff and validate_only as `statectl topic-config`. Returns what was done, for the run's notes."""
-    if not requests:
-        return None
-    from statectl.topics.apply import apply_plan, plan_requests
-    from statectl.topics.diff import outcome_summary
+def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: str, admin):
+    """The topics the job declares (a pure function of its config), checked and diffed against the
+    cluster with the same checks, diff and validate_only as `statectl topic-config --file`, before
+    the checkpoint is locked or Spark starts: a bad topic config is refused in a second. Its
+    ``apply()`` creates and configures them later, once the run is sure to go on."""
+    from statectl.topics.declared import plan_job_topics
 
-    diff = plan_requests(requests, f"{job_id} config", bootstrap)
-    if not diff.is_noop:
-        apply_plan(diff)
-    return f"topic configs: {outcome_summary(diff)}"
+    return plan_job_topics(job.topics(config), config.job, bootstrap, admin)
 
 
 def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict):

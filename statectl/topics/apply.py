@@ -39,14 +39,22 @@ class TopicConfigOptions:
     file: Path | None = None
     dry_run: bool = False
     bootstrap_servers: str = "localhost:9092"
+    #: Print the topics file the jobs declare instead (no broker).
+    print_file: bool = False
 
     @property
     def describes(self) -> bool:
         """No change asked for: show the topic's configs."""
-        return self.file is None and not (self.sets or self.deletes or self.preset)
+        return self.file is None and not (self.sets or self.deletes or self.preset or self.print_file)
 
     def check(self) -> None:
         """Refuse combinations that mean nothing, before anything else happens."""
+        if self.print_file:
+            if self.topic is not None or self.file is not None or self.sets or self.deletes or self.preset or self.dry_run:
+                raise UsageError("--print-file prints the topics file the jobs declare and changes nothing; it takes "
+                                 "no TOPIC, --file, --set, --delete, --preset or --dry-run (apply what it prints "
+                                 "with --file)")
+            return
         if self.file is not None:
             if self.topic is not None:
                 raise UsageError("give either a TOPIC or --file, not both (the file names its topics)")

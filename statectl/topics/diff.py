@@ -292,7 +292,8 @@ def outcome_summary(diff: TopicConfigDiff) -> str:
     parts = []
     for plan in diff.topics:
         if plan.create is not None:
-            parts.append(f"created {plan.topic} with " + ", ".join(f"{k}={v}" for k, v in plan.create["configs"].items()))
+            configs = ", ".join(f"{k}={v}" for k, v in plan.create["configs"].items())
+            parts.append(f"created {plan.topic}" + (f" with {configs}" if configs else ""))
         elif plan.changes:
             parts.append(f"set on {plan.topic}: " + ", ".join(f"{c.key}={c.new}" for c in plan.changes))
         else:

@@ -465,3 +465,38 @@ def test_sales_threshold_reset_after_notify_and_restart_mid_stream(bootstrap, tm
     assert once.run().batches == 1
     assert sorted(_notifications(once)) == sorted(_notifications(ex))
     assert once.view("totals") == ex.view("totals")
+
+
+# ---------------------------------------------------------------- issue 17, item 11
+@pytest.mark.parametrize("output_exists", [False, True], ids=["new-output-topic", "existing-output-topic"])
+def test_item11_an_unknown_output_topic_config_is_refused_before_spark_starts(bootstrap, tmp_path, output_exists):
+    """Bad input: `--set output_topic.configs.segment.byts=536870912` (segment.bytes misspelt), with
+    the output topic missing and existing. Refused with exit 2 and one line naming the key, before
+    Spark starts (no Spark log is written), before the checkpoint is locked or created, and with no
+    topic created. Before, the job's topic requests came out of build(), so Spark started first
+    and the refusal came after it (and after the checkpoint lock was taken)."""
+    from tests.conftest import run_statectl
+    from statectl.adapters.kafka import existing_topics
+
+    p = f"tc11-{uuid.uuid4().hex[:8]}"
+    topics = {"input": f"{p}-in", "output": f"{p}-out", "dlq": f"{p}-dlq"}
+    if output_exists:
+        create_missing_topics(require_broker(bootstrap), [TopicSpec(topics["output"], 1)])
+    checkpoint, spark_log = tmp_path / "ckpt", tmp_path / "spark.log"
+    sets = [a for k, v in topics.items() for a in ("--set", f"topics.{k}={v}")]
+    done = run_statectl("run", "advanced-state", "topic-configs", "--available-now", "--checkpoint-dir", str(checkpoint),
+                        "-b", bootstrap, "--set", "output_topic.configs.segment.byts=536870912", *sets,
+                        env={"STATECTL_SPARK_LOG": str(spark_log)})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    if output_exists:  # the broker's own names are known: the config key and a suggestion
+        assert done.stderr.startswith("error: advanced-state/topic-configs output_topic.configs.segment.byts: "
+                                      "unknown topic config (did you mean 'segment.bytes'?)"), done.stderr
+    else:  # a topic to create: the broker's validate_only of the creation names the key
+        assert done.stderr == (f"error: {topics['output']}: the broker refused the change: "
+                               "Unknown topic config name: segment.byts\n")
+    assert not spark_log.exists(), "Spark was started"
+    assert not checkpoint.exists() and not checkpoint.with_name("ckpt.lock").exists()
+    present = existing_topics(require_broker(bootstrap))
+    assert topics["input"] not in present and topics["dlq"] not in present
+    assert (topics["output"] in present) == output_exists

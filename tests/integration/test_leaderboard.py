@@ -163,7 +163,9 @@ def test_seed_data_through_query_rest_and_topic(cli, bootstrap, tmp_path):
 
 
 def test_table_semantics_within_one_micro_batch(bootstrap, tmp_path):
-    lb = Leaderboard(bootstrap, tmp_path)
+    # as-of: every table record counts from its timestamp (bootstrap would count those already
+    # in the topics before every score; see test_item8_*).
+    lb = Leaderboard(bootstrap, tmp_path, "leaderboard.tables=as-of")
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 900)])
     lb.produce("players", [(11, player(11, "Bo"), 950)])
     lb.produce("score_events", [(None, score(10, 1, 50), 1000)])  # before player 10 exists: dropped
@@ -265,13 +267,14 @@ def test_dead_letters_are_counted_and_routed(bootstrap, tmp_path):
     bad_scores = {(d["sourcePartition"], d["sourceOffset"]) for d in letters if d["sourceTopic"] == lb.topics["score_events"]}
     assert len(bad_scores) == 16  # every bad score event, each once
     not_json = next(d for d in letters if d.get("value") == "{not json" and d["sourceTopic"] == lb.topics["score_events"])
-    assert not_json == {"reason": "malformed_json", "sourceTopic": lb.topics["score_events"],
-                        "sourcePartition": not_json["sourcePartition"], "sourceOffset": not_json["sourceOffset"],
-                        "value": "{not json"}
+    assert not_json == {"reason": "malformed_json",
+                        "detail": 'expected a JSON object with "player_id", "product_id" and "score"',
+                        "sourceTopic": lb.topics["score_events"], "sourcePartition": not_json["sourcePartition"],
+                        "sourceOffset": not_json["sourceOffset"], "sourceKey": None, "value": "{not json"}
     oversized = next(d for d in letters if d["reason"] == "oversized")
     assert oversized["detail"] == "larger than 200 bytes"
     assert json.loads(oversized["value"])["pad"] == "x" * 300  # under 1024 characters: the whole value
-    assert sum(1 for d in letters if d["reason"] == "malformed_json" and "\ufffd" in d.get("value", "")) == 1
+    assert sum(1 for d in letters if d["reason"] == "malformed_json" and "\ufffd" in (d["value"] or "")) == 1
     unknown = [d for d in letters if d["reason"] == "unknown_player"]
     assert json.loads(unknown[0]["value"]) == score(99, 1, 43)
 
@@ -279,7 +282,7 @@ def test_dead_letters_are_counted_and_routed(bootstrap, tmp_path):
 def test_every_score_of_an_unknown_game_is_a_dead_letter(bootstrap, tmp_path):
     # More scores per player and game than top_n: none may be thinned out before the game is
     # found unknown. Game 7 becomes known only after the first two of A's scores for it.
-    lb = Leaderboard(bootstrap, tmp_path, "leaderboard.top_n=2")
+    lb = Leaderboard(bootstrap, tmp_path, "leaderboard.top_n=2", "leaderboard.tables=as-of")
     lb.produce("players", [(1, player(1, "A"), 1)])
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1), (7, {"id": 7, "name": "Doom"}, 20)])
     lb.produce("score_events", [(None, score(1, 5, v), 10 + i) for i, v in enumerate([10, 30, 20, 40, 50])]
@@ -292,6 +295,55 @@ def test_every_score_of_an_unknown_game_is_a_dead_letter(bootstrap, tmp_path):
     assert sorted((d["product_id"], d["score"]) for d in letters) == [
         (5, 10), (5, 20), (5, 30), (5, 40), (5, 50), (7, 60), (7, 70)]
     assert lb.ranked() == {"1": [("A", 3.0), ("A", 2.0)], "7": [("A", 90.0), ("A", 80.0)]}
+
+
+def _compacted_tables(lb: Leaderboard) -> None:
+    """What compaction leaves of the tables: each player's newest record only, written after the
+    scores that need it (at a later offset, with a later timestamp); the game known from the start."""
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1)])
+    lb.produce("score_events", [(None, score(1, 1, 100), 10), (None, score(2, 1, 200), 11),
+                                (None, score(1, 1, 300), 12)])
+    lb.produce("players", [(1, player(1, "Ann"), 50), (2, player(2, "Bo"), 60)])
+
+
+def test_item8_a_fresh_checkpoint_on_compacted_tables_joins_every_score(bootstrap, tmp_path):
+    """Bad input: a players topic holding only records newer than the scores (compaction), read by
+    a new checkpoint with the shipped settings (tables: bootstrap, starting_offsets: earliest),
+    then by another new checkpoint with tables: as-of, which dead-letters them as before."""
+    lb = Leaderboard(bootstrap, tmp_path)
+    _compacted_tables(lb)
+    summary = lb.run()
+    assert summary.dropped == {}
+    assert lb.dead_letters() == []
+    assert lb.ranked() == {"1": [("Ann", 300.0), ("Bo", 200.0), ("Ann", 100.0)]}
+
+    as_of = lb.reading_the_same_input(tmp_path)
+    assert as_of.run("leaderboard.tables=as-of").dropped == {"unknown_player": 3}
+    assert as_of.ranked() == {}
+
+    # The checkpoint now knows the tables: records produced from here on are joined as of their
+    # time, as an uninterrupted run would have joined them.
+    lb.produce("score_events", [(None, score(3, 1, 400), 70)])
+    lb.produce("players", [(3, player(3, "Cy"), 80)])
+    lb.produce("score_events", [(None, score(3, 1, 500), 90)])
+    continued = lb.run()
+    assert continued.dropped == {"unknown_player": 1}
+    assert lb.ranked() == {"1": [("Cy", 500.0), ("Ann", 300.0), ("Bo", 200.0)]}
+
+
+def test_item8_bootstrap_reads_the_tables_from_the_beginning_when_scores_start_at_the_end(bootstrap, tmp_path):
+    """Bad input: kafka.starting_offsets: latest on a new checkpoint, with the tables written
+    before the start; as-of (tables from the end too) knows no player at all."""
+    lb = Leaderboard(bootstrap, tmp_path, "kafka.starting_offsets=latest")
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1)])
+    lb.produce("players", [(1, player(1, "Ann"), 2)])
+    as_of = lb.reading_the_same_input(tmp_path)
+    assert lb.run().input_rows == 2  # the tables, none of the scores before the start
+    as_of.run("kafka.starting_offsets=latest", "leaderboard.tables=as-of")
+    lb.produce("score_events", [(None, score(1, 1, 10), 3)])
+    assert lb.run().dropped == {}
+    assert lb.ranked() == {"1": [("Ann", 10.0)]}
+    assert as_of.run("kafka.starting_offsets=latest", "leaderboard.tables=as-of").dropped == {"unknown_player": 1}
 
 
 def test_checkpoint_in_use_is_refused(bootstrap, tmp_path):

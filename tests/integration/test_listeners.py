@@ -241,3 +241,44 @@ def test_metrics_port_serves_the_run_while_it_lasts(bootstrap, tmp_path):
     # served only while the job runs
     with pytest.raises(OSError):
         urllib.request.urlopen(url[0], timeout=2)
+
+
+IDLE_INTERVAL = "spark.sql.streaming.noDataProgressEventInterval"
+
+
+def test_item9_a_restore_after_an_idle_start_is_labelled_restoring(bootstrap, tmp_path):
+    """A restart with nothing new to read goes IDLE; the data produced then makes the first batch,
+    which loads the state. Its restore events said IDLE; they must say RESTORING, the batch
+    RUNNING."""
+    lb = Leaderboard(bootstrap, tmp_path, "trigger.processing_time=1 second")
+    with_spark_conf(lb, {"spark.sql.shuffle.partitions": "2", IDLE_INTERVAL: "1000"})
+    seed_tables(lb, players=20, products=4)
+    produce_scores(lb, 200, seed=21)
+    first = run_job(RunRequest(lb.config(), available_now=True, checkpoint_dir=lb.checkpoint))
+    assert first.batches >= 1
+
+    stop = threading.Event()
+    events: list[dict] = []
+
+    def on_event(event: dict) -> None:
+        events.append(event)
+        if event["type"] == "idle" and sum(e["type"] == "idle" for e in events) == 1:
+            threading.Thread(target=produce_scores, args=(lb, 50, 22), daemon=True).start()
+        if event["type"] == "batch_progress":
+            stop.set()
+
+    try:
+        summary = run_job(RunRequest(lb.config(), checkpoint_dir=lb.checkpoint, stop=stop, stop_after_seconds=240),
+                          on_event=on_event)
+    finally:
+        from pyspark.sql import SparkSession
+
+        SparkSession.getActiveSession().conf.unset(IDLE_INTERVAL)  # the JVM is shared with later tests
+    assert summary.status == "stopped" and summary.input_rows == 50
+    assert_valid(events)
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["query_started", "idle"] and events[1]["state"] == "IDLE"
+    restore = [e for e in events if e["type"].startswith("restore_")]
+    assert restore and kinds.index("restore_started") < kinds.index("batch_progress")
+    assert {e["state"] for e in restore} == {"RESTORING"}
+    assert events[kinds.index("batch_progress")]["state"] == "RUNNING"

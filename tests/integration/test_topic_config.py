@@ -217,7 +217,9 @@ def test_shipped_topics_file_validates_against_the_broker(cli, bootstrap):
     before = set(existing_topics(admin_client(bootstrap)))
     result = _run(cli, "--file", str(REPO / "configs" / "topics.yaml"), "--dry-run", "-b", bootstrap, "--json")
     assert result.exit_code == 0, result.output
-    assert len(json.loads(result.stdout)["topics"]) == 13
+    from statectl.topics.jobs_file import jobs_topics_file
+
+    assert len(json.loads(result.stdout)["topics"]) == len(jobs_topics_file().topics)
     assert set(existing_topics(admin_client(bootstrap))) == before
 
 
@@ -323,3 +325,34 @@ def test_known_config_bounds_match_the_broker(bootstrap, unique_topic):
     assert not broker_accepts("segment.bytes", str(2**31)) and broker_accepts("segment.bytes", str(2**31 - 1))
     assert {"segment.bytes", "segment.ms", "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
             "retention.ms", "min.insync.replicas", "cleanup.policy", "compression.type"} <= checked
+
+
+# ---------------------------------------------------------------- issue 17, item 7
+def test_item7_applying_the_topics_file_after_a_run_changes_nothing(cli, bootstrap, tmp_path):
+    """`statectl run leaderboard` on the seed data, then every job's own pre-Spark topic step with
+    every shipped config (what `statectl run` does before Spark starts), then the shipped topics
+    file as a dry run: nothing to create, no config to change. Before, the file declared
+    aggressive compaction for high-scores and 14 days for leaderboard-dlq where the run had
+    created other values, and 7 topics the jobs write were missing from it."""
+    from jobs.registry import JOBS, shipped_configs
+    from statectl.topics.declared import plan_job_topics
+
+    produced = cli("produce-test-data", "leaderboard", "-b", bootstrap)
+    assert produced.exit_code == 0, produced.stderr
+    run = cli("run", "leaderboard", "--available-now", "--checkpoint-dir", str(tmp_path / "leaderboard"), "-b", bootstrap)
+    assert run.exit_code == 0, run.stderr
+    leaderboard = ["score-events", "players", "products", "high-scores", "leaderboard-dlq"]
+    assert set(leaderboard) <= set(existing_topics(admin_client(bootstrap)))
+
+    def dry_run() -> dict:
+        result = _run(cli, "--file", str(REPO / "configs" / "topics.yaml"), "--dry-run", "--json", "-b", bootstrap)
+        assert result.exit_code == 0, result.stderr
+        return {t["topic"]: t for t in json.loads(result.stdout)["topics"]}
+
+    planned = dry_run()
+    assert {t: (planned[t]["create"], planned[t]["changes"]) for t in leaderboard} == {t: (None, []) for t in leaderboard}
+
+    for _, config in shipped_configs():
+        plan_job_topics(JOBS[config.job].topics(config), config.job, bootstrap).apply()
+    changed = {t: p for t, p in dry_run().items() if p["create"] is not None or p["changes"]}
+    assert changed == {}
