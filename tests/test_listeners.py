@@ -434,8 +434,10 @@ def every_event_type() -> list[dict]:
     _, restore = track(leaderboard_plan(), LOG_LINES)
     batch = ev.batch_progress(PROGRESS, when=5.0)
     behind = ev.catching_up(batch, caught_up=True, when=5.0)
+    jump = ev.DeadLetterWatch(min_letters=1).after(
+        {**batch, "input_rows": 10, "observed": {"statectl": {"dropped_unknown_player": 5}}})
     events = [ev.query_started(QUERY_ID, RUN_ID, "leaderboard", 1.0, job="leaderboard", restore_planned=True),
-              *restore, batch, behind, ev.idle(QUERY_ID, RUN_ID, 6.0),
+              *restore, batch, behind, jump, ev.idle(QUERY_ID, RUN_ID, 6.0),
               ev.stopping(QUERY_ID, RUN_ID, None, "SIGTERM", 6.5), ev.terminated(QUERY_ID, RUN_ID, None, 7.0)]
     life = Lifecycle()
     for e in events:

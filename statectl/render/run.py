@@ -21,7 +21,7 @@ from rich.text import Text
 
 from statectl.errors import UsageError
 from statectl.paths import display_path
-from statectl.render import emit_json, err, out
+from statectl.render import emit_json, err, labelled, out
 from statectl.text import human_bytes
 
 _STATE_STYLE = {"CREATED": "cyan", "RESTORING": "yellow", "RUNNING": "green", "IDLE": "blue",
@@ -36,6 +36,10 @@ def _seconds(ms: float | None) -> str:
     if ms is None:
         return "?"
     return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms:.0f} ms"
+
+
+#: The share of a run's input in dead letters above which its summary warns.
+DEAD_LETTER_WARNING_SHARE = 0.01
 
 
 def dead_letters(event: dict) -> int:
@@ -97,6 +101,16 @@ def catching_up_text(event: dict) -> str:
             f"(max {event['offsets_behind_max']:,} per partition)")
 
 
+def dead_letters_jump_text(event: dict) -> str:
+    share = 100 * event["letters"] / event["input_rows"] if event["input_rows"] else 0.0
+    reasons = ", ".join(f"{reason} {n:,}" for reason, n in event["by_reason"].items())
+    text = (f"batch {event['batch_id']} sent {event['letters']:,} of {event['input_rows']:,} records "
+            f"({share:.1f} %) to the dead-letter topic: {reasons}")
+    if any(reason.startswith("unknown_") for reason in event["by_reason"]):
+        text += " (a new checkpoint on compacted tables? see leaderboard.tables in docs/jobs/leaderboard.md)"
+    return text
+
+
 def stopping_text(event: dict) -> str:
     if event["batch_id"] is None:
         return "stopping (no batch running)…"
@@ -145,6 +159,8 @@ class PlainRunLines:
             self._line(batch_text(event))
         elif kind == "catching_up":
             self._line(catching_up_text(event))
+        elif kind == "dead_letters_jump":
+            self.console.print(labelled("warning:", "yellow", dead_letters_jump_text(event)), soft_wrap=True)
         elif kind == "idle" and self._state != "IDLE":
             self._line("idle: waiting for new data")
         elif kind == "stopping":
@@ -174,6 +190,7 @@ class LiveRunDisplay:
         self.dropped = 0
         self.behind: int | None = None
         self.error: str | None = None
+        self.warning: str | None = None
         # stdout carries data (the summary, `--events -`): only stderr goes through the panel.
         # Redrawn when an event arrives, and once a second for the elapsed time: redrawing more
         # often takes CPU from Spark on the driver (the measurement is in docs/performance.md).
@@ -203,6 +220,8 @@ class LiveRunDisplay:
                 self.behind = sum(behind) if behind else None
             elif kind == "stopping":
                 self.stopping = stopping_text(event)
+            elif kind == "dead_letters_jump":
+                self.warning = dead_letters_jump_text(event)
             elif kind == "terminated":
                 self.error = event["error"]
                 self.stopping = None
@@ -224,6 +243,9 @@ class LiveRunDisplay:
             text.append(f"  run {self.run_id[:8]}", style="dim")
         if self.stopping:
             text.append(f"  {self.stopping}", style=_STATE_STYLE["STOPPING"])
+        if self.warning:
+            text.append("\nwarning: ", style="yellow")
+            text.append(self.warning)
         if self.error:
             text.append(f"\n{self.error}", style="red")
         return text
@@ -326,3 +348,8 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
     table.add_row("state rows", f"{summary.state_rows:,}")
     table.add_row("checkpoint", display_path(summary.checkpoint_dir))
     (console or out()).print(table)
+    letters = sum(summary.dropped.values())
+    if summary.input_rows and letters / summary.input_rows >= DEAD_LETTER_WARNING_SHARE:
+        share = 100 * letters / summary.input_rows
+        err().print(labelled("warning:", "yellow", f"{letters:,} of {summary.input_rows:,} records ({share:.1f} %) "
+                                                   "went to the dead-letter topic"), soft_wrap=True)

@@ -264,6 +264,22 @@ class CatchingUp(EventFields):
     sources: list[SourceLag] = Field(description="The sources that report how far behind they are.")
 
 
+class DeadLettersJump(EventFields):
+    """Once per run, after the first batch that sends at least 100 records and 1 % of its input to
+    the dead-letter topic while the run's earlier batches sent less: a warning that something
+    upstream changed (or that a reprocessing run joins against tables it cannot see)."""
+
+    model_config = ConfigDict(title="dead_letters_jump")
+
+    type: Literal["dead_letters_jump"] = Field(description=_TYPE)
+    batch_id: Count = Field(description="The batch it follows.")
+    letters: Count = Field(description="Dead letters of that batch.")
+    input_rows: Count = Field(description="Input rows of that batch.")
+    by_reason: dict[str, Count] = Field(description="That batch's dead letters per reason.")
+    run_letters: Count = Field(description="Dead letters of the run so far, this batch included.")
+    run_input_rows: Count = Field(description="Input rows of the run so far, this batch included.")
+
+
 class Idle(EventFields):
     """The query found no new data (continuous mode). No further fields."""
 
@@ -301,7 +317,7 @@ class Terminated(EventFields):
 
 
 Event = Annotated[
-    QueryStarted | RestoreStarted | RestoreProgress | RestoreFinished | BatchProgress | CatchingUp | Idle | Stopping
+    QueryStarted | RestoreStarted | RestoreProgress | RestoreFinished | BatchProgress | CatchingUp | DeadLettersJump | Idle | Stopping
     | Terminated,
     Field(discriminator="type"),
 ]

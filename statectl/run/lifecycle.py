@@ -21,7 +21,7 @@ EventSink = Callable[[dict], None]
 
 EVENT_TYPES = (
     "query_started", "restore_started", "restore_progress", "restore_finished",
-    "batch_progress", "catching_up", "idle", "stopping", "terminated",
+    "batch_progress", "catching_up", "dead_letters_jump", "idle", "stopping", "terminated",
 )
 
 #: Why a run stops when nothing failed: a signal, the embedding code's stop event, or
@@ -240,6 +240,44 @@ class CatchUp:
             self.behind = False
             return catching_up(batch, caught_up=True, when=batch["time"])
         return None
+
+
+def _letters_by_reason(batch: dict) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for metrics in (batch.get("observed") or {}).values():
+        for name, value in metrics.items():
+            if name.startswith("dropped_") and isinstance(value, (int, float)) and value:
+                out[name[len("dropped_"):]] = out.get(name[len("dropped_"):], 0) + int(value)
+    return out
+
+
+class DeadLetterWatch:
+    """Emits ``dead_letters_jump`` once per run, after the first batch that sends at least
+    ``min_letters`` records and ``min_share`` of its input to the dead-letter topic while the run's
+    batches before it sent less than that share. A user reprocessing from the start should hear
+    at once when most of a backlog turns into dead letters, not find it in the summary."""
+
+    def __init__(self, min_letters: int = 100, min_share: float = 0.01) -> None:
+        self.min_letters = min_letters
+        self.min_share = min_share
+        self.letters = 0
+        self.rows = 0
+        self.warned = False
+
+    def after(self, batch: dict) -> dict | None:
+        by_reason = _letters_by_reason(batch)
+        letters, rows = sum(by_reason.values()), int(batch.get("input_rows") or 0)
+        earlier_share = self.letters / self.rows if self.rows else 0.0
+        self.letters += letters
+        self.rows += rows
+        if self.warned or letters < self.min_letters or not rows or letters / rows < self.min_share:
+            return None
+        if earlier_share >= self.min_share:
+            return None
+        self.warned = True
+        return _event("dead_letters_jump", batch["time"], query_id=batch.get("query_id"), run_id=batch.get("run_id"),
+                      batch_id=batch["batch_id"], letters=letters, input_rows=rows,
+                      by_reason=dict(sorted(by_reason.items())), run_letters=self.letters, run_input_rows=self.rows)
 
 
 # ---------------------------------------------------------------- totals

@@ -18,7 +18,7 @@ import time
 from typing import Callable
 
 from statectl.run import lifecycle as ev
-from statectl.run.lifecycle import CatchUp, EventSink, Lifecycle
+from statectl.run.lifecycle import CatchUp, DeadLetterWatch, EventSink, Lifecycle
 from statectl.adapters.log_tail import LogTail
 from statectl.run.restore_tracking import OperatorPlan, RestoreTracker, stage_tasks
 
@@ -45,6 +45,7 @@ class RunMonitor:
         self.tick = tick
         self.lifecycle = Lifecycle()
         self.catch_up = CatchUp()
+        self.dead_letters = DeadLetterWatch()
         self.tracker: RestoreTracker | None = None
         self.query_id: str | None = None
         self.run_id: str | None = None
@@ -117,9 +118,9 @@ class RunMonitor:
                     self._emit(e)
             batch = ev.batch_progress(progress, self.query_id, self.run_id, when)
             self._emit(batch)
-            behind = self.catch_up.after(batch)
-            if behind is not None:
-                self._emit(behind)
+            for follow_up in (self.catch_up.after(batch), self.dead_letters.after(batch)):
+                if follow_up is not None:
+                    self._emit(follow_up)
         elif kind == "idle":
             _, when, query_id, run_id = raw
             self._emit(ev.idle(query_id, run_id, when))
