@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import REPO
+from tests.fake_state import FakeHandle
 
 FIELDS = ["reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceKey", "value"]
 
@@ -89,33 +90,11 @@ def _score_rows(scores, tables=()) -> pd.DataFrame:
                          "part": "int32", "off": "int64"})
 
 
-class _MapState(dict):
-    def getValue(self, key):
-        return self.get(key)
-
-    def updateValue(self, key, value):
-        self[key] = tuple(value)
-
-    def removeKey(self, key):
-        self.pop(key)
-
-    def exists(self):
-        return bool(self)
-
-
-class _Handle:
-    def __init__(self):
-        self.states = {}
-
-    def getMapState(self, name, *schemas):
-        return self.states.setdefault(name, _MapState())
-
-
 def _leaderboard(**kwargs):
     from jobs.leaderboard.operators import Leaderboard
 
     processor = Leaderboard(3, "score-events", "high-scores", "dlq", 1024, **kwargs)
-    processor.init(_Handle())
+    processor.init(FakeHandle())
     return processor
 
 

@@ -481,34 +481,41 @@ def _reference_batches(batches, top_n):
     """The leaderboard's rules applied one row at a time, in processing order (timestamp, table
     rows before scores, partition, offset): per batch the high-scores records and the dead
     letters (reason, partition, offset)."""
-    from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
 
     players, games, tops, results = {}, {}, {}, []
     for batch in batches:
         rows = sorted(batch.itertuples(index=False), key=lambda r: (r.ts, r.kind == "score", r.part, r.off))
-        candidates, letters = {}, []
-        for r in rows:
-            if r.kind in ("player", "player_delete"):
-                players[r.player_id] = r.name
-            elif r.kind in ("product", "product_delete"):
-                games[r.product_id] = r.name
-            elif r.kind in ("dlq", "bad_score"):
-                letters.append(("malformed_json", r.part, r.off))
-            elif players.get(r.player_id) is None:
-                letters.append(("unknown_player", r.part, r.off))
-            elif games.get(r.product_id) is None:
-                letters.append(("unknown_product", r.part, r.off))
-            else:
-                candidates.setdefault(r.product_id, []).append(ScoreEntry(
-                    r.player_id, r.product_id, players[r.player_id], games[r.product_id], r.score, r.ts, r.part, r.off))
-        changed = {}
-        for game, entries in candidates.items():
-            new = merge_top(tops.get(game, []), entries, top_n)
-            if new != tops.get(game, []):
-                tops[game] = new
-                changed[str(game)] = encode_top(new)
-        results.append((changed, sorted(letters)))
+        results.append(reference_batch(rows, players, games, tops, top_n))
     return results
+
+
+def reference_batch(rows, players: dict, games: dict, tops: dict, top_n: int) -> tuple[dict, list]:
+    """One batch's rows, in the order given, through the rules one at a time: the tables and top
+    lists are updated in place; returns the changed top lists and the dead letters."""
+    from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
+
+    candidates, letters = {}, []
+    for r in rows:
+        if r.kind in ("player", "player_delete"):
+            players[r.player_id] = r.name
+        elif r.kind in ("product", "product_delete"):
+            games[r.product_id] = r.name
+        elif r.kind in ("dlq", "bad_score"):
+            letters.append(("malformed_json", r.part, r.off))
+        elif players.get(r.player_id) is None:
+            letters.append(("unknown_player", r.part, r.off))
+        elif games.get(r.product_id) is None:
+            letters.append(("unknown_product", r.part, r.off))
+        else:
+            candidates.setdefault(r.product_id, []).append(ScoreEntry(
+                r.player_id, r.product_id, players[r.player_id], games[r.product_id], r.score, r.ts, r.part, r.off))
+    changed = {}
+    for game, entries in candidates.items():
+        new = merge_top(tops.get(game, []), entries, top_n)
+        if new != tops.get(game, []):
+            tops[game] = new
+            changed[str(game)] = encode_top(new)
+    return changed, sorted(letters)
 
 
 def _processor_batches(batches, top_n, rng):

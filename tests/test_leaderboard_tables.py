@@ -17,29 +17,8 @@ import pandas as pd
 import pytest
 
 from jobs.leaderboard.kinds import KIND_NAMES
-from tests.test_leaderboard_pure import _random_batch, operator_rows
-
-
-class _MapState(dict):
-    def getValue(self, key):
-        return self.get(key)
-
-    def updateValue(self, key, value):
-        self[key] = tuple(value)
-
-    def removeKey(self, key):
-        self.pop(key)
-
-    def exists(self):
-        return bool(self)
-
-
-class _Handle:
-    def __init__(self):
-        self.states = {}
-
-    def getMapState(self, name, *schemas):
-        return self.states.setdefault(name, _MapState())
+from tests.fake_state import FakeHandle
+from tests.test_leaderboard_pure import _random_batch, operator_rows, reference_batch
 
 
 def rows(*spec) -> pd.DataFrame:
@@ -64,7 +43,7 @@ def processor(table_ends=None, handle=None):
     from jobs.leaderboard.operators import Leaderboard
 
     p = Leaderboard(3, "score-events", "high-scores", "dlq", 1024, table_ends)
-    p.init(handle or _Handle())
+    p.init(handle or FakeHandle())
     return p
 
 
@@ -107,7 +86,7 @@ def test_item8_bootstrap_sees_each_tables_latest_record_as_of_the_start():
 
 
 def test_item8_a_checkpoint_that_knows_the_tables_continues_as_of_processing_time():
-    handle = _Handle()
+    handle = FakeHandle()
     first = rows(("product", 1, "Tetris", 1, 0, 0), ("player", 1, "Ann", 1, 0, 0), ("score", (1, 1), 5, 2, 0, 0))
     assert run(processor({"players": {0: 1}, "products": {0: 1}}, handle), first)[1] == []
     # A restart: new end offsets, and records produced between the runs; the player record is
@@ -131,7 +110,6 @@ def _reference(batches, top_n, ends) -> list:
     """The rules one row at a time: in the first batch the table rows below ``ends`` first (in
     partition and offset order), then everything in processing order (timestamp, table rows
     before scores, partition, offset)."""
-    from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
 
     players, games, tops, results = {}, {}, {}, []
     for i, batch in enumerate(batches):
@@ -141,28 +119,7 @@ def _reference(batches, top_n, ends) -> list:
         first = sorted((r for r, e in zip(batch.itertuples(index=False), early) if e), key=lambda r: (r.part, r.off))
         rest = sorted((r for r, e in zip(batch.itertuples(index=False), early) if not e),
                       key=lambda r: (r.ts, r.kind == "score", r.part, r.off))
-        candidates, letters = {}, []
-        for r in first + rest:
-            if r.kind in ("player", "player_delete"):
-                players[r.player_id] = r.name
-            elif r.kind in ("product", "product_delete"):
-                games[r.product_id] = r.name
-            elif r.kind in ("dlq", "bad_score"):
-                letters.append(("malformed_json", r.part, r.off))
-            elif players.get(r.player_id) is None:
-                letters.append(("unknown_player", r.part, r.off))
-            elif games.get(r.product_id) is None:
-                letters.append(("unknown_product", r.part, r.off))
-            else:
-                candidates.setdefault(r.product_id, []).append(ScoreEntry(
-                    r.player_id, r.product_id, players[r.player_id], games[r.product_id], r.score, r.ts, r.part, r.off))
-        changed = {}
-        for game, entries in candidates.items():
-            new = merge_top(tops.get(game, []), entries, top_n)
-            if new != tops.get(game, []):
-                tops[game] = new
-                changed[str(game)] = encode_top(new)
-        results.append((changed, sorted(letters)))
+        results.append(reference_batch(first + rest, players, games, tops, top_n))
     return results
 
 
@@ -181,7 +138,7 @@ def _through_the_processor(batches, top_n, ends, rng) -> list:
                 continue
             if key not in processors:
                 processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq", 1024, ends)
-                processors[key].init(_Handle())
+                processors[key].init(FakeHandle())
             frame = operator_rows(selected.iloc[rng.permutation(len(selected))].reset_index(drop=True))
             for out in processors[key].handleInputRows((key,), iter([frame]), None):
                 for topic, k, value, reason in out.itertuples(index=False):
