@@ -152,6 +152,14 @@ def shipped_configs() -> list[tuple[Path, JobConfig]]:
     return [item for job_id in JOBS for item in found[job_id]]
 
 
+def shipped_declarations() -> list[tuple[str, str, list[DeclaredTopic]]]:
+    """``(job id, which config, its declared topics)`` for every shipped config: what
+    ``configs/topics.yaml`` is generated from. The config is named (`` with NAME.yaml``) when it
+    is not the job's default."""
+    return [(config.job, "" if path == default_config(config.job) else f" with {path.name}",
+             JOBS[config.job].topics(config)) for path, config in shipped_configs()]
+
+
 def load_job_config(path: Path, overrides: list[str] | None = None, expect_job: str | None = None) -> JobConfig:
     """Read and validate a job config against the model of the job it names."""
     return load_config(path, config_models(), overrides, expect_job)

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from jobs.registry import JOBS, default_config, job_entry, load_job_config, shipped_configs
+from jobs.registry import JOBS, default_config, job_entry, load_job_config, shipped_configs, shipped_declarations
 from statectl.errors import UsageError
 from statectl.topics.declared import merged
 from statectl.topics.jobs_file import REGENERATE, jobs_topics_file
@@ -33,7 +33,7 @@ def _declared() -> dict[str, object]:
 
 
 def test_item7_the_committed_topics_file_is_what_the_declarations_generate():
-    assert TOPICS_FILE.read_text() == jobs_topics_file().text(), (
+    assert TOPICS_FILE.read_text() == jobs_topics_file(shipped_declarations()).text(), (
         f"configs/topics.yaml is out of date with the jobs' topic declarations; regenerate it: {REGENERATE}")
 
 
@@ -104,7 +104,7 @@ def test_item7_two_shipped_configs_declaring_one_topic_differently_fail_the_file
                                  (default_config("advanced-state/tombstones"), tombstones)])
     with pytest.raises(UsageError, match=r"^leaderboard \(topics.high_scores\) and advanced-state/tombstones "
                                          r"\(topics.output\) both declare 'shared', differently"):
-        jobs_topics_file()
+        jobs_topics_file(shipped_declarations())
 
 
 def test_item7_print_file_prints_the_committed_file(cli):

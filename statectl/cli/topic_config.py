@@ -64,10 +64,11 @@ def topic_config(
                               resolve_bootstrap(bootstrap_servers), print_file)
     opts.check()
     if opts.print_file:
+        from jobs.registry import shipped_declarations
         from statectl.render.jobs_topics import jobs_topics_file as render_jobs_topics
         from statectl.topics.jobs_file import jobs_topics_file
 
-        render_jobs_topics(jobs_topics_file(), json)
+        render_jobs_topics(jobs_topics_file(shipped_declarations()), json)
         return
     if opts.describes:
         render.described(describe_topic(opts), json)

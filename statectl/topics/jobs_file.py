@@ -11,6 +11,7 @@ import json
 import re
 import textwrap
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import yaml
 
@@ -97,26 +98,25 @@ def _scalar(value: str) -> str:
     return json.dumps(value)
 
 
-def jobs_topics_file() -> JobsTopicsFile:
-    """Every topic the jobs declare with the configs statectl ships. Two configs that declare one
-    topic differently are a UsageError naming both (the file could not say which is right)."""
-    from jobs.registry import default_config, job_entry, shipped_configs
-
+def jobs_topics_file(declarations: Iterable[tuple[str, str, list[DeclaredTopic]]]) -> JobsTopicsFile:
+    """Every topic the jobs declare, from ``(job id, which config, its declared topics)`` per shipped
+    config (``jobs.registry.shipped_declarations``; the config is named when it is not the job's
+    default). Two configs that declare one topic differently are a UsageError naming both (the
+    file could not say which is right)."""
     found: dict[str, JobsTopic] = {}
     commented: set[tuple[str, str, str, str]] = set()
-    for path, config in shipped_configs():
-        config_name = "" if path == default_config(config.job) else f" with {path.name}"
-        for topic in job_entry(config.job).topics(config):
-            declared_by = f"{config.job}{config_name} ({topic.key})"
+    for job_id, config_name, topics in declarations:
+        for topic in topics:
+            declared_by = f"{job_id}{config_name} ({topic.key})"
             entry = found.get(topic.name)
             if entry is None:
-                entry = found[topic.name] = JobsTopic(topic, config.job)
+                entry = found[topic.name] = JobsTopic(topic, job_id)
             elif not entry.topic.same_layout(topic):
                 raise UsageError(f"{entry.declared_by[0]} and {declared_by} both declare {topic.name!r}, differently "
                                  f"({entry.topic.layout()}; {topic.layout()})")
             entry.declared_by.append(declared_by)
             # Another shipped config of the same job saying the same adds nothing to the comment.
-            said = (topic.name, config.job, topic.key, topic.about)
+            said = (topic.name, job_id, topic.key, topic.about)
             if said not in commented:
                 commented.add(said)
                 entry.about.append(f"{declared_by}: {topic.about}")

@@ -217,9 +217,10 @@ def test_shipped_topics_file_validates_against_the_broker(cli, bootstrap):
     before = set(existing_topics(admin_client(bootstrap)))
     result = _run(cli, "--file", str(REPO / "configs" / "topics.yaml"), "--dry-run", "-b", bootstrap, "--json")
     assert result.exit_code == 0, result.output
+    from jobs.registry import shipped_declarations
     from statectl.topics.jobs_file import jobs_topics_file
 
-    assert len(json.loads(result.stdout)["topics"]) == len(jobs_topics_file().topics)
+    assert len(json.loads(result.stdout)["topics"]) == len(jobs_topics_file(shipped_declarations()).topics)
     assert set(existing_topics(admin_client(bootstrap))) == before
 
 
