@@ -202,7 +202,6 @@ def _checkpoint_layout(checkpoint: Path):
     if not (checkpoint / "state").is_dir():
         return None
     from statectl.checkpoint.reader import read_layout
-    from statectl.errors import StatectlError
 
     try:
         return read_layout(checkpoint)
@@ -224,7 +223,6 @@ def _refuse_incompatible_checkpoint(job, layout) -> None:
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
     from statectl.adapters.kafka import require_broker
-
     from statectl.adapters.spark import require_master
 
     config = request.config
