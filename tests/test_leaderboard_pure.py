@@ -518,9 +518,10 @@ def reference_batch(rows, players: dict, games: dict, tops: dict, top_n: int) ->
     return changed, sorted(letters)
 
 
-def _processor_batches(batches, top_n, rng):
+def _processor_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle):
     """The same batches through ``Leaderboard``: rows routed to keys as ``with_bucket`` does,
-    one processor and state per key, a key's rows handed over in no particular order."""
+    one processor and state per key (a new ``handle()`` each), a key's rows handed over in no
+    particular order. ``table_ends``: the processor's table bootstrap offsets."""
     from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
 
     processors, results = {}, []
@@ -534,8 +535,8 @@ def _processor_batches(batches, top_n, rng):
             if not len(rows):
                 continue
             if key not in processors:
-                processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq", 1024)
-                processors[key].init(_FakeHandle())
+                processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq", 1024, table_ends)
+                processors[key].init(handle())
             rows = operator_rows(rows.iloc[rng.permutation(len(rows))].reset_index(drop=True))
             for out in processors[key].handleInputRows((key,), iter([rows]), None):
                 for topic, k, value, reason in out.itertuples(index=False):

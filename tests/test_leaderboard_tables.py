@@ -18,7 +18,7 @@ import pytest
 
 from jobs.leaderboard.kinds import KIND_NAMES
 from tests.fake_state import FakeHandle
-from tests.test_leaderboard_pure import _random_batch, operator_rows, reference_batch
+from tests.test_leaderboard_pure import _processor_batches, _random_batch, operator_rows, reference_batch
 
 
 def rows(*spec) -> pd.DataFrame:
@@ -123,34 +123,6 @@ def _reference(batches, top_n, ends) -> list:
     return results
 
 
-def _through_the_processor(batches, top_n, ends, rng) -> list:
-    from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
-
-    processors, results = {}, []
-    for batch in batches:
-        is_player = batch["kind"].isin(["player", "player_delete"]).to_numpy()
-        game = batch["product_id"].to_numpy()
-        bucket = np.where(game >= 0, np.array(GAME_BUCKET_KEYS)[game % len(GAME_BUCKET_KEYS)], PASS_THROUGH)
-        changed, letters = {}, []
-        for key in list(GAME_BUCKET_KEYS) + [PASS_THROUGH]:
-            selected = batch[(bucket == key) & ~is_player | (is_player & (key != PASS_THROUGH))]
-            if not len(selected):
-                continue
-            if key not in processors:
-                processors[key] = Leaderboard(top_n, "score-events", "high-scores", "dlq", 1024, ends)
-                processors[key].init(FakeHandle())
-            frame = operator_rows(selected.iloc[rng.permutation(len(selected))].reset_index(drop=True))
-            for out in processors[key].handleInputRows((key,), iter([frame]), None):
-                for topic, k, value, reason in out.itertuples(index=False):
-                    if topic == "high-scores":
-                        changed[k] = value
-                    else:
-                        letter = json.loads(value)
-                        letters.append((reason, letter["sourcePartition"], letter["sourceOffset"]))
-        results.append((changed, sorted(letters)))
-    return results
-
-
 @pytest.mark.parametrize("seed", range(10), ids=lambda s: f"seed-{s}")
 def test_item8_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed):
     rng = np.random.default_rng(seed)
@@ -163,7 +135,7 @@ def test_item8_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed):
             for table in ("players", "products")}
     batches += [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
                 for _ in range(int(rng.integers(0, 4)))]
-    assert _through_the_processor(batches, top_n, ends, rng) == _reference(batches, top_n, ends)
+    assert _processor_batches(batches, top_n, rng, ends, FakeHandle) == _reference(batches, top_n, ends)
 
 
 def test_item8_tables_setting_defaults_to_bootstrap_and_takes_as_of_only(tmp_path):
