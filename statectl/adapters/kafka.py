@@ -171,6 +171,32 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> list[Consum
     return list(iter_topic(bootstrap, topic, timeout=timeout))
 
 
+def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[int, int]]:
+    """Each partition's (low, high) offsets: its first record, and the offset the next record will
+    get. Raises KafkaException when the broker does not answer."""
+    return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
+            for p in sorted(partitions)}
+
+
+def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
+    """``{topic: {partition: end offset}}`` for the topics that exist (the others are left out)."""
+    consumer = Consumer(client_config(bootstrap, **{"group.id": "statectl-offsets", "enable.auto.commit": False}))
+    try:
+        metadata = consumer.list_topics(timeout=REACH_TIMEOUT)
+        ends: dict[str, dict[int, int]] = {}
+        for topic in topics:
+            found = metadata.topics.get(topic)
+            if found is None or found.error is not None:
+                continue
+            ends[topic] = {p: high for p, (_, high) in watermarks(consumer, topic, found.partitions).items()}
+        return ends
+    except KafkaException as exc:
+        raise OperationalError(f"could not read the end offsets of {', '.join(topics)} at {bootstrap}: "
+                               f"{exc.args[0].str() if exc.args else exc}") from exc
+    finally:
+        consumer.close()
+
+
 def iter_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> Iterator[ConsumedRecord]:
     consumer = Consumer(
         client_config(
@@ -186,8 +212,7 @@ def iter_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> Iterator[Co
             raise OperationalError(f"topic {topic!r} does not exist")
         ends: dict[int, int] = {}
         assignment = []
-        for p in tmd.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
+        for p, (low, high) in watermarks(consumer, topic, tmd.partitions).items():
             if high > low:
                 ends[p] = high
                 assignment.append(TopicPartition(topic, p, low))
@@ -258,11 +283,11 @@ class TopicReader:
         ends: dict[int, int] = {}
         assignment = []
         before = to_end = 0
-        for p in sorted(tmd.partitions):
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
-            except KafkaException as exc:
-                raise OperationalError(f"reading {topic!r} failed: {exc.args[0].str()}") from exc
+        try:
+            marks = watermarks(consumer, topic, tmd.partitions)
+        except KafkaException as exc:
+            raise OperationalError(f"reading {topic!r} failed: {exc.args[0].str()}") from exc
+        for p, (low, high) in marks.items():
             start = low if from_beginning else high
             before += start - low
             to_end += high - start
