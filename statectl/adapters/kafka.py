@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -296,13 +296,15 @@ class TopicReader:
         consumer.assign(assignment)
         return starts, ends, ReadStart(len(assignment), before, to_end)
 
-    def records(self, follow: bool, poll_seconds: float = 0.1) -> Iterator[ConsumedRecord]:
+    def records(self, follow: bool, poll_seconds: float = 0.1,
+                stop: Callable[[], bool] = lambda: False) -> Iterator[ConsumedRecord]:
         """The records from the start in each partition's offset order (partitions interleave): up
         to the end offsets seen when the reader opened, or with ``follow`` also every record that
-        arrives later, until the caller stops iterating."""
+        arrives later, until the caller stops iterating or ``stop()`` (asked after every poll)
+        says so."""
         consumer, topic = self._consumer, self.topic
         ends = {} if follow else {p: end for p, end in self._ends.items() if end > self._starts[p]}
-        while follow or ends:
+        while (follow or ends) and not stop():
             for msg in consumer.consume(num_messages=1_000, timeout=poll_seconds):
                 err = msg.error()
                 if err is not None:

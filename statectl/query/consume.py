@@ -8,6 +8,9 @@ text, the value as the JSON document it holds or else as text (see ``record_json
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -95,16 +98,19 @@ def consume(request: ConsumeRequest, emit: Callable[[dict], None],
 
     count = 0
     stopped = "end"
-    with TopicReader(request.bootstrap, request.topic, request.from_beginning) as reader:
+    with TopicReader(request.bootstrap, request.topic, request.from_beginning) as reader, \
+            _ctrl_c_between_records() as interrupted:
         if announce:
             start = reader.start
             announce(start_message(request, start.partitions, start.before_start, start.to_end))
         if request.max_records == 0:
             return ConsumeSummary(request.topic, 0, "max")
         try:
-            for record in reader.records(request.follows):
+            for record in reader.records(request.follows, stop=interrupted.is_set):
                 emit(record_json(record))
                 count += 1
+                if interrupted.is_set():
+                    break
                 if request.max_records is not None and count >= request.max_records:
                     stopped = "max"
                     break
@@ -112,4 +118,32 @@ def consume(request: ConsumeRequest, emit: Callable[[dict], None],
             stopped = "interrupted"
         except BrokenPipeError:
             stopped = "output closed"
+        if interrupted.is_set():
+            stopped = "interrupted"
     return ConsumeSummary(request.topic, count, stopped)
+
+
+@contextmanager
+def _ctrl_c_between_records():
+    """An event Ctrl-C sets instead of raising, while the read runs on the main thread.
+
+    A KeyboardInterrupt raised between printing a record and counting it would end the read with
+    a summary one short of what was printed; the event is looked at between records and after
+    every poll, so the count always matches the output. A second Ctrl-C raises at once (a write
+    to a stalled stdout would otherwise hold the read). Off the main thread, where signal
+    handlers cannot be set, Ctrl-C keeps raising and the caller's except clause ends the read."""
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+
+    def on_sigint(*_):
+        if interrupted.is_set():
+            raise KeyboardInterrupt  # a second Ctrl-C: stop even while a write to stdout blocks
+        interrupted.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
