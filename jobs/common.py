@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from statectl.adapters import spark_tws
+from statectl.cluster import Cluster, as_cluster
 
 # Every job module imports this one, and the Python workers import the job module to unpickle
 # its processors, so this swaps in the vectorised transformWithStateInPandas input loader there
@@ -31,11 +32,12 @@ class JobPlan:
     description: str = ""
 
 
-def kafka_source(spark, bootstrap: str, topics: list[str], starting_offsets: str = "earliest",
+def kafka_source(spark, bootstrap: "Cluster | str", topics: list[str], starting_offsets: str = "earliest",
                  max_offsets_per_trigger: int | None = None, min_partitions: int | None = None) -> DataFrame:
+    """A streaming read of ``topics``, connected with the cluster's client settings (TLS, SASL)."""
     reader = (
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**as_cluster(bootstrap).spark_options())
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", starting_offsets)
         # Compacted table topics have offset gaps by design; they are not data loss.

@@ -21,6 +21,12 @@ def jar_cache() -> Path:
     return Path(base) / "statectl" / "jars"
 
 
+def cache_root() -> Path:
+    """Per-user caches that are no secret (converted trust stores): ``$XDG_CACHE_HOME/statectl``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "statectl"
+
+
 def default_broker_dir() -> Path:
     return work_home() / "kafka"
 

@@ -2,8 +2,10 @@
 
 - Inside ``statectl/``, only ``statectl/adapters/`` imports PySpark, Py4J or confluent-kafka (at
   any depth: a lazy import inside a function counts too).
-- Adapters are edges: they import other adapters and the shared kernel (errors, paths, text,
-  packaged resources), never the core domains, the CLI, the renderers or the jobs.
+- Adapters are edges: they import other adapters, the shared kernel (errors, paths, text, redact,
+  packaged resources) and how a cluster is reached (``statectl.cluster``: bootstrap servers and
+  client settings, which every Kafka client takes), never the other core domains, the CLI, the
+  renderers or the jobs.
 - Nothing below the CLI imports the CLI; the jobs never import the CLI or the renderers.
 - No import cycles between modules of ``statectl/`` and ``jobs/`` (lazy imports count: a cycle
   hidden in a function is still a cycle a reader has to untangle).
@@ -22,7 +24,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("statectl", "jobs")
 HEAVY = ("pyspark", "py4j", "confluent_kafka")
-KERNEL = ("statectl.errors", "statectl.paths", "statectl.text", "statectl.resources")
+KERNEL = ("statectl.errors", "statectl.paths", "statectl.text", "statectl.resources", "statectl.redact", "statectl.cluster")
 
 
 def module_name(path: Path) -> str:

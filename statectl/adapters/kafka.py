@@ -11,6 +11,7 @@ from typing import Callable, Iterator
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from statectl.cluster import Cluster, as_cluster
 from statectl.errors import BrokerUnavailable, OperationalError
 from statectl.text import did_you_mean, wait_until
 
@@ -21,9 +22,16 @@ _log.propagate = False
 REACH_TIMEOUT = 5.0
 
 
-def client_config(bootstrap: str, **extra) -> dict:
+#: Where a client connects: a Cluster (bootstrap servers and client settings), or bare bootstrap
+#: servers for a plaintext cluster.
+Target = Cluster | str
+
+
+def client_config(bootstrap: Target, **extra) -> dict:
+    """The config of one confluent-kafka client: statectl's defaults, then the user's client
+    settings (TLS, SASL, ...), then what this client needs (``extra``)."""
+    cluster = as_cluster(bootstrap)
     conf = {
-        "bootstrap.servers": bootstrap,
         "logger": _log,
         "socket.connection.setup.timeout.ms": 3000,
         # librdkafka waits half the initial backoff (50 ms at its default of 100) before it
@@ -31,15 +39,16 @@ def client_config(bootstrap: str, **extra) -> dict:
         "reconnect.backoff.ms": 20,
         "reconnect.backoff.max.ms": 1000,
     }
+    conf.update(cluster.librdkafka())
     conf.update(extra)
     return conf
 
 
-def admin_client(bootstrap: str) -> AdminClient:
+def admin_client(bootstrap: Target) -> AdminClient:
     return AdminClient(client_config(bootstrap))
 
 
-def broker_answers(bootstrap: str, timeout: float = 2.0) -> bool:
+def broker_answers(bootstrap: Target, timeout: float = 2.0) -> bool:
     try:
         admin_client(bootstrap).list_topics(timeout=timeout)
         return True
@@ -51,7 +60,7 @@ def broker_answers(bootstrap: str, timeout: float = 2.0) -> bool:
 BROKER_HINT = "is the broker running? (start a local one with `statectl kafka up`, or pass --bootstrap-servers)"
 
 
-def require_broker(bootstrap: str, timeout: float = REACH_TIMEOUT) -> AdminClient:
+def require_broker(bootstrap: Target, timeout: float = REACH_TIMEOUT) -> AdminClient:
     """An admin client for a broker that answered within ``timeout``, or BrokerUnavailable:
     at once when nothing listens at any bootstrap address, within ``timeout`` otherwise."""
     refuse_if_nothing_listens(bootstrap)
@@ -63,7 +72,7 @@ def require_broker(bootstrap: str, timeout: float = REACH_TIMEOUT) -> AdminClien
     return admin
 
 
-def no_answer(bootstrap: str, timeout: float) -> BrokerUnavailable:
+def no_answer(bootstrap: Target, timeout: float) -> BrokerUnavailable:
     return BrokerUnavailable(f"cannot reach Kafka at {bootstrap}: no answer within {timeout:.0f} s; {BROKER_HINT}")
 
 
@@ -130,7 +139,7 @@ def delete_topics(admin: AdminClient, names: list[str], timeout: float = 15.0) -
 QUEUE_FULL = KafkaError._QUEUE_FULL
 
 
-def fast_producer(bootstrap: str, **extra) -> Producer:
+def fast_producer(bootstrap: Target, **extra) -> Producer:
     """A producer tuned for throughput: batches fill before they go, lz4 on the wire.
 
     Keyed records go where Java's default partitioner puts them (murmur2 of the key, positive,
@@ -166,7 +175,7 @@ class ConsumedRecord:
     timestamp_ms: int | None
 
 
-def read_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> list[ConsumedRecord]:
+def read_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> list[ConsumedRecord]:
     """Every record currently in ``topic``, from the beginning to the end offsets seen at the start."""
     return list(iter_topic(bootstrap, topic, timeout=timeout))
 
@@ -178,7 +187,7 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
             for p in sorted(partitions)}
 
 
-def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
+def end_offsets(bootstrap: Target, topics: list[str]) -> dict[str, dict[int, int]]:
     """``{topic: {partition: end offset}}`` for the topics that exist (the others are left out)."""
     consumer = Consumer(client_config(bootstrap, **{"group.id": "statectl-offsets", "enable.auto.commit": False}))
     try:
@@ -197,7 +206,7 @@ def end_offsets(bootstrap: str, topics: list[str]) -> dict[str, dict[int, int]]:
         consumer.close()
 
 
-def iter_topic(bootstrap: str, topic: str, timeout: float = 10.0) -> Iterator[ConsumedRecord]:
+def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator[ConsumedRecord]:
     consumer = Consumer(
         client_config(
             bootstrap,
@@ -256,7 +265,7 @@ class TopicReader:
     Use as a context manager: ``with TopicReader(b, topic, from_beginning=True) as r: r.start; r.records(follow)``.
     """
 
-    def __init__(self, bootstrap: str, topic: str, from_beginning: bool):
+    def __init__(self, bootstrap: Target, topic: str, from_beginning: bool):
         self.topic = topic
         refuse_if_nothing_listens(bootstrap)
         self._consumer = Consumer(
@@ -269,7 +278,7 @@ class TopicReader:
             self._consumer.close()
             raise
 
-    def _assign(self, bootstrap: str, from_beginning: bool) -> tuple[dict[int, int], dict[int, int], ReadStart]:
+    def _assign(self, bootstrap: Target, from_beginning: bool) -> tuple[dict[int, int], dict[int, int], ReadStart]:
         consumer, topic = self._consumer, self.topic
         try:
             md = consumer.list_topics(timeout=REACH_TIMEOUT)
@@ -334,13 +343,13 @@ class TopicReader:
         self.close()
 
 
-def refuse_if_nothing_listens(bootstrap: str, timeout: float = 1.0) -> None:
+def refuse_if_nothing_listens(bootstrap: Target, timeout: float = 1.0) -> None:
     """BrokerUnavailable at once when every bootstrap address refuses the connection or does not
     resolve, instead of waiting out the client's reach timeout (a closed port never opens later)."""
     import socket
 
     reasons = []
-    for address in bootstrap.split(","):
+    for address in str(bootstrap).split(","):
         address = address.strip()
         host, _, port = address.rpartition(":")
         host = host.strip("[]") or "localhost"
@@ -389,7 +398,7 @@ class ReadOnlyAdmin:
             raise OperationalError(f"refused to {what}: this admin client is read-only (dry run)")
 
 
-def topic_admin(bootstrap: str, read_only: bool) -> AdminClient | ReadOnlyAdmin:
+def topic_admin(bootstrap: Target, read_only: bool) -> AdminClient | ReadOnlyAdmin:
     """An admin client for a broker that answers; read-only ones can only describe and validate."""
     admin = require_broker(bootstrap)
     return ReadOnlyAdmin(admin) if read_only else admin
@@ -483,7 +492,7 @@ def validate_new_topics(admin, specs: list[TopicSpec], timeout: float = 15.0) ->
     return failures
 
 
-def tail_topic(bootstrap: str, topic: str, stop, poll_seconds: float = 0.05, on_caught_up=None,
+def tail_topic(bootstrap: Target, topic: str, stop, poll_seconds: float = 0.05, on_caught_up=None,
                on_reachable=None, probe_seconds: float = 1.0):
     """Yield lists of (key, value) from the start of ``topic`` and then as records arrive, until ``stop`` is set.
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import time
 
+from statectl.cluster import Cluster, as_cluster
 
-def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], bootstrap: str, checkpoint: str,
-                      query_name: str, available_now: bool, processing_time: str):
-    """A DataStreamWriter of ``output`` (columns topic, key, value, reason) to Kafka.
+
+def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], bootstrap: "Cluster | str",
+                      checkpoint: str, query_name: str, available_now: bool, processing_time: str):
+    """A DataStreamWriter of ``output`` (columns topic, key, value, reason) to Kafka, connected
+    with the cluster's client settings.
 
     Each batch observes (``observe("statectl", ...)``) its output rows, its dead letters per
     reason (``dropped_<reason>``) and its rows per output topic (``to_<i>``, in the order of
@@ -26,7 +29,7 @@ def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], boot
     rows = output.observe("statectl", *observed).select("topic", "key", "value")
     writer = (
         rows.writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**as_cluster(bootstrap).spark_options())
         .option("checkpointLocation", checkpoint)
         .outputMode("append")
         .queryName(query_name)

@@ -25,6 +25,10 @@ def _spark_interval(text: str) -> str:
 SparkConf = text_mapping(conf_text, check=spark_conf_problems)
 
 
+#: Kafka client property name -> value (checked when the clients are made: see statectl.cluster).
+KafkaProperties = text_mapping(conf_text)
+
+
 # ---------------------------------------------------------------- the schemas
 class KafkaConfig(Section):
     bootstrap_servers: Text | None = None
@@ -34,6 +38,9 @@ class KafkaConfig(Section):
     # Spark's Kafka source refuses minPartitions below 1 when the query starts; leave it out for
     # one Spark partition per Kafka partition.
     min_partitions: int | None = Field(None, ge=1)
+    #: Kafka client properties (Java names, as in client.properties) for every client of the job:
+    #: TLS, SASL. ``${ENV}`` and ``@file`` values; --client-config overrides them key by key.
+    properties: KafkaProperties = Field(default_factory=dict)
 
 
 class SparkConfig(Section):

@@ -1,0 +1,60 @@
+"""Which cluster a command talks to, and with which client settings, by precedence.
+
+Bootstrap servers: ``--bootstrap-servers`` > ``$KAFKA_BOOTSTRAP_SERVERS`` > the client config's
+``bootstrap.servers`` > the job config's ``kafka.bootstrap_servers`` > ``localhost:9092``.
+Client properties: the job config's ``kafka.properties``, then the client config file
+(``--client-config`` or ``$STATECTL_CLIENT_CONFIG``) over them, key by key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from statectl.cluster import Cluster
+from statectl.cluster.properties import Property, read_properties_file
+from statectl.cluster.settings import client_settings
+from statectl.cluster.truststore import pem_from_store
+
+CLIENT_CONFIG_ENV = "STATECTL_CLIENT_CONFIG"
+DEFAULT_BOOTSTRAP = "localhost:9092"
+
+
+def client_config_path(flag: Path | None, env: Mapping[str, str] | None = None) -> Path | None:
+    env = os.environ if env is None else env
+    if flag is not None:
+        return flag
+    named = env.get(CLIENT_CONFIG_ENV)
+    return Path(named).expanduser() if named else None
+
+
+def load_cluster(bootstrap_flag: str | None = None, client_config: Path | None = None,
+                 config_bootstrap: str | None = None, config_properties: Mapping[str, str] | None = None,
+                 config_source: str | None = None, env: Mapping[str, str] | None = None) -> Cluster:
+    """The cluster the flags, environment, client config file and job config name together.
+
+    ``config_source`` is the job config file (for problem lines and ``@relative`` paths)."""
+    env = os.environ if env is None else env
+    props: list[Property] = []
+    base_dirs: dict[str, Path | None] = {}
+    if config_properties:
+        source = config_source or "job config"
+        # Origins read "leaderboard.yaml: kafka.properties.sasl.jaas.config"; the part before the
+        # last ":" names the file whose folder @relative paths start from.
+        props += [Property(k, v, f"{source}: kafka.properties.{k}") for k, v in config_properties.items()]
+        base_dirs[source] = Path(config_source).parent if config_source else None
+    path = client_config_path(client_config, env)
+    file_sets_bootstrap = False
+    if path is not None:
+        from_file = read_properties_file(path)
+        file_sets_bootstrap = any(p.key == "bootstrap.servers" for p in from_file)
+        props += from_file
+        base_dirs[str(path)] = path.parent
+    settings = client_settings(props, env=env, base_dirs=base_dirs, pem_from_store=pem_from_store)
+    file_bootstrap = settings.bootstrap if file_sets_bootstrap else None
+    config_bootstrap = config_bootstrap or settings.bootstrap
+    for candidate in (bootstrap_flag, env.get("KAFKA_BOOTSTRAP_SERVERS"), file_bootstrap, config_bootstrap):
+        if candidate:
+            return Cluster(candidate, settings)
+    return Cluster(DEFAULT_BOOTSTRAP, settings)

@@ -1,0 +1,447 @@
+"""Client settings: one set of Kafka properties, translated for both kinds of client statectl runs.
+
+Users write Kafka's Java property names (the ``client.properties`` they already have); librdkafka's
+names for the same things (``sasl.username``, ``ssl.ca.location``) are accepted too. From them
+come two configs that mean the same: one for the confluent-kafka clients (producer, consumer,
+admin) and one for the Java clients inside Spark's Kafka source and sink. A security setting one
+side cannot honour is refused with a reason, never dropped.
+
+Values may name environment variables (``${KAFKA_PASSWORD}``) and files (``@/run/secrets/jaas``);
+every secret they resolve to is registered with :mod:`statectl.redact`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+from statectl import redact
+from statectl.cluster.properties import Property
+from statectl.errors import ConfigError
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+#: SASL mechanism -> the JAAS login module Java clients use for it.
+MECHANISMS = {"PLAIN": _PLAIN_MODULE, "SCRAM-SHA-256": _SCRAM_MODULE, "SCRAM-SHA-512": _SCRAM_MODULE}
+
+#: Java-only TLS/SASL knobs with no librdkafka counterpart: refused rather than applied to half the clients.
+_JAVA_ONLY = {
+    "ssl.cipher.suites": "Java and OpenSSL name cipher suites differently",
+    "ssl.keymanager.algorithm": "librdkafka has no key manager setting",
+    "ssl.trustmanager.algorithm": "librdkafka has no trust manager setting",
+    "ssl.secure.random.implementation": "librdkafka has no such setting",
+    "ssl.engine.factory.class": "librdkafka cannot load Java classes",
+    "ssl.providers": "librdkafka cannot load Java security providers",
+    "sasl.client.callback.handler.class": "librdkafka cannot load Java classes",
+    "sasl.login.callback.handler.class": "librdkafka cannot load Java classes",
+    "sasl.login.class": "librdkafka cannot load Java classes",
+    "sasl.kerberos.service.name": "statectl supports PLAIN and SCRAM, not GSSAPI (Kerberos)",
+}
+
+
+@dataclass(frozen=True, repr=False)
+class ClientSettings:
+    """The resolved client properties of one cluster, as each kind of client takes them."""
+
+    #: Java property names -> value, for Spark's Kafka source and sink (without the ``kafka.`` prefix).
+    java: Mapping[str, str] = field(default_factory=dict)
+    #: librdkafka property names -> value, for the confluent-kafka clients.
+    librdkafka: Mapping[str, str] = field(default_factory=dict)
+    #: every property as given (after ``${}``/``@`` resolution), secrets as ``***``: for display.
+    shown: Mapping[str, str] = field(default_factory=dict)
+    #: ``bootstrap.servers`` when the properties set it.
+    bootstrap: str | None = None
+    protocol: str = "PLAINTEXT"
+    mechanism: str | None = None
+    username: str | None = None
+    #: properties that were given but are not used: tuning statectl sets per client (acks,
+    #: group.id, serializers), which a client.properties written for the console tools often carries.
+    not_used: tuple[str, ...] = ()
+
+    @property
+    def secured(self) -> bool:
+        return self.protocol != "PLAINTEXT"
+
+    def __repr__(self) -> str:
+        # A repr reaches logs and tracebacks: only the masked view.
+        return f"ClientSettings({self.shown!r})"
+
+    def describe(self) -> str:
+        """How clients authenticate, for messages: "SASL_SSL, SCRAM-SHA-512 as user alice"."""
+        parts = [self.protocol]
+        if self.mechanism:
+            parts.append(f"{self.mechanism} as user {self.username}" if self.username else self.mechanism)
+        return ", ".join(parts)
+
+
+PLAINTEXT = ClientSettings()
+
+
+# ---------------------------------------------------------------- values: ${ENV} and @file
+_ENV_REF = re.compile(r"\$(\$?)\{([^}]*)\}")
+
+
+def resolve_value(prop: Property, env: Mapping[str, str], base_dir: Path | None) -> str:
+    """The value of ``prop`` with ``${NAME}`` taken from ``env`` and a leading ``@path`` replaced
+    by that file's text (``$${`` and ``@@`` write a literal ``${`` and ``@``)."""
+    value = prop.value
+    if value.startswith("@@"):
+        value = value[1:]
+    elif value.startswith("@"):
+        path = Path(os.path.expanduser(value[1:].strip()))
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        try:
+            value = path.read_text().rstrip("\r\n")
+        except OSError as exc:
+            raise ConfigError([f"{prop.origin}: {prop.key}: cannot read {path}: {exc.strerror or exc}"]) from None
+
+    def substitute(match: re.Match) -> str:
+        if match.group(1):
+            return "${" + match.group(2) + "}"
+        name = match.group(2)
+        if name not in env:
+            raise ConfigError([f"{prop.origin}: {prop.key}: ${{{name}}} is not set in the environment"])
+        return env[name]
+
+    return _ENV_REF.sub(substitute, value)
+
+
+# ---------------------------------------------------------------- JAAS
+_JAAS = re.compile(r"\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);?\s*$",
+                   re.DOTALL)
+_JAAS_OPTION = re.compile(r"""\s*([\w.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s;]+)""")
+
+
+def parse_jaas(text: str) -> tuple[str, dict[str, str]] | None:
+    """(login module, options) of a one-module ``sasl.jaas.config``, or None if it is not one."""
+    m = _JAAS.match(text)
+    if not m:
+        return None
+    options, rest = {}, m.group("opts")
+    pos = 0
+    while pos < len(rest):
+        om = _JAAS_OPTION.match(rest, pos)
+        if not om:
+            if rest[pos:].strip(" ;\t\n"):
+                return None
+            break
+        raw = om.group(2)
+        if raw[:1] in "\"'":
+            raw = re.sub(r"\\(.)", r"\1", raw[1:-1])
+        options[om.group(1)] = raw
+        pos = om.end()
+    return m.group("module"), options
+
+
+def _jaas_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def jaas_config(mechanism: str, username: str, password: str) -> str:
+    return f"{MECHANISMS[mechanism]} required username={_jaas_quote(username)} password={_jaas_quote(password)};"
+
+
+# ---------------------------------------------------------------- key stores
+def store_format(path: Path) -> str | None:
+    """JKS, PKCS12 or PEM by the file's first bytes (a Java client reads a PKCS12 file given as
+    JKS, so the declared type alone does not say which it is); None when unreadable."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return None
+    if head[:4] == b"\xfe\xed\xfe\xed":
+        return "JKS"
+    if b"-----BEGIN" in head or head.lstrip()[:5] == b"-----":
+        return "PEM"
+    if head[:1] == b"\x30":
+        return "PKCS12"
+    return None
+
+
+#: (truststore path, JKS/PKCS12, password or None) -> a PEM file of its certificates.
+PemFromStore = Callable[[Path, str, "str | None"], Path]
+
+
+# ---------------------------------------------------------------- the translation
+class _Translation:
+    def __init__(self, props: dict[str, tuple[str, str]], pem_from_store: PemFromStore | None):
+        self.props = props  # key -> (value, origin)
+        self.pem_from_store = pem_from_store
+        self.java: dict[str, str] = {}
+        self.rd: dict[str, str] = {}
+        self.problems: list[str] = []
+
+    def has(self, key: str) -> bool:
+        return key in self.props
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.props[key][0] if key in self.props else default
+
+    def problem(self, key: str, message: str) -> None:
+        origin = self.props[key][1] if key in self.props else ""
+        self.problems.append(f"{origin}: {key}: {message}" if origin else f"{key}: {message}")
+
+    def conflict(self, a: str, b: str) -> bool:
+        if self.has(a) and self.has(b):
+            self.problem(b, f"set either {a} (Java name) or {b} (librdkafka name), not both")
+            return True
+        return False
+
+
+def _read_text(t: _Translation, key: str) -> str | None:
+    path = Path(os.path.expanduser(t.get(key)))
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        t.problem(key, f"cannot read {path}: {exc.strerror or exc}")
+        return None
+    return text
+
+
+def _protocol(t: _Translation) -> str:
+    raw = t.get("security.protocol", "PLAINTEXT")
+    protocol = raw.upper()
+    if protocol not in PROTOCOLS:
+        t.problem("security.protocol", f"{raw!r} is not one of {', '.join(PROTOCOLS)}")
+        return "PLAINTEXT"
+    t.java["security.protocol"] = t.rd["security.protocol"] = protocol
+    return protocol
+
+
+def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
+    mech_key = "sasl.mechanism" if t.has("sasl.mechanism") else "sasl.mechanisms"
+    if t.conflict("sasl.mechanism", "sasl.mechanisms"):
+        return None, None
+    sasl_keys = [k for k in ("sasl.jaas.config", "sasl.username", "sasl.password", mech_key) if t.has(k)]
+    if not protocol.startswith("SASL_"):
+        if sasl_keys:
+            t.problem(sasl_keys[0], f"SASL settings need security.protocol SASL_SSL or SASL_PLAINTEXT, not {protocol}")
+        return None, None
+    mechanism = (t.get(mech_key) or "").upper()
+    if not mechanism:
+        t.problem("security.protocol", "SASL needs sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+        return None, None
+    if mechanism not in MECHANISMS:
+        t.problem(mech_key, f"{t.get(mech_key)!r} is not supported by statectl (supported: {', '.join(MECHANISMS)})")
+        return None, None
+    t.java["sasl.mechanism"] = t.rd["sasl.mechanism"] = mechanism
+
+    if t.conflict("sasl.jaas.config", "sasl.username") or t.conflict("sasl.jaas.config", "sasl.password"):
+        return mechanism, None
+    if t.has("sasl.jaas.config"):
+        text = t.get("sasl.jaas.config")
+        parsed = parse_jaas(text)
+        if parsed is None:
+            t.problem("sasl.jaas.config", "is not a JAAS login module line "
+                      "(<LoginModule> required username=\"...\" password=\"...\";)")
+            return mechanism, None
+        module, options = parsed
+        if module != MECHANISMS[mechanism]:
+            t.problem("sasl.jaas.config", f"{module} does not do {mechanism} (use {MECHANISMS[mechanism]})")
+            return mechanism, None
+        username, password = options.get("username"), options.get("password")
+        if not username or password is None:
+            t.problem("sasl.jaas.config", "needs both username and password")
+            return mechanism, username
+        redact.register(password, text)
+        t.java["sasl.jaas.config"] = text
+    else:
+        username, password = t.get("sasl.username"), t.get("sasl.password")
+        if not username or password is None:
+            t.problem("security.protocol", "SASL needs credentials: sasl.jaas.config, or sasl.username and sasl.password")
+            return mechanism, username
+        redact.register(password)
+        t.java["sasl.jaas.config"] = jaas_config(mechanism, username, password)
+        redact.register(t.java["sasl.jaas.config"])
+    t.rd["sasl.username"], t.rd["sasl.password"] = username, password
+    return mechanism, username
+
+
+def _truststore(t: _Translation) -> None:
+    if t.conflict("ssl.truststore.location", "ssl.ca.location") or t.conflict("ssl.truststore.certificates", "ssl.ca.pem"):
+        return
+    if t.has("ssl.truststore.location"):
+        location = os.path.expanduser(t.get("ssl.truststore.location"))
+        declared = (t.get("ssl.truststore.type") or "JKS").upper()
+        for key in ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"):
+            if t.has(key):
+                t.java[key] = location if key == "ssl.truststore.location" else t.get(key)
+        actual = store_format(Path(location))
+        if actual is None:
+            t.problem("ssl.truststore.location", f"cannot read a JKS, PKCS12 or PEM trust store at {location}")
+        elif actual == "PEM":
+            t.rd["ssl.ca.location"] = location
+        elif declared == "PEM":
+            t.problem("ssl.truststore.type", f"is PEM but {location} is a {actual} store")
+        elif t.pem_from_store is None:
+            t.problem("ssl.truststore.location", f"a {actual} trust store needs the JDK's keytool to be read by "
+                      "statectl's clients; give a PEM file (ssl.truststore.type=PEM) instead")
+        else:
+            try:
+                t.rd["ssl.ca.location"] = str(t.pem_from_store(Path(location), actual, t.get("ssl.truststore.password")))
+            except ConfigError as exc:
+                t.problem("ssl.truststore.location", str(exc))
+    elif t.has("ssl.ca.location"):
+        location = os.path.expanduser(t.get("ssl.ca.location"))
+        t.rd["ssl.ca.location"] = location
+        t.java["ssl.truststore.type"], t.java["ssl.truststore.location"] = "PEM", location
+    if t.has("ssl.truststore.certificates"):
+        t.java["ssl.truststore.type"] = "PEM"
+        t.java["ssl.truststore.certificates"] = t.rd["ssl.ca.pem"] = t.get("ssl.truststore.certificates")
+    elif t.has("ssl.ca.pem"):
+        t.java["ssl.truststore.type"] = "PEM"
+        t.java["ssl.truststore.certificates"] = t.rd["ssl.ca.pem"] = t.get("ssl.ca.pem")
+
+
+def _keystore(t: _Translation) -> None:
+    java_keys = [k for k in ("ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain") if t.has(k)]
+    rd_keys = [k for k in ("ssl.certificate.location", "ssl.key.location", "ssl.certificate.pem", "ssl.key.pem") if t.has(k)]
+    if java_keys and rd_keys:
+        t.problem(rd_keys[0], f"set the client certificate either with {java_keys[0]} (Java names) "
+                  f"or with {rd_keys[0]} (librdkafka names), not both")
+        return
+    key_password = t.get("ssl.key.password")
+    if key_password:
+        redact.register(key_password)
+    if t.has("ssl.keystore.location"):
+        location = os.path.expanduser(t.get("ssl.keystore.location"))
+        for key in ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password"):
+            if t.has(key):
+                t.java[key] = location if key == "ssl.keystore.location" else t.get(key)
+        actual = store_format(Path(location))
+        if actual is None:
+            t.problem("ssl.keystore.location", f"cannot read a PKCS12 or PEM key store at {location}")
+        elif actual == "PKCS12":
+            t.rd["ssl.keystore.location"] = location
+            if t.has("ssl.keystore.password"):
+                t.rd["ssl.keystore.password"] = t.get("ssl.keystore.password")
+        elif actual == "PEM":
+            t.rd["ssl.certificate.location"] = t.rd["ssl.key.location"] = location
+            if key_password:
+                t.rd["ssl.key.password"] = key_password
+        else:
+            t.problem("ssl.keystore.location", f"{location} is a JKS key store, which statectl's librdkafka clients "
+                      f"cannot read; convert it once with `keytool -importkeystore -srckeystore {location} "
+                      f"-destkeystore {location}.p12 -deststoretype PKCS12` and point ssl.keystore.location at the .p12")
+    elif t.has("ssl.keystore.key") or t.has("ssl.keystore.certificate.chain"):
+        if not (t.has("ssl.keystore.key") and t.has("ssl.keystore.certificate.chain")):
+            t.problem(java_keys[0], "needs both ssl.keystore.key and ssl.keystore.certificate.chain")
+            return
+        t.java["ssl.keystore.type"] = "PEM"
+        t.java["ssl.keystore.key"] = t.rd["ssl.key.pem"] = t.get("ssl.keystore.key")
+        t.java["ssl.keystore.certificate.chain"] = t.rd["ssl.certificate.pem"] = t.get("ssl.keystore.certificate.chain")
+        if key_password:
+            t.java["ssl.key.password"] = t.rd["ssl.key.password"] = key_password
+    elif rd_keys:
+        cert_key = "ssl.certificate.location" if t.has("ssl.certificate.location") else "ssl.certificate.pem"
+        key_key = "ssl.key.location" if t.has("ssl.key.location") else "ssl.key.pem"
+        if not (t.has(cert_key) and t.has(key_key)):
+            t.problem(rd_keys[0], "a client certificate needs both the certificate (ssl.certificate.location) "
+                      "and its key (ssl.key.location)")
+            return
+        cert = t.get(cert_key) if cert_key.endswith(".pem") else _read_text(t, cert_key)
+        key = t.get(key_key) if key_key.endswith(".pem") else _read_text(t, key_key)
+        if cert is None or key is None:
+            return
+        redact.register(key)
+        for k in (cert_key, key_key):
+            t.rd[k] = os.path.expanduser(t.get(k)) if k.endswith(".location") else t.get(k)
+        # Java clients take a PEM key and chain inline: the same files, read once here.
+        t.java["ssl.keystore.type"] = "PEM"
+        t.java["ssl.keystore.certificate.chain"], t.java["ssl.keystore.key"] = cert, key
+        if key_password:
+            t.java["ssl.key.password"] = t.rd["ssl.key.password"] = key_password
+    elif t.has("ssl.key.password") or t.has("ssl.keystore.password"):
+        key = "ssl.keystore.password" if t.has("ssl.keystore.password") else "ssl.key.password"
+        t.problem(key, "is set but no client certificate is (ssl.keystore.location)")
+
+
+def _endpoint_identification(t: _Translation) -> None:
+    if not t.has("ssl.endpoint.identification.algorithm"):
+        return
+    raw = t.get("ssl.endpoint.identification.algorithm").strip()
+    if raw.lower() in ("", "none"):
+        t.java["ssl.endpoint.identification.algorithm"], t.rd["ssl.endpoint.identification.algorithm"] = "", "none"
+    elif raw.lower() == "https":
+        t.java["ssl.endpoint.identification.algorithm"] = t.rd["ssl.endpoint.identification.algorithm"] = "https"
+    else:
+        t.problem("ssl.endpoint.identification.algorithm", f"{raw!r} is neither https nor empty (none)")
+
+
+_HANDLED = {
+    "bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.jaas.config",
+    "sasl.username", "sasl.password", "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
+    "ssl.truststore.certificates", "ssl.ca.location", "ssl.ca.pem", "ssl.keystore.location", "ssl.keystore.type",
+    "ssl.keystore.password", "ssl.key.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+    "ssl.certificate.location", "ssl.key.location", "ssl.certificate.pem", "ssl.key.pem",
+    "ssl.endpoint.identification.algorithm",
+}
+#: Passed to Spark's Java clients only: librdkafka negotiates TLS 1.2 or newer with OpenSSL itself.
+_JAVA_PASS = {"ssl.enabled.protocols", "ssl.protocol"}
+#: The same name and meaning in both clients.
+_BOTH_PASS = {"client.id", "client.dns.lookup", "socket.connection.setup.timeout.ms"}
+
+
+def client_settings(props: Iterable[Property], env: Mapping[str, str] | None = None,
+                    base_dirs: Mapping[str, Path | None] | None = None,
+                    pem_from_store: PemFromStore | None = None) -> ClientSettings:
+    """The settings ``props`` make (later properties override earlier ones of the same key), or a
+    ConfigError listing every problem: an unknown security property, a mechanism statectl cannot
+    do, missing credentials, a key store librdkafka cannot read.
+
+    ``base_dirs`` maps an origin's file (before its ``:line``) to the folder ``@relative`` paths
+    start from."""
+    env = os.environ if env is None else env
+    base_dirs = base_dirs or {}
+    resolved: dict[str, tuple[str, str]] = {}
+    problems: list[str] = []
+    for prop in props:
+        try:
+            value = resolve_value(prop, env, base_dirs.get(prop.origin.rsplit(":", 1)[0]))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        if redact.is_secret_key(prop.key):
+            redact.register(value)
+        resolved[prop.key] = (value, prop.origin)
+
+    t = _Translation(resolved, pem_from_store)
+    t.problems.extend(problems)
+    not_used = []
+    for key in resolved:
+        if key in _HANDLED:
+            continue
+        if key in _JAVA_ONLY:
+            t.problem(key, f"is not supported by statectl: {_JAVA_ONLY[key]}")
+        elif key in _JAVA_PASS:
+            t.java[key] = t.get(key)
+        elif key in _BOTH_PASS:
+            t.java[key] = t.rd[key] = t.get(key)
+        elif key.startswith(("ssl.", "sasl.", "security.")):
+            t.problem(key, "is a security setting statectl does not know; it is refused rather than ignored "
+                      "(see docs/security.md for the supported ones)")
+        else:
+            not_used.append(key)
+    protocol = _protocol(t)
+    mechanism, username = _sasl(t, protocol)
+    tls_keys = [k for k in resolved if k.startswith("ssl.")]
+    if protocol in ("SSL", "SASL_SSL"):
+        _truststore(t)
+        _keystore(t)
+        _endpoint_identification(t)
+    elif tls_keys:
+        t.problem(tls_keys[0], f"TLS settings need security.protocol SSL or SASL_SSL, not {protocol}")
+    if t.problems:
+        raise ConfigError(t.problems)
+    for key in ("ssl.keystore.password", "ssl.truststore.password"):
+        if t.get(key):
+            redact.register(t.get(key))
+    shown = {k: (redact.MASK if redact.is_secret_key(k) else v) for k, (v, _) in resolved.items()}
+    return ClientSettings(java=t.java, librdkafka=t.rd, shown=shown, bootstrap=t.get("bootstrap.servers"),
+                          protocol=protocol, mechanism=mechanism, username=username, not_used=tuple(not_used))

@@ -1,0 +1,57 @@
+"""JKS and PKCS12 trust stores as the PEM file librdkafka reads, converted once with the JDK's keytool.
+
+A trust store holds only public certificates, so the PEM copy is no secret; it is cached by the
+store's path, size and modification time so later commands do not start keytool again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from statectl.errors import ConfigError
+from statectl.paths import cache_root
+
+_CERT = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.DOTALL)
+
+
+def _keytool() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "keytool").exists():
+        return str(Path(java_home) / "bin" / "keytool")
+    found = shutil.which("keytool")
+    if not found:
+        raise ConfigError(["reading a JKS or PKCS12 trust store needs the JDK's keytool, which is not on PATH; "
+                           "give a PEM file (ssl.truststore.type=PEM) instead"])
+    return found
+
+
+def pem_from_store(path: Path, store_type: str, password: str | None) -> Path:
+    """A PEM file with every certificate of the trust store at ``path``."""
+    stat = path.stat()
+    digest = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:20]
+    target = cache_root() / "truststores" / f"{digest}.pem"
+    if target.exists():
+        return target
+    cmd = [_keytool(), "-list", "-rfc", "-keystore", str(path), "-storetype", store_type]
+    # keytool reads the password from the environment variable named after :env, so it is not on
+    # a command line other users could see.
+    env = dict(os.environ)
+    if password:
+        env["STATECTL_STOREPASS"] = password
+        cmd += ["-storepass:env", "STATECTL_STOREPASS"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    certs = _CERT.findall(done.stdout)
+    if done.returncode != 0 or not certs:
+        reason = (done.stdout + done.stderr).strip().splitlines()
+        why = next((ln for ln in reason if "error" in ln.lower()), reason[-1] if reason else "no certificates")
+        raise ConfigError([f"cannot read the trust store {path}: {why.removeprefix('keytool error: ')}"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text("\n".join(certs) + "\n")
+    os.replace(tmp, target)
+    return target
