@@ -32,7 +32,7 @@ class JobPlan:
     description: str = ""
 
 
-def kafka_source(spark, bootstrap: "Cluster | str", topics: list[str], starting_offsets: str = "earliest",
+def kafka_source(spark, bootstrap: Cluster | str, topics: list[str], starting_offsets: str = "earliest",
                  max_offsets_per_trigger: int | None = None, min_partitions: int | None = None) -> DataFrame:
     """A streaming read of ``topics``, connected with the cluster's client settings (TLS, SASL)."""
     reader = (

@@ -39,6 +39,14 @@ class BrokerUnavailable(OperationalError):
     """The Kafka broker could not be reached in time."""
 
 
+class NotAuthorized(OperationalError):
+    """The cluster's ACLs do not let the user do what the command needs (names the topic and operation)."""
+
+
+class AuthenticationFailed(BrokerUnavailable):
+    """The broker answered but refused the credentials or the TLS handshake."""
+
+
 class JarResolutionError(OperationalError):
     """Required jars could not be resolved from Maven Central or the local cache."""
 

@@ -25,8 +25,8 @@ def declared_topics(config: LeaderboardConfig) -> list[DeclaredTopic]:
                       about="the players table in (key: player id, value: {name}; a null value deletes)"),
         DeclaredTopic(t.products, 2, configs=dict(TABLE_TOPIC_CONFIGS), key="topics.products",
                       about="the products (games) table in (key: product id, value: {name}; a null value deletes)"),
-        DeclaredTopic(t.high_scores, 4, configs=dict(TABLE_TOPIC_CONFIGS), key="topics.high_scores",
+        DeclaredTopic(t.high_scores, 4, configs=dict(TABLE_TOPIC_CONFIGS), key="topics.high_scores", output=True,
                       about="the top list per game out (key: product id); only a game's newest list matters"),
-        DeclaredTopic(t.dlq, 1, configs={"retention.ms": DLQ_RETENTION_MS}, key="topics.dlq",
+        DeclaredTopic(t.dlq, 1, configs={"retention.ms": DLQ_RETENTION_MS}, key="topics.dlq", output=True,
                       about="dead letters out: each rejected record with its reason"),
     ]

@@ -12,7 +12,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from statectl.cluster import Cluster, as_cluster
-from statectl.errors import BrokerUnavailable, OperationalError
+from statectl.errors import AuthenticationFailed, BrokerUnavailable, NotAuthorized, OperationalError
 from statectl.text import did_you_mean, wait_until
 
 _log = logging.getLogger("statectl.kafka")
@@ -44,8 +44,8 @@ def client_config(bootstrap: Target, **extra) -> dict:
     return conf
 
 
-def admin_client(bootstrap: Target) -> AdminClient:
-    return AdminClient(client_config(bootstrap))
+def admin_client(bootstrap: Target, **extra) -> AdminClient:
+    return AdminClient(client_config(bootstrap, **extra))
 
 
 def broker_answers(bootstrap: Target, timeout: float = 2.0) -> bool:
@@ -60,20 +60,142 @@ def broker_answers(bootstrap: Target, timeout: float = 2.0) -> bool:
 BROKER_HINT = "is the broker running? (start a local one with `statectl kafka up`, or pass --bootstrap-servers)"
 
 
+class ConnectErrors:
+    """What librdkafka reported through ``error_cb`` while a call waited.
+
+    A refused SASL login or TLS handshake does not fail the call that needed the connection: the
+    call only times out. The reason is reported here, so statectl can say which it was."""
+
+    def __init__(self) -> None:
+        self.errors: list[KafkaError] = []
+
+    def __call__(self, err: KafkaError) -> None:
+        self.errors.append(err)
+
+    def refusal(self, bootstrap: Target) -> AuthenticationFailed | None:
+        """The first error that says the connection was refused for its credentials, its
+        certificate or its protocol, as a message for the user; None if there was none."""
+        for err in self.errors:
+            found = connect_refusal(bootstrap, err.code(), err.str())
+            if found is not None:
+                return found
+        return None
+
+
+def connect_refusal(bootstrap: Target, code: int, text: str) -> AuthenticationFailed | None:
+    """An AuthenticationFailed that names what the broker refused, from librdkafka's error."""
+    cluster = as_cluster(bootstrap)
+    settings = cluster.settings
+    low = text.lower()
+    if code == KafkaError._AUTHENTICATION or "authentication failed" in low or "sasl authentication error" in low:
+        who = f"user {settings.username!r}" if settings.username else "the configured user"
+        how = f" ({settings.mechanism})" if settings.mechanism else ""
+        return AuthenticationFailed(
+            f"authentication failed for {who}{how} at {cluster.bootstrap}: the broker refused the credentials; "
+            f"check the user name and password in sasl.jaas.config (or sasl.username/sasl.password)")
+    if "hostname mismatch" in low or "hostname verification" in low or "ip address mismatch" in low:
+        return AuthenticationFailed(
+            f"TLS hostname mismatch at {cluster.bootstrap}: the broker's certificate does not name the host "
+            f"connected to; connect by a name the certificate lists (or, for a test broker only, set "
+            f"ssl.endpoint.identification.algorithm= to skip the check)")
+    if "certificate verify failed" in low or "unable to get local issuer" in low or "self-signed certificate" in low \
+            or "self signed certificate" in low:
+        return AuthenticationFailed(
+            f"the TLS certificate of the broker at {cluster.bootstrap} is not trusted: set ssl.truststore.location "
+            f"(or ssl.ca.location) to the CA that signed it")
+    if "incorrect security.protocol" in low or "wrong version number" in low or "packet length too long" in low \
+            or ("ssl handshake failed" in low and not settings.secured):
+        return AuthenticationFailed(
+            f"the broker at {cluster.bootstrap} speaks another security protocol than {settings.protocol}: "
+            f"set security.protocol in the client config to the listener's (SASL_SSL, SSL, SASL_PLAINTEXT "
+            f"or PLAINTEXT)")
+    if code == KafkaError._SSL or "ssl handshake failed" in low:
+        return AuthenticationFailed(f"the TLS handshake with the broker at {cluster.bootstrap} failed: {text}")
+    return None
+
+
 def require_broker(bootstrap: Target, timeout: float = REACH_TIMEOUT) -> AdminClient:
     """An admin client for a broker that answered within ``timeout``, or BrokerUnavailable:
-    at once when nothing listens at any bootstrap address, within ``timeout`` otherwise."""
+    at once when nothing listens at any bootstrap address, as soon as the broker refuses the
+    credentials or the TLS handshake (AuthenticationFailed), within ``timeout`` otherwise."""
     refuse_if_nothing_listens(bootstrap)
-    admin = admin_client(bootstrap)
-    try:
-        admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise no_answer(bootstrap, timeout) from exc
-    return admin
+    errors = ConnectErrors()
+    admin = admin_client(bootstrap, error_cb=errors)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.list_topics(timeout=min(0.5, max(0.05, deadline - time.monotonic())))
+            return admin
+        except KafkaException as exc:
+            admin.poll(0)  # serves error_cb
+            refused = errors.refusal(bootstrap) or connect_refusal(bootstrap, exc.args[0].code(), exc.args[0].str())
+            if refused is not None:
+                raise refused from None
+            if time.monotonic() >= deadline:
+                raise no_answer(bootstrap, timeout) from exc
 
 
 def no_answer(bootstrap: Target, timeout: float) -> BrokerUnavailable:
     return BrokerUnavailable(f"cannot reach Kafka at {bootstrap}: no answer within {timeout:.0f} s; {BROKER_HINT}")
+
+
+# ---------------------------------------------------------------- ACLs
+def user_of(bootstrap: Target) -> str:
+    settings = as_cluster(bootstrap).settings
+    return f"user {settings.username!r}" if settings.username else "this client"
+
+
+def not_authorized(bootstrap: Target, operation: str, resource: str, name: str, detail: str = "") -> NotAuthorized:
+    """The one-line refusal for an operation the cluster's ACLs do not allow."""
+    settings = as_cluster(bootstrap).settings
+    principal = f"User:{settings.username}" if settings.username else "<principal>"
+    flag = {"topic": "--topic", "group": "--group", "cluster": "--cluster"}.get(resource, f"--{resource}")
+    target = "" if resource == "cluster" else f" {name}"
+    return NotAuthorized(
+        f"{user_of(bootstrap)} is not allowed to {operation} {resource} {name!r}{detail} (the cluster's ACLs "
+        f"refuse it); an admin can grant it with: kafka-acls.sh --add --allow-principal {principal} "
+        f"--operation {operation} {flag}{target}")
+
+
+def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, str],
+                       timeout: float = REACH_TIMEOUT) -> None:
+    """NotAuthorized naming each topic of ``wanted`` (topic -> Kafka operation: READ, WRITE,
+    ALTER_CONFIGS, DESCRIBE_CONFIGS) the user may not do it on, before any work starts.
+
+    The broker tells each client which operations it may do on a topic (DescribeTopics with
+    authorized operations), so this needs no ACL rights of its own. A broker without an
+    authorizer allows every operation; topics that do not exist are left to the caller."""
+    if not wanted:
+        return
+    from confluent_kafka import TopicCollection
+
+    futures = admin.describe_topics(TopicCollection(sorted(wanted)), include_authorized_operations=True,
+                                    request_timeout=timeout)
+    refused = []
+    for name, future in sorted(futures.items()):
+        try:
+            description = future.result()
+        except KafkaException as exc:
+            code = exc.args[0].code()
+            if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                refused.append((name, wanted[name]))
+            elif code not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                raise OperationalError(f"could not describe topic {name!r}: {exc.args[0].str()}") from exc
+            continue
+        allowed = description.authorized_operations
+        if allowed is None:
+            continue
+        names = {op.name for op in allowed}
+        if wanted[name] not in names and "ALL" not in names:
+            refused.append((name, wanted[name]))
+    if refused:
+        errors = [not_authorized(bootstrap, op, "topic", name) for name, op in refused]
+        if len(errors) == 1:
+            raise errors[0]
+        listed = ", ".join(f"{op} topic {name!r}" for name, op in refused)
+        raise NotAuthorized(f"{user_of(bootstrap)} is not allowed to {listed} (the cluster's ACLs refuse it); "
+                            f"an admin can grant each with kafka-acls.sh --add --allow-principal ... --operation "
+                            f"OP --topic NAME")
 
 
 @dataclass(frozen=True)
@@ -90,8 +212,10 @@ def existing_topics(admin: AdminClient, timeout: float = REACH_TIMEOUT) -> dict[
     return {name: len(t.partitions) for name, t in md.topics.items()}
 
 
-def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], timeout: float = 15.0) -> list[str]:
-    """Create the topics of ``specs`` that do not exist yet; returns the names created."""
+def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], bootstrap: Target | None = None,
+                          timeout: float = 15.0) -> list[str]:
+    """Create the topics of ``specs`` that do not exist yet; returns the names created.
+    ``bootstrap`` names the user in a refusal."""
     present = existing_topics(admin)
     wanted = [s for s in specs if s.name not in present]
     if not wanted:
@@ -110,6 +234,9 @@ def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], timeout: f
             err = exc.args[0]
             if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
+            if err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+                raise not_authorized(bootstrap or "", "CREATE", "topic", name,
+                                     " (it does not exist yet; create it, or let an admin create it)") from None
             raise OperationalError(f"could not create topic {name!r}: {err.str()}") from exc
     _wait_for_metadata(admin, created)
     return created
@@ -175,6 +302,19 @@ class ConsumedRecord:
     timestamp_ms: int | None
 
 
+def _unreadable(bootstrap: Target, topic: str, error) -> OperationalError | None:
+    """The refusal for a topic whose metadata or fetch came back with an authorization error."""
+    if error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        return not_authorized(bootstrap, "READ", "topic", topic)
+    return None
+
+
+def _unreachable(bootstrap: Target, errors: ConnectErrors, exc: KafkaException, what: str) -> OperationalError:
+    """Why a consumer's call failed: a refused login or handshake if librdkafka reported one."""
+    return errors.refusal(bootstrap) or OperationalError(
+        f"{what} at {bootstrap}: {exc.args[0].str() if exc.args else exc}")
+
+
 def read_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> list[ConsumedRecord]:
     """Every record currently in ``topic``, from the beginning to the end offsets seen at the start."""
     return list(iter_topic(bootstrap, topic, timeout=timeout))
@@ -189,7 +329,9 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
 
 def end_offsets(bootstrap: Target, topics: list[str]) -> dict[str, dict[int, int]]:
     """``{topic: {partition: end offset}}`` for the topics that exist (the others are left out)."""
-    consumer = Consumer(client_config(bootstrap, **{"group.id": "statectl-offsets", "enable.auto.commit": False}))
+    errors = ConnectErrors()
+    consumer = Consumer(client_config(bootstrap, error_cb=errors,
+                                      **{"group.id": "statectl-offsets", "enable.auto.commit": False}))
     try:
         metadata = consumer.list_topics(timeout=REACH_TIMEOUT)
         ends: dict[str, dict[int, int]] = {}
@@ -200,23 +342,28 @@ def end_offsets(bootstrap: Target, topics: list[str]) -> dict[str, dict[int, int
             ends[topic] = {p: high for p, (_, high) in watermarks(consumer, topic, found.partitions).items()}
         return ends
     except KafkaException as exc:
-        raise OperationalError(f"could not read the end offsets of {', '.join(topics)} at {bootstrap}: "
-                               f"{exc.args[0].str() if exc.args else exc}") from exc
+        raise _unreachable(bootstrap, errors, exc, f"could not read the end offsets of {', '.join(topics)}") from exc
     finally:
         consumer.close()
 
 
 def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator[ConsumedRecord]:
+    errors = ConnectErrors()
     consumer = Consumer(
         client_config(
-            bootstrap,
+            bootstrap, error_cb=errors,
             **{"group.id": "statectl-reader", "enable.auto.commit": False,
                "auto.offset.reset": "earliest", "enable.partition.eof": False},
         )
     )
     try:
-        md = consumer.list_topics(topic, timeout=REACH_TIMEOUT)
+        try:
+            md = consumer.list_topics(topic, timeout=REACH_TIMEOUT)
+        except KafkaException as exc:
+            raise _unreachable(bootstrap, errors, exc, f"could not read {topic!r}") from exc
         tmd = md.topics.get(topic)
+        if tmd is not None and _unreadable(bootstrap, topic, tmd.error):
+            raise _unreadable(bootstrap, topic, tmd.error)
         if tmd is None or tmd.error is not None:
             raise OperationalError(f"topic {topic!r} does not exist")
         ends: dict[int, int] = {}
@@ -236,7 +383,8 @@ def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise OperationalError(f"reading {topic!r} failed: {msg.error().str()}")
+                    raise _unreadable(bootstrap, topic, msg.error()) or OperationalError(
+                        f"reading {topic!r} failed: {msg.error().str()}")
                 p = msg.partition()
                 yield ConsumedRecord(topic, p, msg.offset(), msg.key(), msg.value(),
                                      msg.timestamp()[1])
@@ -267,9 +415,11 @@ class TopicReader:
 
     def __init__(self, bootstrap: Target, topic: str, from_beginning: bool):
         self.topic = topic
+        self._bootstrap = bootstrap
         refuse_if_nothing_listens(bootstrap)
+        self._errors = ConnectErrors()
         self._consumer = Consumer(
-            client_config(bootstrap, **{"group.id": "statectl-consume", "enable.auto.commit": False,
+            client_config(bootstrap, error_cb=self._errors, **{"group.id": "statectl-consume", "enable.auto.commit": False,
                                         "enable.partition.eof": False})
         )
         try:
@@ -283,8 +433,16 @@ class TopicReader:
         try:
             md = consumer.list_topics(timeout=REACH_TIMEOUT)
         except KafkaException as exc:
-            raise no_answer(bootstrap, REACH_TIMEOUT) from exc
+            raise self._errors.refusal(bootstrap) or no_answer(bootstrap, REACH_TIMEOUT) from exc
         tmd = md.topics.get(topic)
+        if tmd is None:
+            # A topic the user may not describe is left out of a full listing: ask for it by name.
+            try:
+                tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)
+            except KafkaException:
+                tmd = None
+        if tmd is not None and _unreadable(bootstrap, topic, tmd.error):
+            raise _unreadable(bootstrap, topic, tmd.error)
         if tmd is None or tmd.error is not None:
             known = [name for name in md.topics if not name.startswith("__")]
             raise OperationalError(f"topic {topic!r} does not exist{did_you_mean(topic, known)}")
@@ -319,7 +477,8 @@ class TopicReader:
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise OperationalError(f"reading {topic!r} failed: {err.str()}")
+                    raise _unreadable(self._bootstrap, topic, err) or OperationalError(
+                        f"reading {topic!r} failed: {err.str()}")
                 p, offset = msg.partition(), msg.offset()
                 if not follow and offset >= ends.get(p, 0):
                     continue  # arrived after the end this read stops at
@@ -419,9 +578,10 @@ def _config_entry(entry) -> dict:
     }
 
 
-def describe_topics(admin, names: list[str], timeout: float = REACH_TIMEOUT) -> dict[str, dict]:
+def describe_topics(admin, names: list[str], timeout: float = REACH_TIMEOUT, bootstrap: Target = "") -> dict[str, dict]:
     """Layout and every config of the named topics that exist: name -> {topic, partitions,
-    replication_factor, configs: {key: {name, value, source, is_default, ..., synonyms}}}."""
+    replication_factor, configs: {key: {name, value, source, is_default, ..., synonyms}}}.
+    ``bootstrap`` names the user when the cluster's ACLs refuse DESCRIBE_CONFIGS."""
     from confluent_kafka.admin import ConfigResource
 
     md = admin.list_topics(timeout=timeout)
@@ -436,6 +596,8 @@ def describe_topics(admin, names: list[str], timeout: float = REACH_TIMEOUT) -> 
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 continue
+            if exc.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise not_authorized(bootstrap, "DESCRIBE_CONFIGS", "topic", res.name) from None
             raise OperationalError(f"could not describe the configs of topic {res.name!r}: {exc.args[0].str()}") from exc
         partitions = md.topics[res.name].partitions
         out[res.name] = {
@@ -501,23 +663,43 @@ def tail_topic(bootstrap: Target, topic: str, stop, poll_seconds: float = 0.05, 
     when it answers again, checked every ``probe_seconds``: a consumer whose broker is gone
     just receives nothing, as one with nothing new to read does.
     """
-    import uuid
+    from confluent_kafka import OFFSET_BEGINNING
 
+    # Assigned partitions, no consumer group: a user who may only READ the topic (no group ACL)
+    # can serve it, and nothing is committed.
     consumer = Consumer(
-        client_config(bootstrap, **{"group.id": f"statectl-view-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
-                                    "auto.offset.reset": "earliest", "enable.partition.eof": True})
+        client_config(bootstrap, **{"group.id": "statectl-view", "enable.auto.commit": False,
+                                    "enable.partition.eof": True})
     )
+    def partitions_now() -> list[int]:
+        tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)
+        if tmd is not None and _unreadable(bootstrap, topic, tmd.error):
+            raise _unreadable(bootstrap, topic, tmd.error)
+        return sorted(tmd.partitions) if tmd is not None and tmd.error is None else []
+
     try:
-        consumer.subscribe([topic])
-        pending_eof: set[int] | None = None
+        partitions = partitions_now()
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        pending_eof: set[int] = set(partitions)
+        if not partitions and on_caught_up:
+            on_caught_up()  # nothing to catch up with: the topic does not exist yet
+            on_caught_up = None
         reachable = True
         next_probe = time.monotonic() + probe_seconds
         while not stop.is_set():
-            if on_reachable is not None and time.monotonic() >= next_probe:
-                answers = _metadata_answers(consumer, topic, probe_seconds)
-                if answers != reachable:
-                    reachable = answers
-                    on_reachable(answers)
+            if time.monotonic() >= next_probe:
+                if on_reachable is not None:
+                    answers = _metadata_answers(consumer, topic, probe_seconds)
+                    if answers != reachable:
+                        reachable = answers
+                        on_reachable(answers)
+                if not partitions and reachable:
+                    # The topic did not exist when the view started (the job creates it).
+                    try:
+                        partitions = partitions_now()
+                    except KafkaException:
+                        partitions = []
+                    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
                 next_probe = time.monotonic() + probe_seconds
             msgs = consumer.consume(num_messages=5_000, timeout=poll_seconds)
             batch = []
@@ -525,15 +707,15 @@ def tail_topic(bootstrap: Target, topic: str, stop, poll_seconds: float = 0.05, 
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        if pending_eof is None:
-                            pending_eof = {p.partition for p in consumer.assignment()}
                         pending_eof.discard(msg.partition())
+                    elif _unreadable(bootstrap, topic, err):
+                        raise _unreadable(bootstrap, topic, err)
                     continue
                 batch.append((msg.key(), msg.value()))
             if batch:
                 yield batch
             # Caught up only once the caller has taken the batch that reached the end.
-            if pending_eof is not None and not pending_eof and on_caught_up:
+            if partitions and not pending_eof and on_caught_up:
                 on_caught_up()
                 on_caught_up = None
     finally:

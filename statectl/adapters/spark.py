@@ -29,6 +29,11 @@ BASE_CONF = {
     "spark.sql.adaptive.enabled": "false",  # AQE does not apply to streaming; keep plans plain
     "spark.driver.memory": "2g",
     "spark.sql.streaming.stopActiveRunOnRestart": "true",
+    # Kafka client settings reach Spark as source and sink options; these hide the values of the
+    # secret ones (the JAAS config, passwords, PEM keys) wherever Spark shows a plan's options.
+    "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|secret|token|ssl\.key|keystore\.key|"
+                                         r"keystore\.certificate|truststore\.certificates",
+    "spark.redaction.regex": r"(?i)secret|password|token|access[.]key|jaas",
 }
 
 
@@ -290,3 +295,27 @@ def require_master(master: str, timeout: float = 3.0) -> None:
             problems.append(f"{host}:{port}: {exc.strerror or exc}")
     raise OperationalError(f"no Spark master answers at {master} ({'; '.join(problems)}); start it, or pass "
                            f"another --master (local[*] runs Spark inside statectl)")
+
+
+_KAFKA_REFUSALS = (
+    (re.compile(r"TopicAuthorizationException: Not authorized to access topics: \[([^\]]*)\]"),
+     "the cluster's ACLs refuse this user topic(s) {0} (a job needs READ on the topics it reads and WRITE on "
+     "those it writes)"),
+    (re.compile(r"GroupAuthorizationException: Not authorized to access group: (\S+)"),
+     "the cluster's ACLs refuse this user the consumer group {0} (READ on the group)"),
+    (re.compile(r"ClusterAuthorizationException: ([^\n]*)"), "the cluster's ACLs refuse this user: {0}"),
+    (re.compile(r"SaslAuthenticationException: ([^\n]*)"),
+     "Kafka authentication failed: {0} (check the user name and password in the client config)"),
+    (re.compile(r"SSLHandshakeException: ([^\n]*)"), "the TLS handshake with Kafka failed: {0}"),
+)
+
+
+def failure_line(error: BaseException | str) -> str:
+    """One line for a query's failure: a Kafka refusal (ACLs, credentials, TLS) found anywhere in
+    the Java trace, said plainly, else the trace's first line worth showing."""
+    text = str(error)
+    for pattern, message in _KAFKA_REFUSALS:
+        match = pattern.search(text)
+        if match:
+            return message.format(*(g.strip() for g in match.groups()))[:500]
+    return first_error_line(error)

@@ -12,7 +12,7 @@ import time
 from statectl.cluster import Cluster, as_cluster
 
 
-def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], bootstrap: "Cluster | str",
+def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], bootstrap: Cluster | str,
                       checkpoint: str, query_name: str, available_now: bool, processing_time: str):
     """A DataStreamWriter of ``output`` (columns topic, key, value, reason) to Kafka, connected
     with the cluster's client settings.

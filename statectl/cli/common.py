@@ -24,6 +24,15 @@ BootstrapOpt = Annotated[
         help="Kafka bootstrap servers. Precedence: this flag > $KAFKA_BOOTSTRAP_SERVERS > config > localhost:9092.",
     ),
 ]
+ClientConfigOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--client-config", metavar="FILE", envvar="STATECTL_CLIENT_CONFIG", show_envvar=False,
+        help="Kafka client properties (the client.properties of kafka-console-consumer --consumer.config: "
+             "security.protocol, sasl.*, ssl.*) for every Kafka client of the command. "
+             "Default: $STATECTL_CLIENT_CONFIG. See docs/security.md.",
+    ),
+]
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", "-c", metavar="PATH", help="Job config YAML (see configs/).")
 ]
@@ -33,12 +42,30 @@ SetOpt = Annotated[
 ]
 
 
+def cluster_for(bootstrap_servers: str | None, client_config: Path | None, job_config=None, job_config_path=None):
+    """The cluster a command connects to (see statectl.cluster.load for the precedence), with a
+    warning for client properties that statectl does not use."""
+    from statectl.cluster.load import load_cluster
+    from statectl.render import warning_line
+
+    kafka = getattr(job_config, "kafka", None)
+    cluster = load_cluster(bootstrap_servers, client_config,
+                           config_bootstrap=kafka.bootstrap_servers if kafka else None,
+                           config_properties=kafka.properties if kafka else None,
+                           config_source=str(job_config_path) if job_config_path else None)
+    if cluster.settings.not_used:
+        warning_line(f"client config: not used by statectl (it sets these per client): "
+                     f"{', '.join(cluster.settings.not_used)}")
+    return cluster
+
+
 def report_error(exc: BaseException) -> None:
+    from statectl.redact import scrub
     from statectl.render import error_line
 
     if DEBUG["on"]:
-        traceback.print_exception(exc, file=sys.stderr)
-    error_line(str(exc))
+        sys.stderr.write(scrub("".join(traceback.format_exception(exc))))
+    error_line(scrub(str(exc)))
 
 
 def reflow_help(text: str | None) -> str | None:

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, cluster_for
 
 
 def consume(
@@ -15,6 +15,7 @@ def consume(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="After the records present, keep printing new ones until Ctrl-C (implied without --from-beginning).")] = False,
     max_records: Annotated[Optional[int], typer.Option("--max", "-n", min=1, metavar="N", help="Stop after N records.")] = None,
     bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
 ) -> None:
     """Print the records of TOPIC as JSON lines on stdout: {"topic", "partition", "offset", "timestamp", "key", "value"}.
 
@@ -32,10 +33,9 @@ def consume(
 
       statectl consume score-events --from-beginning --max 3
     """
-    from statectl.config.bootstrap import resolve_bootstrap
     from statectl.query.consume import ConsumeRequest, consume as read
     from statectl.render import message
     from statectl.render.consume import consumed, record_line
 
-    request = ConsumeRequest(resolve_bootstrap(bootstrap_servers), topic, from_beginning, follow, max_records)
+    request = ConsumeRequest(cluster_for(bootstrap_servers, client_config), topic, from_beginning, follow, max_records)
     consumed(read(request, emit=record_line, announce=message))

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, JsonOpt
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_for
 
 
 def produce_test_data(
@@ -27,6 +27,7 @@ def produce_test_data(
     products: Annotated[int, typer.Option("--products", min=1, help="synthetic-leaderboard: number of products (games).")] = 100,
     keys: Annotated[Optional[int], typer.Option("--keys", min=1, help="Advanced-state generators: distinct keys (patients, products, ...).")] = None,
     bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Produce test data to Kafka and wait until every record is acknowledged.
@@ -44,7 +45,6 @@ def produce_test_data(
       statectl produce-test-data --file data/players.json --topic players --parse-key --key-separator '|'
     """
     from statectl.cli.progress import record_progress
-    from statectl.config.bootstrap import resolve_bootstrap
     from statectl.produce.datasets import DatasetOptions, dataset_batches, file_batch
     from statectl.errors import DeliveryFailed, UsageError
     from statectl.produce.send import produce_batches
@@ -68,7 +68,7 @@ def produce_test_data(
             opts.data_dir = Path(os.environ["STATECTL_DATA_DIR"])
         batches = dataset_batches(dataset, opts)
 
-    bootstrap = resolve_bootstrap(bootstrap_servers)
+    bootstrap = cluster_for(bootstrap_servers, client_config)
     with record_progress(batches, enabled=not json) as progress:
         try:
             report = produce_batches(bootstrap, batches, rate=rate, progress=progress)

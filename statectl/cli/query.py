@@ -7,18 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ConfigOpt
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, cluster_for
 
 query_app = typer.Typer(help="Query a job's current results (read from its materialised output topic).", no_args_is_help=True)
 serve_app = typer.Typer(help="Serve a job's current results over HTTP (the reference app's REST API).", no_args_is_help=True)
 
 
-def _topic_and_bootstrap(config: Path | None, bootstrap: str | None) -> tuple[str, str]:
+def _topic_and_cluster(config: Path | None, bootstrap: str | None, client_config: Path | None):
     from jobs.registry import default_config, load_job_config
-    from statectl.config.bootstrap import resolve_bootstrap
 
-    cfg = load_job_config(config or default_config("leaderboard"), expect_job="leaderboard")
-    return cfg.topics.high_scores, resolve_bootstrap(bootstrap, cfg.kafka.bootstrap_servers)
+    path = config or default_config("leaderboard")
+    cfg = load_job_config(path, expect_job="leaderboard")
+    return cfg.topics.high_scores, cluster_for(bootstrap, client_config, cfg, path)
 
 
 @query_app.command("leaderboard")
@@ -27,6 +27,7 @@ def query_leaderboard(
     table: Annotated[bool, typer.Option("--table", help="A rich table instead of JSON.")] = False,
     config: ConfigOpt = None,
     bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
 ) -> None:
     """Print the current leaderboard as JSON: {"<productId>": [entry, ...]} or one game's [entry, ...].
 
@@ -36,7 +37,7 @@ def query_leaderboard(
     from statectl.render.query import leaderboard
     from statectl.query.views import read_view, select_game
 
-    topic, bootstrap = _topic_and_bootstrap(config, bootstrap_servers)
+    topic, bootstrap = _topic_and_cluster(config, bootstrap_servers, client_config)
     leaderboard(select_game(read_view(bootstrap, topic), product_id), product_id, table)
 
 
@@ -46,6 +47,7 @@ def serve_leaderboard(
     host: Annotated[str, typer.Option("--host", help="Address to bind (default: loopback only).")] = "127.0.0.1",
     config: ConfigOpt = None,
     bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
 ) -> None:
     """Serve GET /leaderboard, /leaderboard/<productId> (404 if unknown) and /leaderboard/count.
 
@@ -57,5 +59,5 @@ def serve_leaderboard(
     from statectl.query.server import serve
     from statectl.render.query import serve_log, serving
 
-    topic, bootstrap = _topic_and_bootstrap(config, bootstrap_servers)
+    topic, bootstrap = _topic_and_cluster(config, bootstrap_servers, client_config)
     serve(bootstrap, topic, host, port, announce=serving, log=serve_log)

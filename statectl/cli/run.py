@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ConfigOpt, JsonOpt, SetOpt
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, JsonOpt, SetOpt, cluster_for
 
 
 def run(
@@ -19,6 +19,7 @@ def run(
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")] = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
     events: Annotated[Optional[str], typer.Option("--events-file", "--events", metavar="PATH", help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes there). Schema: docs/events.md.")] = None,
     metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", metavar="N", help="Serve Prometheus metrics on port N while the job runs.")] = None,
     metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="ADDR", help="Address the metrics server binds to.")] = "127.0.0.1",
@@ -58,7 +59,7 @@ def run(
     path = config or default_config(job_id)
     cfg = load_job_config(path, set_ or [], expect_job=job_id)
     request = RunRequest(cfg, job=job_entry(job_id), available_now=available_now, checkpoint_dir=checkpoint_dir, master=master,
-                         bootstrap_servers=bootstrap_servers, metrics_port=metrics_port, metrics_host=metrics_host)
+                         cluster=cluster_for(bootstrap_servers, client_config, cfg, path), metrics_port=metrics_port, metrics_host=metrics_host)
     writer = EventsWriter(events) if events else None
     display = run_display(err(), job=job_id)
     sinks = [s for s in (display, writer) if s is not None]

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, JsonOpt
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_for
 
 
 def topic_config(
@@ -34,6 +34,7 @@ def topic_config(
         typer.Option("--print-file", help="Print the topics file of the topics the jobs declare (every job with its shipped configs; needs no broker). `> configs/topics.yaml` regenerates the shipped file."),
     ] = False,
     bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Show, set and remove changelog-style topic configs — one topic or a whole topics file.
@@ -56,12 +57,11 @@ def topic_config(
 
       statectl topic-config --print-file > my-topics.yaml
     """
-    from statectl.config.bootstrap import resolve_bootstrap
     from statectl.render import topic_config as render
     from statectl.topics.apply import TopicConfigOptions, apply_plan, describe_topic, plan_changes
 
     opts = TopicConfigOptions(topic, set_ or [], delete or [], preset, file, dry_run,
-                              resolve_bootstrap(bootstrap_servers), print_file)
+                              "" if print_file else cluster_for(bootstrap_servers, client_config), print_file)
     opts.check()
     if opts.print_file:
         from jobs.registry import shipped_declarations

@@ -7,12 +7,15 @@ ending in a backslash continues on the next; ``\\t``, ``\\n``, ``\\uXXXX`` and `
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from statectl.errors import ConfigError
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+#: Java ends lines at \r\n, \r and \n only (str.splitlines also splits at \f, \v, \x1c-\x1e, \x85...).
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pending: str | None = None
     start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(_LINE_END.split(text), start=1):
         line = raw.lstrip(" \t\f")
         if pending is None:
             if not line or line[0] in "#!":
@@ -39,7 +42,8 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         pending += line
         trailing = len(pending) - len(pending.rstrip("\\"))
         if trailing % 2 == 1:
-            pending = pending[:-1]
+            # A line that is only "\\" continues nothing: Java starts the logical line afresh.
+            pending = pending[:-1] or None
             continue
         out.append((start, pending))
         pending = None

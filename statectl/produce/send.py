@@ -13,6 +13,7 @@ from typing import Callable
 
 from statectl.produce.datasets import TopicBatch
 from statectl.errors import DeliveryFailed
+from statectl.cluster import Cluster
 
 ProgressFn = Callable[[str, int], None]  # (topic, records sent so far in this topic)
 
@@ -56,7 +57,7 @@ class ProduceReport:
 
 
 def produce_batches(
-    bootstrap: str,
+    bootstrap: Cluster | str,
     batches: list[TopicBatch],
     rate: float | None = None,
     progress: ProgressFn | None = None,
@@ -70,15 +71,17 @@ def produce_batches(
     says it was interrupted. Raises DeliveryFailed (carrying the report) if anything failed.
     """
     from statectl.adapters.kafka import (
-        TopicSpec, create_missing_topics, existing_topics, fast_producer, require_broker,
+        TopicSpec, create_missing_topics, existing_topics, fast_producer, require_broker, require_operations,
     )
 
     admin = require_broker(bootstrap)
     created = create_missing_topics(
-        admin, [TopicSpec(b.topic, b.partitions, 1, b.configs) for b in batches]
+        admin, [TopicSpec(b.topic, b.partitions, 1, b.configs) for b in batches], bootstrap
     )
+    # Refused before the first record, not as a delivery failure per record.
+    require_operations(admin, bootstrap, {b.topic: "WRITE" for b in batches})
     partition_counts = existing_topics(admin)
-    report = ProduceReport(bootstrap, [], created)
+    report = ProduceReport(str(bootstrap), [], created)
     errors: Counter[tuple[str, str]] = Counter()
 
     def on_error(err, msg):

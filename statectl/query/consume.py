@@ -15,11 +15,12 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from statectl.text import plural
+from statectl.cluster import Cluster
 
 
 @dataclass(frozen=True)
 class ConsumeRequest:
-    bootstrap: str
+    bootstrap: Cluster | str
     topic: str
     from_beginning: bool = False
     follow: bool = False

@@ -11,6 +11,7 @@ import re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from statectl.cluster import Cluster
 from statectl.errors import OperationalError
 from statectl.query.views import LiveView
 
@@ -97,13 +98,14 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None):
     return Handler
 
 
-def make_server(bootstrap: str, topic: str, host: str, port: int,
+def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
                 log: Callable[[str], None] | None = None) -> tuple[ThreadingHTTPServer, LiveView]:
     """A bound (not yet serving) HTTP server over a live view of ``topic``; ``log`` hears every
     request and when the view goes stale and current again."""
-    from statectl.adapters.kafka import existing_topics, require_broker
+    from statectl.adapters.kafka import existing_topics, require_broker, require_operations
 
     admin = require_broker(bootstrap)
+    require_operations(admin, bootstrap, {topic: "READ"})
     live = LiveView(bootstrap, topic, log=log).start()
     if topic in existing_topics(admin):
         live.ready.wait(timeout=30)  # serve the current view from the first request on
@@ -115,7 +117,7 @@ def make_server(bootstrap: str, topic: str, host: str, port: int,
     return httpd, live
 
 
-def serve(bootstrap: str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None,
+def serve(bootstrap: Cluster | str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None,
           log: Callable[[str], None] | None = None) -> None:
     """Serve until Ctrl-C; ``log`` hears every request and every change of staleness."""
     httpd, live = make_server(bootstrap, topic, host, port, log)

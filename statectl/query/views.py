@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Callable
 
+from statectl.cluster import Cluster
 from statectl.errors import UsageError
 from statectl.text import did_you_mean, plural
 from jobs.leaderboard.rules import apply_records, in_game_order, materialize
@@ -18,10 +19,11 @@ from jobs.leaderboard.rules import apply_records, in_game_order, materialize
 SHOWN_IDS = 5
 
 
-def read_view(bootstrap: str, topic: str) -> dict[str, list[dict]]:
-    from statectl.adapters.kafka import existing_topics, read_topic, require_broker
+def read_view(bootstrap: Cluster | str, topic: str) -> dict[str, list[dict]]:
+    from statectl.adapters.kafka import existing_topics, read_topic, require_broker, require_operations
 
     admin = require_broker(bootstrap)
+    require_operations(admin, bootstrap, {topic: "READ"})
     if topic not in existing_topics(admin):
         raise UsageError(f"topic {topic!r} does not exist yet; run the job first (statectl run leaderboard)")
     # A key lives in one partition, so offset order is its update order.
@@ -53,7 +55,7 @@ class LiveView:
     While the broker does not answer the view is served as it was and marked stale
     (``stale_since``); ``log`` hears when that starts and ends."""
 
-    def __init__(self, bootstrap: str, topic: str, poll_seconds: float = 0.05,
+    def __init__(self, bootstrap: Cluster | str, topic: str, poll_seconds: float = 0.05,
                  log: Callable[[str], None] | None = None):
         self.bootstrap = bootstrap
         self.topic = topic

@@ -17,6 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from statectl.redact import scrub, scrub_data
+
 # The width of a console that does not write to a terminal: wider than any line we print, so
 # nothing is ever cut or wrapped for lack of room.
 UNLIMITED_WIDTH = 1_000_000
@@ -32,11 +34,25 @@ def _isatty(file) -> bool:
         return False
 
 
+class ScrubbedFile:
+    """A text stream that hides registered secrets (statectl.redact) in everything written to it:
+    whatever a renderer prints, from whatever source, passes here."""
+
+    def __init__(self, wrapped) -> None:
+        self.wrapped = wrapped
+
+    def write(self, text: str) -> int:
+        return self.wrapped.write(scrub(text))
+
+    def __getattr__(self, name: str):
+        return getattr(self.wrapped, name)
+
+
 def console_for(file, **kwargs: Any) -> Console:
     """A console on ``file`` as statectl's consoles are: no markup or emoji in printed strings,
     no width limit unless ``file`` is a terminal (checked on the file itself, as FORCE_COLOR makes
     rich treat a pipe as a terminal)."""
-    console = Console(file=file, highlight=False, markup=False, emoji=False, **kwargs)
+    console = Console(file=ScrubbedFile(file), highlight=False, markup=False, emoji=False, **kwargs)
     if not _isatty(file):
         console.width = UNLIMITED_WIDTH
     return console
@@ -45,7 +61,7 @@ def console_for(file, **kwargs: Any) -> Console:
 def out() -> Console:
     """Data goes here (stdout)."""
     global _stdout
-    if _stdout is None or _stdout.file is not sys.stdout:
+    if _stdout is None or _stdout.file.wrapped is not sys.stdout:
         _stdout = console_for(sys.stdout, soft_wrap=False)
     return _stdout
 
@@ -53,14 +69,14 @@ def out() -> Console:
 def err() -> Console:
     """Messages and progress go here (stderr)."""
     global _stderr
-    if _stderr is None or _stderr.file is not sys.stderr:
+    if _stderr is None or _stderr.file.wrapped is not sys.stderr:
         _stderr = console_for(sys.stderr)
     return _stderr
 
 
 def emit_json(obj: Any) -> None:
     """Machine-readable output: one JSON document on stdout and nothing else there."""
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    sys.stdout.write(scrub(json.dumps(scrub_data(obj), indent=2, default=str)) + "\n")
     sys.stdout.flush()
 
 
@@ -70,12 +86,12 @@ def labelled(label: str, style: str, text: str) -> Text:
 
 
 def message(text: str) -> None:
-    err().print(text, soft_wrap=True)
+    err().print(scrub(text), soft_wrap=True)
 
 
 def error_line(text: str) -> None:
-    err().print(labelled("error:", "bold red", text), soft_wrap=True)
+    err().print(labelled("error:", "bold red", scrub(text)), soft_wrap=True)
 
 
 def warning_line(text: str) -> None:
-    err().print(labelled("warning:", "yellow", text), soft_wrap=True)
+    err().print(labelled("warning:", "yellow", scrub(text)), soft_wrap=True)

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from statectl.errors import UsageError
+from statectl.redact import scrub, scrub_data
 from statectl.paths import display_path
 from statectl.render import emit_json, err, labelled, out
 from statectl.text import human_bytes
@@ -315,7 +316,8 @@ class EventsWriter:
             self._owned = True
 
     def __call__(self, event: dict) -> None:
-        self.stream.write(json.dumps(event, separators=(",", ":")) + "\n")
+        # Error texts in events come from Spark and Kafka clients: secrets are hidden here too.
+        self.stream.write(scrub(json.dumps(scrub_data(event), separators=(",", ":"))) + "\n")
         self.stream.flush()
 
     def close(self) -> None:

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Callable
 
 from jobs.registry import JobEntry, job_entry
-from statectl.config.bootstrap import resolve_bootstrap
+from statectl.cluster import Cluster
+from statectl.cluster.load import load_cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import OperationalError, StatectlError, UsageError
 from statectl.run.lifecycle import EventSink, RunTotals, batch_progress
 from statectl.run.restore_tracking import tracked_restore
 from statectl.paths import default_checkpoint_root
-from statectl.text import first_error_line, wait_until
+from statectl.text import wait_until
 
 
 @dataclass
@@ -36,7 +37,8 @@ class RunRequest:
     available_now: bool = False
     checkpoint_dir: Path | None = None
     master: str | None = None
-    bootstrap_servers: str | None = None
+    #: where Kafka is and how to connect; None: from the job config and the environment alone
+    cluster: Cluster | None = None
     stop_after_seconds: float | None = None  # continuous mode: stop by itself (tests, demos)
     stop: threading.Event | None = None  # set by the caller to stop between batches (tests, embedding)
     metrics_port: int | None = None  # serve Prometheus metrics while the run lasts
@@ -163,7 +165,9 @@ def _one_line_errors(job_id: str):
     except StatectlError:
         raise
     except Exception as exc:
-        raise OperationalError(f"the {job_id} run failed: {first_error_line(exc)} "
+        from statectl.adapters.spark import failure_line
+
+        raise OperationalError(f"the {job_id} run failed: {failure_line(exc)} "
                                f"(statectl --debug run ... shows the traceback)") from exc
 
 
@@ -222,7 +226,8 @@ def _refuse_incompatible_checkpoint(job, layout) -> None:
 
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
-    from statectl.adapters.kafka import require_broker
+    from statectl.adapters.kafka import require_broker, require_operations
+    from statectl.topics.declared import merged
     from statectl.adapters.spark import require_master
 
     config = request.config
@@ -233,13 +238,14 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     # be a directory, a master nobody answers at, the broker, a metrics port in use.
     check_checkpoint_location(checkpoint)
     require_master(master)
-    bootstrap = resolve_bootstrap(request.bootstrap_servers, config.kafka.bootstrap_servers)
+    bootstrap = request.cluster or load_cluster(config_bootstrap=config.kafka.bootstrap_servers,
+                                                config_properties=config.kafka.properties)
     admin = require_broker(bootstrap)
     topics = _plan_topics(job, config, bootstrap, admin)
     metrics = _serve_metrics(request)
 
     with CheckpointLock(checkpoint), _closing(metrics), _one_line_errors(config.job):
-        from statectl.adapters.spark import spark_session
+        from statectl.adapters.spark import failure_line, spark_session
         from statectl.adapters.spark_query import kafka_sink_writer
 
         # Read before the query starts, once (pure Python, no JVM): whether this job can continue
@@ -248,6 +254,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         _refuse_incompatible_checkpoint(job, layout)
         restore, plan_note = tracked_restore(checkpoint, layout) if request.listen else ({}, None)
         topic_note = topics.apply()
+        # On a secured cluster, a missing READ or WRITE is one line now, not a Spark task failure later.
+        require_operations(admin, bootstrap, {t.name: t.operation for t in merged(job.topics(config))})
         spark = spark_session(
             app_name=f"statectl {config.job}",
             master=master,
@@ -276,12 +284,12 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             try:
                 query = writer.start()
             except Exception as exc:
-                start_error = first_error_line(exc)
+                start_error = failure_line(exc)
                 raise OperationalError(f"the {config.job} query did not start: {start_error}") from exc
             status = _follow(query, signals, request, started, monitor.stopping if monitor is not None else None)
             exc = query.exception()
             if exc is not None:
-                status, error = "failed", first_error_line(exc)
+                status, error = "failed", failure_line(exc)
         except KeyboardInterrupt:
             interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
             raise
@@ -297,7 +305,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
 
     summary = RunSummary(
         job=config.job, status=status, query_id=str(query.id), checkpoint_dir=str(checkpoint),
-        bootstrap_servers=bootstrap, batches=totals.batches, input_rows=totals.input_rows,
+        bootstrap_servers=str(bootstrap), batches=totals.batches, input_rows=totals.input_rows,
         seconds=round(time.monotonic() - started, 2),
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
         outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(plan.output_topics)},
@@ -386,7 +394,7 @@ def _closing(metrics):
     return contextlib.closing(metrics) if metrics is not None else contextlib.nullcontext()
 
 
-def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: str, admin):
+def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: Cluster, admin):
     """The topics the job declares (a pure function of its config), checked and diffed against the
     cluster with the same checks, diff and validate_only as `statectl topic-config --file`, before
     the checkpoint is locked or Spark starts: a bad topic config is refused in a second. Its

@@ -22,7 +22,10 @@ from statectl.topics.diff import (
 )
 from statectl.topics.keys import parse_assignment, preset_named, preset_problem
 from statectl.text import wait_until
+from statectl.cluster import Cluster
 
+#: Broker error names that mean the cluster's ACLs refused the request.
+_AUTHORIZATION_ERRORS = {"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"}
 #: Broker error names that mean "your request is invalid" (exit 2) rather than "it failed" (exit 1).
 _INVALID_REQUEST_ERRORS = {"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
                            "INVALID_REPLICATION_FACTOR", "INVALID_PARTITIONS", "INVALID_TOPIC_EXCEPTION"}
@@ -38,7 +41,8 @@ class TopicConfigOptions:
     preset: str | None = None
     file: Path | None = None
     dry_run: bool = False
-    bootstrap_servers: str = "localhost:9092"
+    #: where to connect: bootstrap servers, or a Cluster with client settings
+    bootstrap_servers: Cluster | str = "localhost:9092"
     #: Print the topics file the jobs declare instead (no broker).
     print_file: bool = False
 
@@ -90,7 +94,7 @@ def describe_topic(opts: TopicConfigOptions) -> TopicState:
     from statectl.adapters.kafka import describe_topics, topic_admin
 
     admin = topic_admin(opts.bootstrap_servers, read_only=True)
-    described = describe_topics(admin, [opts.topic])
+    described = describe_topics(admin, [opts.topic], bootstrap=opts.bootstrap_servers)
     if opts.topic not in described:
         raise _missing_topic(opts.topic, opts.bootstrap_servers)
     return TopicState.from_description(described[opts.topic])
@@ -149,7 +153,7 @@ def plan_changes(opts: TopicConfigOptions) -> TopicConfigDiff:
                          create_missing=opts.file is not None)
 
 
-def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: str, dry_run: bool = False,
+def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: Cluster | str, dry_run: bool = False,
                   problems: list[str] | None = None, create_missing: bool = True) -> TopicConfigDiff:
     """:func:`plan_changes` for requests built in code (a job declaring its output topic): the same
     checks and the same diff. A missing topic is planned for creation when ``create_missing``."""
@@ -163,7 +167,7 @@ def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: 
         if local:
             raise ConfigError(local) from None  # wrong input is worth knowing without a broker
         raise
-    described = describe_topics(admin, [r.topic for r in requests])
+    described = describe_topics(admin, [r.topic for r in requests], bootstrap=bootstrap_servers)
     states = {name: TopicState.from_description(d) for name, d in described.items()}
     # Config names come from the broker itself, so a newer broker's keys are known without a table.
     names = set().union(*(s.configs for s in states.values())) if states else None
@@ -195,8 +199,22 @@ def _server_validation(admin, diff: TopicConfigDiff) -> None:
     """The broker's own check (validate_only) of every alter and create; all-or-nothing."""
     from statectl.adapters.kafka import alter_topic_configs, validate_new_topics
 
+    from statectl.adapters.kafka import not_authorized
+
     refused = alter_topic_configs(admin, _alter_ops(diff), validate_only=True)
     refused.update(validate_new_topics(admin, _new_topic_specs(diff)))
+    creates = {t.topic for t in diff.creates}
+    for topic, (code, _) in sorted(refused.items()):
+        if code not in _AUTHORIZATION_ERRORS:
+            continue
+        operation = "CREATE" if topic in creates else "ALTER_CONFIGS"
+        if not diff.dry_run:
+            raise not_authorized(diff.bootstrap_servers, operation, "topic", topic, " (nothing was changed)")
+        # A dry run needs only DESCRIBE_CONFIGS: the broker's own check of the change is what the
+        # user may not ask for, so the diff is shown without it.
+        del refused[topic]
+        plan = next(t for t in diff.topics if t.topic == topic)
+        plan.notes.append(f"not validated by the broker: the cluster's ACLs do not let this user {operation} it")
     if not refused:
         return
     lines = [f"{topic}: the broker refused the change: {message}" for topic, (_, message) in sorted(refused.items())]
@@ -216,7 +234,7 @@ def apply_plan(diff: TopicConfigDiff, settle_seconds: float = 3.0) -> ApplyResul
     if diff.is_noop:
         return ApplyResult(diff, [], {}, 0.0)
     admin = topic_admin(diff.bootstrap_servers, read_only=False)
-    created = create_missing_topics(admin, _new_topic_specs(diff))
+    created = create_missing_topics(admin, _new_topic_specs(diff), diff.bootstrap_servers)
     failed = alter_topic_configs(admin, _alter_ops(diff), validate_only=False)
     if failed:
         done = [t.topic for t in diff.topics if t.changes and t.topic not in failed]
@@ -228,7 +246,7 @@ def apply_plan(diff: TopicConfigDiff, settle_seconds: float = 3.0) -> ApplyResul
     touched = [t.topic for t in diff.topics if not t.is_noop]
     # The broker that answers a describe can lag the controller that took the change by a moment.
     def described() -> tuple[dict, list[str]]:
-        after = {n: TopicState.from_description(d) for n, d in describe_topics(admin, touched).items()}
+        after = {n: TopicState.from_description(d) for n, d in describe_topics(admin, touched, bootstrap=diff.bootstrap_servers).items()}
         return after, reported_mismatches(diff, after)
 
     after, missing = wait_until(described, settle_seconds, test=lambda result: not result[1])

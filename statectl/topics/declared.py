@@ -9,10 +9,11 @@ the same declarations as a topics file: one definition for both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from statectl.errors import UsageError
 from statectl.topics.diff import TopicConfigDiff, TopicRequest
+from statectl.cluster import Cluster
 
 
 @dataclass
@@ -33,6 +34,13 @@ class DeclaredTopic:
     managed: bool = False
     #: Where each config is declared (``advanced-state/topic-configs output_topic.configs.KEY``).
     where: dict[str, str] = field(default_factory=dict)
+    #: True for a topic the job writes (its sink), False for one it reads: the Kafka operation
+    #: (WRITE or READ) a secured cluster must allow the job's user on it.
+    output: bool = False
+
+    @property
+    def operation(self) -> str:
+        return "WRITE" if self.output else "READ"
 
     def same_layout(self, other: "DeclaredTopic") -> bool:
         return (self.partitions, self.replication_factor, self.configs) == (
@@ -64,8 +72,8 @@ def merged(topics: list[DeclaredTopic], owner: str = "") -> list[DeclaredTopic]:
                 f"{where}{first.key or 'one topic'} and {topic.key or 'another'} both name {topic.name!r}, "
                 f"declared differently ({first.layout()}; {topic.layout()}); give each its own topic"
             )
-        if topic.managed and not first.managed:
-            out[topic.name] = topic
+        chosen = topic if topic.managed and not first.managed else first
+        out[topic.name] = replace(chosen, output=first.output or topic.output)
     return list(out.values())
 
 
@@ -88,7 +96,7 @@ class JobTopicsPlan:
         return f"topics: {outcome_summary(self.diff)}"
 
 
-def plan_job_topics(topics: list[DeclaredTopic], job_id: str, bootstrap: str, admin=None) -> JobTopicsPlan:
+def plan_job_topics(topics: list[DeclaredTopic], job_id: str, bootstrap: Cluster | str, admin=None) -> JobTopicsPlan:
     """Check and diff a job's declared topics against the cluster, with the broker's validate_only,
     changing nothing: a problem (an unknown config name, a value the broker refuses) is a
     ConfigError here, before the run locks its checkpoint or starts Spark. ``admin``: a client of

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from statectl.topics.keys import INTEGER, PRESETS, TOPIC_SOURCE, human_unit, same_value, unknown_key_problem, value_problem
+from statectl.cluster import Cluster
 
 # ---------------------------------------------------------------- what a topic has
 def _in_ms(key: str, synonym: str, value: str | None) -> str | None:
@@ -176,7 +177,8 @@ class TopicConfigDiff:
     """The changes for every topic of a request, computed before anything is written."""
 
     source: str
-    bootstrap_servers: str
+    #: the cluster the plan is for (bootstrap servers and client settings): applying it connects there
+    bootstrap_servers: Cluster | str
     dry_run: bool
     topics: list[TopicPlan]
 
@@ -193,7 +195,7 @@ class TopicConfigDiff:
         return all(t.is_noop for t in self.topics)
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "bootstrap_servers": self.bootstrap_servers,
+        return {"source": self.source, "bootstrap_servers": str(self.bootstrap_servers),
                 "dry_run": self.dry_run, "noop": self.is_noop,
                 "topics": [t.to_dict() for t in self.topics]}
 
@@ -253,7 +255,7 @@ def compaction_note(req: TopicRequest, state: TopicState | None) -> str | None:
 
 
 def plan_diff(requests: list[TopicRequest], states: dict[str, TopicState], source: str,
-              bootstrap_servers: str, dry_run: bool) -> TopicConfigDiff:
+              bootstrap_servers: Cluster | str, dry_run: bool) -> TopicConfigDiff:
     """The whole diff: one plan per requested topic, in request order."""
     plans = []
     for req in requests:
