@@ -64,7 +64,8 @@ class ConnectErrors:
     """What librdkafka reported through ``error_cb`` while a call waited.
 
     A refused SASL login or TLS handshake does not fail the call that needed the connection: the
-    call only times out. The reason is reported here, so statectl can say which it was."""
+    call only times out. The reason is reported here (served by the client's ``poll``), so
+    statectl can say which it was."""
 
     def __init__(self) -> None:
         self.errors: list[KafkaError] = []
@@ -72,46 +73,97 @@ class ConnectErrors:
     def __call__(self, err: KafkaError) -> None:
         self.errors.append(err)
 
-    def refusal(self, bootstrap: Target) -> AuthenticationFailed | None:
-        """The first error that says the connection was refused for its credentials, its
-        certificate or its protocol, as a message for the user; None if there was none."""
+    def explain(self, client, bootstrap: Target, probe: bool) -> AuthenticationFailed | None:
+        """Why ``client`` cannot connect, if it can be told: the credentials, the certificate
+        (untrusted, or not naming the host), or a security protocol the listener does not speak.
+        ``probe``: also look at the listener itself with a TLS handshake when librdkafka said
+        nothing telling (a plaintext client at a TLS listener only sees it hang up)."""
+        client.poll(0)  # serves error_cb
+        certificate = False
         for err in self.errors:
-            found = connect_refusal(bootstrap, err.code(), err.str())
-            if found is not None:
-                return found
+            text = err.str().lower()
+            if err.code() == KafkaError._AUTHENTICATION or "sasl authentication error" in text:
+                return login_refused(bootstrap)
+            if "wrong version number" in text or "packet length too long" in text:
+                return protocol_mismatch(bootstrap, tls_listener=False)
+            certificate = certificate or "certificate verify failed" in text
+        if certificate or probe:
+            return tls_diagnosis(bootstrap)
         return None
 
 
-def connect_refusal(bootstrap: Target, code: int, text: str) -> AuthenticationFailed | None:
-    """An AuthenticationFailed that names what the broker refused, from librdkafka's error."""
-    cluster = as_cluster(bootstrap)
-    settings = cluster.settings
-    low = text.lower()
-    if code == KafkaError._AUTHENTICATION or "authentication failed" in low or "sasl authentication error" in low:
-        who = f"user {settings.username!r}" if settings.username else "the configured user"
-        how = f" ({settings.mechanism})" if settings.mechanism else ""
+def login_refused(bootstrap: Target) -> AuthenticationFailed:
+    settings = as_cluster(bootstrap).settings
+    who = f"user {settings.username!r}" if settings.username else "the configured user"
+    how = f" ({settings.mechanism})" if settings.mechanism else ""
+    return AuthenticationFailed(
+        f"authentication failed for {who}{how} at {bootstrap}: the broker refused the credentials; check the "
+        f"user name and password in sasl.jaas.config (or sasl.username/sasl.password)")
+
+
+def protocol_mismatch(bootstrap: Target, tls_listener: bool) -> AuthenticationFailed:
+    protocol = as_cluster(bootstrap).settings.protocol
+    if tls_listener:
         return AuthenticationFailed(
-            f"authentication failed for {who}{how} at {cluster.bootstrap}: the broker refused the credentials; "
-            f"check the user name and password in sasl.jaas.config (or sasl.username/sasl.password)")
-    if "hostname mismatch" in low or "hostname verification" in low or "ip address mismatch" in low:
+            f"the broker at {bootstrap} speaks TLS but this client uses {protocol}: set security.protocol "
+            f"(SSL or SASL_SSL) and a trust store in a client config (--client-config; see docs/security.md)")
+    return AuthenticationFailed(
+        f"the broker at {bootstrap} does not speak TLS but this client uses {protocol}: set security.protocol "
+        f"to the listener's (PLAINTEXT or SASL_PLAINTEXT)")
+
+
+def _first_address(bootstrap: Target) -> tuple[str, int] | None:
+    address = str(bootstrap).split(",")[0].strip()
+    host, _, port = address.rpartition(":")
+    try:
+        return (host.strip("[]") or "localhost"), int(port)
+    except ValueError:
+        return None
+
+
+def tls_diagnosis(bootstrap: Target, timeout: float = 3.0) -> AuthenticationFailed | None:
+    """A TLS handshake with the first bootstrap broker, made as the client would make it, to tell
+    an untrusted certificate from one that does not name the host (librdkafka reports both as
+    "certificate verify failed"), and a TLS listener from a plaintext one."""
+    import socket
+    import ssl
+
+    address = _first_address(bootstrap)
+    if address is None:
+        return None
+    host, port = address
+    conf = as_cluster(bootstrap).settings.librdkafka
+    uses_tls = as_cluster(bootstrap).settings.protocol in ("SSL", "SASL_SSL")
+    if uses_tls:
+        context = ssl.create_default_context()
+        if conf.get("ssl.ca.location"):
+            context.load_verify_locations(cafile=conf["ssl.ca.location"])
+        elif conf.get("ssl.ca.pem"):
+            context.load_verify_locations(cadata=conf["ssl.ca.pem"])
+        if conf.get("ssl.endpoint.identification.algorithm") == "none":
+            context.check_hostname = False
+    else:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock, \
+                context.wrap_socket(sock, server_hostname=host):
+            pass
+    except ssl.SSLCertVerificationError as exc:
+        if exc.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
+            return AuthenticationFailed(
+                f"TLS hostname mismatch at {bootstrap}: the broker's certificate does not name {host!r}; connect "
+                f"by a name the certificate lists (for a test broker only, ssl.endpoint.identification.algorithm= "
+                f"turns the check off)")
         return AuthenticationFailed(
-            f"TLS hostname mismatch at {cluster.bootstrap}: the broker's certificate does not name the host "
-            f"connected to; connect by a name the certificate lists (or, for a test broker only, set "
-            f"ssl.endpoint.identification.algorithm= to skip the check)")
-    if "certificate verify failed" in low or "unable to get local issuer" in low or "self-signed certificate" in low \
-            or "self signed certificate" in low:
-        return AuthenticationFailed(
-            f"the TLS certificate of the broker at {cluster.bootstrap} is not trusted: set ssl.truststore.location "
-            f"(or ssl.ca.location) to the CA that signed it")
-    if "incorrect security.protocol" in low or "wrong version number" in low or "packet length too long" in low \
-            or ("ssl handshake failed" in low and not settings.secured):
-        return AuthenticationFailed(
-            f"the broker at {cluster.bootstrap} speaks another security protocol than {settings.protocol}: "
-            f"set security.protocol in the client config to the listener's (SASL_SSL, SSL, SASL_PLAINTEXT "
-            f"or PLAINTEXT)")
-    if code == KafkaError._SSL or "ssl handshake failed" in low:
-        return AuthenticationFailed(f"the TLS handshake with the broker at {cluster.bootstrap} failed: {text}")
-    return None
+            f"the TLS certificate of the broker at {bootstrap} is not trusted ({exc.verify_message}): set "
+            f"ssl.truststore.location (or ssl.ca.location) to the CA that signed it")
+    except ssl.SSLError:
+        return protocol_mismatch(bootstrap, tls_listener=False) if uses_tls else None
+    except (OSError, ValueError):
+        return None
+    return None if uses_tls else protocol_mismatch(bootstrap, tls_listener=True)
 
 
 def require_broker(bootstrap: Target, timeout: float = REACH_TIMEOUT) -> AdminClient:
@@ -121,14 +173,27 @@ def require_broker(bootstrap: Target, timeout: float = REACH_TIMEOUT) -> AdminCl
     refuse_if_nothing_listens(bootstrap)
     errors = ConnectErrors()
     admin = admin_client(bootstrap, error_cb=errors)
-    deadline = time.monotonic() + timeout
+    metadata(admin, bootstrap, errors, timeout)
+    return admin
+
+
+def metadata(client, bootstrap: Target, errors: ConnectErrors, timeout: float = REACH_TIMEOUT,
+             topic: str | None = None):
+    """The cluster's metadata (or one topic's) through ``client``, whose ``error_cb`` is
+    ``errors``: AuthenticationFailed as soon as the connection is refused for its credentials,
+    certificate or protocol, BrokerUnavailable after ``timeout`` without an answer."""
+    started = time.monotonic()
+    deadline = started + timeout
+    probed = False
     while True:
         try:
-            admin.list_topics(timeout=min(0.5, max(0.05, deadline - time.monotonic())))
-            return admin
+            wait = min(0.5, max(0.05, deadline - time.monotonic()))
+            return client.list_topics(topic, timeout=wait) if topic else client.list_topics(timeout=wait)
         except KafkaException as exc:
-            admin.poll(0)  # serves error_cb
-            refused = errors.refusal(bootstrap) or connect_refusal(bootstrap, exc.args[0].code(), exc.args[0].str())
+            # Probe the listener once, a second in: sooner would race a broker that is starting.
+            probe = not probed and time.monotonic() - started >= 1.0
+            probed = probed or probe
+            refused = errors.explain(client, bootstrap, probe)
             if refused is not None:
                 raise refused from None
             if time.monotonic() >= deadline:
@@ -309,9 +374,9 @@ def _unreadable(bootstrap: Target, topic: str, error) -> OperationalError | None
     return None
 
 
-def _unreachable(bootstrap: Target, errors: ConnectErrors, exc: KafkaException, what: str) -> OperationalError:
-    """Why a consumer's call failed: a refused login or handshake if librdkafka reported one."""
-    return errors.refusal(bootstrap) or OperationalError(
+def _unreachable(bootstrap: Target, client, errors: ConnectErrors, exc: KafkaException, what: str) -> OperationalError:
+    """Why a consumer's call failed: a refused login or handshake if that is what it was."""
+    return errors.explain(client, bootstrap, probe=True) or OperationalError(
         f"{what} at {bootstrap}: {exc.args[0].str() if exc.args else exc}")
 
 
@@ -333,16 +398,16 @@ def end_offsets(bootstrap: Target, topics: list[str]) -> dict[str, dict[int, int
     consumer = Consumer(client_config(bootstrap, error_cb=errors,
                                       **{"group.id": "statectl-offsets", "enable.auto.commit": False}))
     try:
-        metadata = consumer.list_topics(timeout=REACH_TIMEOUT)
+        cluster_md = metadata(consumer, bootstrap, errors)
         ends: dict[str, dict[int, int]] = {}
         for topic in topics:
-            found = metadata.topics.get(topic)
+            found = cluster_md.topics.get(topic)
             if found is None or found.error is not None:
                 continue
             ends[topic] = {p: high for p, (_, high) in watermarks(consumer, topic, found.partitions).items()}
         return ends
     except KafkaException as exc:
-        raise _unreachable(bootstrap, errors, exc, f"could not read the end offsets of {', '.join(topics)}") from exc
+        raise _unreachable(bootstrap, consumer, errors, exc, f"could not read the end offsets of {', '.join(topics)}") from exc
     finally:
         consumer.close()
 
@@ -357,10 +422,7 @@ def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator
         )
     )
     try:
-        try:
-            md = consumer.list_topics(topic, timeout=REACH_TIMEOUT)
-        except KafkaException as exc:
-            raise _unreachable(bootstrap, errors, exc, f"could not read {topic!r}") from exc
+        md = metadata(consumer, bootstrap, errors, topic=topic)
         tmd = md.topics.get(topic)
         if tmd is not None and _unreadable(bootstrap, topic, tmd.error):
             raise _unreadable(bootstrap, topic, tmd.error)
@@ -430,10 +492,7 @@ class TopicReader:
 
     def _assign(self, bootstrap: Target, from_beginning: bool) -> tuple[dict[int, int], dict[int, int], ReadStart]:
         consumer, topic = self._consumer, self.topic
-        try:
-            md = consumer.list_topics(timeout=REACH_TIMEOUT)
-        except KafkaException as exc:
-            raise self._errors.refusal(bootstrap) or no_answer(bootstrap, REACH_TIMEOUT) from exc
+        md = metadata(consumer, bootstrap, self._errors)
         tmd = md.topics.get(topic)
         if tmd is None:
             # A topic the user may not describe is left out of a full listing: ask for it by name.

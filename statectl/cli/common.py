@@ -21,7 +21,8 @@ BootstrapOpt = Annotated[
     Optional[str],
     typer.Option(
         "--bootstrap-servers", "-b", metavar="HOST:PORT",
-        help="Kafka bootstrap servers. Precedence: this flag > $KAFKA_BOOTSTRAP_SERVERS > config > localhost:9092.",
+        help="Kafka bootstrap servers. Precedence: this flag > $KAFKA_BOOTSTRAP_SERVERS > the client config's "
+             "bootstrap.servers > the job config > localhost:9092.",
     ),
 ]
 ClientConfigOpt = Annotated[
@@ -54,7 +55,7 @@ def cluster_for(bootstrap_servers: str | None, client_config: Path | None, job_c
                            config_properties=kafka.properties if kafka else None,
                            config_source=str(job_config_path) if job_config_path else None)
     if cluster.settings.not_used:
-        warning_line(f"client config: not used by statectl (it sets these per client): "
+        warning_line(f"Kafka client properties not used by statectl (it sets these per client): "
                      f"{', '.join(cluster.settings.not_used)}")
     return cluster
 

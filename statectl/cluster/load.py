@@ -24,7 +24,8 @@ DEFAULT_BOOTSTRAP = "localhost:9092"
 def client_config_path(flag: Path | None, env: Mapping[str, str] | None = None) -> Path | None:
     env = os.environ if env is None else env
     if flag is not None:
-        return flag
+        # The shell leaves "~" alone in --client-config=~/client.properties.
+        return Path(flag).expanduser()
     named = env.get(CLIENT_CONFIG_ENV)
     return Path(named).expanduser() if named else None
 
@@ -40,9 +41,9 @@ def load_cluster(bootstrap_flag: str | None = None, client_config: Path | None =
     base_dirs: dict[str, Path | None] = {}
     if config_properties:
         source = config_source or "job config"
-        # Origins read "leaderboard.yaml: kafka.properties.sasl.jaas.config"; the part before the
-        # last ":" names the file whose folder @relative paths start from.
-        props += [Property(k, v, f"{source}: kafka.properties.{k}") for k, v in config_properties.items()]
+        # Origins read "leaderboard.yaml: kafka.properties" (a problem adds the key); the part
+        # before the last ":" names the file whose folder @relative paths start from.
+        props += [Property(k, v, f"{source}: kafka.properties") for k, v in config_properties.items()]
         base_dirs[source] = Path(config_source).parent if config_source else None
     path = client_config_path(client_config, env)
     file_sets_bootstrap = False

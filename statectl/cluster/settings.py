@@ -96,7 +96,8 @@ def resolve_value(prop: Property, env: Mapping[str, str], base_dir: Path | None)
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         try:
-            value = path.read_text().rstrip("\r\n")
+            # A file's text is taken as it is: a secret may well contain "${".
+            return path.read_text().rstrip("\r\n")
         except OSError as exc:
             raise ConfigError([f"{prop.origin}: {prop.key}: cannot read {path}: {exc.strerror or exc}"]) from None
 
@@ -112,9 +113,21 @@ def resolve_value(prop: Property, env: Mapping[str, str], base_dir: Path | None)
 
 
 # ---------------------------------------------------------------- JAAS
-_JAAS = re.compile(r"\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);?\s*$",
+# Kafka's Java clients (JaasConfig, a StreamTokenizer) refuse an entry without its closing ";" and
+# read an unquoted value only as a word (a letter, "_" or "$" first, then letters, digits, "._-$")
+# and a quoted one only up to the end of its line:
+# what they refuse is refused here too, not passed on to fail when Spark starts.
+_JAAS = re.compile(r"\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);\s*$",
                    re.DOTALL)
-_JAAS_OPTION = re.compile(r"""\s*([\w.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s;]+)""")
+_JAAS_OPTION = re.compile(r"""\s*([\w.\-]+)\s*=\s*("(?:[^"\\\r\n]|\\.)*"|'(?:[^'\\\r\n]|\\.)*'|(?:[^\W\d]|\$)[\w.$\-]*)""")
+#: StreamTokenizer's escapes inside quotes: \n, \t... and octal \0-\377; any other \x is x.
+_JAAS_ESCAPE = re.compile(r"\\(?:([0-3][0-7]{0,2}|[4-7][0-7]?)|(.))", re.DOTALL)
+_JAAS_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def _jaas_unescape(text: str) -> str:
+    return _JAAS_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)) if m.group(1) else _JAAS_ESCAPES.get(m.group(2), m.group(2)),
+                            text)
 
 
 def parse_jaas(text: str) -> tuple[str, dict[str, str]] | None:
@@ -132,14 +145,15 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]] | None:
             break
         raw = om.group(2)
         if raw[:1] in "\"'":
-            raw = re.sub(r"\\(.)", r"\1", raw[1:-1])
+            raw = _jaas_unescape(raw[1:-1])
         options[om.group(1)] = raw
         pos = om.end()
     return m.group("module"), options
 
 
 def _jaas_quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    # A raw line break would end the quoted string for Java's tokenizer: written as \n and \r.
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") + '"'
 
 
 def jaas_config(mechanism: str, username: str, password: str) -> str:
@@ -152,7 +166,9 @@ def store_format(path: Path) -> str | None:
     JKS, so the declared type alone does not say which it is); None when unreadable."""
     try:
         with open(path, "rb") as f:
-            head = f.read(64)
+            # Enough for the text PEM files often carry before their first "-----BEGIN": openssl's
+            # "Bag Attributes", a CA bundle's comment header.
+            head = f.read(1 << 16)
     except OSError:
         return None
     if head[:4] == b"\xfe\xed\xfe\xed":
@@ -246,6 +262,12 @@ def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
             t.problem("sasl.jaas.config", f"{module} does not do {mechanism} (use {MECHANISMS[mechanism]})")
             return mechanism, None
         username, password = options.get("username"), options.get("password")
+        others = sorted(set(options) - {"username", "password"})
+        if others:
+            # Java would honour them; statectl's librdkafka clients could not: refused, not dropped.
+            t.problem("sasl.jaas.config", f"login module option(s) {', '.join(others)} have no counterpart in "
+                      "statectl's librdkafka clients; statectl supports username and password only")
+            return mechanism, username
         if not username or password is None:
             t.problem("sasl.jaas.config", "needs both username and password")
             return mechanism, username
@@ -266,6 +288,12 @@ def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
 def _truststore(t: _Translation) -> None:
     if t.conflict("ssl.truststore.location", "ssl.ca.location") or t.conflict("ssl.truststore.certificates", "ssl.ca.pem"):
         return
+    # Java clients refuse both a trust store file and inline certificates; neither is dropped here.
+    file_key = next((k for k in ("ssl.truststore.location", "ssl.ca.location") if t.has(k)), None)
+    inline_key = next((k for k in ("ssl.truststore.certificates", "ssl.ca.pem") if t.has(k)), None)
+    if file_key and inline_key:
+        t.problem(inline_key, f"set the CA certificates either in a file ({file_key}) or inline ({inline_key}), not both")
+        return
     if t.has("ssl.truststore.location"):
         location = os.path.expanduser(t.get("ssl.truststore.location"))
         declared = (t.get("ssl.truststore.type") or "JKS").upper()
@@ -277,6 +305,14 @@ def _truststore(t: _Translation) -> None:
             t.problem("ssl.truststore.location", f"cannot read a JKS, PKCS12 or PEM trust store at {location}")
         elif actual == "PEM":
             t.rd["ssl.ca.location"] = location
+            # Java clients read the file as ssl.truststore.type says (JKS unless set), and refuse a
+            # password for a PEM store.
+            if not t.has("ssl.truststore.type"):
+                t.java["ssl.truststore.type"] = "PEM"
+            elif declared != "PEM":
+                t.problem("ssl.truststore.type", f"is {declared} but {location} is a PEM file")
+            if t.has("ssl.truststore.password"):
+                t.problem("ssl.truststore.password", "a PEM trust store has no password (Java clients refuse one)")
         elif declared == "PEM":
             t.problem("ssl.truststore.type", f"is PEM but {location} is a {actual} store")
         elif t.pem_from_store is None:
@@ -306,6 +342,13 @@ def _keystore(t: _Translation) -> None:
         t.problem(rd_keys[0], f"set the client certificate either with {java_keys[0]} (Java names) "
                   f"or with {rd_keys[0]} (librdkafka names), not both")
         return
+    # A file and inline PEM for the same thing: Java clients refuse it, and one of them would be dropped.
+    for file_key, inline_key in (("ssl.keystore.location", "ssl.keystore.key"),
+                                 ("ssl.keystore.location", "ssl.keystore.certificate.chain"),
+                                 ("ssl.certificate.location", "ssl.certificate.pem"), ("ssl.key.location", "ssl.key.pem")):
+        if t.has(file_key) and t.has(inline_key):
+            t.problem(inline_key, f"set either {file_key} (a file) or {inline_key} (inline), not both")
+            return
     key_password = t.get("ssl.key.password")
     if key_password:
         redact.register(key_password)
@@ -318,6 +361,8 @@ def _keystore(t: _Translation) -> None:
         if actual is None:
             t.problem("ssl.keystore.location", f"cannot read a PKCS12 or PEM key store at {location}")
         elif actual == "PKCS12":
+            if (t.get("ssl.keystore.type") or "").upper() == "PEM":
+                t.problem("ssl.keystore.type", f"is PEM but {location} is a PKCS12 store")
             t.rd["ssl.keystore.location"] = location
             if t.has("ssl.keystore.password"):
                 t.rd["ssl.keystore.password"] = t.get("ssl.keystore.password")
@@ -325,6 +370,14 @@ def _keystore(t: _Translation) -> None:
             t.rd["ssl.certificate.location"] = t.rd["ssl.key.location"] = location
             if key_password:
                 t.rd["ssl.key.password"] = key_password
+            # As for the trust store: Java clients need the type, and refuse a store password for PEM.
+            if not t.has("ssl.keystore.type"):
+                t.java["ssl.keystore.type"] = "PEM"
+            elif t.get("ssl.keystore.type").upper() != "PEM":
+                t.problem("ssl.keystore.type", f"is {t.get('ssl.keystore.type')} but {location} is a PEM file")
+            if t.has("ssl.keystore.password"):
+                t.problem("ssl.keystore.password", "a PEM key store has no store password (Java clients refuse one); "
+                          "an encrypted key's password is ssl.key.password")
         else:
             t.problem("ssl.keystore.location", f"{location} is a JKS key store, which statectl's librdkafka clients "
                       f"cannot read; convert it once with `keytool -importkeystore -srckeystore {location} "
@@ -401,7 +454,8 @@ def client_settings(props: Iterable[Property], env: Mapping[str, str] | None = N
     base_dirs = base_dirs or {}
     resolved: dict[str, tuple[str, str]] = {}
     problems: list[str] = []
-    for prop in props:
+    # Only the value that wins is resolved: an overridden ${VAR} or @file need not resolve.
+    for prop in {p.key: p for p in props}.values():
         try:
             value = resolve_value(prop, env, base_dirs.get(prop.origin.rsplit(":", 1)[0]))
         except ConfigError as exc:
