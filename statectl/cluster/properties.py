@@ -42,7 +42,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         pending += line
         trailing = len(pending) - len(pending.rstrip("\\"))
         if trailing % 2 == 1:
-            # A line that is only "\\" continues nothing: Java starts the logical line afresh.
+            # A line that is only a backslash continues nothing: Java starts the logical line afresh.
             pending = pending[:-1] or None
             continue
         out.append((start, pending))
@@ -71,7 +71,10 @@ def _unescape(text: str, origin: str) -> str:
             continue
         out.append(_ESCAPES.get(nxt, nxt))
         i += 2
-    return "".join(out)
+    text = "".join(out)
+    # Java strings are UTF-16: a character beyond U+FFFF is written as two \uXXXX escapes (a
+    # surrogate pair), which make one character here.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _split(line: str) -> tuple[str, str]:

@@ -294,12 +294,18 @@ def _truststore(t: _Translation) -> None:
     if file_key and inline_key:
         t.problem(inline_key, f"set the CA certificates either in a file ({file_key}) or inline ({inline_key}), not both")
         return
+    if not (file_key or inline_key):
+        for key in ("ssl.truststore.password", "ssl.truststore.type"):
+            if t.has(key):
+                t.problem(key, "is set but no trust store is (ssl.truststore.location)")
     if t.has("ssl.truststore.location"):
         location = os.path.expanduser(t.get("ssl.truststore.location"))
         declared = (t.get("ssl.truststore.type") or "JKS").upper()
         for key in ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"):
             if t.has(key):
                 t.java[key] = location if key == "ssl.truststore.location" else t.get(key)
+        if t.has("ssl.truststore.type"):
+            t.java["ssl.truststore.type"] = declared  # Java clients know "PEM", not "pem"
         actual = store_format(Path(location))
         if actual is None:
             t.problem("ssl.truststore.location", f"cannot read a JKS, PKCS12 or PEM trust store at {location}")
@@ -357,6 +363,8 @@ def _keystore(t: _Translation) -> None:
         for key in ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password"):
             if t.has(key):
                 t.java[key] = location if key == "ssl.keystore.location" else t.get(key)
+        if t.has("ssl.keystore.type"):
+            t.java["ssl.keystore.type"] = t.get("ssl.keystore.type").upper()  # Java clients know "PEM", not "pem"
         actual = store_format(Path(location))
         if actual is None:
             t.problem("ssl.keystore.location", f"cannot read a PKCS12 or PEM key store at {location}")
@@ -410,8 +418,8 @@ def _keystore(t: _Translation) -> None:
         t.java["ssl.keystore.certificate.chain"], t.java["ssl.keystore.key"] = cert, key
         if key_password:
             t.java["ssl.key.password"] = t.rd["ssl.key.password"] = key_password
-    elif t.has("ssl.key.password") or t.has("ssl.keystore.password"):
-        key = "ssl.keystore.password" if t.has("ssl.keystore.password") else "ssl.key.password"
+    elif t.has("ssl.key.password") or t.has("ssl.keystore.password") or t.has("ssl.keystore.type"):
+        key = next(k for k in ("ssl.keystore.password", "ssl.key.password", "ssl.keystore.type") if t.has(k))
         t.problem(key, "is set but no client certificate is (ssl.keystore.location)")
 
 

@@ -48,7 +48,11 @@ def pem_from_store(path: Path, store_type: str, password: str | None) -> Path:
     certs = _CERT.findall(done.stdout)
     if done.returncode != 0 or not certs:
         reason = (done.stdout + done.stderr).strip().splitlines()
-        why = next((ln for ln in reason if "error" in ln.lower()), reason[-1] if reason else "no certificates")
+        # keytool exits 0 with no certificates (and a banner of asterisks as its last line) when a
+        # PKCS12 store's certificates need the password it was not given.
+        why = next((ln for ln in reason if "error" in ln.lower()), None) or (
+            reason[-1] if done.returncode != 0 and reason else
+            "it holds no certificate keytool could read" + ("" if password else " (is ssl.truststore.password missing?)"))
         raise ConfigError([f"cannot read the trust store {path}: {why.removeprefix('keytool error: ')}"])
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
