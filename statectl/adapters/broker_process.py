@@ -3,6 +3,10 @@
 The broker runs from the official jars (see :mod:`statectl.adapters.jars`) as a background JVM that
 outlives the command that started it. Its data dir holds ``server.properties``, the log dirs,
 ``broker.log`` and ``broker.json`` (pid and ports), which is how ``status`` and ``down`` find it.
+
+By default its client listener is PLAINTEXT; a secured broker (``secure=True``: SASL_SSL, SCRAM
+users, ACLs, see :mod:`statectl.adapters.broker_secure`) is set up once per data dir, and a data
+dir keeps the kind it was formatted as.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 
 from statectl.errors import OperationalError, UsageError
 from statectl.paths import default_broker_dir
+from statectl.adapters import broker_secure
 from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
 from statectl.text import wait_until
 
@@ -41,6 +46,14 @@ class BrokerStatus:
     kafka_version: str = KAFKA_BROKER.version
     already_running: bool = False
     ready_seconds: float | None = None
+    #: a secured broker (SASL_SSL, SCRAM-SHA-512, ACLs): clients need the client config below
+    secure: bool = False
+    #: client.properties of the user ``statectl`` (secured brokers only)
+    client_config: str | None = None
+    #: admin.properties of the super user ``admin`` (secured brokers only)
+    admin_config: str | None = None
+    #: the CA certificate (PEM) clients trust (secured brokers only)
+    ca_file: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -81,7 +94,8 @@ def broker_status(data_dir: Path) -> BrokerStatus:
     """Whether the broker of ``data_dir`` is running, and where."""
     state = _read_state(data_dir)
     if not state or not _pid_is_broker(int(state.get("pid", -1))):
-        return BrokerStatus(running=False, data_dir=str(data_dir))
+        return BrokerStatus(running=False, data_dir=str(data_dir), secure=_formatted_secure(data_dir) is True)
+    secure = bool(state.get("secure"))
     return BrokerStatus(
         running=True,
         data_dir=str(data_dir),
@@ -90,7 +104,33 @@ def broker_status(data_dir: Path) -> BrokerStatus:
         port=int(state["port"]),
         controller_port=int(state["controller_port"]),
         log_file=str(data_dir / "broker.log"),
+        secure=secure,
+        client_config=state.get("client_config") if secure else None,
+        admin_config=state.get("admin_config") if secure else None,
+        ca_file=state.get("ca_file") if secure else None,
     )
+
+
+def _formatted_secure(data_dir: Path) -> bool | None:
+    """None when the storage of ``data_dir`` is not formatted; else whether it was formatted for a
+    secured broker (its SCRAM users and ACLs live in the metadata: the kind never changes)."""
+    if not (data_dir / "logs" / "meta.properties").exists():
+        return None
+    return broker_secure.is_secure_dir(data_dir)
+
+
+def _refuse_other_kind(data_dir: Path, secure: bool) -> None:
+    formatted = _formatted_secure(data_dir)
+    if formatted is None or formatted == secure:
+        return
+    if secure:
+        raise UsageError(
+            f"the broker data dir {data_dir} holds a plaintext broker; --secure does not convert it (its users "
+            f"and ACLs are set up when the storage is formatted): use another --data-dir for a secured broker, "
+            f"or stop the broker and delete {data_dir} first")
+    raise UsageError(
+        f"the broker data dir {data_dir} holds a secured broker (started with --secure); start it with --secure, "
+        f"or use another --data-dir for a plaintext broker (or stop the broker and delete {data_dir} first)")
 
 
 def running_brokers() -> list[BrokerStatus]:
@@ -112,7 +152,7 @@ def running_brokers() -> list[BrokerStatus]:
 
 
 def broker_on_port(port: int) -> BrokerStatus | None:
-    """The running statectl broker whose PLAINTEXT listener is ``port``, if there is one."""
+    """The running statectl broker whose client listener (PLAINTEXT or SASL_SSL) is ``port``, if there is one."""
     return next((b for b in running_brokers() if b.port == port), None)
 
 
@@ -121,17 +161,23 @@ def _kafka_uuid() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _server_properties(data_dir: Path, port: int, controller_port: int) -> str:
+def _server_properties(data_dir: Path, port: int, controller_port: int,
+                       security: list[str] | None = None) -> str:
+    """The broker's config; ``security`` (a secured broker's listener, SASL, TLS and authorizer
+    lines) replaces the PLAINTEXT listeners."""
+    listeners = security or [
+        f"listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+        f"advertised.listeners=PLAINTEXT://{HOST}:{port}",
+        "controller.listener.names=CONTROLLER",
+        "inter.broker.listener.name=PLAINTEXT",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    ]
     return "\n".join(
         [
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.bootstrap.servers={HOST}:{controller_port}",
-            f"listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://{HOST}:{port}",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            *listeners,
             f"log.dirs={data_dir / 'logs'}",
             "num.partitions=1",
             "offsets.topic.replication.factor=1",
@@ -163,14 +209,27 @@ def _classpath() -> str:
     return os.pathsep.join(str(j) for j in jars)
 
 
-def _format_storage(data_dir: Path, java: str, classpath: str) -> None:
+def _argfile_quote(arg: str) -> str:
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _format_storage(data_dir: Path, java: str, classpath: str, secret_args: list[str] | None = None) -> None:
     props = data_dir / "server.properties"
-    proc = subprocess.run(
-        [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
-         # "=" form: a random id may start with "-", which argparse would take for an option.
-         f"--cluster-id={_kafka_uuid()}", "-c", str(props)],
-        capture_output=True, text=True, timeout=120,
-    )
+    args = ["-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
+            # "=" form: a random id may start with "-", which argparse would take for an option.
+            f"--cluster-id={_kafka_uuid()}", "-c", str(props)]
+    argfile = data_dir / ".format-args"
+    if secret_args:
+        # The SCRAM passwords go through a java @argfile (mode 0600, deleted after), so they are
+        # never on a command line other processes can read.
+        broker_secure.write_private(argfile, "\n".join(_argfile_quote(a) for a in args + secret_args) + "\n")
+        command = [java, f"@{argfile}"]
+    else:
+        command = [java, *args]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    finally:
+        argfile.unlink(missing_ok=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         raise OperationalError(f"formatting the broker storage in {data_dir} failed: {tail[0]}")
@@ -185,9 +244,15 @@ def _log_tail(log: Path, lines: int = 5) -> str:
     return " | ".join(ln.strip()[:300] for ln in interesting[-lines:])
 
 
-def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -> BrokerStatus:
-    """Start the broker in the background (formatting storage the first time) and wait until it answers."""
+def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0, secure: bool = False) -> BrokerStatus:
+    """Start the broker in the background (formatting storage the first time) and wait until it answers.
+
+    ``secure``: a SASL_SSL listener with SCRAM users ``admin`` and ``statectl``, a throwaway CA,
+    an authorizer and the ACLs of ``statectl`` (see :mod:`statectl.adapters.broker_secure`); the
+    status names the client configs to connect with. A data dir formatted as the other kind is
+    refused (UsageError), never reformatted."""
     data_dir = data_dir.resolve()
+    _refuse_other_kind(data_dir, secure)
     current = broker_status(data_dir)
     if current.running:
         current.already_running = True
@@ -195,9 +260,10 @@ def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -
     if port_in_use(port):
         owner = broker_on_port(port)
         if owner is not None:
+            use = f"-b {owner.bootstrap_servers}" + (f" --client-config {owner.client_config}" if owner.secure else "")
             raise UsageError(
                 f"port {port} is in use by statectl's broker of {owner.data_dir} (pid {owner.pid}); "
-                f"use it (-b {owner.bootstrap_servers}), stop it (statectl kafka down --port {port}), "
+                f"use it ({use}), stop it (statectl kafka down --port {port}), "
                 f"or choose another --port"
             )
         raise UsageError(
@@ -219,9 +285,23 @@ def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -
         controller_port = free_port()
         while controller_port == port:
             controller_port = free_port()
-    props.write_text(_server_properties(data_dir, port, controller_port))
+    bootstrap = f"{HOST}:{port}"
+    secure_files = None
+    if secure:
+        secrets = broker_secure.load_or_create_secrets(data_dir)
+        secure_files = broker_secure.ensure_tls(data_dir, secrets, java)
+        broker_secure.write_client_configs(data_dir, bootstrap, secrets, secure_files)
+        broker_secure.write_private(props, _server_properties(
+            data_dir, port, controller_port,
+            broker_secure.server_properties(HOST, port, controller_port, secrets, secure_files)))
+    else:
+        if not formatted:
+            broker_secure.forget(data_dir)  # left by a secured start that never got to format
+        props.write_text(_server_properties(data_dir, port, controller_port))
+    # A fresh format has no ACLs; the state says whether they were made on this storage.
+    acls_done = bool(formatted and state.get("acls"))
     if not formatted:
-        _format_storage(data_dir, java, classpath)
+        _format_storage(data_dir, java, classpath, broker_secure.scram_format_args(secrets) if secure else None)
 
     log_file = data_dir / "broker.log"
     log4j = resources.files("statectl.resources").joinpath("kafka-log4j2.properties")
@@ -237,18 +317,31 @@ def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -
             start_new_session=True,  # survives Ctrl-C in the terminal that started it
             cwd=data_dir,
         )
-    _state_file(data_dir).write_text(
-        json.dumps({"pid": proc.pid, "port": port, "controller_port": controller_port})
-    )
+    new_state = {"pid": proc.pid, "port": port, "controller_port": controller_port, "secure": secure}
+    if secure_files is not None:
+        new_state.update(client_config=str(secure_files.client_config), admin_config=str(secure_files.admin_config),
+                         ca_file=str(secure_files.ca_file), acls=acls_done)
+    _state_file(data_dir).write_text(json.dumps(new_state))
+    # A secured listener answers only a client that logs in over TLS: the probe is admin.
+    target = broker_secure.admin_cluster(bootstrap, secure_files) if secure_files is not None else bootstrap
+
     def ready() -> bool:
         if proc.poll() is not None:
             raise OperationalError(
                 f"the Kafka broker exited during start-up (code {proc.returncode}): "
                 f"{_log_tail(log_file)} — full log: {log_file}"
             )
-        return port_in_use(port) and _answers(f"{HOST}:{port}")
+        return port_in_use(port) and _answers(target)
 
     if wait_until(ready, started + timeout - time.monotonic(), interval=0.2):
+        if secure_files is not None and not acls_done:
+            try:
+                broker_secure.create_statectl_acls(target, max(10.0, started + timeout - time.monotonic()))
+            except OperationalError:
+                _terminate(proc.pid, 10)
+                raise
+            new_state["acls"] = True
+            _state_file(data_dir).write_text(json.dumps(new_state))
         status = broker_status(data_dir)
         status.ready_seconds = round(time.monotonic() - started, 2)
         return status
@@ -258,10 +351,10 @@ def broker_up(data_dir: Path, port: int = DEFAULT_PORT, timeout: float = 60.0) -
     )
 
 
-def _answers(bootstrap: str) -> bool:
+def _answers(target) -> bool:
     from statectl.adapters.kafka import broker_answers
 
-    return broker_answers(bootstrap, timeout=2.0)
+    return broker_answers(target, timeout=2.0)
 
 
 def _terminate(pid: int, timeout: float) -> bool:

@@ -116,6 +116,8 @@ def load_or_create_secrets(data_dir: Path) -> Secrets:
                         controller=raw["controller"], keystore=raw["keystore"])
     except FileNotFoundError:
         found = Secrets(*(_random.token_urlsafe(24) for _ in range(4)))
+        # Key stores left from other secrets are locked with another password: made again.
+        shutil.rmtree(data_dir / TLS_DIR, ignore_errors=True)
         write_private(path, json.dumps({
             "users": found.users(), "controller": found.controller, "keystore": found.keystore,
         }, indent=2) + "\n")
@@ -152,9 +154,17 @@ def _run_keytool(keytool: str, steps: list[list[str]], cwd: Path, password: str)
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for args in steps]
     failed = []
     for args, proc in zip(steps, procs):
-        output, _ = proc.communicate(timeout=120)
+        try:
+            output, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+                other.wait()
+            raise OperationalError(f"making the broker's TLS certificate failed: keytool {args[0]} "
+                                   f"did not finish within 120 s") from None
         if proc.returncode != 0:
-            failed.append(f"keytool {args[0]}: {output.strip().splitlines()[-1:] or ['failed']}")
+            last = (output.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+            failed.append(f"keytool {args[0]}: {last}")
     if failed:
         raise OperationalError("making the broker's TLS certificate failed: " + "; ".join(failed))
 

@@ -367,6 +367,12 @@ class ConsumedRecord:
     timestamp_ms: int | None
 
 
+#: librdkafka looks up the group coordinator whenever a group.id is set (confluent-kafka requires
+#: one), even for a consumer that only assigns partitions and never commits, as statectl's readers
+#: do: a user without a group ACL gets this error, which does not concern the read.
+_GROUP_ONLY = (KafkaError.GROUP_AUTHORIZATION_FAILED,)
+
+
 def _unreadable(bootstrap: Target, topic: str, error) -> OperationalError | None:
     """The refusal for a topic whose metadata or fetch came back with an authorization error."""
     if error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
@@ -443,7 +449,7 @@ def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator
             # what has arrived instead of holding a small topic's records back for it.
             for msg in consumer.consume(num_messages=10_000, timeout=0.05):
                 if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                    if msg.error().code() in (KafkaError._PARTITION_EOF, *_GROUP_ONLY):
                         continue
                     raise _unreadable(bootstrap, topic, msg.error()) or OperationalError(
                         f"reading {topic!r} failed: {msg.error().str()}")
@@ -534,7 +540,7 @@ class TopicReader:
             for msg in consumer.consume(num_messages=1_000, timeout=poll_seconds):
                 err = msg.error()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
+                    if err.code() in (KafkaError._PARTITION_EOF, *_GROUP_ONLY):
                         continue
                     raise _unreadable(self._bootstrap, topic, err) or OperationalError(
                         f"reading {topic!r} failed: {err.str()}")

@@ -28,19 +28,22 @@ def _dir(data_dir: Path | None) -> Path:
 
 @app.command()
 def up(
-    port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="Port of the PLAINTEXT listener on 127.0.0.1.")] = 9092,
+    port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="Port of the client listener on 127.0.0.1 (PLAINTEXT, or SASL_SSL with --secure).")] = 9092,
     data_dir: DataDirOpt = None,
+    secure: Annotated[bool, typer.Option("--secure", help="A secured broker: SASL_SSL (SCRAM-SHA-512) with a throwaway CA, an authorizer, users admin and statectl; writes client.properties to connect with.")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Start the broker in the background and wait until it answers; prints the bootstrap address.
 
     The first run fetches the broker jars from Maven Central into ~/.cache/statectl/jars and
-    formats the storage. Running `up` on a running broker says so and changes nothing.
+    formats the storage. Running `up` on a running broker says so and changes nothing. With
+    --secure, clients connect with the client config it writes (--client-config or
+    $STATECTL_CLIENT_CONFIG); a data dir keeps the kind (plaintext or secured) it was made as.
     """
     from statectl.adapters.broker_process import broker_up
     from statectl.render.kafka import broker_report
 
-    broker_report(broker_up(_dir(data_dir), port), json, "up")
+    broker_report(broker_up(_dir(data_dir), port, secure=secure), json, "up")
 
 
 @app.command()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from rich.table import Table
 
 from statectl.adapters.broker_process import BrokerStatus
@@ -15,11 +17,20 @@ def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
         emit_json({"action": action, **status.to_dict()})
         return
     if action == "up":
+        kind = " (secured: SASL_SSL, SCRAM-SHA-512)" if status.secure else ""
         if status.already_running:
-            err().print(f"Kafka {status.kafka_version} is already running (pid {status.pid}).")
+            err().print(f"Kafka {status.kafka_version}{kind} is already running (pid {status.pid}).")
         else:
-            err().print(f"Kafka {status.kafka_version} is up in {status.ready_seconds:.1f} s (pid {status.pid}); log: {display_path(status.log_file)}")
+            err().print(f"Kafka {status.kafka_version}{kind} is up in {status.ready_seconds:.1f} s (pid {status.pid}); log: {display_path(status.log_file)}")
         out().print(status.bootstrap_servers)
+        if status.secure and status.client_config:
+            # Paths only: the passwords stay in the files (mode 0600).
+            err().print(f"client config (user statectl): {display_path(status.client_config)}", soft_wrap=True)
+            err().print(f"admin config (user admin, super user): {display_path(status.admin_config)}", soft_wrap=True)
+            err().print(f"CA certificate: {display_path(status.ca_file)}", soft_wrap=True)
+            err().print("Connect with --client-config, or for every command of this shell:", soft_wrap=True)
+            err().print(f"export STATECTL_CLIENT_CONFIG={shlex.quote(status.client_config)}", soft_wrap=True,
+                        markup=False, highlight=False)
     elif action == "down":
         if status.running:
             err().print(f"Kafka broker (pid {status.pid}) stopped.")
@@ -28,10 +39,12 @@ def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
         else:
             err().print(f"No Kafka broker is running for {display_path(status.data_dir)}.")
     else:
+        kind = "  secured (SASL_SSL)" if status.secure else ""
         if status.running:
-            out().print(f"running  {status.bootstrap_servers}  pid {status.pid}  data {display_path(status.data_dir)}  log {display_path(status.log_file)}", soft_wrap=True)
+            config = f"  client config {display_path(status.client_config)}" if status.client_config else ""
+            out().print(f"running  {status.bootstrap_servers}{kind}  pid {status.pid}  data {display_path(status.data_dir)}  log {display_path(status.log_file)}{config}", soft_wrap=True)
         else:
-            out().print(f"stopped  data {display_path(status.data_dir)}", soft_wrap=True)
+            out().print(f"stopped{kind}  data {display_path(status.data_dir)}", soft_wrap=True)
 
 
 def produce_report(report: ProduceReport, as_json: bool) -> None:

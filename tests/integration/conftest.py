@@ -1,0 +1,25 @@
+"""Fixtures of the integration tests (the plaintext session broker is in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory):
+    """A secured broker (`statectl kafka up --secure`) for the whole session; stopped at its end.
+
+    Yields its BrokerStatus: ``bootstrap_servers`` (127.0.0.1:<free port>, a SASL_SSL listener,
+    SCRAM-SHA-512), ``client_config`` (path of client.properties: user ``statectl``, which has the
+    ACLs of the statectl tour: cluster CREATE/DESCRIBE/DESCRIBE_CONFIGS/IDEMPOTENT_WRITE, ALL on
+    every topic, READ/DESCRIBE on every group, WRITE/DESCRIBE on every transactional id),
+    ``admin_config`` (admin.properties: user ``admin``, super user), ``ca_file`` (tls/ca.pem) and
+    ``data_dir``. Both properties files set bootstrap.servers; load one with
+    ``statectl.cluster.load.load_cluster(client_config=Path(...), env={})`` or pass it to a
+    statectl subprocess as $STATECTL_CLIENT_CONFIG. Shared by every test of the session: make
+    your own topics, users and ACLs (unique names) and do not stop it. The start retries with
+    another free port if the one picked was taken (see tests/integration/secure_broker.py).
+    """
+    from tests.integration.secure_broker import secure_broker_session
+
+    yield from secure_broker_session(tmp_path_factory.mktemp("kafka-secure"))
