@@ -217,9 +217,9 @@ def not_authorized(bootstrap: Target, operation: str, resource: str, name: str, 
     flag = {"topic": "--topic", "group": "--group", "cluster": "--cluster"}.get(resource, f"--{resource}")
     target = "" if resource == "cluster" else f" {name}"
     return NotAuthorized(
-        f"{user_of(bootstrap)} is not allowed to {operation} {resource} {name!r}{detail} (the cluster's ACLs "
-        f"refuse it); an admin can grant it with: kafka-acls.sh --add --allow-principal {principal} "
-        f"--operation {operation} {flag}{target}")
+        f"{user_of(bootstrap)} is not allowed to {operation} {resource} {name!r} (the cluster's ACLs refuse it"
+        f"{'; ' + detail if detail else ''}); an admin can grant it with: kafka-acls.sh --add --allow-principal "
+        f"{principal} --operation {operation} {flag}{target}")
 
 
 def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, str],
@@ -258,9 +258,14 @@ def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, 
         if len(errors) == 1:
             raise errors[0]
         listed = ", ".join(f"{op} topic {name!r}" for name, op in refused)
+        settings = as_cluster(bootstrap).settings
+        principal = f"User:{settings.username}" if settings.username else "<principal>"
+        grants = "; ".join(
+            f"kafka-acls.sh --add --allow-principal {principal} --operation {op} "
+            + " ".join(f"--topic {name}" for name, wanted_op in refused if wanted_op == op)
+            for op in dict.fromkeys(op for _, op in refused))
         raise NotAuthorized(f"{user_of(bootstrap)} is not allowed to {listed} (the cluster's ACLs refuse it); "
-                            f"an admin can grant each with kafka-acls.sh --add --allow-principal ... --operation "
-                            f"OP --topic NAME")
+                            f"an admin can grant it with: {grants}")
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,7 @@ def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], bootstrap:
                 continue
             if err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
                 raise not_authorized(bootstrap or "", "CREATE", "topic", name,
-                                     " (it does not exist yet; create it, or let an admin create it)") from None
+                                     "it does not exist yet: an admin can also create it") from None
             raise OperationalError(f"could not create topic {name!r}: {err.str()}") from exc
     _wait_for_metadata(admin, created)
     return created

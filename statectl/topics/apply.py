@@ -209,7 +209,7 @@ def _server_validation(admin, diff: TopicConfigDiff) -> None:
             continue
         operation = "CREATE" if topic in creates else "ALTER_CONFIGS"
         if not diff.dry_run:
-            raise not_authorized(diff.bootstrap_servers, operation, "topic", topic, " (nothing was changed)")
+            raise not_authorized(diff.bootstrap_servers, operation, "topic", topic, "nothing was changed")
         # A dry run needs only DESCRIBE_CONFIGS: the broker's own check of the change is what the
         # user may not ask for, so the diff is shown without it.
         del refused[topic]
