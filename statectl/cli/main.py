@@ -12,6 +12,7 @@ from statectl.cli import topic_config
 from statectl.cli import inspect_state
 from statectl.cli import events
 from statectl.cli import consume
+from statectl.cli import lag, status
 from statectl.cli.common import DEBUG, StatectlGroup
 
 app = typer.Typer(
@@ -54,6 +55,8 @@ app.add_typer(query.query_app, name="query")
 app.add_typer(query.serve_app, name="serve")
 app.command("consume")(consume.consume)
 app.add_typer(events.app, name="events")
+app.command("lag")(lag.lag)
+app.command("status")(status.status)
 
 
 def main() -> None:

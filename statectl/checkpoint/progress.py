@@ -1,0 +1,313 @@
+"""How far a query got, read cheaply from its checkpoint: the last committed batch, the offsets it
+read up to, when it committed, and the checks that need no more than that.
+
+For `statectl lag` and `statectl status`, which must answer in well under a second on a checkpoint
+with thousands of batches: the offsets/ and commits/ logs are listed by name only, and just the
+last committed batch's offsets file (and its ``.crc``) is opened, where ``reader.read_layout``
+parses every log entry and walks every state file. Nothing is ever written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from statectl.checkpoint import checksum
+from statectl.checkpoint.formats import parse_offset_entry, source_kind
+from statectl.checkpoint.health import (
+    CRC_MISMATCH,
+    ERROR,
+    MISSING_FILE,
+    NOT_A_CHECKPOINT,
+    ORPHANED_FILE,
+    SEVERITIES,
+    TRUNCATED,
+    UNCOMMITTED_BATCH,
+    UNPARSABLE,
+    UNREADABLE,
+    VERSION_GAP,
+    WARNING,
+    Finding,
+)
+from statectl.checkpoint.layout import OffsetEntry, format_ranges
+from statectl.errors import OperationalError, UsageError
+from statectl.text import first_error_line
+
+#: What the quick checks cover (``statectl status``); `statectl inspect-state` runs every check.
+QUICK_CHECKS = (
+    "the checkpoint has offsets/ and commits/ (and metadata)",
+    "the last batch is committed (or only the one after the last commit is in flight)",
+    "every commit has its offsets entry; no batch is missing between the first and the last",
+    "the last committed offsets entry and its commit parse and match their Hadoop .crc",
+    "no temporary files left in offsets/ or commits/",
+)
+
+
+@dataclass(frozen=True)
+class LogBatches:
+    """Which batches the offsets and commits logs hold, from their file names alone."""
+
+    offsets: tuple[int, ...] = ()
+    commits: tuple[int, ...] = ()
+    temp_files: tuple[str, ...] = ()  # leftovers of interrupted writes, as "offsets/<name>"
+
+    @property
+    def last_offset(self) -> int | None:
+        return self.offsets[-1] if self.offsets else None
+
+    @property
+    def last_committed(self) -> int | None:
+        """The highest batch with a commit: the batch whose offsets a restart continues from."""
+        return self.commits[-1] if self.commits else None
+
+    @property
+    def pending(self) -> int | None:
+        """The last batch in offsets/ when it has no commit (in flight, or cut short by a stop)."""
+        last, done = self.last_offset, self.last_committed
+        if last is None or (done is not None and done >= last):
+            return None
+        return last
+
+
+def log_batches(offsets_names: Iterable[str] | None, commits_names: Iterable[str] | None) -> LogBatches:
+    """The batches of two directory listings (``None``: the directory is missing). Checksum sidecars
+    (``.0.crc``) and anything that is not a batch number are left out; temporary files are kept
+    apart."""
+    temp: list[str] = []
+
+    def batches(rel: str, names: Iterable[str] | None) -> tuple[int, ...]:
+        found = []
+        for name in names or ():
+            if name.isdigit():
+                found.append(int(name))
+            elif name.endswith(".tmp") or name.startswith("temp-"):
+                temp.append(f"{rel}/{name}")
+        return tuple(sorted(found))
+
+    return LogBatches(batches("offsets", offsets_names), batches("commits", commits_names), tuple(sorted(temp)))
+
+
+def kafka_offsets(source_offset: Any) -> dict[str, dict[int, int]] | None:
+    """``{topic: {partition: offset}}`` of one source's entry in the offset log when it is a Kafka
+    source's (``{"score-events": {"0": 123, ...}}``), else None. The offsets are the next ones the
+    query reads: the batch read up to, not including, them."""
+    if source_kind(source_offset) != "Kafka":
+        return None
+    return {str(topic): {int(p): int(o) for p, o in parts.items()} for topic, parts in source_offset.items()}
+
+
+@dataclass
+class CheckpointProgress:
+    """What `lag` and `status` need of a checkpoint, and the quick health findings."""
+
+    root: str
+    batches: LogBatches
+    has_metadata: bool = False
+    #: offsets/<last committed>, parsed; None without a committed batch or when it is unreadable
+    committed_entry: OffsetEntry | None = None
+    #: when commits/<last committed> was written (seconds since the epoch, its mtime)
+    committed_at: float | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def last_committed(self) -> int | None:
+        return self.batches.last_committed
+
+    @property
+    def pending(self) -> int | None:
+        return self.batches.pending
+
+    @property
+    def batch_timestamp_ms(self) -> int | None:
+        """The trigger time of the last committed batch (batchTimestampMs of its offsets entry)."""
+        return self.committed_entry.timestamp_ms if self.committed_entry else None
+
+    @property
+    def kafka_sources(self) -> list[tuple[int, dict[str, dict[int, int]]]]:
+        """``(source index, {topic: {partition: next offset}})`` for each Kafka source of the last
+        committed batch."""
+        if self.committed_entry is None:
+            return []
+        out = []
+        for i, offset in enumerate(self.committed_entry.source_offsets):
+            parsed = kafka_offsets(offset)
+            if parsed is not None:
+                out.append((i, parsed))
+        return out
+
+    @property
+    def healthy(self) -> bool:
+        return not any(f.severity == ERROR for f in self.findings)
+
+
+def require_checkpoint(path: str | os.PathLike) -> Path:
+    """``path`` when it is a directory; UsageError (exit 2) saying what it is otherwise."""
+    root = Path(path)
+    if not root.exists():
+        raise UsageError(f"checkpoint {root} does not exist: the job has not run with it yet; pass the "
+                         f"--checkpoint-dir (or --config) the job runs with")
+    if not root.is_dir():
+        raise UsageError(f"checkpoint {root} is a file, not a directory; pass the directory the job runs with")
+    return root
+
+
+def read_progress(path: str | os.PathLike) -> CheckpointProgress:
+    """The progress of the checkpoint at ``path``: two directory listings, one offsets file, one
+    commit file, their ``.crc`` sidecars and the metadata file's presence. UsageError when ``path``
+    is not a checkpoint directory."""
+    root = require_checkpoint(path)
+    try:
+        with os.scandir(root) as it:
+            top = {e.name: e.is_dir() for e in it}
+        offsets = _names(root / "offsets") if top.get("offsets") else None
+        commits = _names(root / "commits") if top.get("commits") else None
+    except OSError as exc:
+        raise OperationalError(f"checkpoint {root} cannot be read ({exc.strerror or exc}); nothing was changed") from exc
+    if not top:
+        raise UsageError(f"checkpoint {root} is empty: the job has not started with it yet (no metadata, "
+                         f"offsets/ or commits/)")
+    if not ({"metadata", "offsets", "commits", "state"} & set(top)):
+        raise UsageError(f"{root} is not a Structured Streaming checkpoint: it has none of metadata, offsets/, "
+                         f"commits/, state/")
+    progress = CheckpointProgress(root=str(root), batches=log_batches(offsets, commits), has_metadata="metadata" in top)
+    progress.findings = quick_findings(progress.batches, offsets is not None, commits is not None, progress.has_metadata)
+    _read_last_commit(progress)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    progress.findings.sort(key=lambda f: (order[f.severity], f.path or "", f.code))
+    return progress
+
+
+def _names(directory: Path) -> list[str]:
+    with os.scandir(directory) as it:
+        return [e.name for e in it]
+
+
+def quick_findings(batches: LogBatches, offsets_present: bool, commits_present: bool,
+                   has_metadata: bool) -> list[Finding]:
+    """The health findings the log listings alone tell (the first half of ``health.check_health``'s
+    log checks, with the same codes, severities and wording)."""
+    out: list[Finding] = []
+    if not offsets_present and not commits_present:
+        return [Finding(ERROR, NOT_A_CHECKPOINT, "no offsets/ and no commits/: Spark would start this as a new "
+                        "query from the sources' starting offsets")]
+    if not has_metadata:
+        out.append(Finding(WARNING, MISSING_FILE, "metadata is missing: a restart gives the query a new id "
+                           "(offsets and state still apply)", "metadata"))
+    if not offsets_present:
+        out.append(Finding(ERROR, MISSING_FILE, "offsets/ is missing: Spark cannot tell which offsets the "
+                           "committed batches read", "offsets"))
+    if not commits_present and batches.offsets:
+        out.append(Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted",
+                           "commits"))
+    last_offset, last_commit, pending = batches.last_offset, batches.last_committed, batches.pending
+    if pending is not None and (last_commit is None or pending == last_commit + 1):
+        out.append(Finding(WARNING, UNCOMMITTED_BATCH,
+                           f"batch {pending} is in offsets/ but has no commit: a restart re-runs batch {pending} "
+                           f"from its logged offsets (its sink output may be written again)", f"offsets/{pending}"))
+    elif pending is not None:
+        out.append(Finding(ERROR, UNCOMMITTED_BATCH,
+                           f"offsets/ runs to batch {last_offset} but the last commit is batch {last_commit}: "
+                           f"Spark only ever has one batch in flight, so the logs are inconsistent",
+                           f"offsets/{last_offset}"))
+    if last_commit is not None and last_commit not in set(batches.offsets):
+        out.append(Finding(ERROR, MISSING_FILE,
+                           f"commits/{last_commit} exists without offsets/{last_commit}: a restart cannot tell "
+                           f"where batch {last_commit + 1} starts", f"commits/{last_commit}"))
+    for rel, files in (("offsets", batches.offsets), ("commits", batches.commits)):
+        if files:
+            missing = sorted(set(range(files[0], files[-1] + 1)) - set(files))
+            if missing:
+                out.append(Finding(WARNING, VERSION_GAP,
+                                   f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {format_ranges(missing)} "
+                                   f"between {files[0]} and {files[-1]}", f"{rel}/{missing[0]}"))
+    for rel in batches.temp_files:
+        out.append(Finding(WARNING, ORPHANED_FILE, f"{rel} is a temporary file left by an interrupted write; safe "
+                           f"to delete while the query is stopped", rel))
+    return out
+
+
+def _read_last_commit(progress: CheckpointProgress) -> None:
+    """Parse offsets/N and commits/N of the last committed batch N, verify their ``.crc``
+    sidecars, and take the commit's mtime as the time it was committed."""
+    batch = progress.last_committed
+    if batch is None or batch not in set(progress.batches.offsets):
+        return
+    root = Path(progress.root)
+    commit = root / "commits" / str(batch)
+    try:
+        progress.committed_at = commit.stat().st_mtime
+    except OSError:
+        pass
+    for rel in (f"commits/{batch}", f"offsets/{batch}"):
+        data = _read(progress, rel)
+        if data is None:
+            continue
+        progress.findings += _verify_crc(root, rel, data)
+        if not data.strip():
+            progress.findings.append(Finding(ERROR, TRUNCATED, f"{rel} is empty", rel))
+            continue
+        if rel.startswith("commits/"):
+            continue
+        try:
+            progress.committed_entry = parse_offset_entry(batch, data.decode("utf-8"))
+        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
+            progress.findings.append(Finding(ERROR, UNPARSABLE, f"{rel} cannot be parsed "
+                                             f"({first_error_line(exc, 120)})", rel))
+
+
+def _read(progress: CheckpointProgress, rel: str) -> bytes | None:
+    try:
+        return (Path(progress.root) / rel).read_bytes()
+    except OSError as exc:
+        progress.findings.append(Finding(ERROR, UNREADABLE, f"{rel} cannot be read ({exc.strerror})", rel))
+        return None
+
+
+def _verify_crc(root: Path, rel: str, data: bytes) -> list[Finding]:
+    directory, _, name = rel.rpartition("/")
+    try:
+        sidecar = (root / directory / checksum.hadoop_crc_name(name)).read_bytes()
+    except OSError:
+        return []  # no sidecar: a filesystem without checksums (HDFS, object stores)
+    result = checksum.verify_hadoop_crc(data, sidecar)
+    if result.status == checksum.MISMATCH:
+        return [Finding(ERROR, CRC_MISMATCH, f"{rel} does not match its Hadoop .crc: {result.detail}; the file is "
+                        f"corrupt, cut short or was edited", rel)]
+    if result.status == checksum.TRUNCATED:
+        return [Finding(ERROR, TRUNCATED, f"{rel} does not match its Hadoop .crc: {result.detail}", rel)]
+    if result.status == checksum.UNREADABLE:
+        return [Finding(WARNING, UNPARSABLE, f"Hadoop .crc of {rel} cannot be read: {result.detail}", rel)]
+    return []
+
+
+@dataclass(frozen=True)
+class StateSize:
+    """The bytes and files under a checkpoint's state/ directory."""
+
+    bytes: int = 0
+    files: int = 0
+
+
+def state_size(path: str | os.PathLike) -> StateSize:
+    """Bytes and files under ``path``/state (checksum sidecars included: they are on disk too); one
+    ``stat`` per file, nothing opened."""
+    total = files = 0
+    stack = [os.path.join(path, "state")]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_size
+                            files += 1
+                    except OSError:
+                        continue  # removed by Spark's maintenance while we looked
+        except OSError:
+            continue
+    return StateSize(total, files)
+

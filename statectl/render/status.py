@@ -1,0 +1,66 @@
+"""Renderers for `statectl status`: one line per job (stdout), Kafka errors on stderr; or a JSON
+list of job objects."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from rich.table import Table
+from rich.text import Text
+
+from statectl.render import emit_json, error_line, message, out
+from statectl.run.status import HEALTHY, NO_CHECKPOINT, StatusReport
+from statectl.text import human_bytes, plural
+
+_HEALTH_STYLE = {HEALTHY: "green", NO_CHECKPOINT: "dim"}
+
+
+def ago(seconds: float) -> str:
+    """``42 s ago``, ``5 min ago``, ``3 h ago``, ``2 d ago``."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return f"{int(seconds)} s ago"
+
+
+def status_report(report: StatusReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.to_list())
+        return
+    if not report.jobs:
+        message("no jobs: no shipped job has a checkpoint here (statectl run JOB makes one); name job configs "
+                "to show theirs")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column, justify in (("JOB", "left"), ("RUNNING", "left"), ("BATCH", "right"), ("COMMITTED", "left"),
+                            ("LAG", "right"), ("STATE", "right"), ("HEALTH", "left"), ("LAST ERROR", "left")):
+        table.add_column(column, justify=justify, overflow="fold" if column == "LAST ERROR" else "ellipsis")
+    now = time.time()
+    for job in report.jobs:
+        running = f"yes (pid {job.pid})" if job.running else "no"
+        batch = str(job.batch) if job.batch is not None else "-"
+        committed = "-"
+        if job.committed_at is not None:
+            committed = f"{datetime.fromtimestamp(job.committed_at).strftime('%Y-%m-%d %H:%M:%S')} " \
+                        f"({ago(now - job.committed_at)})"
+        if job.kafka_error is not None:
+            lag = Text("unreachable", style="red")
+        elif job.lag is None:
+            lag = "-"
+        else:
+            lag = f"{job.lag:,}" + (f" (+{job.lag_unknown_partitions} unknown)" if job.lag_unknown_partitions else "")
+        state = human_bytes(job.state_bytes) if job.exists else "-"
+        health = job.health + (f" ({plural(job.warnings, 'warning')})" if job.warnings and job.health == HEALTHY else "")
+        table.add_row(job.job, running, batch, committed, lag, state,
+                      Text(health, style=_HEALTH_STYLE.get(job.health, "bold red")), job.last_error or "")
+    out().print(table)
+    reported = set()
+    for job in report.jobs:
+        if job.kafka_error is not None and job.kafka_error not in reported:
+            reported.add(job.kafka_error)
+            error_line(job.kafka_error)
+    failing = [j.job for j in report.jobs if not j.ok]
+    if failing:
+        message(f"not ok: {', '.join(failing)}")

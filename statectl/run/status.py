@@ -1,0 +1,294 @@
+"""One glance over a project's jobs: running or not, the last committed batch and when, the Kafka
+lag, the state size, the last error and the checkpoint's health verdict.
+
+Cheap by design (a monitoring probe runs it every minute): each checkpoint is read as
+``statectl.checkpoint.progress`` reads it (log listings, the last committed batch's files), the run
+lock is looked at without being taken, and Kafka is asked once per cluster for the end offsets of
+every job's topics. A job whose cluster does not answer says so; the others are still shown.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from statectl.checkpoint.health import ERROR, NOT_A_CHECKPOINT, UNCOMMITTED_BATCH, WARNING, Finding
+from statectl.checkpoint.progress import CheckpointProgress, read_progress, state_size
+from statectl.cluster import Cluster
+from statectl.config.sections import JobConfig
+from statectl.errors import StatectlError, UsageError
+from statectl.run.lag import EndOffsets, inputs_of, kafka_end_offsets, lag_report, topics_to_ask
+
+HEALTHY = "healthy"
+UNHEALTHY = "unhealthy"
+NO_CHECKPOINT = "no checkpoint"
+
+#: The kernel's table of file locks (Linux): who holds a flock on which file.
+PROC_LOCKS = Path("/proc/locks")
+
+
+# ---------------------------------------------------------------- the run lock, looked at
+@dataclass(frozen=True)
+class RunLock:
+    """What the run lock beside a checkpoint (``<checkpoint>.lock``, statectl.run.runner's
+    CheckpointLock) says, read without taking it."""
+
+    path: str
+    exists: bool = False
+    pid: int | None = None  # the holder's pid, as the lock file names it
+    running: bool = False
+    #: the file is there but no live process holds it: the last run was killed or crashed (a
+    #: clean stop removes it); it does not stop the next run
+    stale: bool = False
+
+
+def lock_path(checkpoint: Path) -> Path:
+    """Where CheckpointLock keeps the lock of ``checkpoint`` (beside it, not inside)."""
+    from statectl.run.runner import CheckpointLock
+
+    return CheckpointLock(checkpoint).path
+
+
+def flock_holders(proc_locks: str) -> dict[tuple[str, int], int]:
+    """``{(device, inode): pid}`` of every granted FLOCK in the text of ``/proc/locks`` (lines like
+    ``7: FLOCK  ADVISORY  WRITE 23525 fe:00:9978092 0 EOF``; waiters, marked ``->``, are left out)."""
+    out: dict[tuple[str, int], int] = {}
+    for line in proc_locks.splitlines():
+        words = line.split()
+        if len(words) < 6 or words[1] != "FLOCK":
+            continue
+        major, _, rest = words[5].partition(":")
+        minor, _, inode = rest.partition(":")
+        try:
+            out[(f"{int(major, 16):x}:{int(minor, 16):x}", int(inode))] = int(words[4])
+        except ValueError:
+            continue
+    return out
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (signal 0 checks without sending anything)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
+def read_run_lock(checkpoint: Path, proc_locks: str | None = None) -> RunLock:
+    """Whether a run holds ``checkpoint``'s lock, and its pid. On Linux the kernel's lock table
+    (``/proc/locks``) says whether the file is locked; elsewhere the pid the file names must be
+    alive. ``proc_locks``: that table's text (read from /proc when None)."""
+    path = lock_path(checkpoint)
+    try:
+        text = path.read_text(errors="replace").strip()
+        st = path.stat()
+    except FileNotFoundError:
+        return RunLock(str(path))
+    except OSError:
+        return RunLock(str(path), exists=True)
+    pid = int(text) if text.isdigit() else None
+    if proc_locks is None:
+        try:
+            proc_locks = PROC_LOCKS.read_text()
+        except OSError:
+            proc_locks = None
+    if proc_locks is not None:
+        key = (f"{os.major(st.st_dev):x}:{os.minor(st.st_dev):x}", st.st_ino)
+        holder = flock_holders(proc_locks).get(key)
+        running = holder is not None
+        pid = pid if pid is not None else holder
+    else:
+        running = pid is not None and pid_alive(pid)
+    return RunLock(str(path), exists=True, pid=pid, running=running, stale=not running)
+
+
+# ---------------------------------------------------------------- one job
+@dataclass
+class JobStatus:
+    """One job's line of `statectl status`."""
+
+    job: str
+    config: str
+    checkpoint: str
+    exists: bool = True
+    running: bool = False
+    pid: int | None = None
+    batch: int | None = None  # the last committed batch
+    batch_timestamp_ms: int | None = None  # its trigger time (offsets entry)
+    committed_at: float | None = None  # when its commit was written (commit file mtime)
+    pending_batch: int | None = None
+    lag: int | None = None
+    lag_unknown_partitions: int = 0
+    kafka_error: str | None = None
+    state_bytes: int = 0
+    state_files: int = 0
+    health: str = HEALTHY
+    findings: list[Finding] = field(default_factory=list)
+    last_error: str | None = None
+    #: what the lag is computed from, once every job is read (not shown)
+    progress: CheckpointProgress | None = field(default=None, repr=False)
+    topics: list[str] = field(default_factory=list, repr=False)
+    cluster: Cluster | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Neither unhealthy nor unreachable: what the exit code sums up."""
+        return self.health != UNHEALTHY and self.kafka_error is None
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity == WARNING)
+
+    def to_dict(self) -> dict:
+        return {
+            "job": self.job, "config": self.config, "checkpoint": self.checkpoint, "checkpoint_exists": self.exists,
+            "running": self.running, "pid": self.pid,
+            "batch": self.batch, "batch_time": _iso(None if self.batch_timestamp_ms is None else self.batch_timestamp_ms / 1000),
+            "committed_at": _iso(self.committed_at), "pending_batch": self.pending_batch,
+            "lag": self.lag, "lag_unknown_partitions": self.lag_unknown_partitions, "kafka_error": self.kafka_error,
+            "state_bytes": self.state_bytes, "state_files": self.state_files,
+            "health": self.health, "findings": [f.to_dict() for f in self.findings],
+            "last_error": self.last_error, "ok": self.ok,
+        }
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: str | None = None) -> JobStatus:
+    """Everything but the lag: the lock, the checkpoint's progress and quick health, the state size."""
+    status = JobStatus(job, config_path, str(checkpoint))
+    if not checkpoint.exists():
+        status.exists, status.health = False, NO_CHECKPOINT
+        return status
+    lock = read_run_lock(checkpoint, proc_locks)
+    status.running, status.pid = lock.running, lock.pid
+    try:
+        progress = read_progress(checkpoint)
+    except StatectlError as exc:
+        if lock.running and isinstance(exc, UsageError):
+            return status  # the run's Spark made the directory and has not written into it yet
+        status.health, status.last_error = UNHEALTHY, str(exc)
+        status.findings = [Finding(ERROR, NOT_A_CHECKPOINT, str(exc))]
+        return status
+    findings = progress.findings
+    if lock.running:
+        # A running query logs each batch's offsets before it commits it, and a starting one has
+        # its metadata before its first offsets: neither is a finding while it runs.
+        findings = [f for f in findings if not ((f.code == UNCOMMITTED_BATCH and f.severity == WARNING)
+                                                or f.code == NOT_A_CHECKPOINT)]
+    status.findings = findings
+    status.health = UNHEALTHY if any(f.severity == ERROR for f in findings) else HEALTHY
+    status.batch, status.pending_batch = progress.last_committed, progress.pending
+    status.batch_timestamp_ms, status.committed_at = progress.batch_timestamp_ms, progress.committed_at
+    size = state_size(checkpoint)
+    status.state_bytes, status.state_files = size.bytes, size.files
+    status.last_error = last_error(findings, progress.pending, lock)
+    status.progress = progress
+    return status
+
+
+def last_error(findings: list[Finding], pending: int | None, lock: RunLock) -> str | None:
+    """The one line that says what went wrong last, if anything did: an error finding, else a
+    batch the last run left uncommitted, else a run that ended without releasing its lock."""
+    errors = [f for f in findings if f.severity == ERROR]
+    if errors:
+        return errors[0].message
+    if pending is not None and not lock.running:
+        return f"last batch not committed: batch {pending} has offsets but no commit (the last run stopped " \
+               f"mid-batch; the next run re-runs it)"
+    if lock.stale:
+        pid = f" (pid {lock.pid})" if lock.pid is not None else ""
+        return f"the last run{pid} ended without releasing its lock: it was killed or crashed"
+    return None
+
+
+# ---------------------------------------------------------------- the project
+@dataclass
+class StatusRequest:
+    #: ``(config path, config)`` of every job to show
+    jobs: list[tuple[Path, JobConfig]]
+    #: the cluster a job's config connects to (the CLI's --bootstrap-servers/--client-config applied)
+    cluster_of: Callable[[JobConfig, Path], Cluster]
+
+
+@dataclass
+class StatusReport:
+    jobs: list[JobStatus]
+
+    @property
+    def ok(self) -> bool:
+        return all(j.ok for j in self.jobs)
+
+    def to_list(self) -> list[dict]:
+        return [j.to_dict() for j in self.jobs]
+
+
+def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobConfig]]:
+    """The shipped job configs whose checkpoints exist (where `statectl run JOB` keeps them), then
+    ``given``; one entry per checkpoint (a given config replaces a shipped one with its checkpoint)."""
+    from jobs.registry import shipped_configs
+    from statectl.run.runner import checkpoint_for
+
+    chosen: dict[Path, tuple[Path, JobConfig]] = {}
+    for path, config in shipped_configs():
+        checkpoint = checkpoint_for(config, None)
+        if checkpoint.exists():
+            chosen[checkpoint] = (path, config)
+    for path, config in given:
+        checkpoint = checkpoint_for(config, None)
+        chosen.pop(checkpoint, None)
+        chosen[checkpoint] = (path, config)
+    return list(chosen.values())
+
+
+def project_status(request: StatusRequest, fetch: EndOffsets = kafka_end_offsets,
+                   proc_locks: str | None = None) -> StatusReport:
+    """The status of every job of ``request``; Kafka is asked once per cluster."""
+    from statectl.run.runner import checkpoint_for
+
+    statuses = []
+    for path, config in request.jobs:
+        status = checkpoint_status(config.job, str(path), checkpoint_for(config, None), proc_locks)
+        if status.progress is not None:
+            status.topics = topics_to_ask(status.progress, inputs_of(config))
+            status.cluster = request.cluster_of(config, path)
+        statuses.append(status)
+    _add_lag(statuses, fetch)
+    return StatusReport(statuses)
+
+
+def _add_lag(statuses: list[JobStatus], fetch: EndOffsets) -> None:
+    groups: list[tuple[Cluster, list[JobStatus]]] = []
+    for status in statuses:
+        if status.cluster is None:
+            continue
+        for cluster, members in groups:
+            if cluster == status.cluster:
+                members.append(status)
+                break
+        else:
+            groups.append((status.cluster, [status]))
+    for cluster, members in groups:
+        topics = list(dict.fromkeys(t for s in members for t in s.topics))
+        try:
+            ends, error = fetch(cluster, topics), None
+        except StatectlError as exc:
+            ends, error = None, str(exc)
+        for status in members:
+            report = lag_report(status.job, status.progress, status.topics, str(cluster), ends, error)
+            status.kafka_error = error
+            if error is None:
+                status.lag, status.lag_unknown_partitions = report.total, report.unknown_partitions
+
