@@ -86,8 +86,7 @@ def test_item7_a_config_naming_one_topic_twice_differently_is_refused():
         merged(job_entry(config.job).topics(config), "advanced-state/tombstones config")
     assert str(info.value) == (
         "advanced-state/tombstones config: topics.input and topics.output both name 'patient-events', declared "
-        "differently (4 partitions, replication factor 1, no configs; 4 partitions, replication factor 1, "
-        "cleanup.policy=compact); give each its own topic")
+        "differently (4 partitions, no configs; 4 partitions, cleanup.policy=compact); give each its own topic")
     # The same topic declared alike twice is one topic.
     config = load_job_config(default_config("advanced-state/sales-threshold"), ["topics.notifications=sales-events"])
     assert [t.name for t in merged(job_entry(config.job).topics(config))] == [

@@ -85,7 +85,9 @@ def test_item7_each_job_declares_exactly_the_topics_its_config_names(path):
     config = load_job_config(path)
     declared = JOBS[config.job].topics(config)
     assert {t.name for t in declared} == _topic_names(config)
-    assert all(t.partitions >= 1 and t.replication_factor >= 1 and t.key.startswith("topics.") for t in declared)
+    # A replication factor of None is the cluster's default (issue 19, item 5).
+    assert all(t.partitions >= 1 and (t.replication_factor is None or t.replication_factor >= 1)
+               and t.key.startswith("topics.") for t in declared)
     # Only the topic-configs example manages an existing topic's configs (its output_topic section).
     managed = [t.name for t in declared if t.managed]
     assert managed == ([config.topics.output] if config.job == "advanced-state/topic-configs" else [])

@@ -314,7 +314,8 @@ def test_valid_topics_file():
     assert users.sets["unclean.leader.election.enable"] == "false"
     assert users.where["min.cleanable.dirty.ratio"].endswith("two-topics.yaml:9: topics.users.configs.min.cleanable.dirty.ratio")
     assert "topics.users.preset (aggressive-compaction): segment.ms" in users.where["segment.ms"]
-    assert (clicks.partitions, clicks.replication_factor, clicks.sets) == (1, 1, {"retention.ms": "86400000"})
+    # No replication_factor: the cluster's default, decided when the topic is planned for creation.
+    assert (clicks.partitions, clicks.replication_factor, clicks.sets) == (1, None, {"retention.ms": "86400000"})
     assert all(r.declarative for r in loaded.requests)
 
 
@@ -348,7 +349,7 @@ def test_topics_file_values_as_yaml_writes_them(tmp_path):
                  "      min.cleanable.dirty.ratio: 0.5\n      cleanup.policy: [delete]\n")
     loaded = load_topics_file(f)
     numbered, t = loaded.requests
-    assert (numbered.topic, numbered.partitions, numbered.replication_factor, numbered.sets) == ("2024", 1, 1, {})
+    assert (numbered.topic, numbered.partitions, numbered.replication_factor, numbered.sets) == ("2024", 1, None, {})
     assert (t.partitions, t.replication_factor, t.preset) == (2, 3, None)
     assert t.sets == {"preallocate": "true", "retention.ms": "1000", "min.cleanable.dirty.ratio": "0.5",
                       "cleanup.policy": "delete"}

@@ -133,7 +133,8 @@ class OutputTopicSettings(Section):
     """The output topic as the job declares it; created or altered through `statectl topic-config`'s code."""
 
     partitions: int = Field(4, ge=1)
-    replication_factor: int = Field(1, ge=1)
+    #: None: the cluster's default (3 with min.insync.replicas=2 on three brokers or more, else 1)
+    replication_factor: int | None = Field(None, ge=1)
     configs: TopicConfigs = Field(default_factory=_default_output_topic_configs)
     max_record_bytes: RecordBytes = 1_048_576
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -272,8 +272,52 @@ def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, 
 class TopicSpec:
     name: str
     partitions: int = 1
-    replication_factor: int = 1
+    #: None: the cluster's default (:func:`default_replication`), decided when the topic is created
+    replication_factor: int | None = None
     configs: dict[str, str] = field(default_factory=dict)
+
+
+#: How many replicas a topic gets at most when nobody chose its replication factor.
+DEFAULT_MAX_REPLICAS = 3
+
+
+def default_replication(brokers: int) -> tuple[int, dict[str, str]]:
+    """The replication factor and configs of a new topic whose replication factor nobody chose, on a
+    cluster with ``brokers`` live brokers: one replica per broker up to three, and with three
+    ``min.insync.replicas=2``, so an ``acks=all`` producer keeps writing while one broker is down
+    and no acknowledged record lives on one broker only. A single broker: 1 and no configs."""
+    replicas = max(1, min(brokers, DEFAULT_MAX_REPLICAS))
+    configs = {"min.insync.replicas": str(replicas - 1)} if replicas >= DEFAULT_MAX_REPLICAS else {}
+    return replicas, configs
+
+
+def with_default_replication(spec: TopicSpec, brokers: int) -> TopicSpec:
+    """``spec`` with the cluster's default replication when its replication factor was left unset;
+    configs the spec names win over the default ones."""
+    if spec.replication_factor is not None:
+        return spec
+    replicas, configs = default_replication(brokers)
+    return replace(spec, replication_factor=replicas, configs={**configs, **spec.configs})
+
+
+def live_brokers(bootstrap: Target, timeout: float = REACH_TIMEOUT) -> set[int]:
+    """The ids of the brokers the cluster's metadata lists (those up); empty when nobody answers."""
+    try:
+        return set(admin_client(bootstrap).list_topics(timeout=timeout).brokers)
+    except KafkaException:
+        return set()
+
+
+def broker_count(admin, timeout: float = REACH_TIMEOUT) -> int:
+    """How many brokers are up, as the metadata of the cluster ``admin`` talks to lists them."""
+    return len(admin.list_topics(timeout=timeout).brokers)
+
+
+def _replicated(admin, specs: list[TopicSpec]) -> list[TopicSpec]:
+    if all(s.replication_factor is not None for s in specs):
+        return specs
+    brokers = broker_count(admin)
+    return [with_default_replication(s, brokers) for s in specs]
 
 
 def existing_topics(admin: AdminClient, timeout: float = REACH_TIMEOUT) -> dict[str, int]:
@@ -284,10 +328,11 @@ def existing_topics(admin: AdminClient, timeout: float = REACH_TIMEOUT) -> dict[
 
 def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], bootstrap: Target | None = None,
                           timeout: float = 15.0) -> list[str]:
-    """Create the topics of ``specs`` that do not exist yet; returns the names created.
+    """Create the topics of ``specs`` that do not exist yet; returns the names created. A spec
+    without a replication factor gets the cluster's default (:func:`default_replication`).
     ``bootstrap`` names the user in a refusal."""
     present = existing_topics(admin)
-    wanted = [s for s in specs if s.name not in present]
+    wanted = _replicated(admin, [s for s in specs if s.name not in present])
     if not wanted:
         return []
     futures = admin.create_topics(
@@ -339,6 +384,10 @@ QUEUE_FULL = KafkaError._QUEUE_FULL
 def fast_producer(bootstrap: Target, **extra) -> Producer:
     """A producer tuned for throughput: batches fill before they go, lz4 on the wire.
 
+    Idempotent, with ``acks=all``: a retry after a lost acknowledgement (a leader moving to another
+    broker of a cluster, say) never writes a record twice or out of order. librdkafka then keeps at
+    most 5 requests in flight per partition and retries until ``message.timeout.ms``.
+
     Keyed records go where Java's default partitioner puts them (murmur2 of the key, positive,
     modulo the partitions): librdkafka's own default hashes with CRC32, so a Kafka Streams app
     co-partitioning a table statectl produced with a stream a Java client produced would look
@@ -353,7 +402,7 @@ def fast_producer(bootstrap: Target, **extra) -> Producer:
             "queue.buffering.max.messages": 1_000_000,
             "queue.buffering.max.kbytes": 1_048_576,
             "compression.type": "lz4",
-            "enable.idempotence": False,
+            "enable.idempotence": True,
             "acks": "all",
             "message.timeout.ms": 30_000,
         },
@@ -710,6 +759,7 @@ def validate_new_topics(admin, specs: list[TopicSpec], timeout: float = 15.0) ->
     """Ask the broker whether it would create ``specs`` (validate_only); ``{topic: (error name, message)}``."""
     if not specs:
         return {}
+    specs = _replicated(admin, specs)
     futures = admin.create_topics(
         [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor,
                   config={k: str(v) for k, v in s.configs.items()}) for s in specs],

@@ -29,6 +29,10 @@ def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], boot
     rows = output.observe("statectl", *observed).select("topic", "key", "value")
     writer = (
         rows.writeStream.format("kafka")
+        # An idempotent producer that waits for every in-sync replica: a retry after a broker of a
+        # cluster goes down neither duplicates nor reorders a record. The client config may override.
+        .option("kafka.acks", "all")
+        .option("kafka.enable.idempotence", "true")
         .options(**as_cluster(bootstrap).spark_options())
         .option("checkpointLocation", checkpoint)
         .outputMode("append")

@@ -76,7 +76,7 @@ def produce_batches(
 
     admin = require_broker(bootstrap)
     created = create_missing_topics(
-        admin, [TopicSpec(b.topic, b.partitions, 1, b.configs) for b in batches], bootstrap
+        admin, [TopicSpec(b.topic, b.partitions, configs=b.configs) for b in batches], bootstrap
     )
     # Refused before the first record, not as a delivery failure per record.
     require_operations(admin, bootstrap, {b.topic: "WRITE" for b in batches})

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from rich.table import Table
 
-from statectl.adapters.broker_process import BrokerStatus
+from statectl.adapters.broker_process import BrokerStatus, NodeStatus
 from statectl.produce.send import ProduceReport
 from statectl.paths import display_path
 from statectl.render import emit_json, err, out
@@ -15,6 +16,9 @@ from statectl.render import emit_json, err, out
 def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
     if as_json:
         emit_json({"action": action, **status.to_dict()})
+        return
+    if status.is_cluster:
+        _cluster_report(status, action)
         return
     if action == "up":
         kind = " (secured: SASL_SSL, SCRAM-SHA-512)" if status.secure else ""
@@ -45,6 +49,51 @@ def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
             out().print(f"running  {status.bootstrap_servers}{kind}  pid {status.pid}  data {display_path(status.data_dir)}  log {display_path(status.log_file)}{config}", soft_wrap=True)
         else:
             out().print(f"stopped{kind}  data {display_path(status.data_dir)}", soft_wrap=True)
+
+
+def _nodes(ids: list[int]) -> str:
+    return ("node " if len(ids) == 1 else "nodes ") + ", ".join(map(str, ids))
+
+
+def _pids(nodes: list[NodeStatus]) -> str:
+    pids = [str(n.pid) for n in nodes if n.pid is not None]
+    return ("pid " if len(pids) == 1 else "pids ") + ", ".join(pids)
+
+
+def _cluster_report(status: BrokerStatus, action: str) -> None:
+    """A cluster: what changed on stderr; the bootstrap servers (up) or one line per node (status) on stdout."""
+    every = len(status.nodes) == len(status.changed_nodes)
+    changed = [n for n in status.nodes if n.node_id in status.changed_nodes]
+    running = [n.node_id for n in status.nodes if n.running]
+    what = f"cluster of {status.brokers} brokers" if every else f"{_nodes(status.changed_nodes)} of the cluster"
+    if action == "up":
+        if status.already_running:
+            which = (f"cluster of {status.brokers} brokers is" if len(running) == len(status.nodes)
+                     else f"{_nodes(running)} of the cluster {'is' if len(running) == 1 else 'are'}")
+            err().print(f"Kafka {status.kafka_version} {which} already running "
+                        f"({_pids([n for n in status.nodes if n.running])}).")
+        else:
+            logs = (display_path(Path(status.data_dir) / "node-*" / "broker.log") if every
+                    else ", ".join(display_path(n.log_file) for n in changed))
+            err().print(f"Kafka {status.kafka_version} {what} {'are' if len(changed) > 1 and not every else 'is'} up in {status.ready_seconds:.1f} s ({_pids(changed)}); "
+                        f"log{'s' if len(changed) > 1 else ''}: {logs}", soft_wrap=True)
+        out().print(status.bootstrap_servers, soft_wrap=True)
+    elif action == "down":
+        if not changed:
+            err().print(f"No Kafka broker of the cluster is running for {display_path(status.data_dir)}.", soft_wrap=True)
+            return
+        still = [n.node_id for n in status.nodes if n.running and n.node_id not in status.changed_nodes]
+        rest = f"; {_nodes(still)} still {'runs' if len(still) == 1 else 'run'}" if still else ""
+        err().print(f"Kafka {what} stopped ({_pids(changed)}){rest}.")
+    else:
+        head = f"running  {status.bootstrap_servers}" if status.running else "stopped"
+        out().print(f"{head}  {len(running)} of {status.brokers} brokers running  data {display_path(status.data_dir)}",
+                    soft_wrap=True)
+        for n in status.nodes:
+            line = f"  node {n.node_id}  {'running' if n.running else 'stopped'}  {n.address}"
+            if n.running:
+                line += f"  pid {n.pid}  log {display_path(n.log_file)}"
+            out().print(line, soft_wrap=True)
 
 
 def produce_report(report: ProduceReport, as_json: bool) -> None:

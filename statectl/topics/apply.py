@@ -169,6 +169,7 @@ def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: 
         raise
     described = describe_topics(admin, [r.topic for r in requests], bootstrap=bootstrap_servers)
     states = {name: TopicState.from_description(d) for name, d in described.items()}
+    _default_replication(admin, [r for r in requests if r.topic not in states and r.replication_factor is None])
     # Config names come from the broker itself, so a newer broker's keys are known without a table.
     names = set().union(*(s.configs for s in states.values())) if states else None
     problems += [p for r in requests for p in request_problems(r, names, states.get(r.topic))]
@@ -181,6 +182,24 @@ def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: 
     diff = plan_diff(requests, states, source, bootstrap_servers, dry_run)
     _server_validation(admin, diff)
     return diff
+
+
+def _default_replication(admin, new_topics: list[TopicRequest]) -> None:
+    """Give the new topics whose replication factor nobody chose the cluster's default (three
+    replicas and ``min.insync.replicas=2`` on three brokers or more, one on a single broker), so
+    the plan shows what will be created. A ``min.insync.replicas`` the request sets or deletes wins."""
+    from statectl.adapters.kafka import broker_count, default_replication
+
+    if not new_topics:
+        return
+    brokers = broker_count(admin)
+    replicas, configs = default_replication(brokers)
+    for req in new_topics:
+        req.replication_factor = replicas
+        for key, value in configs.items():
+            if key not in req.sets and key not in req.deletes:
+                req.sets[key] = value
+                req.where[key] = f"{req.topic}: {key} (the default for a new topic on {brokers} brokers)"
 
 
 def _alter_ops(diff: TopicConfigDiff) -> dict[str, list[tuple[str, str, str | None]]]:

@@ -22,7 +22,9 @@ class DeclaredTopic:
 
     name: str
     partitions: int
-    replication_factor: int = 1
+    #: None: the cluster's default when the topic is created (3 with min.insync.replicas=2 on three
+    #: brokers or more, 1 on a single broker; ``statectl.adapters.kafka.default_replication``)
+    replication_factor: int | None = None
     configs: dict[str, str] = field(default_factory=dict)
     #: The config key that names the topic (``topics.high_scores``), for messages and the file.
     key: str = ""
@@ -48,7 +50,8 @@ class DeclaredTopic:
 
     def layout(self) -> str:
         configs = ", ".join(f"{k}={v}" for k, v in sorted(self.configs.items())) or "no configs"
-        return f"{self.partitions} partitions, replication factor {self.replication_factor}, {configs}"
+        replication = f", replication factor {self.replication_factor}" if self.replication_factor is not None else ""
+        return f"{self.partitions} partitions{replication}, {configs}"
 
     def request(self) -> TopicRequest:
         """What the declaration asks of the broker, as `statectl topic-config` plans it."""

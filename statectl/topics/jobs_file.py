@@ -42,7 +42,8 @@ _HEADER = f"""\
 # is reported, not changed. Configs set on the cluster but not listed here are reported and left
 # as they are. A second apply is a no-op.
 #
-# Fields per topic: partitions (required), replication_factor (default 1), preset, configs
+# Fields per topic: partitions (required), replication_factor (default: 3 with min.insync.replicas=2
+# on a cluster of three brokers or more, 1 on a single broker), preset, configs
 # (docs/configs.md, "The topics file"). Each topic's comment says which job declares it, under
 # which config key, and what it holds.
 """
@@ -73,7 +74,9 @@ class JobsTopicsFile:
                 job = entry.job
                 lines.append(f"  # {'-' * 64} {job}")
             lines += [f"  # {line}" for about in entry.about for line in textwrap.wrap(about, 96, subsequent_indent="  ")]
-            lines += [f"  {t.name}:", f"    partitions: {t.partitions}", f"    replication_factor: {t.replication_factor}"]
+            lines += [f"  {t.name}:", f"    partitions: {t.partitions}"]
+            if t.replication_factor is not None:
+                lines.append(f"    replication_factor: {t.replication_factor}")
             if t.configs:
                 lines.append("    configs:")
                 lines += [f"      {key}: {_scalar(value)}" for key, value in t.configs.items()]

@@ -41,7 +41,9 @@ class TopicEntry(Section):
     """One topic: how to create it (partitions, replication factor) and the configs it should have."""
 
     partitions: int = Field(ge=1, description=_WHOLE_NUMBER)
-    replication_factor: int = Field(1, ge=1, description=_WHOLE_NUMBER)
+    #: None: the cluster's default when the topic is created (3 with min.insync.replicas=2 on three
+    #: brokers or more, 1 on a single broker)
+    replication_factor: int | None = Field(None, ge=1, description=_WHOLE_NUMBER)
     preset: Text | None = None
     configs: TopicConfigValues = Field(default_factory=dict, description="a mapping of config names to values")
 

@@ -23,3 +23,28 @@ def secure_broker(tmp_path_factory):
     from tests.integration.secure_broker import secure_broker_session
 
     yield from secure_broker_session(tmp_path_factory.mktemp("kafka-secure"))
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory):
+    """A cluster of three brokers (`statectl kafka up --brokers 3`) for the whole session; stopped at its end.
+
+    Yields its BrokerStatus: ``bootstrap_servers`` (the three client ports, consecutive free ones:
+    ``127.0.0.1:P,127.0.0.1:P+1,127.0.0.1:P+2``), ``nodes`` (node id, port, pid, log file of each)
+    and ``data_dir``. Topics created through statectl without a replication factor get 3 replicas
+    and min.insync.replicas=2. A test may stop one node (``broker_down(Path(data_dir), node=N)``)
+    but must start it again (``broker_up(Path(data_dir), port=None, node=N)``) before it ends, and
+    use its own topic names. The start retries once with other ports if the ones picked were taken.
+    """
+    from statectl.adapters.broker_process import broker_down, broker_up, free_ports
+    from statectl.errors import UsageError
+
+    data_dir = tmp_path_factory.mktemp("kafka-cluster")
+    try:
+        status = broker_up(data_dir, port=free_ports(3), brokers=3, timeout=120)
+    except UsageError:  # a port taken between the pick and the start
+        status = broker_up(data_dir, port=free_ports(3), brokers=3, timeout=120)
+    try:
+        yield status
+    finally:
+        broker_down(data_dir)
