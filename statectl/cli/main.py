@@ -13,6 +13,8 @@ from statectl.cli import inspect_state
 from statectl.cli import events
 from statectl.cli import consume
 from statectl.cli import lag, status
+from statectl.cli import repartition_state
+from statectl.cli import reset
 from statectl.cli.common import DEBUG, StatectlGroup
 
 app = typer.Typer(
@@ -57,6 +59,8 @@ app.command("consume")(consume.consume)
 app.add_typer(events.app, name="events")
 app.command("lag")(lag.lag)
 app.command("status")(status.status)
+app.command("repartition-state")(repartition_state.repartition_state)
+app.command("reset")(reset.reset)
 
 
 def main() -> None:

@@ -1,0 +1,129 @@
+"""`statectl reset JOB`: plan a job's reset from its config, its checkpoint and (to start over)
+Kafka's offsets, then apply it under the checkpoint's run lock — or undo one from its backup.
+
+The plan is ``statectl.checkpoint.reset`` (pure); moving files is ``reset_files``; this module
+only gathers the inputs and holds the lock, so that no run starts while files move.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobs.registry import JobEntry
+from statectl.checkpoint.reader import read_layout
+from statectl.checkpoint.reset import (
+    Offsets,
+    OutputTopic,
+    ResetPlan,
+    ResetTarget,
+    SourceTopic,
+    refuse_undo_if_moved_on,
+    rollback_plan,
+    source_topics_in,
+    start_over_plan,
+)
+from statectl.checkpoint.reset_files import UndoResult, apply_plan, default_backup, list_files, read_manifest, undo
+from statectl.cluster import Cluster
+from statectl.config.sections import JobConfig
+from statectl.errors import UsageError
+from statectl.run.runner import CheckpointLock, checkpoint_for
+
+
+@dataclass
+class ResetRequest:
+    config: JobConfig
+    job: JobEntry
+    target: ResetTarget
+    cluster: Cluster | None = None  # needed to start over (the offsets come from Kafka)
+    checkpoint_dir: Path | None = None  # default: the job's (statectl run's)
+    dry_run: bool = False
+    force: bool = False
+    backup_dir: Path | None = None  # default: <checkpoint>.reset-<UTC time>
+
+
+def reset_job(request: ResetRequest) -> ResetPlan:
+    """Plan the reset and, unless it is a dry run, apply it; the plan says what was done."""
+    config, target = request.config, request.target
+    checkpoint = checkpoint_for(config, request.checkpoint_dir)
+    declared = request.job.topics(config)
+    outputs = [OutputTopic(t.name, "compact" in t.configs.get("cleanup.policy", ""), t.about)
+               for t in declared if t.output]
+    # Held while planning too: a run that holds it changes the checkpoint under the plan.
+    with CheckpointLock(checkpoint):
+        layout = _layout(checkpoint, required=not target.starts_over)
+        files = list_files(checkpoint) if layout is not None else []
+        if target.starts_over:
+            sources = job_sources(request.job, config, layout)
+            offsets = _offsets(request.cluster, config, [s.topic for s in sources], target)
+            plan = start_over_plan(config.job, str(checkpoint), layout, files, target, sources, offsets, outputs,
+                                   request.force)
+        else:
+            plan = rollback_plan(config.job, layout, files, target.batch, outputs, request.force)
+            plan.checkpoint = str(checkpoint)
+        plan.dry_run = request.dry_run
+        if request.dry_run or plan.is_noop:
+            return plan
+        apply_plan(plan, request.backup_dir or default_backup(checkpoint), int(time.time() * 1000))
+    return plan
+
+
+def undo_reset(backup: Path, dry_run: bool = False) -> UndoResult:
+    """Put back the checkpoint a reset moved into ``backup``, unless it moved on since;
+    ``dry_run``: say what would be put back, change nothing."""
+    backup = backup.expanduser().resolve()
+    manifest = read_manifest(backup)
+    checkpoint = Path(manifest.checkpoint)
+    with CheckpointLock(checkpoint):
+        current = _layout(checkpoint, required=False)
+        refuse_undo_if_moved_on(manifest, current)
+        return undo(backup, manifest, dry_run)
+
+
+def job_sources(job: JobEntry, config: JobConfig, layout) -> list[SourceTopic]:
+    """The query's Kafka sources in the order Spark numbers them (``sources/<i>``).
+
+    A job's topology reads its input topics one source each, in the order it declares them
+    (``JobEntry.topics``: the leaderboard's score events, players, products). The checkpoint's
+    offset log names the topic of each source; when it holds the same topics in another order,
+    it is what Spark did and wins. A compacted input is a table (see ``SourceTopic.table``)."""
+    inputs = [t for t in job.topics(config) if not t.output]
+    order = [t.name for t in inputs]
+    seen = source_topics_in(layout)
+    if seen and all(len(topics) == 1 for topics in seen.values()):
+        by_index = [seen[i][0] for i in sorted(seen)]
+        if sorted(by_index) == sorted(order):
+            order = by_index
+    declared = {t.name: t for t in inputs}
+    start = _table_start(config)
+    return [SourceTopic(i, name, table="compact" in declared[name].configs.get("cleanup.policy", ""),
+                        table_start=start) for i, name in enumerate(order)]
+
+
+def _table_start(config: JobConfig) -> str:
+    """Where a new run of the job starts reading its tables: the leaderboard reads them whole with
+    ``leaderboard.tables: bootstrap`` (its default), else from ``kafka.starting_offsets``."""
+    settings = getattr(config, "leaderboard", None)
+    if settings is not None and getattr(settings, "tables", None) == "bootstrap":
+        return "earliest"
+    return config.kafka.starting_offsets
+
+
+def _layout(checkpoint: Path, required: bool):
+    if not checkpoint.exists() or (checkpoint.is_dir() and not any(checkpoint.iterdir())):
+        if required:
+            raise UsageError(f"checkpoint {checkpoint} does not exist (or is empty): nothing to roll back; pass "
+                             f"--checkpoint-dir, or start over with --to-earliest, --to-latest or --to-datetime")
+        return None
+    return read_layout(checkpoint)
+
+
+def _offsets(cluster: Cluster | None, config: JobConfig, topics: list[str], target: ResetTarget) -> dict[str, dict[int, Offsets]]:
+    from statectl.adapters.kafka_offsets import partition_offsets
+    from statectl.cluster.load import load_cluster
+
+    cluster = cluster or load_cluster(config_bootstrap=config.kafka.bootstrap_servers,
+                                      config_properties=config.kafka.properties)
+    found = partition_offsets(cluster, topics, target.kafka_at)
+    return {topic: {p: Offsets(o.low, o.high, o.start) for p, o in parts.items()} for topic, parts in found.items()}

@@ -1,0 +1,70 @@
+"""`statectl repartition-state JOB [EXAMPLE] --partitions N`: change the number of state
+partitions of a stopped job's checkpoint with Spark's offline repartitioning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from statectl.cli.common import ConfigOpt, JsonOpt, SetOpt
+
+
+def repartition_state(
+    job: Annotated[str, typer.Argument(help="leaderboard | advanced-state")],
+    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.")] = None,
+    partitions: Annotated[int, typer.Option("--partitions", min=1, metavar="N", help="The number of state partitions the checkpoint should have.", show_default=False)] = ...,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
+    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")] = False,
+    master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master).")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Change the number of state partitions of a stopped job's checkpoint (Spark 4.2's offline repartitioning).
+
+    A checkpoint keeps the spark.sql.shuffle.partitions of its first run for life: its state
+    stores are split that many ways. This asks Spark to re-split them: it writes a repartition
+    batch after the last committed one (same source offsets, the new partition count), re-keys
+    every state row into a snapshot per new partition and commits. The next run continues from
+    there with the new count and the same results. Stop the job first; the run lock is held
+    throughout.
+
+    First the plan: the operators, partitions before → after, the batch it applies at, the files
+    Spark writes. Refused (exit 1, nothing changed) when the last batch did not commit, the state
+    store provider is not RocksDB, or an operator is one Spark cannot re-key (a streaming limit).
+    Otherwise the whole checkpoint is copied to a backup directory first; if Spark fails, the
+    backup is put back. Exit 0 also when the checkpoint already has N partitions.
+
+    Examples:
+
+      statectl repartition-state leaderboard --partitions 6 --dry-run
+
+      statectl repartition-state leaderboard --partitions 6
+
+      statectl repartition-state leaderboard --partitions 8 --checkpoint-dir /tmp/lb --backup-dir /backups/lb
+
+      statectl repartition-state advanced-state sales-threshold --partitions 4 --json
+    """
+    from jobs.registry import default_config, job_id_for, load_job_config
+    from statectl.checkpoint.repartition import SHUFFLE_PARTITIONS, RepartitionRequest, apply_repartition, plan_repartition
+    from statectl.errors import OperationalError
+    from statectl.render import repartition_state as render
+    from statectl.run.runner import checkpoint_for
+
+    job_id = job_id_for(job, example)
+    cfg = load_job_config(config or default_config(job_id), set_ or [], expect_job=job_id)
+    configured = cfg.spark.conf.get(SHUFFLE_PARTITIONS)
+    request = RepartitionRequest(
+        checkpoint=checkpoint_for(cfg, checkpoint_dir), partitions=partitions, dry_run=dry_run, backup_dir=backup_dir,
+        master=master or cfg.spark.master, configured=None if configured is None else str(configured),
+    )
+    plan = plan_repartition(request)
+    render.plan(plan, json, final=dry_run or plan.up_to_date or plan.refused)
+    if plan.refused:
+        raise OperationalError(plan.refusal_line())
+    if dry_run or plan.up_to_date:
+        return
+    render.applied(apply_repartition(plan, request, on_step=render.step), json)

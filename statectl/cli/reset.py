@@ -1,0 +1,80 @@
+"""`statectl reset JOB [EXAMPLE]`: start a job over, or roll its checkpoint back to a committed batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, JsonOpt, SetOpt, cluster_for
+
+
+def reset(
+    job: Annotated[Optional[str], typer.Argument(help="leaderboard | advanced-state (leave out with --undo).", show_default=False)] = None,
+    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.", show_default=False)] = None,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Start over from the beginning of the input topics (the state is discarded).")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest", help="Start over from the end of the input topics: only records produced from now on are read (the state is discarded).")] = False,
+    to_datetime: Annotated[Optional[str], typer.Option("--to-datetime", metavar="ISO8601", help="Start over from the first record at or after this time, e.g. 2024-11-24T09:30:00Z (no offset: local time; the state is discarded).")] = None,
+    to_batch: Annotated[Optional[int], typer.Option("--to-batch", metavar="N", min=0, help="Roll back to committed batch N: later batches' offsets, commits and state versions are moved out, and the next run re-runs them.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show which files would be moved out and written, and what the job would read next (with --undo: what would be put back); change nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it).")] = False,
+    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", help="Put back the checkpoint a reset moved into BACKUP (refused once the job ran a newer batch).")] = None,
+    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint).")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run.")] = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Start a job over from the earliest or latest offsets or a point in time, or roll its checkpoint back to a committed batch.
+
+    Starting over (--to-earliest, --to-latest, --to-datetime) moves the whole checkpoint to a
+    backup and writes where each input topic starts; the state is discarded and the tables
+    (players, products) are read again whole. Rolling back (--to-batch N) moves out the offsets,
+    commits and state versions of the batches after N; the next run re-runs them with the state
+    of batch N. Nothing is deleted in Kafka: the job writes its output again from the reset point
+    (compacted topics end with the same latest values; others get duplicates).
+
+    --dry-run shows exactly which files move and what the job reads next. A reset keeps every file
+    it moves in a backup directory it prints; `statectl reset --undo BACKUP` puts them back.
+    Refused while a run holds the checkpoint, and on a checkpoint whose last batch is not
+    committed unless --force. Exit 0 done, 1 failure or checkpoint in use, 2 refused or wrong flags.
+
+    Examples:
+
+      statectl reset leaderboard --to-batch 3 --dry-run
+
+      statectl reset leaderboard --to-latest --checkpoint-dir /tmp/lb
+
+      statectl reset leaderboard --to-datetime 2024-11-24T09:30:00Z --json
+
+      statectl reset advanced-state sales-threshold --to-earliest
+
+      statectl reset --undo /tmp/lb.reset-20241124T093000Z
+    """
+    from statectl.checkpoint.reset import reset_target
+    from statectl.errors import UsageError
+    from statectl.render.reset import plan, undone
+
+    if undo is not None:
+        if job or to_earliest or to_latest or to_datetime or to_batch is not None or force or backup_dir:
+            raise UsageError("--undo BACKUP puts back what the backup holds: leave out JOB and the --to-* options "
+                             "(and --force, --backup-dir)")
+        from statectl.checkpoint.reset_job import undo_reset
+
+        undone(undo_reset(undo, dry_run), json)
+        return
+    if job is None:
+        raise UsageError("name the JOB to reset (e.g. statectl reset leaderboard --to-batch 3), or pass --undo BACKUP")
+    from jobs.registry import default_config, job_entry, job_id_for, load_job_config
+    from statectl.checkpoint.reset_job import ResetRequest, reset_job
+
+    target = reset_target(to_earliest, to_latest, to_datetime, to_batch)
+    job_id = job_id_for(job, example)
+    path = config or default_config(job_id)
+    cfg = load_job_config(path, set_ or [], expect_job=job_id)
+    request = ResetRequest(cfg, job_entry(job_id), target, cluster=cluster_for(bootstrap_servers, client_config, cfg, path),
+                           checkpoint_dir=checkpoint_dir, dry_run=dry_run, force=force, backup_dir=backup_dir)
+    plan(reset_job(request), json)
