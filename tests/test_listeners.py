@@ -437,7 +437,8 @@ def every_event_type() -> list[dict]:
     jump = ev.DeadLetterWatch(min_letters=1).after(
         {**batch, "input_rows": 10, "observed": {"statectl": {"dropped_unknown_player": 5}}})
     events = [ev.query_started(QUERY_ID, RUN_ID, "leaderboard", 1.0, job="leaderboard", restore_planned=True),
-              *restore, batch, behind, jump, ev.idle(QUERY_ID, RUN_ID, 6.0),
+              *restore, batch, behind, jump, ev.kafka_connection(QUERY_ID, RUN_ID, False, 2.0, 120.0, 5.5),
+              ev.kafka_connection(QUERY_ID, RUN_ID, True, 12.3, 120.0, 5.8), ev.idle(QUERY_ID, RUN_ID, 6.0),
               ev.stopping(QUERY_ID, RUN_ID, None, "SIGTERM", 6.5), ev.terminated(QUERY_ID, RUN_ID, None, 7.0)]
     life = Lifecycle()
     for e in events:

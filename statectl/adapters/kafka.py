@@ -177,6 +177,16 @@ def require_broker(bootstrap: Target, timeout: float = REACH_TIMEOUT) -> AdminCl
     return admin
 
 
+def cluster_answers(admin: AdminClient, timeout: float = 2.0) -> bool:
+    """Whether any broker of the cluster ``admin`` talks to answered a metadata request within
+    ``timeout`` (one broker down of three still answers; all down does not)."""
+    try:
+        admin.list_topics(timeout=timeout)
+        return True
+    except KafkaException:
+        return False
+
+
 def metadata(client, bootstrap: Target, errors: ConnectErrors, timeout: float = REACH_TIMEOUT,
              topic: str | None = None):
     """The cluster's metadata (or one topic's) through ``client``, whose ``error_cb`` is

@@ -41,6 +41,9 @@ class KafkaConfig(Section):
     #: Kafka client properties (Java names, as in client.properties) for every client of the job:
     #: TLS, SASL. ``${ENV}`` and ``@file`` values; --client-config overrides them key by key.
     properties: KafkaProperties = Field(default_factory=dict)
+    #: How long a running job waits when no broker answers before it stops with an error (Spark's
+    #: own Kafka source waits forever); null: wait for as long as it takes, saying so.
+    unavailable_timeout: Annotated[Text, AfterValidator(_spark_interval)] | None = "2 minutes"
 
 
 class SparkConfig(Section):

@@ -112,6 +112,15 @@ def dead_letters_jump_text(event: dict) -> str:
     return text
 
 
+def kafka_connection_text(event: dict) -> str:
+    if event["reachable"]:
+        return f"Kafka answers again after {_seconds(event['down_seconds'] * 1000)} without a broker"
+    limit = ("waiting for the brokers (kafka.unavailable_timeout: null)" if event["timeout_seconds"] is None
+             else f"the run stops if none answers for {_seconds(event['timeout_seconds'] * 1000)} "
+                  "(kafka.unavailable_timeout)")
+    return f"no Kafka broker answers: {limit}"
+
+
 def stopping_text(event: dict) -> str:
     if event["batch_id"] is None:
         return "stopping (no batch running)…"
@@ -162,6 +171,9 @@ class PlainRunLines:
             self._line(catching_up_text(event))
         elif kind == "dead_letters_jump":
             self.console.print(labelled("warning:", "yellow", dead_letters_jump_text(event)), soft_wrap=True)
+        elif kind == "kafka_connection":
+            text = kafka_connection_text(event)
+            self.console.print(text if event["reachable"] else labelled("warning:", "yellow", text), soft_wrap=True)
         elif kind == "idle" and self._state != "IDLE":
             self._line("idle: waiting for new data")
         elif kind == "stopping":
@@ -223,6 +235,8 @@ class LiveRunDisplay:
                 self.stopping = stopping_text(event)
             elif kind == "dead_letters_jump":
                 self.warning = dead_letters_jump_text(event)
+            elif kind == "kafka_connection":
+                self.warning = None if event["reachable"] else kafka_connection_text(event)
             elif kind == "terminated":
                 self.error = event["error"]
                 self.stopping = None

@@ -125,7 +125,7 @@ class SourceLag(_Model):
 class EventFields(_Model):
     """Fields every event has."""
 
-    type: str = Field(description="The event type: one of the nine below.")
+    type: str = Field(description="The event type: one of the ten below.")
     time: Rate = Field(description="When it happened: Unix time in seconds, millisecond precision.")
     state: StateName = Field(description="The run's lifecycle state after this event.")
     query_id: str | None = Field(description="The checkpoint's query id, the same across restarts.")
@@ -280,6 +280,24 @@ class DeadLettersJump(EventFields):
     run_input_rows: Count = Field(description="Input rows of the run so far, this batch included.")
 
 
+class KafkaConnection(EventFields):
+    """Kafka stopped answering (no broker of the cluster answered a metadata request), or answers
+    again. One broker down of several is not this: the others answer. The lifecycle state does not
+    change; Spark's Kafka source waits for the brokers, the run waits at most
+    `kafka.unavailable_timeout` and then stops with an error."""
+
+    model_config = ConfigDict(title="kafka_connection")
+
+    type: Literal["kafka_connection"] = Field(description=_TYPE)
+    reachable: bool = Field(description="False when Kafka stopped answering, true when it answers again.")
+    down_seconds: Rate = Field(
+        description="How long no broker had answered: at the first probe that got no answer, or for the whole outage "
+                    "once it is over.")
+    timeout_seconds: Rate | None = Field(
+        description="`kafka.unavailable_timeout` in seconds: the run stops with an error after that long without an "
+                    "answer; null: it waits.")
+
+
 class Idle(EventFields):
     """The query found no new data (continuous mode). No further fields."""
 
@@ -317,7 +335,7 @@ class Terminated(EventFields):
 
 
 Event = Annotated[
-    QueryStarted | RestoreStarted | RestoreProgress | RestoreFinished | BatchProgress | CatchingUp | DeadLettersJump | Idle | Stopping
+    QueryStarted | RestoreStarted | RestoreProgress | RestoreFinished | BatchProgress | CatchingUp | DeadLettersJump | KafkaConnection | Idle | Stopping
     | Terminated,
     Field(discriminator="type"),
 ]

@@ -21,7 +21,7 @@ EventSink = Callable[[dict], None]
 
 EVENT_TYPES = (
     "query_started", "restore_started", "restore_progress", "restore_finished",
-    "batch_progress", "catching_up", "dead_letters_jump", "idle", "stopping", "terminated",
+    "batch_progress", "catching_up", "dead_letters_jump", "kafka_connection", "idle", "stopping", "terminated",
 )
 
 #: Why a run stops when nothing failed: a signal, the embedding code's stop event, or
@@ -96,6 +96,13 @@ def query_started(query_id: str, run_id: str, name: str | None, when: float | No
 
 def idle(query_id: str, run_id: str, when: float | None = None) -> dict:
     return _event("idle", when, query_id=query_id, run_id=run_id)
+
+
+def kafka_connection(query_id: str | None, run_id: str | None, reachable: bool, down_seconds: float,
+                     timeout_seconds: float | None, when: float | None = None) -> dict:
+    """Kafka stopped answering (``reachable`` False) or answers again."""
+    return _event("kafka_connection", when, query_id=query_id, run_id=run_id, reachable=reachable,
+                  down_seconds=round(down_seconds, 1), timeout_seconds=timeout_seconds)
 
 
 def stopping(query_id: str | None, run_id: str | None, batch_id: int | None, reason: str,

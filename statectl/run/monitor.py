@@ -54,6 +54,7 @@ class RunMonitor:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="statectl-run-monitor", daemon=True)
         self._sink_errors: list[str] = []
+        self.failing: str | None = None
 
     # ------------------------------------------------------------ called from other threads
     def submit(self, raw: tuple) -> None:
@@ -63,6 +64,15 @@ class RunMonitor:
     def stopping(self, batch_id: int | None, reason: str) -> None:
         """A stop was asked for; ``batch_id`` is the batch that finishes first (None: none runs)."""
         self.submit(("stopping", time.time(), batch_id, reason))
+
+    def fail(self, error: str) -> None:
+        """statectl is about to stop the query because of ``error``: the ``terminated`` event Spark
+        sends for that stop (which carries no error) carries this one."""
+        self.failing = error
+
+    def kafka(self, change: str, down_seconds: float, timeout: float | None) -> None:
+        """Kafka stopped answering (``change`` "lost") or answers again ("back")."""
+        self.submit(("kafka", time.time(), change, down_seconds, timeout))
 
     def start(self) -> "RunMonitor":
         self._thread.start()
@@ -124,6 +134,9 @@ class RunMonitor:
         elif kind == "idle":
             _, when, query_id, run_id = raw
             self._emit(ev.idle(query_id, run_id, when))
+        elif kind == "kafka":
+            _, when, change, down_seconds, timeout = raw
+            self._emit(ev.kafka_connection(self.query_id, self.run_id, change == "back", down_seconds, timeout, when))
         elif kind == "stopping":
             _, when, batch_id, reason = raw
             self._emit(ev.stopping(self.query_id, self.run_id, batch_id, reason, when))
@@ -132,7 +145,10 @@ class RunMonitor:
                 return
             _, when, query_id, run_id, exception, error_class, *source = raw
             self.tracker = None  # a restore cut short by the end stays unfinished: nothing more to follow
-            self._emit(ev.terminated(query_id, run_id, ev.error_summary(exception), when, error_class=error_class,
+            error = ev.error_summary(exception)
+            if error is None and self.failing is not None:  # statectl stopped the query for a reason of its own
+                error, source = self.failing, ["statectl"]
+            self._emit(ev.terminated(query_id, run_id, error, when, error_class=error_class,
                                      source=source[0] if source else "spark"))
             self.terminated.set()
 

@@ -25,6 +25,7 @@ from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import OperationalError, StatectlError, UsageError
+from statectl.run.kafka_watch import KafkaWatch
 from statectl.run.lifecycle import EventSink, RunTotals, batch_progress
 from statectl.run.restore_tracking import tracked_restore
 from statectl.paths import default_checkpoint_root
@@ -274,6 +275,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         if request.listen:
             monitor = _monitor(spark, metrics, [totals.add, metrics, on_event], restore, [plan_note, topic_note],
                                {"job": config.job, "checkpoint": str(checkpoint), "trigger": trigger})
+        watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
         started = time.monotonic()
         signals = StopSignals().install()
         status = "finished"
@@ -286,15 +288,20 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             except Exception as exc:
                 start_error = failure_line(exc)
                 raise OperationalError(f"the {config.job} query did not start: {start_error}") from exc
-            status = _follow(query, signals, request, started, monitor.stopping if monitor is not None else None)
+            lost = kafka_lost_error(bootstrap, config.kafka.unavailable_timeout)
+            status = _follow(query, signals, request, started, monitor.stopping if monitor is not None else None,
+                             watch, monitor.fail if monitor is not None else None, lost)
             exc = query.exception()
-            if exc is not None:
+            if status == KAFKA_LOST:
+                status, error = "failed", lost
+            elif exc is not None:
                 status, error = "failed", failure_line(exc)
         except KeyboardInterrupt:
             interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
             raise
         finally:
             signals.restore()
+            watch.close()
             if monitor is not None:
                 monitor.close(error=start_error, wait=0.5 if interrupted else 5.0)
                 with contextlib.suppress(Exception):  # a JVM on its way out must not hide why
@@ -316,14 +323,40 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     return summary
 
 
+#: What ``_follow`` returns when no broker answered for ``kafka.unavailable_timeout``.
+KAFKA_LOST = "kafka_lost"
+
+
+def _watch_kafka(admin, unavailable_timeout: str | None, monitor) -> KafkaWatch:
+    from statectl.adapters.kafka import cluster_answers
+    from statectl.config.spark_values import parse_interval
+
+    timeout = None if unavailable_timeout is None else parse_interval(unavailable_timeout) / 1000
+    return KafkaWatch(lambda: cluster_answers(admin, 2.0), timeout,
+                      on_change=monitor.kafka if monitor is not None else None).start()
+
+
+def kafka_lost_error(bootstrap, unavailable_timeout: str | None) -> str:
+    return (f"no Kafka broker at {bootstrap} answered for {unavailable_timeout} (kafka.unavailable_timeout), so "
+            "the query was stopped; what it committed is kept and the unfinished batch runs again: start the job "
+            "again once the brokers are back (kafka.unavailable_timeout: null waits for them instead)")
+
+
 def _follow(query, signals: StopSignals, request: RunRequest, started: float,
-            on_stopping: Callable[[int | None, str], None] | None = None) -> str:
-    """Wait for the query to end, or for a stop request; stop between batches."""
+            on_stopping: Callable[[int | None, str], None] | None = None, watch: KafkaWatch | None = None,
+            on_kafka_lost: Callable[[str], None] | None = None, kafka_lost: str = "") -> str:
+    """Wait for the query to end, or for a stop request; stop between batches. Stop at once when
+    ``watch`` says no broker answered for too long (Spark's source would wait forever)."""
     from statectl.adapters.spark_query import ended_within
 
     while query.isActive:
         if ended_within(query, 0.2):
             break  # the caller reads query.exception()
+        if watch is not None and watch.expired():
+            if on_kafka_lost is not None:
+                on_kafka_lost(kafka_lost)
+            query.stop()  # a batch waiting for Kafka never finishes: interrupt it (the next run re-runs it)
+            return KAFKA_LOST
         reason = _stop_reason(signals, request, started)
         if reason is not None:
             _stop_between_batches(query, reason, on_stopping)
