@@ -72,7 +72,7 @@ def test_item5_status_json_lists_the_three_nodes_and_up_is_idempotent(kafka_clus
     assert again.stdout.strip() == expected
     assert json.loads(cli("kafka", "status", "--data-dir", data, "--json").stdout)["nodes"] == info["nodes"]
 
-    for args, message in [(["--brokers", "1"], f"holds a 3-broker cluster; --brokers 1 does not convert it"),
+    for args, message in [(["--brokers", "1"], "holds a 3-broker cluster; --brokers 1 does not convert it"),
                           (["--brokers", "3", "--secure"], "a secured 3-broker cluster is not supported")]:
         refused = cli("kafka", "up", "--data-dir", data, *args)
         assert (refused.exit_code, message in refused.stderr) == (2, True), refused.output
