@@ -40,7 +40,9 @@ def first_error_line(error: BaseException | str, limit: int = 500) -> str:
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     for line in lines:
         if not line.startswith(_NOISE):
-            return line[:limit]
+            # Py4J puts the Java exception on a line of its own starting with ": "; callers add
+            # their own colon before the line.
+            return (line[1:].lstrip() if line.startswith(":") else line)[:limit]
     if lines:
         return lines[0][:limit]
     return type(error).__name__ if isinstance(error, BaseException) else ""

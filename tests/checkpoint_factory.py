@@ -20,6 +20,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statectl.checkpoint import lz4block
 from statectl.checkpoint.checksum import crc32c
 
 ROCKSDB_CLASS = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -71,14 +72,30 @@ def write_sized(path: Path, size: int, crc: bool | str, sparse: bool) -> None:
     write(path, lz4_like(size), crc)
 
 
-LZ4_END = b"LZ4Block\x15" + bytes(12)
+LZ4_END = b"LZ4Block\x16" + bytes(12)
+LZ4_BLOCK = 1 << 16
 
 
-def lz4_like(size: int) -> bytes:
-    """``size`` bytes shaped like an lz4-java stream: magic, filler, the end-of-stream block."""
-    size = max(size, 2 * len(LZ4_END))
-    body = (b"LZ4Block" + bytes(range(256)) * (size // 256 + 1))[: size - len(LZ4_END)]
-    return body + LZ4_END
+def lz4_like(size: int, changelog_version: int = 1) -> bytes:
+    """A valid state file of ``size`` bytes (at least 46): an lz4-java block stream of raw blocks
+    holding one put record and the end marker, in the layout of RocksDB changelog v1 (also HDFS's
+    delta/snapshot layout) or, ``changelog_version=3``, checkpoint format 2's v3 with its header
+    (then at least 54 bytes)."""
+    header = _utf(f"v{changelog_version}") + _utf("[]") if changelog_version == 3 else b""
+    size = max(size, 46 + len(header))
+    blocks = 1  # the fewest blocks of at most LZ4_BLOCK bytes that make the file exactly `size` bytes
+    while -(-(size - len(LZ4_END) - lz4block.HEADER_LENGTH * blocks) // LZ4_BLOCK) > blocks:
+        blocks += 1
+    payload = size - len(LZ4_END) - lz4block.HEADER_LENGTH * blocks
+    room = payload - len(header) - 4
+    if room >= 8:
+        key = min(16, room - 8)
+        record = struct.pack(">i", key) + bytes(range(key)) + struct.pack(">i", room - 8 - key)
+        record += bytes(i % 251 for i in range(room - 8 - key))
+        body = header + record + struct.pack(">i", -1)
+    else:  # too small for a record: Spark stops at the end marker and never reads what follows
+        body = header + struct.pack(">i", -1) + bytes(room)
+    return lz4block.compress_raw(body, -(-len(body) // blocks))
 
 
 def _utf(s: str) -> bytes:
@@ -269,7 +286,8 @@ def _state_file(path: Path, size: int, crc, sparse: bool, format_version: int) -
             write(path.parent / f"{path.name}.crc", json.dumps({"algorithm": "CRC32C", "value": 0,
                                                                  "mainFileSize": size}), crc)
         return
-    _state_bytes(path, lz4_like(size), crc, format_version)
+    version = 3 if format_version >= 2 and path.suffix == ".changelog" else 1
+    _state_bytes(path, lz4_like(size, version), crc, format_version)
 
 
 def _state_bytes(path: Path, data: bytes, crc, format_version: int) -> None:

@@ -372,7 +372,8 @@ HEALTH_CASES = [
      "5.changelog"),
     ("flipped-byte-changelog", {"batches": 5}, _flip("state/0/1/5.changelog", 20), "error", "crc-mismatch",
      "state/0/1/5.changelog"),
-    ("flipped-byte-snapshot-zip", {}, _flip("state/0/0/4.zip", 40), "error", "crc-mismatch", "state/0/0/4.zip"),
+    # Spark 4.2 steps around a bad snapshot (autoSnapshotRepair): 2.zip + changelogs 3..4 (a real restart agrees).
+    ("flipped-byte-snapshot-zip", {}, _flip("state/0/0/4.zip", 40), "warning", "crc-mismatch", "autoSnapshotRepair"),
     ("flipped-byte-offsets", {}, _flip("offsets/1", 0), "error", "unparsable", "offsets/1"),
     ("flipped-byte-commit-json", {}, _flip("commits/2", 5), "error", "unparsable", "commits/2"),
     ("flipped-byte-metadata-value", {}, _flip("metadata", 10), "error", "crc-mismatch", "metadata"),
@@ -392,12 +393,19 @@ HEALTH_CASES = [
     ("gap-outside-restore-path", {"batches": 5}, _delete("state/0/0/2.changelog"), "warning", "version-gap",
      "no changelog for version 2"),
     ("offsets-gap", {}, _delete("offsets/1"), "warning", "version-gap", "offsets/ lacks batch 1"),
-    ("missing-snapshot-sst", {}, _delete("state/0/0/SSTs/000028-*.sst"), "error", "missing-file", "SST file"),
-    ("corrupt-snapshot-zip", {}, _write("state/0/0/4.zip", b"PK not really a zip"), "error", "unparsable",
-     "cannot be opened as a RocksDB snapshot"),
+    # Spark 4.2's autoSnapshotRepair rebuilds from 2.zip + changelogs (real restarts agree); without
+    # changelogs there is nothing to rebuild from.
+    ("missing-snapshot-sst", {}, _delete("state/0/0/SSTs/000028-*.sst"), "warning", "missing-file",
+     "autoSnapshotRepair"),
+    ("missing-snapshot-sst-no-changelog", {"changelog": False}, _delete("state/0/0/SSTs/000028-*.sst"), "error",
+     "missing-file", "SST file"),
+    ("corrupt-snapshot-zip", {}, _write("state/0/0/4.zip", b"PK not really a zip"), "warning", "truncated",
+     "autoSnapshotRepair"),
+    ("corrupt-snapshot-zip-no-changelog", {"changelog": False}, _write("state/0/0/4.zip", b"PK not really a zip"),
+     "error", "unparsable", "cannot be opened as a RocksDB snapshot"),
     ("missing-partition", {}, _delete("state/0/1"), "error", "missing-file", "partition directory 1 is missing"),
     ("extra-partition", {}, _write("state/0/7/1.changelog", b"LZ4Block"), "warning", "partition-mismatch",
-     "directories for 7"),
+     "state/0/7 is beyond the 2 partitions the checkpoint declares"),
     ("missing-join-store", {"operators": (JOIN,)}, _delete("state/0/1/right-keyToNumValues"), "error",
      "missing-file", "right-keyToNumValues"),
     ("missing-schema", {}, _delete("state/0/0/_metadata"), "warning", "schema-missing", "_metadata/schema"),
@@ -546,7 +554,7 @@ def test_cli_json_schema(cli, tmp_path):
     doc = json.loads(result.stdout)
     assert set(doc) == {"schema", "checkpoint", "query_id", "format_version", "provider", "provider_class",
                         "changelog_checkpointing", "batches", "conf", "sources", "operators", "restore_plan",
-                        "findings", "finding_counts", "healthy", "totals", "rows"}
+                        "findings", "finding_counts", "healthy", "checks", "totals", "rows"}
     assert doc["schema"] == "statectl.inspect-state/1"
     assert doc["batches"] == {"offsets": [[0, 4]], "commits": [[0, 3]], "last_offset": 4, "last_committed": 3,
                               "uncommitted": 4, "next_batch": 4, "watermark_ms": 0,
@@ -605,7 +613,7 @@ def test_layout_path_imports_no_pyspark(tmp_path):
     assert out.stdout.strip() == "[]"
 
 
-def test_replica_links_the_chosen_operator_and_leaves_the_original_alone(tmp_path):
+def test_replica_copies_the_chosen_operator_and_leaves_the_original_alone(tmp_path):
     from statectl.checkpoint.isolation import checkpoint_replica
 
     ops = (OperatorSpec(0, "dedupe"), OperatorSpec(1, "stateStoreSave"))
@@ -613,11 +621,14 @@ def test_replica_links_the_chosen_operator_and_leaves_the_original_alone(tmp_pat
     before = tree_fingerprint(built.root)
     with checkpoint_replica(str(built.root), 1) as (path, stats):
         replica = Path(path)
-        assert (replica / "state/1/0/4.zip").samefile(built.root / "state/1/0/4.zip")
+        original = built.root / "state/1/0/4.zip"
+        assert not (replica / "state/1/0/4.zip").samefile(original)  # a copy, never a hard link
+        assert (replica / "state/1/0/4.zip").read_bytes() == original.read_bytes()
+        assert original.stat().st_nlink == 1
         assert (replica / "state/0/_metadata/metadata").exists()  # every operator's metadata
         assert not (replica / "state/0/0").exists()  # but only operator 1's state
         assert (replica / "offsets/3").exists() and (replica / "commits/3").exists()
-        assert stats.linked > 0 and stats.copied == 0
+        assert stats.copied > 0 and stats.copied_bytes > 0
         (replica / "state/1/0/.5.changelog.x.TID1.tmp").write_bytes(b"spark writes land here")
     assert not replica.exists()
     assert tree_fingerprint(built.root) == before

@@ -532,3 +532,17 @@ def test_item2_the_command_rolls_back_and_undoes_through_the_cli(cli, tmp_path):
     back = cli("reset", "--undo", doc["backup"], "--json")
     assert back.exit_code == 0, back.stderr
     assert json.loads(back.stdout)["restored_files"] == 20 and tree_bytes(root) == before
+
+
+def test_item2_roll_back_after_a_shrink_ignores_the_partitions_spark_no_longer_reads(tmp_path):
+    """After `repartition-state` 6 -> 3 the dropped partitions 3..5 stay on disk without the
+    repartition's version; a roll-back to a batch after it must not call them unloadable."""
+    from tests.test_inspect_state_stale_partitions import TWS, repartition, run_one_batch
+
+    root = build_checkpoint(tmp_path / "cp", operators=(TWS,), batches=4).root
+    assert repartition(root, 3) == 4
+    run_one_batch(root)
+    run_one_batch(root)
+    plan = rollback_plan("leaderboard", read_layout(root), list_files(root), 5, OUTPUTS, False)
+    assert sorted(a.path for a in plan.remove) == ["commits/6", "offsets/6"] + [
+        f"state/0/{p}/7.changelog" for p in range(3)]

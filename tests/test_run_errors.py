@@ -126,7 +126,7 @@ def test_item3_an_unexpected_error_under_a_run_is_one_line():
         with _one_line_errors("leaderboard"):
             raise RuntimeError(java_trace)
     assert "\n" not in str(info.value)
-    assert str(info.value).startswith("the leaderboard run failed: : java.lang.IllegalStateException: boom")
+    assert str(info.value).startswith("the leaderboard run failed: java.lang.IllegalStateException: boom")
     assert "statectl --debug run" in str(info.value)
     with pytest.raises(UsageError, match="^as it was$"):
         with _one_line_errors("leaderboard"):

@@ -5,7 +5,9 @@ operator should know and probably act on; ``info`` is housekeeping. Checksums ar
 against Hadoop's hidden ``.crc`` sidecars and format v2's JSON sidecars: by default for the logs,
 metadata and schema files and the snapshot and changelog/delta files a restart reads
 (``verify="restore"``; SSTs excluded, they are the bulk of the state), ``"all"`` for every state
-file and SST, ``"none"`` to skip.
+file and SST, ``"none"`` to skip. State files without a sidecar are checked from their own bytes
+(zip entry CRCs, LZ4 block checksums, records), and whether a damaged one fails the restart is
+played out as Spark 4.2 loads it: ``integrity``.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from statectl.checkpoint import checksum
+from statectl.checkpoint import checksum, integrity
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.checkpoint.restore import RestorePlan, plan_store, rocksdb_snapshot_ssts
-from statectl.text import plural
+from statectl.checkpoint.schema_paths import MOVED_CHECKPOINT, relocation_problems
+from statectl.text import human_bytes, plural
 
 ERROR = "error"
 WARNING = "warning"
@@ -39,9 +42,11 @@ ORPHANED_FILE = "orphaned-file"
 SCHEMA_MISSING = "schema-missing"
 PARTITION_MISMATCH = "partition-mismatch"
 UNKNOWN_FILE = "unknown-file"
+SNAPSHOT_VERSION_MISMATCH = integrity.SNAPSHOT_VERSION_MISMATCH
 
 CODES = (NOT_A_CHECKPOINT, MISSING_FILE, TRUNCATED, UNPARSABLE, UNREADABLE, CRC_MISMATCH, UNCOMMITTED_BATCH,
-         VERSION_GAP, ORPHANED_FILE, SCHEMA_MISSING, PARTITION_MISMATCH, UNKNOWN_FILE)
+         VERSION_GAP, ORPHANED_FILE, SCHEMA_MISSING, PARTITION_MISMATCH, UNKNOWN_FILE, MOVED_CHECKPOINT,
+         SNAPSHOT_VERSION_MISMATCH)
 
 _TWS_NAMES = ("transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
 
@@ -66,8 +71,10 @@ def is_healthy(findings: Iterable[Finding]) -> bool:
     return not any(f.severity == ERROR for f in findings)
 
 
-def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "restore") -> list[Finding]:
-    """Every finding for ``layout``; errors first, then warnings, then info, each in path order."""
+def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "restore",
+                 report: integrity.VerifyReport | None = None) -> list[Finding]:
+    """Every finding for ``layout``; errors first, then warnings, then info, each in path order.
+    ``report`` (optional) collects which integrity checks ran over how many files."""
     if verify not in VERIFY_MODES:
         raise ValueError(f"verify must be one of {VERIFY_MODES}")
     out: list[Finding] = []
@@ -75,10 +82,16 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
     out += _logs(layout)
     for op in layout.operators.values():
         out += _operator(layout, op)
+    out += [Finding(*problem) for problem in relocation_problems(layout)]
     out += _restore(plan)
     out += _gaps_and_orphans(layout, plan)
+    report = report if report is not None else integrity.VerifyReport(verify)
+    state = integrity.verify_state(layout, plan, verify, report)
+    repaired = {key for p in state for key in p.replaces}  # snapshots Spark 4.2 steps around
+    out = [f for f in out if f.severity != ERROR or (f.code, f.path) not in repaired]
+    out += [Finding(p.severity, p.code, p.message, p.path, p.operator_id, p.partition) for p in state]
     if verify != "none":
-        out += _checksums(layout, plan, verify)
+        out += _checksums(layout, plan, verify, report)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     unique = list(dict.fromkeys(out))
     return sorted(unique, key=lambda f: (order[f.severity], f.path or "", f.code))
@@ -154,29 +167,25 @@ def _operator(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
         out.append(Finding(WARNING, MISSING_FILE,
                            f"{op.path}/_metadata has no operator metadata: the state-metadata source cannot "
                            f"describe this operator until a batch rewrites it", f"{op.path}/_metadata", oid))
-    declared = [s.num_partitions for s in op.stores if s.num_partitions]
-    if declared:
-        n = max(declared)
+    n = op.declared_partitions or op.metadata_partitions
+    if n:
         missing = [p for p in range(n) if p not in op.partitions]
-        extra = sorted(p for p in op.partitions if p >= n)
         if missing and layout.restore_version > 0:
             out.append(Finding(ERROR, MISSING_FILE,
                                f"operator {oid} declares {n} partitions but {plural(len(missing), 'partition directory')} "
                                f"{_fmt(missing)} {'is' if len(missing) == 1 else 'are'} missing: their state is gone",
                                f"{op.path}/{missing[0]}", oid, missing[0]))
-        if extra:
-            out.append(Finding(WARNING, PARTITION_MISMATCH,
-                               f"operator {oid} declares {n} partitions but has directories for {_fmt(extra)} too "
-                               f"(left from an earlier partition count?)", f"{op.path}/{extra[0]}", oid, extra[0]))
-        shuffle = layout.conf.get("spark.sql.shuffle.partitions")
-        if shuffle and shuffle.isdigit() and int(shuffle) != n:
+        out += _stale_partitions(layout, op, n)
+        pinned = layout.pinned_partitions
+        if pinned is not None and n != pinned:
             out.append(Finding(WARNING, PARTITION_MISMATCH,
                                f"operator {oid} has {n} state partitions but the offset log pins "
-                               f"spark.sql.shuffle.partitions={shuffle}", op.path, oid))
+                               f"spark.sql.shuffle.partitions={pinned}", op.path, oid))
         wanted = set(op.store_names)
+        stale = set(op.stale_partitions)
         for pid, part in sorted(op.partitions.items()):
             lacking = sorted(wanted - set(part.stores))
-            if lacking and layout.restore_version > 0:
+            if lacking and layout.restore_version > 0 and pid not in stale:
                 out.append(Finding(ERROR, MISSING_FILE,
                                    f"partition {pid} of operator {oid} has no directory for store"
                                    f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}",
@@ -205,6 +214,36 @@ def _operator(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
         out.append(Finding(INFO, UNKNOWN_FILE, f"{op.path}/{name} is not part of Spark's state layout",
                            f"{op.path}/{name}", oid))
     return out
+
+
+def _stale_partitions(layout: CheckpointLayout, op: OperatorLayout, n: int) -> list[Finding]:
+    """One finding for the partition directories a restart does not load (none of their files is
+    checked: Spark never reads them)."""
+    stale = op.stale_partitions
+    if not stale:
+        return []
+    one = len(stale) == 1
+    contiguous = stale[-1] - stale[0] + 1 == len(stale)
+    where = f"{op.path}/{_fmt(stale)}" if contiguous else f"partitions {_fmt(stale)} of {op.path}"
+    files = sum(op.partitions[p].files for p in stale)
+    size = sum(op.partitions[p].bytes for p in stale)
+    it, them = ("it", "it") if one else ("they", "them")
+    change = layout.partition_change
+    if change is not None and change.after == n and stale[-1] < change.before:
+        # What a repartition that shrank the state leaves behind: housekeeping.
+        return [Finding(INFO, PARTITION_MISMATCH,
+                        f"{where} {'is' if one else 'are'} left over from before the checkpoint went from "
+                        f"{change.before} to {change.after} partitions at batch {change.batch}; Spark no longer "
+                        f"reads {them}; {it} can be deleted while the query is stopped "
+                        f"({plural(files, 'file')}, {human_bytes(size)})",
+                        f"{op.path}/{stale[0]}", op.operator_id, stale[0] if one else None)]
+    # Nothing in the retained logs explains them: someone should look before deleting.
+    return [Finding(WARNING, PARTITION_MISMATCH,
+                    f"{where} {'is' if one else 'are'} beyond the {n} partitions the checkpoint declares "
+                    f"({plural(files, 'file')}, {human_bytes(size)}): Spark never reads {them}, and the offsets log "
+                    f"records no change from more partitions; left from a partition count older than the logs, or "
+                    f"copied in from another checkpoint? Check before deleting {them}",
+                    f"{op.path}/{stale[0]}", op.operator_id, stale[0] if one else None)]
 
 
 def _restore(plan: RestorePlan) -> list[Finding]:
@@ -240,7 +279,7 @@ def _gaps_and_orphans(layout: CheckpointLayout, plan: RestorePlan) -> list[Findi
     target = plan.target_version
     oldest_commit = min(layout.commits_files) if layout.commits_files else None
     for op in layout.operators.values():
-        for pid, store in op.all_stores():
+        for pid, store in op.stores_in_use():
             restore = plan.store(op.operator_id, pid, store.name)
             needed = {f.name for f in restore.replay} if restore else set()
             if restore and restore.snapshot:
@@ -249,7 +288,7 @@ def _gaps_and_orphans(layout: CheckpointLayout, plan: RestorePlan) -> list[Findi
                 sev = ERROR if name in needed else WARNING
                 out.append(Finding(sev, TRUNCATED, f"{store.path}/{name} is empty (0 bytes)",
                                    f"{store.path}/{name}", op.operator_id, pid))
-            out += _store_gaps(store, restore, op.operator_id, pid)
+            out += _store_gaps(layout, store, restore, op.operator_id, pid)
             ahead = sorted(v for v in store.versions if v > target)
             if ahead:
                 batch = plan.reruns_batch
@@ -283,7 +322,7 @@ def _gaps_and_orphans(layout: CheckpointLayout, plan: RestorePlan) -> list[Findi
     return out
 
 
-def _store_gaps(store: StoreFiles, restore, oid: int, pid: int) -> list[Finding]:
+def _store_gaps(layout: CheckpointLayout, store: StoreFiles, restore, oid: int, pid: int) -> list[Finding]:
     """Holes in the retained versions that the restart does not need (it would have failed already)."""
     series = store.changelogs or store.snapshots
     if not series:
@@ -292,6 +331,10 @@ def _store_gaps(store: StoreFiles, restore, oid: int, pid: int) -> list[Finding]
     missing = sorted(set(range(versions[0], versions[-1] + 1)) - set(versions))
     if restore is not None:
         missing = [v for v in missing if v not in set(restore.missing_versions)]
+    change = layout.partition_change
+    if change is not None and change.batch + 1 in store.snapshots:
+        # A repartition writes its state version as a snapshot only, never as a changelog.
+        missing = [v for v in missing if v != change.batch + 1]
     if not missing:
         return []
     kind = store.changelog_kind if store.changelogs else store.snapshot_kind
@@ -344,37 +387,30 @@ def _unreferenced_ssts(layout: CheckpointLayout, store: StoreFiles, oid: int, pi
 # checksums
 
 
-def _checksums(layout: CheckpointLayout, plan: RestorePlan, verify: str) -> list[Finding]:
+def _checksums(layout: CheckpointLayout, plan: RestorePlan, verify: str,
+               report: integrity.VerifyReport) -> list[Finding]:
+    """The sidecars of the logs, metadata and schema files, and (--verify all) of the SSTs; the
+    snapshot and changelog/delta files are integrity.verify_state's."""
     out: list[Finding] = []
     root = layout.root
     for rel, has_crc in sorted(layout.crc_sidecars.items()):
         if has_crc:
-            out += _verify_file(root, rel, hadoop=True, spark_json=False)
+            out += _verify_file(root, rel, hadoop=True, spark_json=False, report=report)
+    if verify != "all":
+        return out  # SSTs are the bulk of the state (often GBs): only --verify all reads them.
     for op in layout.operators.values():
-        for pid, store in op.all_stores():
-            if verify == "all":
-                files = [f for fs in store.snapshots.values() for f in fs]
-                files += [f for fs in store.changelogs.values() for f in fs]
-                ssts = [n for n in store.ssts if n in store.sst_crcs]
-            else:
-                r = plan.store(op.operator_id, pid, store.name)
-                if r is None:
-                    continue
-                # SSTs are the bulk of the state (often GBs): only --verify all reads them.
-                files = ([r.snapshot] if r.snapshot else []) + list(r.replay)
-                ssts = []
-            for f in files:
-                if f.hadoop_crc or f.checksum_file:
-                    out += _verify_file(root, f"{store.path}/{f.name}", hadoop=f.hadoop_crc,
-                                        spark_json=f.checksum_file, oid=op.operator_id, pid=pid)
-            for name in ssts:
-                out += _verify_file(root, f"{store.path}/SSTs/{name}", hadoop=True, spark_json=False,
-                                    oid=op.operator_id, pid=pid)
+        for pid, store in op.stores_in_use():
+            for name in store.ssts:
+                if name in store.sst_crcs:
+                    out += _verify_file(root, f"{store.path}/SSTs/{name}", hadoop=True, spark_json=False,
+                                        oid=op.operator_id, pid=pid, report=report)
+                else:
+                    report.skip("SSTs without a .crc sidecar (RocksDB's own block checksums are not read)")
     return out
 
 
 def _verify_file(root: str, rel: str, hadoop: bool, spark_json: bool, oid: int | None = None,
-                 pid: int | None = None) -> list[Finding]:
+                 pid: int | None = None, report: integrity.VerifyReport | None = None) -> list[Finding]:
     if oid is None:
         oid, pid = _ids_from_path(rel)
     path = os.path.join(root, rel)
@@ -398,10 +434,10 @@ def _verify_file(root: str, rel: str, hadoop: bool, spark_json: bool, oid: int |
         except OSError:
             pass
     out = []
-    if name.endswith((".changelog", ".delta", ".snapshot")) and checksum.lz4_stream_complete(data) is False:
-        out.append(Finding(ERROR, TRUNCATED, f"{rel} is cut short: its LZ4 stream has no end-of-stream block "
-                           f"({len(data):,} bytes)", rel, oid, pid))
     for label, res in results:
+        if report is not None:
+            report.ran(integrity.HADOOP_CRC if label == "Hadoop .crc" else integrity.CHECKSUM_FILE,
+                       failed=res.status in (checksum.MISMATCH, checksum.TRUNCATED))
         if res.status == checksum.MISMATCH:
             out.append(Finding(ERROR, CRC_MISMATCH, f"{rel} does not match its {label}: {res.detail}; the file is "
                                f"corrupt, cut short or was edited", rel, oid, pid))

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
+from statectl.checkpoint.integrity import VerifyReport
 from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, _ranges
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import OperatorRestore, RestorePlan, restore_plan
+from statectl.checkpoint.restart_needs import restart_needs
 from statectl.checkpoint.state_read import StateRows, state_read_request
-from statectl.errors import StatectlError, UsageError
+from statectl.errors import OperationalError, StatectlError, UsageError
 
 JSON_SCHEMA = "statectl.inspect-state/1"
 
@@ -31,6 +33,7 @@ class InspectOptions:
     join_side: str | None = None
     changes: str | None = None
     batch_id: int | None = None
+    timers: bool = False  # --timers: transformWithState's registered timers instead of a state variable
 
 
 @dataclass
@@ -43,10 +46,16 @@ class InspectResult:
     findings: list[Finding]
     rows: StateRows | None = None
     operators: list[OperatorLayout] = field(default_factory=list)  # the ones in view
+    checks: VerifyReport | None = None  # which integrity checks --verify ran, over how many files
 
     @property
     def healthy(self) -> bool:
         return is_healthy(self.findings)
+
+    @property
+    def failed(self) -> bool:
+        """Exit 1: an error finding, or Spark could not read the rows asked for."""
+        return not self.healthy or (self.rows is not None and self.rows.error is not None)
 
     def to_dict(self) -> dict[str, Any]:
         layout, plan = self.layout, self.plan
@@ -54,6 +63,7 @@ class InspectResult:
         shown = {op.operator_id for op in self.operators}
         plan_dict = plan.to_dict()
         plan_dict["operators"] = [o for o in plan_dict["operators"] if o["operator_id"] in shown]
+        plan_dict["restart_needs"] = restart_needs(layout).to_dict()
         if self.options.partition is not None:
             for o in plan_dict["operators"]:
                 o["stores"] = [s for s in o["stores"] if s["partition"] == self.options.partition]
@@ -85,7 +95,7 @@ class InspectResult:
             "conf": layout.conf,
             "sources": [
                 {"index": s.index, "path": s.path, "kind": s.kind, "latest_offset": s.latest_offset,
-                 "log_files": len(s.batches), "bytes": s.bytes}
+                 "log_files": len(s.batches), "compacted": list(s.compacted), "bytes": s.bytes}
                 for s in layout.sources
             ],
             "operators": ops,
@@ -93,6 +103,7 @@ class InspectResult:
             "findings": [f.to_dict() for f in self.findings],
             "finding_counts": counts,
             "healthy": self.healthy,
+            "checks": self.checks.to_dict() if self.checks else None,
             "totals": {"files": layout.total_files, "bytes": layout.total_bytes},
             "rows": self.rows.to_dict() if self.rows else None,
         }
@@ -116,32 +127,42 @@ def inspect_checkpoint(options: InspectOptions) -> InspectResult:
             shown = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in have) or "none"
             raise UsageError(f"there is no partition {options.partition} (partitions: {shown}).")
     plan = restore_plan(layout)
-    findings = check_health(layout, plan, options.verify)
+    checks = VerifyReport(options.verify)
+    findings = check_health(layout, plan, options.verify, checks)
     if options.operator is not None or options.partition is not None:
         findings = [f for f in findings if _in_view(f, options)]
-    result = InspectResult(options=options, layout=layout, plan=plan, findings=findings, operators=operators)
+    result = InspectResult(options=options, layout=layout, plan=plan, findings=findings, operators=operators,
+                           checks=checks)
     if options.rows is not None:
         request = state_read_request(
             layout, options.rows, operator=options.operator, store=options.store, state_var=options.state_var,
-            join_side=options.join_side, changes=options.changes, batch_id=options.batch_id,
+            join_side=options.join_side, changes=options.changes, batch_id=options.batch_id, timers=options.timers,
         )
         result.rows = _read_rows(request)
     return result
 
 
 def _read_rows(request):
-    """Spark reads a replica (hard links) of the checkpoint, never the checkpoint itself."""
+    """Spark reads a copy of the checkpoint, never the checkpoint itself. When the copy or the read
+    fails, the rows carry the error and the rest of the result stands (exit 1)."""
     from statectl.adapters.state_source import read_state_rows
     from statectl.checkpoint.isolation import checkpoint_replica
 
-    with checkpoint_replica(request.path, request.operator_id) as (path, stats):
-        try:
-            read = read_state_rows(replace(request, path=path))
-        except StatectlError as exc:  # name the user's checkpoint, not the replica, in the message
-            raise type(exc)(str(exc).replace(path, str(request.path))) from exc
-    return StateRows(request=request, metadata=read.metadata, columns=read.columns, rows=read.rows, total=read.total,
-                     replica={"linked_files": stats.linked, "copied_files": stats.copied,
-                              "copied_bytes": stats.copied_bytes})
+    rows = StateRows(request=request)
+    try:
+        with checkpoint_replica(request.path, request.operator_id) as (path, stats):
+            # linked_files stays in the JSON (fields are only ever added); the replica is never linked now.
+            rows.replica = {"linked_files": 0, "copied_files": stats.copied, "copied_bytes": stats.copied_bytes,
+                            "copy_seconds": round(stats.seconds, 3)}
+            try:
+                read = read_state_rows(replace(request, path=path))
+            except StatectlError as exc:  # name the user's checkpoint, not the replica, in the message
+                raise type(exc)(str(exc).replace(path, str(request.path))) from exc
+    except OperationalError as exc:
+        rows.error = str(exc)
+        return rows
+    rows.metadata, rows.columns, rows.rows, rows.total = read.metadata, read.columns, read.rows, read.total
+    return rows
 
 
 def _in_view(f: Finding, options: InspectOptions) -> bool:

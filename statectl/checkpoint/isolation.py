@@ -4,9 +4,10 @@ never touched.
 Spark's `statestore` reader is not strictly read-only: on transformWithState state it opens a
 changelog writer in each partition directory (a `.N.changelog.<uuid>.TIDn.tmp` file, created and
 deleted again), which changes the directories' mtimes and could leave a temp file behind if the
-read dies. The replica is built from hard links where the filesystem allows (one link per file,
-no data copied) and from copies otherwise. Spark writes through temp-file-and-rename, so its
-writes land in the replica's directories, not in the linked files.
+read dies. The replica is made of copies, never hard links: a link adds a name to the original's
+inode, which changes its link count and ctime (what backup and sync tools look at), so even the
+inode metadata of the checkpoint would not be left as it was. The copy costs disk space in the
+temporary directory (the free space is checked first) and time (see docs/commands/inspect-state.md).
 """
 
 from __future__ import annotations
@@ -14,76 +15,110 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
+
+from statectl.errors import OperationalError
+from statectl.text import human_bytes
+
+# Room left free on the temporary directory's filesystem after the copy (Spark writes there too).
+FREE_SPACE_MARGIN = 64 * 1024 * 1024
 
 
 @dataclass
 class ReplicaStats:
     """How the replica was made."""
 
-    linked: int = 0
     copied: int = 0
     copied_bytes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Plan:
+    dirs: list[str] = field(default_factory=list)  # relative, parents first
+    files: list[tuple[str, int]] = field(default_factory=list)  # (relative path, bytes)
+
+    @property
+    def bytes(self) -> int:
+        return sum(size for _, size in self.files)
 
 
 @contextmanager
 def checkpoint_replica(root: str, operator_id: int | None) -> Iterator[tuple[str, ReplicaStats]]:
-    """Yield (path, stats) of a replica of ``root`` holding its logs, every operator's metadata
-    and the state files of ``operator_id`` (all operators when None); removed afterwards."""
-    tmp = tempfile.mkdtemp(prefix="statectl-inspect-")
-    dest = os.path.join(tmp, os.path.basename(os.path.abspath(root).rstrip(os.sep)) or "checkpoint")
-    stats = ReplicaStats()
+    """Yield (path, stats) of a copy of ``root`` holding its logs, every operator's metadata and
+    the state files of ``operator_id`` (all operators when None); removed afterwards.
+
+    Raises OperationalError when the temporary directory lacks the space for the copy."""
+    plan = _Plan()
     try:
-        os.mkdir(dest)
-        with os.scandir(root) as it:
-            for entry in it:
-                target = os.path.join(dest, entry.name)
-                if entry.name == "state" and entry.is_dir():
-                    _replicate_state(entry.path, target, operator_id, stats)
-                elif entry.is_dir(follow_symlinks=False):
-                    _replicate_tree(entry.path, target, stats)
-                else:
-                    _replicate_file(entry.path, target, stats)
+        _plan_top(root, operator_id, plan)
+    except OSError as exc:
+        raise OperationalError(f"{exc.filename or root} cannot be read to copy it for Spark ({exc.strerror or exc}).") from exc
+    tmp = tempfile.mkdtemp(prefix="statectl-inspect-")
+    try:
+        free = shutil.disk_usage(tmp).free
+        if plan.bytes + FREE_SPACE_MARGIN > free:
+            raise OperationalError(
+                f"--rows copies {human_bytes(plan.bytes)} of the checkpoint for Spark to read, but {tmp} has only "
+                f"{human_bytes(free)} free; point TMPDIR at a larger disk.")
+        dest = os.path.join(tmp, os.path.basename(os.path.abspath(root).rstrip(os.sep)) or "checkpoint")
+        stats = ReplicaStats()
+        start = time.perf_counter()
+        try:
+            os.mkdir(dest)
+            for rel in plan.dirs:
+                os.mkdir(os.path.join(dest, rel))
+            for rel, size in plan.files:
+                # copy2 reads the original and sets the copy's times; it never writes to the original.
+                shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
+                stats.copied += 1
+                stats.copied_bytes += size
+        except OSError as exc:
+            raise OperationalError(f"copying the checkpoint for Spark to read failed at {exc.filename or dest} "
+                                   f"({exc.strerror or exc}); the checkpoint itself was not changed.") from exc
+        stats.seconds = time.perf_counter() - start
         yield dest, stats
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _replicate_state(src: str, dst: str, operator_id: int | None, stats: ReplicaStats) -> None:
-    os.mkdir(dst)
+def _plan_top(root: str, operator_id: int | None, plan: _Plan) -> None:
+    with os.scandir(root) as it:
+        for entry in it:
+            if entry.name == "state" and entry.is_dir():
+                _plan_state(entry.path, "state", operator_id, plan)
+            elif entry.is_dir():
+                _plan_tree(entry.path, entry.name, plan)
+            else:
+                plan.files.append((entry.name, entry.stat().st_size))
+
+
+def _plan_state(src: str, rel: str, operator_id: int | None, plan: _Plan) -> None:
+    plan.dirs.append(rel)
     with os.scandir(src) as ops:
         for op in ops:
             if not op.is_dir():
                 continue
-            op_dst = os.path.join(dst, op.name)
+            op_rel = os.path.join(rel, op.name)
             if operator_id is None or op.name == str(operator_id):
-                _replicate_tree(op.path, op_dst, stats)
+                _plan_tree(op.path, op_rel, plan)
                 continue
-            os.mkdir(op_dst)  # other operators: only what the state-metadata source reads
+            plan.dirs.append(op_rel)  # other operators: only what the state-metadata source reads
             with os.scandir(op.path) as entries:
                 for e in entries:
                     if e.name in ("_metadata", "_stateSchema") and e.is_dir():
-                        _replicate_tree(e.path, os.path.join(op_dst, e.name), stats)
+                        _plan_tree(e.path, os.path.join(op_rel, e.name), plan)
 
 
-def _replicate_tree(src: str, dst: str, stats: ReplicaStats) -> None:
-    os.mkdir(dst)
+def _plan_tree(src: str, rel: str, plan: _Plan) -> None:
+    plan.dirs.append(rel)
     with os.scandir(src) as it:
         for entry in it:
-            target = os.path.join(dst, entry.name)
-            if entry.is_dir(follow_symlinks=False):
-                _replicate_tree(entry.path, target, stats)
+            target = os.path.join(rel, entry.name)
+            if entry.is_dir():
+                _plan_tree(entry.path, target, plan)
             else:
-                _replicate_file(entry.path, target, stats)
-
-
-def _replicate_file(src: str, dst: str, stats: ReplicaStats) -> None:
-    try:
-        os.link(src, dst)
-        stats.linked += 1
-    except OSError:  # another filesystem, or links not allowed: copy (the original is only read)
-        shutil.copy2(src, dst)
-        stats.copied += 1
-        stats.copied_bytes += os.path.getsize(dst)
+                plan.files.append((target, entry.stat().st_size))

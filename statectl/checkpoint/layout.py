@@ -16,6 +16,7 @@ HDFS = "hdfs"
 ROCKSDB_PROVIDER_CLASS = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS_PROVIDER_CLASS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 DEFAULT_STORE = "default"
 
@@ -183,9 +184,18 @@ class OperatorLayout:
     schema_files: list[str] = field(default_factory=list)  # `_stateSchema/...` relative to the operator dir
     partitions: dict[int, PartitionFiles] = field(default_factory=dict)
     other_files: list[str] = field(default_factory=list)
+    # The partitions a restart loads, as the checkpoint declares them now (the reader sets it:
+    # ``CheckpointLayout.declared_partitions``); None: from the operator metadata alone.
+    declared_partitions: int | None = None
+    # No operator metadata (Spark 3.5): the kind as the stores or their schema show it, and which
+    # of the two it was inferred from (``operator_kind.infer_kind``; the reader sets both).
+    inferred_kind: str | None = None
+    inferred_from: str | None = None
 
     @property
     def kind(self) -> str:
+        if self.name is None and self.inferred_kind:
+            return self.inferred_kind
         return OPERATOR_KINDS.get(self.name or "", self.name or "unknown operator")
 
     @property
@@ -196,9 +206,21 @@ class OperatorLayout:
         return names or [DEFAULT_STORE]
 
     @property
-    def num_partitions(self) -> int:
+    def metadata_partitions(self) -> int | None:
+        """numPartitions as the operator metadata says it (None: no metadata)."""
         declared = [s.num_partitions for s in self.stores if s.num_partitions]
-        return max(declared) if declared else len(self.partitions)
+        return max(declared) if declared else None
+
+    @property
+    def num_partitions(self) -> int:
+        return self.declared_partitions or self.metadata_partitions or len(self.partitions)
+
+    @property
+    def stale_partitions(self) -> list[int]:
+        """Partition directories at or beyond the declared count: Spark never reads them again
+        (left by a repartition that shrank the state, or put there by hand)."""
+        declared = self.declared_partitions or self.metadata_partitions
+        return sorted(p for p in self.partitions if p >= declared) if declared else []
 
     @property
     def provider(self) -> str | None:
@@ -222,6 +244,11 @@ class OperatorLayout:
             for name in sorted(part.stores):
                 yield pid, part.stores[name]
 
+    def stores_in_use(self):
+        """(partition, StoreFiles) like ``all_stores``, without the stale partitions."""
+        stale = set(self.stale_partitions)
+        return ((pid, store) for pid, store in self.all_stores() if pid not in stale)
+
     def to_dict(self) -> dict[str, Any]:
         versions = sorted({v for _, s in self.all_stores() for v in s.versions})
         return {
@@ -229,9 +256,11 @@ class OperatorLayout:
             "path": self.path,
             "name": self.name,
             "kind": self.kind,
+            "kind_inferred_from": self.inferred_from,
             "metadata_version": self.metadata_version,
             "stores": self.store_names,
             "num_partitions": self.num_partitions,
+            "stale_partitions": self.stale_partitions,
             "provider": self.provider,
             "properties": self.properties,
             "state_variables": [v.to_dict() for v in self.state_variables],
@@ -274,6 +303,7 @@ class SourceLog:
     index: int
     path: str
     batches: list[int] = field(default_factory=list)
+    compacted: list[int] = field(default_factory=list)  # batches logged as `N.compact` (also in batches)
     bytes: int = 0
     kind: str | None = None  # inferred from the offsets log: kafka | file | rate/memory | ...
     latest_offset: Any = None
@@ -286,6 +316,15 @@ class Problem:
     code: str
     path: str
     message: str
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    """Batch ``batch`` pinned ``after`` state partitions where the batch before pinned ``before``."""
+
+    batch: int
+    before: int
+    after: int
 
 
 @dataclass
@@ -348,6 +387,44 @@ class CheckpointLayout:
         return {}
 
     @property
+    def pinned_partitions(self) -> int | None:
+        """spark.sql.shuffle.partitions pinned in the latest offsets entry: Spark's count of state
+        partitions for every stateful operator when the query restarts."""
+        return _partition_count(self.conf.get(SHUFFLE_PARTITIONS))
+
+    def pinned_partitions_at(self, batch: int) -> int | None:
+        """spark.sql.shuffle.partitions as the offset log of ``batch`` pinned it (None: not logged)."""
+        logged = self.offsets.get(batch)
+        return None if logged is None else _partition_count(logged.conf.get(SHUFFLE_PARTITIONS))
+
+    @cached_property
+    def partition_change(self) -> PartitionChange | None:
+        """The latest change of the pinned partition count in the retained offsets log (what
+        `statectl repartition-state` writes), or None."""
+        change, previous = None, None
+        for batch in sorted(self.offsets):
+            count = _partition_count(self.offsets[batch].conf.get(SHUFFLE_PARTITIONS))
+            if count is None:
+                continue
+            if previous is not None and count != previous:
+                change = PartitionChange(batch=batch, before=previous, after=count)
+            previous = count
+        return change
+
+    def declared_partitions(self, op: OperatorLayout) -> int | None:
+        """The partitions of ``op`` a restart loads: its latest operator metadata's numPartitions,
+        else the pinned count. An offline repartition does not rewrite v1 operator metadata (a
+        run's first batch does), so v1 metadata that the offsets log shows the pinned count moving
+        away from yields to the pinned count."""
+        meta, pinned = op.metadata_partitions, self.pinned_partitions
+        if meta is None:
+            return pinned
+        change = self.partition_change
+        if op.metadata_version == 1 and change is not None and (change.before, change.after) == (meta, pinned):
+            return pinned
+        return meta
+
+    @property
     def provider(self) -> str | None:
         cls = self.conf.get(PROVIDER_CONF)
         if cls == ROCKSDB_PROVIDER_CLASS or (cls and cls.endswith("RocksDBStateStoreProvider")):
@@ -380,6 +457,10 @@ class CheckpointLayout:
         if self.provider != ROCKSDB:
             return None
         return any(s.changelogs for op in self.operators.values() for _, s in op.all_stores())
+
+
+def _partition_count(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() and int(value) > 0 else None
 
 
 def _ranges(values: list[int]) -> list[list[int]]:

@@ -34,6 +34,7 @@ from statectl.checkpoint.formats import (
     parse_state_schema,
     source_kind,
 )
+from statectl.checkpoint.operator_kind import infer_kind
 from statectl.errors import OperationalError, UsageError
 from statectl.text import first_error_line
 
@@ -69,6 +70,9 @@ def read_layout(path: str | os.PathLike) -> CheckpointLayout:
         where = exc.filename or root
         raise OperationalError(f"{where} cannot be read ({exc.strerror or exc}); nothing was changed.") from exc
     _infer_source_kinds(layout)
+    for op in layout.operators.values():
+        op.declared_partitions = layout.declared_partitions(op)
+        op.inferred_kind, op.inferred_from = infer_kind(op) or (None, None)
     return layout
 
 
@@ -169,12 +173,17 @@ def _read_sources(layout: CheckpointLayout, dir_path: str) -> None:
                     if _is_temp(f.name):
                         layout.temp_files.append(f"{src.path}/{f.name}")
                     continue
-                if f.name.isdigit() and f.is_file():
-                    src.batches.append(int(f.name))
+                # A file source compacts its log every compactInterval (10) batches into `N.compact`.
+                stem = f.name[: -len(".compact")] if f.name.endswith(".compact") else f.name
+                if stem.isdigit() and f.is_file():
+                    src.batches.append(int(stem))
+                    if stem != f.name:
+                        src.compacted.append(int(stem))
                     size = f.stat().st_size
                     src.bytes += size
                     layout.total_bytes += size
         src.batches.sort()
+        src.compacted.sort()
         layout.sources.append(src)
 
 

@@ -24,6 +24,7 @@ from statectl.checkpoint.layout import (
     DEFAULT_STORE,
     OPERATOR_KINDS,
     ROCKSDB,
+    SHUFFLE_PARTITIONS,
     CheckpointLayout,
     OperatorLayout,
     format_ranges,
@@ -32,7 +33,6 @@ from statectl.errors import OperationalError, StatectlError, UsageError
 from statectl.text import human_bytes, plural
 
 JSON_SCHEMA = "statectl.repartition-state/1"
-SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 #: The operators Spark 4.2's offline repartition can re-key (``StatePartitionKeyExtractorFactory``:
 #: any other operator name is refused with UNSUPPORTED_STATEFUL_OPERATOR). The streaming limit

@@ -412,11 +412,16 @@ def _unrestorable(layout: CheckpointLayout, version: int) -> list[str]:
         for oid, parts in (commit.state_unique_ids or {}).items():
             for pid, ids in enumerate(parts):
                 lineage.setdefault((oid, pid), {})[b + 1] = set(ids)
+    # The partitions a restart at that version loads: the count pinned in the offset log of the
+    # batch before it (an offline repartition leaves the partitions it dropped on disk, unread).
+    count = layout.pinned_partitions_at(version - 1)
     problems = []
     for oid in sorted(layout.operators):
         for pid, store in layout.operators[oid].all_stores():
             if not store.versions:
                 continue  # a partition that never held state starts empty at any version
+            if count is not None and pid >= count:
+                continue
             plan = plan_store(layout.root, oid, pid, store, version, lineage.get((oid, pid)) if lineage else None,
                               read_snapshot_metadata=False)
             if plan.missing_versions:

@@ -19,6 +19,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from statectl.checkpoint import javazip
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, StateFile, StoreFiles
 
 
@@ -193,7 +194,7 @@ def restore_plan(layout: CheckpointLayout, read_snapshot_metadata: bool = True) 
     for oid in sorted(layout.operators):
         op = layout.operators[oid]
         op_plan = OperatorRestore(operator_id=oid)
-        for pid, store in op.all_stores():
+        for pid, store in op.stores_in_use():  # stale partitions are never loaded again
             ids = lineage.get((oid, pid))
             op_plan.stores.append(
                 plan_store(layout.root, oid, pid, store, target, ids, read_snapshot_metadata)
@@ -253,8 +254,16 @@ def _plan_ssts(root: str, store: StoreFiles, snapshot: StateFile, out: StoreRest
 
 def rocksdb_snapshot_ssts(zip_path: str) -> list[tuple[str, int]]:
     """The SST files (name in SSTs/, bytes) a RocksDB snapshot zip refers to, from its `metadata`."""
-    with zipfile.ZipFile(zip_path) as zf:
-        text = zf.read("metadata").decode("utf-8")
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            text = zf.read("metadata").decode("utf-8")
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError):
+        # Spark unzips entry by entry and never reads the central directory: neither must we.
+        with open(zip_path, "rb") as fh:
+            metadata = javazip.read_member(fh.read(), "metadata")
+        if metadata is None:
+            raise KeyError("There is no item named 'metadata' in the archive") from None
+        text = metadata.decode("utf-8")
     lines = text.split("\n", 1)
     if len(lines) < 2 or not lines[0].startswith("v"):
         raise ValueError("the zip's metadata has no version line")

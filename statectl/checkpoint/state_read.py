@@ -14,6 +14,7 @@ from typing import Any
 
 from statectl.adapters.state_source import StateSourceRows
 from statectl.checkpoint.layout import DEFAULT_STORE, CheckpointLayout
+from statectl.checkpoint.timers import READ_TIMERS, refuse_internal_variable, timer_options, timer_variable
 from statectl.errors import UsageError
 
 FORMAT_VERSION_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
@@ -38,7 +39,8 @@ class StateRows(StateSourceRows):
     """What the state data sources returned for a request, and how the copy Spark read was made."""
 
     request: StateReadRequest
-    replica: dict[str, int] = field(default_factory=dict)
+    replica: dict[str, int | float] = field(default_factory=dict)
+    error: str | None = None  # Spark could not read the state: why (the layout and findings still stand)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +53,7 @@ class StateRows(StateSourceRows):
             "rows": self.rows,
             "total_rows": self.total,
             "replica": dict(self.replica),
+            "error": self.error,
         }
 
 
@@ -74,6 +77,7 @@ def state_read_request(
     join_side: str | None = None,
     changes: str | None = None,
     batch_id: int | None = None,
+    timers: bool = False,
 ) -> StateReadRequest:
     """Validate a ``--rows`` request and build the reader options; UsageError says what is wrong."""
     if limit < 0:
@@ -117,16 +121,22 @@ def state_read_request(
         what.append(f"store {store}")
 
     user_vars = [v.name for v in op.state_variables if not v.internal]
-    if state_var is not None:
+    if timers:
+        timer_options(op, state_var, changes)
+        options[READ_TIMERS] = "true"
+        what.append("registered timers")
+    elif state_var is not None:
         if not op.state_variables:
             raise UsageError(f"--state-var applies to transformWithState; operator {operator} is a {op.kind}.")
         if state_var not in [v.name for v in op.state_variables]:
             raise UsageError(f"operator {operator} has no state variable {state_var!r}; state variables: {', '.join(user_vars)}.")
+        refuse_internal_variable(op, state_var)
         options["stateVarName"] = state_var
         what.append(f"state variable {state_var}")
     elif op.state_variables:
         raise UsageError(
-            f"operator {operator} is a {op.kind}: choose a state variable with --state-var ({', '.join(user_vars)})."
+            f"operator {operator} is a {op.kind}: choose a state variable with --state-var ({', '.join(user_vars)})"
+            + (" or read its timers with --timers." if timer_variable(op) else ".")
         )
 
     if changes is not None:

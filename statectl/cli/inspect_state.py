@@ -14,13 +14,14 @@ def inspect_state(
     checkpoint_dir: Annotated[Path, typer.Argument(metavar="CHECKPOINT_DIR", help="The query's checkpointLocation directory.", show_default=False)],
     operator: Annotated[Optional[int], typer.Option("--operator", "-o", min=0, help="Zoom to one stateful operator (its id under state/).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, help="Zoom to one partition: every file, per-store restore plan.")] = None,
-    verify: Annotated[str, typer.Option("--verify", help="Checksums to verify: restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state file and SST), none.")] = "restore",
+    verify: Annotated[str, typer.Option("--verify", help="Integrity to check (sidecar checksums, else the files' own: zip CRCs, LZ4 checksums, records): restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state file and SST), none.")] = "restore",
     rows: Annotated[Optional[int], typer.Option("--rows", "-n", min=0, metavar="N", help="Also show N state rows and the state-metadata source, read by Spark (starts a JVM).")] = None,
     store: Annotated[Optional[str], typer.Option("--store", help="--rows: the store to read (stream-stream joins have four).")] = None,
     state_var: Annotated[Optional[str], typer.Option("--state-var", help="--rows: the transformWithState state variable to read.")] = None,
     join_side: Annotated[Optional[str], typer.Option("--join-side", help="--rows: left or right side of a stream-stream join.")] = None,
     changes: Annotated[Optional[str], typer.Option("--changes", metavar="FROM..TO", help="--rows: the change feed between two batch ids instead of the state itself.")] = None,
     batch_id: Annotated[Optional[int], typer.Option("--batch-id", min=0, help="--rows: read the state as of this committed batch (default: the last).")] = None,
+    timers: Annotated[bool, typer.Option("--timers", help="--rows: the registered timers of a transformWithState operator instead of a state variable.")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Explain a Structured Streaming checkpoint: layout, restore plan and health.
@@ -47,8 +48,9 @@ def inspect_state(
     options = InspectOptions(
         path=checkpoint_dir, operator=operator, partition=partition, verify=verify, rows=rows, store=store,
         state_var=state_var, join_side=join_side, changes=changes, batch_id=batch_id,
+        timers=timers,
     )
     result = inspect_checkpoint(options)
     render(result, json)
-    if not result.healthy:
+    if result.failed:
         raise typer.Exit(1)

@@ -15,6 +15,7 @@ from statectl.cli import consume
 from statectl.cli import lag, status
 from statectl.cli import repartition_state
 from statectl.cli import reset
+from statectl.cli import relocate_checkpoint
 from statectl.cli.common import DEBUG, StatectlGroup
 
 app = typer.Typer(
@@ -61,6 +62,7 @@ app.command("lag")(lag.lag)
 app.command("status")(status.status)
 app.command("repartition-state")(repartition_state.repartition_state)
 app.command("reset")(reset.reset)
+app.command("relocate-checkpoint")(relocate_checkpoint.relocate_checkpoint)
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ from statectl.checkpoint.health import ERROR, INFO, WARNING
 from statectl.checkpoint.inspect import InspectResult, operator_restore
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles, format_ranges
 from statectl.checkpoint.restore import StoreRestore
-from statectl.render import emit_json, err, labelled, out
+from statectl.render import emit_json, err, error_line, labelled, out
+from statectl.render.restart_needs import restart_needs_view
 from statectl.text import human_bytes, plural
 
 # Partitions shown in the tree before the rest are summarised (zoom with --operator/--partition).
@@ -30,13 +31,17 @@ _SEVERITY_STYLE = {ERROR: "bold red", WARNING: "yellow", INFO: "dim"}
 def render(result: InspectResult, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
+        _rows_error(result)
         return
     console = out()
     console.print(checkpoint_tree(result))
     console.print()
     console.print(operator_table(result))
     console.print(restore_table(result))
+    console.print(restart_needs_view(result.layout))
     console.print(findings_table(result))
+    if result.checks is not None:
+        console.print(Text(result.checks.summary(), style="dim"))
     if result.rows is not None:
         for part in rows_tables(result):
             console.print(part)
@@ -45,6 +50,12 @@ def render(result: InspectResult, as_json: bool) -> None:
     if errors:
         err().print(labelled("unhealthy:", "bold red", f"{errors} error{'s' if errors != 1 else ''}, "
                              f"{warnings} warning{'s' if warnings != 1 else ''}"))
+    _rows_error(result)
+
+
+def _rows_error(result: InspectResult) -> None:
+    if result.rows is not None and result.rows.error is not None:
+        error_line(result.rows.error)
 
 
 # ------------------------------------------------------------------------------------------
@@ -82,7 +93,9 @@ def checkpoint_tree(result: InspectResult) -> Tree:
         for s in layout.sources:
             kind = s.kind or "source"
             offset = json.dumps(s.latest_offset, separators=(",", ":")) if s.latest_offset is not None else "-"
-            src.add(_node(f"{s.index}/", f"{kind} · {plural(len(s.batches), 'entry')} · latest offset {_clip(offset, 80)}"))
+            compacted = f" ({format_ranges(s.compacted)} compacted)" if s.compacted else ""
+            src.add(_node(f"{s.index}/", f"{kind} · {plural(len(s.batches), 'entry')}{compacted} · "
+                          f"latest offset {_clip(offset, 80)}"))
     if layout.state_present:
         state = tree.add(_node("state/", f"{len(layout.operators)} stateful operator{'s' if len(layout.operators) != 1 else ''}",
                                "one directory per stateful operator, named by operator id"))
@@ -122,9 +135,12 @@ def _logs(tree: Tree, layout: CheckpointLayout) -> None:
 def _operator_node(parent: Tree, result: InspectResult, op: OperatorLayout) -> None:
     stores = ", ".join(op.store_names)
     label = f"{op.operator_id}/"
+    stale = op.stale_partitions
     detail = (f"{op.kind}" + (f" ({op.name})" if op.name and op.name != op.kind else "") +
-              f" · store{'s' if len(op.store_names) > 1 else ''} {stores} · {op.num_partitions} partitions · "
-              f"{plural(op.files, 'file')} · {human_bytes(op.bytes)}")
+              (f" (inferred from its {op.inferred_from}: no operator metadata)" if op.inferred_from else "") +
+              f" · store{'s' if len(op.store_names) > 1 else ''} {stores} · {op.num_partitions} partitions" +
+              (f" (+ {format_ranges(stale)} unused)" if stale else "") +
+              f" · {plural(op.files, 'file')} · {human_bytes(op.bytes)}")
     node = parent.add(_node(label, detail))
     if op.metadata_file:
         rel = op.metadata_file[len(op.path) + 1:]
@@ -143,12 +159,12 @@ def _operator_node(parent: Tree, result: InspectResult, op: OperatorLayout) -> N
             sch.add(Text(rel.split("/", 1)[1]))
         if op.column_families:
             sch.add(Text("column families: " + ", ".join(op.column_families), style="dim"))
-    partitions = sorted(op.partitions)
     zoom = result.options.partition
     if zoom is not None:
-        partitions = [p for p in partitions if p == zoom]
+        partitions = [p for p in sorted(op.partitions) if p == zoom]
         limit = len(partitions)
     else:
+        partitions = [p for p in sorted(op.partitions) if p not in stale]
         limit = len(partitions) if result.options.operator is not None else TREE_PARTITIONS
     for pid in partitions[:limit]:
         _partition_node(node, result, op, pid, detailed=zoom is not None)
@@ -156,12 +172,20 @@ def _operator_node(parent: Tree, result: InspectResult, op: OperatorLayout) -> N
     if hidden > 0:
         node.add(Text(f"… {hidden} more partitions like these (--operator {op.operator_id} shows all, "
                       f"--partition N one in detail)", style="dim"))
+    if stale and zoom is None:
+        files = sum(op.partitions[p].files for p in stale)
+        size = sum(op.partitions[p].bytes for p in stale)
+        node.add(_node(f"{format_ranges(stale)}/", f"{plural(len(stale), 'unused partition')} · "
+                       f"{plural(files, 'file')} · {human_bytes(size)}",
+                       f"beyond the {op.num_partitions} partitions the checkpoint declares: a restart does not "
+                       f"load them (see Health)"))
 
 
 def _partition_node(parent: Tree, result: InspectResult, op: OperatorLayout, pid: int, detailed: bool) -> None:
     part = op.partitions[pid]
-    node = parent.add(_node(f"{pid}/", f"partition {pid} · {plural(part.files, 'file')} · {human_bytes(part.bytes)}",
-                            "one state store instance per store, owned by one task"))
+    unused = " · unused: beyond the declared partitions" if pid in op.stale_partitions else ""
+    node = parent.add(_node(f"{pid}/", f"partition {pid} · {plural(part.files, 'file')} · {human_bytes(part.bytes)}"
+                            f"{unused}", "one state store instance per store, owned by one task"))
     single = list(part.stores) == ["default"]
     for name in sorted(part.stores):
         store = part.stores[name]
@@ -268,17 +292,22 @@ def operator_table(result: InspectResult) -> Table:
         operator = Text(op.kind)
         if op.name and op.name != op.kind:
             operator.append("\n" + op.name, style="dim")
+        elif op.inferred_from:
+            operator.append(f"\ninferred from {op.inferred_from}", style="dim")
         if op.provider:
             operator.append("\n" + op.provider, style="dim")
         stores_cell = Text("\n".join(op.store_names))
         if op.state_variables:
             stores_cell.append("\nvars: " + ", ".join(v.name for v in op.state_variables if not v.internal),
                                style="dim")
+        partitions = Text(str(op.num_partitions))
+        if op.stale_partitions:
+            partitions.append(f"\n+ {format_ranges(op.stale_partitions)} unused", style="dim")
         table.add_row(
             str(op.operator_id),
             operator,
             stores_cell,
-            str(op.num_partitions),
+            partitions,
             span,
             "\n".join(files),
             human_bytes(sum(s.bytes for _, s in stores)),
@@ -349,6 +378,9 @@ def findings_table(result: InspectResult) -> Table | Text:
 
 def rows_tables(result: InspectResult) -> list:
     rows = result.rows
+    if rows.error is not None:
+        return [Text(f"State rows: {rows.request.description} — Spark could not read them (the error is below)",
+                     style="italic")]
     meta = Table(title="state-metadata (Spark's view of the operators)", title_justify="left")
     cols = list(rows.metadata[0].keys()) if rows.metadata else []
     for c in cols:

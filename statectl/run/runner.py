@@ -248,6 +248,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     with CheckpointLock(checkpoint), _closing(metrics), _one_line_errors(config.job):
         from statectl.adapters.spark import failure_line, spark_session
         from statectl.adapters.spark_query import kafka_sink_writer
+        from statectl.checkpoint.restart_needs import restart_session_conf
 
         # Read before the query starts, once (pure Python, no JVM): whether this job can continue
         # the checkpoint, and what the first batch will load.
@@ -260,7 +261,9 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         spark = spark_session(
             app_name=f"statectl {config.job}",
             master=master,
-            conf=config.spark.conf,
+            # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
+            # whose format the session does not match (either way round): set the one it was written in.
+            conf={**config.spark.conf, **restart_session_conf(layout)},
             ui=config.spark.ui,
         )
         plan = job.topology().build(spark, config, bootstrap)

@@ -249,8 +249,11 @@ HEALTH = [
     ("agg", "flip", "error", "crc-mismatch"),
     ("agg_v2", "flip", "error", "crc-mismatch"),
     ("agg_hdfs", "flip", "error", "crc-mismatch"),
-    ("agg", "truncate", "error", "truncated"),
-    ("agg_v2", "truncate", "error", "truncated"),
+    # A cut changelog with its .crc: Spark's checksummed read fails first (ChecksumException), and
+    # so does statectl's check; the record decoding (which Spark stops at the end marker) is for
+    # files without a .crc (tests/test_checkpoint_integrity.py).
+    ("agg", "truncate", "error", "crc-mismatch"),
+    ("agg_v2", "truncate", "error", "crc-mismatch"),
     ("agg", "remove-commit", "warning", "uncommitted-batch"),
     ("agg_hdfs", "delete-replayed", "error", "version-gap"),
     ("agg", "delete-replayed", "error", "version-gap"),
@@ -265,6 +268,10 @@ HEALTH = [
 def test_health_findings_on_damaged_copies(checkpoints, tmp_path, kind, damage, severity, code):
     path = _copy(checkpoints, kind, tmp_path)
     assert _cli("inspect-state", path).exit_code == 0
+    if damage in ("flip", "truncate") and _restore_files(path)[-1].suffix in (".zip", ".snapshot"):
+        # A damaged snapshot with changelogs/deltas to rebuild from: Spark 4.2's autoSnapshotRepair
+        # loads an older one and the restart works (checked by restarting damaged copies).
+        severity = "warning"
     if damage == "flip":
         target = _restore_files(path)[-1]
         flip_byte(target, min(20, target.stat().st_size - 1))
