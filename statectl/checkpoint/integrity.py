@@ -40,7 +40,7 @@ from statectl.checkpoint.layout import (
     StateFile,
     StoreFiles,
 )
-from statectl.checkpoint.restore import RestorePlan, StoreRestore, plan_store
+from statectl.checkpoint.restore import RestorePlan, StoreRestore, plan_store, state_lineage
 from statectl.text import plural
 
 # Severities and finding codes, as health.py defines them (a test keeps them in step).
@@ -535,7 +535,7 @@ def verify_state(layout: CheckpointLayout, plan: RestorePlan, verify: str,
     probe = _Probe(layout, deep=verify != "none", report=report)
     out: list[StateProblem] = []
     seen: set[str] = set()
-    lineage = _lineage_ids(layout)
+    lineage = state_lineage(layout)
     if verify != "none":
         probe.prefetch(_files_to_check(layout, plan, verify))
     for op_restore in plan.operators.values():
@@ -690,14 +690,3 @@ def _health_errors(store: StoreFiles, r: StoreRestore) -> tuple[tuple[str, str],
 
 def _start(r: StoreRestore) -> str:
     return r.snapshot.name if r.snapshot else "an empty store"
-
-
-def _lineage_ids(layout: CheckpointLayout) -> dict[tuple[int, int], dict[int, set[str]]]:
-    if layout.format_version < 2:
-        return {}
-    out: dict[tuple[int, int], dict[int, set[str]]] = {}
-    for batch, commit in layout.commits.items():
-        for oid, parts in (commit.state_unique_ids or {}).items():
-            for pid, ids in enumerate(parts):
-                out.setdefault((oid, pid), {})[batch + 1] = set(ids)
-    return out

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from statectl.checkpoint.formats import parse_state_file_name
 from statectl.checkpoint.layout import CheckpointLayout, format_ranges
-from statectl.checkpoint.restore import plan_store
+from statectl.checkpoint.restore import plan_store, state_lineage
 from statectl.errors import UsageError
 from statectl.text import human_bytes, plural
 
@@ -407,11 +407,7 @@ def _refuse_unusable_target(layout: CheckpointLayout, batch: int) -> None:
 
 def _unrestorable(layout: CheckpointLayout, version: int) -> list[str]:
     """Why state version ``version`` cannot be loaded, per store instance (empty: it can)."""
-    lineage: dict[tuple[int, int], dict[int, set[str]]] = {}
-    for b, commit in layout.commits.items():
-        for oid, parts in (commit.state_unique_ids or {}).items():
-            for pid, ids in enumerate(parts):
-                lineage.setdefault((oid, pid), {})[b + 1] = set(ids)
+    lineage = state_lineage(layout)
     # The partitions a restart at that version loads: the count pinned in the offset log of the
     # batch before it (an offline repartition leaves the partitions it dropped on disk, unread).
     count = layout.pinned_partitions_at(version - 1)

@@ -190,7 +190,7 @@ def restore_plan(layout: CheckpointLayout, read_snapshot_metadata: bool = True) 
     """Plan the restore a restart performs. Pure: reads only the chosen RocksDB zips' metadata."""
     target = layout.restore_version
     plan = RestorePlan(next_batch=layout.next_batch, target_version=target, reruns_batch=layout.pending_batch)
-    lineage = _lineage(layout) if layout.format_version >= 2 else {}
+    lineage = state_lineage(layout)
     for oid in sorted(layout.operators):
         op = layout.operators[oid]
         op_plan = OperatorRestore(operator_id=oid)
@@ -271,8 +271,10 @@ def rocksdb_snapshot_ssts(zip_path: str) -> list[tuple[str, int]]:
     return [(f["dfsSstFileName"], int(f.get("sizeBytes", 0))) for f in doc.get("sstFiles", [])]
 
 
-def _lineage(layout: CheckpointLayout) -> dict[tuple[int, int], dict[int, set[str]]]:
-    """(operator, partition) -> state version -> unique ids committed for it (format v2)."""
+def state_lineage(layout: CheckpointLayout) -> dict[tuple[int, int], dict[int, set[str]]]:
+    """(operator, partition) -> state version -> unique ids committed for it; empty before format v2."""
+    if layout.format_version < 2:
+        return {}
     out: dict[tuple[int, int], dict[int, set[str]]] = {}
     for batch, commit in layout.commits.items():
         for oid, parts in (commit.state_unique_ids or {}).items():
