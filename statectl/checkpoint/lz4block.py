@@ -155,6 +155,19 @@ def decompress(src: bytes, original_length: int, fast: bool = False) -> bytes:
     return decompress_block(src, original_length)
 
 
+def _extended_length(src: bytes, i: int, length: int, what: str) -> tuple[int, int]:
+    """A 15 in a token's nibble continues in bytes that add up until one is below 255."""
+    n = len(src)
+    while True:
+        if i >= n:
+            raise ValueError(f"block ends inside a {what}")
+        b = src[i]
+        i += 1
+        length += b
+        if b != 255:
+            return length, i
+
+
 def decompress_block(src: bytes, original_length: int) -> bytes:
     """Decode one LZ4 block (the raw block format, no frame) of ``original_length`` bytes.
 
@@ -170,14 +183,7 @@ def decompress_block(src: bytes, original_length: int) -> bytes:
         i += 1
         literals = token >> 4
         if literals == 15:
-            while True:
-                if i >= n:
-                    raise ValueError("block ends inside a literal length")
-                b = src[i]
-                i += 1
-                literals += b
-                if b != 255:
-                    break
+            literals, i = _extended_length(src, i, literals, "literal length")
         if i + literals > n:
             raise ValueError("literals run past the end of the block")
         out += src[i:i + literals]
@@ -190,14 +196,7 @@ def decompress_block(src: bytes, original_length: int) -> bytes:
         i += 2
         length = token & 15
         if length == 15:
-            while True:
-                if i >= n:
-                    raise ValueError("block ends inside a match length")
-                b = src[i]
-                i += 1
-                length += b
-                if b != 255:
-                    break
+            length, i = _extended_length(src, i, length, "match length")
         length += 4
         start = len(out) - offset
         if offset == 0 or start < 0:

@@ -140,15 +140,11 @@ def undo(backup: Path, manifest: ResetManifest, dry_run: bool = False) -> UndoRe
 def _preview(backup: Path, manifest: ResetManifest, checkpoint: Path, result: UndoResult) -> None:
     """What ``undo`` would do, refusals included, without changing anything."""
     if manifest.moves_checkpoint or manifest.kind == "start-over":
-        saved = backup / CHECKPOINT_DIR
-        if manifest.moves_checkpoint and not saved.is_dir() and not checkpoint.is_dir():
-            raise UsageError(f"the backup {backup} has no {CHECKPOINT_DIR}/ directory; undo refused, nothing was changed")
-        if checkpoint.exists() and (saved.is_dir() or not manifest.moves_checkpoint):
-            made, written = _made_since(checkpoint, manifest)
-            if set(made) - written:
-                result.kept = str(backup / AFTER_RESET_DIR)
-            else:
-                result.removed_written = sorted(written)
+        saved, written, keep = _start_over_undo(backup, manifest, checkpoint)
+        if keep:
+            result.kept = str(backup / AFTER_RESET_DIR)
+        elif written is not None:
+            result.removed_written = written
         result.restored_files = len(list_files(saved)) if saved.is_dir() else 0
         return
     _check_roll_back(backup, manifest, checkpoint)
@@ -194,20 +190,29 @@ def _undo_roll_back(backup: Path, manifest: ResetManifest, checkpoint: Path, res
     _remove_empty_dirs(source)
 
 
-def _undo_start_over(backup: Path, manifest: ResetManifest, checkpoint: Path, result: UndoResult) -> None:
+def _start_over_undo(backup: Path, manifest: ResetManifest, checkpoint: Path) -> tuple[Path, list[str] | None, bool]:
+    """What undoing a start-over does with the checkpoint there now (the same for the preview and
+    the undo): the saved checkpoint, the files the reset wrote that go (None: nothing goes), and
+    whether the checkpoint must be kept aside instead because a run added files to it."""
     saved = backup / CHECKPOINT_DIR
     if manifest.moves_checkpoint and not saved.is_dir() and not checkpoint.is_dir():
         raise UsageError(f"the backup {backup} has no {CHECKPOINT_DIR}/ directory; undo refused, nothing was changed")
     if checkpoint.exists() and (saved.is_dir() or not manifest.moves_checkpoint):
         made, written = _made_since(checkpoint, manifest)
-        if set(made) - written:
-            # A run started on the new checkpoint without finishing a batch (it wrote its query id,
-            # say): kept aside in the backup, not deleted.
-            result.kept = str(backup / AFTER_RESET_DIR)
-            _move(checkpoint, backup / AFTER_RESET_DIR)
-        else:
-            result.removed_written = sorted(written)
-            shutil.rmtree(checkpoint)
+        return saved, sorted(written), bool(set(made) - written)
+    return saved, None, False
+
+
+def _undo_start_over(backup: Path, manifest: ResetManifest, checkpoint: Path, result: UndoResult) -> None:
+    saved, written, keep = _start_over_undo(backup, manifest, checkpoint)
+    if keep:
+        # A run started on the new checkpoint without finishing a batch (it wrote its query id,
+        # say): kept aside in the backup, not deleted.
+        result.kept = str(backup / AFTER_RESET_DIR)
+        _move(checkpoint, backup / AFTER_RESET_DIR)
+    elif written is not None:
+        result.removed_written = written
+        shutil.rmtree(checkpoint)
     if saved.is_dir():
         _move(saved, checkpoint)
         result.restored_files = len(list_files(checkpoint))
