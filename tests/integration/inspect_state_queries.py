@@ -32,13 +32,14 @@ KINDS = {
     "session": ("session", "append", {}),
     "apply_pandas": ("apply_pandas", "update", {}),
     "tws": ("tws", "update", {}),
+    "tws_rows": ("tws_rows", "update", {}),
     "chained": ("chained", "append", {}),
 }
 
 EXPECTED_OPERATOR = {
     "agg": "stateStoreSave", "dedup": "dedupe", "join": "symmetricHashJoin",
     "session": "sessionWindowStateStoreSaveExec", "apply_pandas": "applyInPandasWithState",
-    "tws": "transformWithStateInPandasExec",
+    "tws": "transformWithStateInPandasExec", "tws_rows": "transformWithStateInPySparkExec",
 }
 # Operators of the chained query, by operator id (Spark numbers them from the sink down).
 CHAINED_OPERATORS = {0: "stateStoreSave", 1: "dedupeWithinWatermark"}
@@ -88,6 +89,8 @@ def build_query(spark, kind: str, input_dir: Path):
     if query == "tws":
         return df.groupBy("k").transformWithStateInPandas(
             _processor(), "k string, n long", "Update", "ProcessingTime")
+    if query == "tws_rows":  # the row-based transformWithState (PySpark 4.1+)
+        return df.groupBy("k").transformWithState(_row_processor(), "k string, n long", "Update", "ProcessingTime")
     raise ValueError(kind)
 
 
@@ -131,12 +134,34 @@ def _processor():
     return EventsPerKey()
 
 
+def _row_processor():
+    from pyspark.sql import Row
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    class RowsPerKey(StatefulProcessor):
+        """A count per key (ValueState), fed Rows instead of pandas frames."""
+
+        def init(self, handle):
+            self.count = handle.getValueState("count", StructType([StructField("c", LongType())]))
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = (self.count.get()[0] if self.count.exists() else 0) + sum(1 for _ in rows)
+            self.count.update((n,))
+            yield Row(k=key[0], n=n)
+
+        def close(self):
+            pass
+
+    return RowsPerKey()
+
+
 def run_once(spark, kind: str, checkpoint: Path, input_dir: Path, timeout: float = 120) -> dict | None:
     """Run ``kind`` over everything new in ``input_dir``; returns the first batch's progress."""
     query, mode, _ = KINDS[kind]
     writer = build_query(spark, kind, input_dir).writeStream.format("noop").outputMode(mode).option(
         "checkpointLocation", str(checkpoint))
-    if query == "tws":
+    if query in ("tws", "tws_rows"):
         q = writer.trigger(processingTime="1 hour").start()
         deadline = time.time() + timeout
         while not q.recentProgress and time.time() < deadline:
