@@ -4,7 +4,8 @@
 #   - a virtualenv in .venv with statectl and its pinned Python dependencies
 #   - the Kafka broker jars and Spark's Kafka connector jars, resolved once from Maven Central
 #     into ~/.cache/statectl/jars (later runs are offline)
-# Pass --bench to also install kcat (for benchmarks/produce.py).
+# Pass --bench to also install kcat (for benchmarks/produce.py) and build the leaderboard's Kafka
+# Streams twin (benchmarks/kafka_streams, for benchmarks/peer.py; again only when its sources change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,4 +54,16 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
 fi
 
 .venv/bin/statectl jars fetch >/dev/null
+
+if [[ " $* " == *" --bench "* ]]; then
+  twin=benchmarks/kafka_streams
+  jar=$twin/target/leaderboard-twin.jar
+  if [[ ! -f $jar || -n $(find "$twin/pom.xml" "$twin/src" -newer "$jar" -print -quit) ]]; then
+    log "building the Kafka Streams twin ($jar; first time: Maven fetches its dependencies)"
+    # Offline first: once ~/.m2 holds the dependencies and plugins, no network is needed.
+    if ! mvn -q -B -o -f "$twin/pom.xml" package >/dev/null 2>&1; then
+      mvn -q -B -f "$twin/pom.xml" package
+    fi
+  fi
+fi
 log "ready: $(.venv/bin/statectl --version); jars in ${STATECTL_JAR_CACHE:-~/.cache/statectl/jars}"
