@@ -121,12 +121,18 @@ def spark_session(
     log_file = (log_file or spark_log_file()).resolve()
     log4j = resources.files("statectl.resources").joinpath("spark-log4j2.properties")
     with resources.as_file(log4j) as log4j_path:
+        from statectl.adapters.jvm_archive import driver_java_options
+
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j_path} -Dstatectl.spark.log={log_file}"
         options = {
             "spark.app.name": app_name, "spark.master": master,
             "spark.jars": ",".join(str(j) for j in connector_jars()),
-            "spark.driver.extraJavaOptions": java_opts, "spark.executor.extraJavaOptions": java_opts,
             **settings,
+            # A job's own JVM options come after statectl's (logging, the class-data archive), not instead.
+            "spark.driver.extraJavaOptions": " ".join(
+                o for o in (java_opts, driver_java_options(pyspark_jars_dir()), settings.get("spark.driver.extraJavaOptions")) if o),
+            "spark.executor.extraJavaOptions": " ".join(
+                o for o in (java_opts, settings.get("spark.executor.extraJavaOptions")) if o),
         }
         builder = SparkSession.builder
         for key, value in options.items():
