@@ -46,9 +46,9 @@ class JobEntry:
     #: and configs it creates them with (pure: the runner creates and checks them before Spark
     #: starts, and ``configs/topics.yaml`` is generated from them).
     topics: Callable[[JobConfig], list[DeclaredTopic]]
-    #: ``check_checkpoint(layout) -> message or None``: a checkpoint an earlier statectl wrote in a
-    #: state layout this version cannot continue.
-    check_checkpoint: Callable[[object], str | None] | None = None
+    #: ``check_checkpoint(layout, config) -> message or None``: a checkpoint an earlier statectl
+    #: (or another setting of the config) wrote in a state layout this run cannot continue.
+    check_checkpoint: Callable[[object, JobConfig | None], str | None] | None = None
 
     @property
     def group(self) -> str:

@@ -339,6 +339,30 @@ def test_check_checkpoint_accepts_the_paged_layout_and_refuses_0_1_to_0_3():
     assert check_checkpoint(CheckpointLayout(root="empty")) is None
 
 
+def test_a_checkpoint_keeps_its_layout():
+    from jobs.leaderboard.checkpoint import check_checkpoint
+    from jobs.leaderboard.config import LeaderboardConfig
+    from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
+
+    buckets = CheckpointLayout(root="ckpt", operators={
+        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("player_pages", "MapState"),
+                                                         StateVariable("game_pages", "MapState"),
+                                                         StateVariable("top", "MapState")]),
+    })
+    sharded = CheckpointLayout(root="ckpt", operators={
+        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("top", "MapState")]),
+        1: OperatorLayout(1, "state/1", state_variables=[StateVariable("player_pages", "MapState"),
+                                                         StateVariable("game_pages", "MapState")]),
+    })
+    as_buckets = LeaderboardConfig.model_validate({"job": "leaderboard"})
+    as_sharded = LeaderboardConfig.model_validate({"job": "leaderboard", "leaderboard": {"layout": "sharded"}})
+    assert check_checkpoint(buckets, as_buckets) is None and check_checkpoint(sharded, as_sharded) is None
+    assert "written with leaderboard.layout: buckets" in check_checkpoint(buckets, as_sharded)
+    assert "Set leaderboard.layout: sharded to continue it" in check_checkpoint(sharded, as_buckets)
+    assert "leaderboard.layout: sharded" in check_checkpoint(sharded, None)  # no config: the default, buckets
+    assert check_checkpoint(CheckpointLayout(root="empty"), as_sharded) is None
+
+
 def _spark_hash_long(value: int, seed: int = 42) -> int:
     """Spark's ``hash()`` of a bigint (Murmur3_x86_32.hashLong), which its hash partitioning uses."""
     def mix_k1(k):
@@ -549,6 +573,80 @@ def _processor_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle)
                         letters.append((reason, letter["sourcePartition"], letter["sourceOffset"]))
         results.append((changed, sorted(letters)))
     return results
+
+
+def _sharded_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle):
+    """The same batches through the sharded layout: ``PlayerShard`` per player shard (players by
+    their page's shard, every products-table row to every shard, parse letters to PASS_THROUGH),
+    its output regrouped by ``slot`` into ``GameRanking`` per game shard, as Spark's second
+    shuffle does; each key's rows handed over in no particular order."""
+    import pandas as pd
+
+    from jobs.leaderboard.operators import PAGE_BITS, PASS_THROUGH, SHARD_KEYS, GameRanking, PlayerShard
+
+    shards, rankings, results = {}, {}, []
+    keys = np.array(SHARD_KEYS)
+    for batch in batches:
+        is_product = batch["kind"].isin(["product", "product_delete"]).to_numpy()
+        player = batch["player_id"].to_numpy()
+        letter = batch["kind"].isin(["dlq", "bad_score"]).to_numpy()
+        shard = np.where(letter, PASS_THROUGH, keys[(np.maximum(player, 0) >> PAGE_BITS) % len(keys)])
+        routed = []
+        for key in list(SHARD_KEYS) + [PASS_THROUGH]:
+            rows = batch[(shard == key) & ~is_product | (is_product & (key != PASS_THROUGH))]
+            if not len(rows):
+                continue
+            if key not in shards:
+                shards[key] = PlayerShard(top_n, "score-events", "high-scores", "dlq", 1024, table_ends)
+                shards[key].init(handle())
+            rows = operator_rows(rows.iloc[rng.permutation(len(rows))].reset_index(drop=True))
+            routed += list(shards[key].handleInputRows((key,), iter([rows]), None))
+        routed = pd.concat(routed, ignore_index=True) if routed else pd.DataFrame({"slot": []})
+        changed, letters = {}, []
+        for key, rows in routed.groupby("slot"):
+            key = int(key)
+            if key not in rankings:
+                rankings[key] = GameRanking(top_n, "high-scores", "dlq")
+                rankings[key].init(handle())
+            rows = rows.iloc[rng.permutation(len(rows))].reset_index(drop=True)
+            for out in rankings[key].handleInputRows((key,), iter([rows]), None):
+                for topic, k, value, reason in out.itertuples(index=False):
+                    if topic == "high-scores":
+                        assert k not in changed  # once per game and batch
+                        changed[k] = value
+                    else:
+                        letter = json.loads(value)
+                        assert letter["reason"] == reason
+                        letters.append((reason, letter["sourcePartition"], letter["sourceOffset"]))
+        results.append((changed, sorted(letters)))
+    return results
+
+
+@pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
+def test_the_sharded_layout_matches_the_rules_applied_one_row_at_a_time(seed):
+    """Player ids spread over several pages, so that players land in different shards."""
+    rng = np.random.default_rng(seed)
+    top_n = int(rng.integers(1, 5))
+    players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
+    counters: dict = {}
+    batches = [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
+               for _ in range(int(rng.integers(1, 5)))]
+    for batch in batches:  # ids 0..11 -> far apart, several pages and shards
+        batch["player_id"] = np.where(batch["player_id"] >= 0, batch["player_id"] * 1000 + 7, batch["player_id"])
+    assert _sharded_batches(batches, top_n, rng) == _reference_batches(batches, top_n)
+
+
+def test_shard_keys_fill_every_shuffle_partition():
+    from collections import Counter
+
+    from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH, SHARD_KEYS
+
+    assert len(set(SHARD_KEYS)) == 32 and PASS_THROUGH not in SHARD_KEYS
+    for partitions in (1, 2, 4, 8, 16, 32):
+        per_partition = Counter(_spark_hash_long(k) % partitions for k in SHARD_KEYS)
+        assert sorted(per_partition.values()) == [32 // partitions] * partitions, partitions
+    for partitions in (3, 6):
+        assert len({_spark_hash_long(k) % partitions for k in SHARD_KEYS}) == partitions
 
 
 @pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")

@@ -25,6 +25,11 @@ class LeaderboardSettings(Section):
     #: score (tables read from their beginning); ``as-of``: every score sees the tables as of its
     #: timestamp. Both join records that arrive later as of their time (docs/jobs/leaderboard.md).
     tables: Literal["bootstrap", "as-of"] = "bootstrap"
+    #: ``buckets``: one operator keyed by game bucket (8 buckets, each with a replica of the
+    #: players table). ``sharded``: an operator keyed by player shard (the players table held
+    #: once) and one keyed by game shard (the top lists), 32 shards each, so the stateful stages
+    #: use every state partition up to 32. Fixed for a checkpoint's life (docs/jobs/leaderboard.md).
+    layout: Literal["buckets", "sharded"] = "buckets"
 
 
 class LeaderboardConfig(JobConfig):

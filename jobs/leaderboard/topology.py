@@ -18,8 +18,15 @@ micro-batch: the list after the whole batch).
 
 One operator, not a join operator keyed by player and a ranking operator keyed by game: every
 row that crosses into Python (Arrow, pandas) and back costs, and the ranking needs only a few
-rows per game. The price is the players table held once per bucket (8 replicas), fine for a
-table of players' names.
+rows per game. The price is the players table held once per bucket (8 replicas), and at most 8
+tasks in the stateful stage.
+
+``leaderboard.layout: sharded`` pays for two operators without sending every row twice:
+``PlayerShard``, keyed by player shard (``SHARD_KEYS``; a page of the players table lives in one
+shard), holds the players table once and a replica of the products table, joins as the buckets
+do, and hands on per game only the scores of its part of the batch that can still rank (plus the
+dead letters); ``GameRanking``, keyed by game shard, merges them into the top lists. Both stages
+use every state partition up to 32.
 
 Ordering inside a micro-batch: Spark hands a key's rows to the processor together, so the rows
 are put back in processing order first (per player for the players table, per game for the
@@ -63,7 +70,17 @@ from jobs.leaderboard.kinds import (
     KIND_PRODUCT_DELETE,
     KIND_SCORE,
 )
-from jobs.leaderboard.operators import COLUMNS, GAME_BUCKET_KEYS, Leaderboard, PASS_THROUGH
+from jobs.leaderboard.operators import (
+    COLUMNS,
+    GAME_BUCKET_KEYS,
+    PAGE_BITS,
+    PASS_THROUGH,
+    ROUTED_SCHEMA,
+    SHARD_KEYS,
+    GameRanking,
+    Leaderboard,
+    PlayerShard,
+)
 from jobs.leaderboard.config import LeaderboardConfig
 
 REASONS = [
@@ -75,13 +92,38 @@ REASONS = [
 SCORE_SCHEMA = "player_id LONG, product_id LONG, score DOUBLE"
 
 
-def _bucket_keys() -> Column:
-    return F.array(*[F.lit(k) for k in GAME_BUCKET_KEYS]).cast("array<bigint>")
+def _keys(keys: tuple[int, ...]) -> Column:
+    return F.array(*[F.lit(k) for k in keys]).cast("array<bigint>")
+
+
+def _key_of(keys: tuple[int, ...], value: Column) -> Column:
+    return F.element_at(_keys(keys), F.pmod(value, F.lit(len(keys))).cast("int") + 1)
 
 
 def _game_bucket(product_id: Column) -> Column:
     """A game's bucket: its key in ``GAME_BUCKET_KEYS``, by product id."""
-    return F.element_at(_bucket_keys(), F.pmod(product_id, F.lit(len(GAME_BUCKET_KEYS))).cast("int") + 1)
+    return _key_of(GAME_BUCKET_KEYS, product_id)
+
+
+class Routing:
+    """Which key of the joining operator a row goes to, per layout (``leaderboard.layout``):
+    ``buckets`` by game bucket, every players-table row to every bucket; ``sharded`` by the
+    player's shard (its page of the players table), every products-table row to every shard."""
+
+    def __init__(self, layout: str):
+        self.sharded = layout == "sharded"
+
+    def score(self, player_id: Column, product_id: Column) -> Column:
+        if self.sharded:
+            return _key_of(SHARD_KEYS, F.shiftright(player_id, PAGE_BITS))
+        return _game_bucket(product_id)
+
+    def replicates(self, table: str) -> bool:
+        """Whether every row of ``table`` (``player`` or ``product``) goes to every key."""
+        return table == ("product" if self.sharded else "player")
+
+    def all_keys(self) -> Column:
+        return _keys(SHARD_KEYS if self.sharded else GAME_BUCKET_KEYS)
 
 
 def _raw_text(max_bytes: int) -> Column:
@@ -90,7 +132,7 @@ def _raw_text(max_bytes: int) -> Column:
     return F.when(F.length("value") <= max_bytes, value).otherwise(F.substring(value, 1, 1024))
 
 
-def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
+def _parse_scores(src: DataFrame, max_bytes: int, routing: Routing) -> DataFrame:
     """The score-events source -> ``ROW_SCHEMA`` rows (and ``bucket``); bad ones go on raw.
 
     A good score costs one typed JSON parse and a few comparisons: this runs once per event,
@@ -113,7 +155,8 @@ def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
     raw = F.to_json(F.struct(F.col("key").cast("string").alias("key"), _raw_text(max_bytes).alias("value"),
                              F.length("value").alias("bytes")))
     return typed.select(
-        F.when(ok, _game_bucket(s["product_id"])).otherwise(F.lit(PASS_THROUGH)).cast("bigint").alias("bucket"),
+        F.when(ok, routing.score(s["player_id"], s["product_id"])).otherwise(F.lit(PASS_THROUGH)).cast("bigint")
+        .alias("bucket"),
         F.when(ok, F.lit(KIND_SCORE)).otherwise(F.lit(KIND_BAD_SCORE)).cast("byte").alias("kind"),
         F.when(ok, s["player_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
         F.when(ok, s["product_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
@@ -125,7 +168,7 @@ def _parse_scores(src: DataFrame, max_bytes: int) -> DataFrame:
     )
 
 
-def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
+def _parse_table(src: DataFrame, table: str, max_bytes: int, routing: Routing) -> DataFrame:
     """A table source (``table`` is ``player`` or ``product``) -> ``ROW_SCHEMA`` rows (and ``bucket``):
     an upsert, a delete (null value), or a dead letter (bad key, oversized or malformed value).
     A players-table row goes to every bucket (each holds a replica of the table), a
@@ -168,11 +211,12 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int) -> DataFrame:
         F.col("offset").alias("off"),
     )
     dead = F.col("kind") == KIND_DEAD_LETTER
-    if table == "player":
-        buckets = F.when(dead, F.array(F.lit(PASS_THROUGH).cast("bigint"))).otherwise(_bucket_keys())
+    if routing.replicates(table):
+        buckets = F.when(dead, F.array(F.lit(PASS_THROUGH).cast("bigint"))).otherwise(routing.all_keys())
         rows = rows.withColumn("bucket", F.explode(buckets))
     else:
-        rows = rows.withColumn("bucket", F.when(dead, F.lit(PASS_THROUGH)).otherwise(_game_bucket(F.col("product_id")))
+        table_id = F.col("player_id" if table == "player" else "product_id")
+        rows = rows.withColumn("bucket", F.when(dead, F.lit(PASS_THROUGH)).otherwise(routing.score(table_id, table_id))
                                .cast("bigint"))
     return rows.select("bucket", *COLUMNS)
 
@@ -191,9 +235,10 @@ def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame
     players, products = (kafka_source(spark, bootstrap, [name], table_start) for name in (t.players, t.products))
     # Each source is parsed on its own: the score events, nearly every row, take the short path.
     max_bytes = config.leaderboard.max_record_bytes
-    return (_parse_scores(scores, max_bytes)
-            .unionByName(_parse_table(players, "player", max_bytes))
-            .unionByName(_parse_table(products, "product", max_bytes)))
+    routing = Routing(config.leaderboard.layout)
+    return (_parse_scores(scores, max_bytes, routing)
+            .unionByName(_parse_table(players, "player", max_bytes, routing))
+            .unionByName(_parse_table(products, "product", max_bytes, routing)))
 
 
 def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
@@ -205,10 +250,18 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
 
         ends = end_offsets(bootstrap, [t.players, t.products])
         table_ends = {"players": ends.get(t.players, {}), "products": ends.get(t.products, {})}
-    output = rows.groupBy("bucket").transformWithStateInPandas(
-        statefulProcessor=Leaderboard(config.leaderboard.top_n, t.score_events, t.high_scores, t.dlq,
-                                      config.leaderboard.max_record_bytes, table_ends),
-        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
-    )
+    settings = (config.leaderboard.top_n, t.score_events, t.high_scores, t.dlq, config.leaderboard.max_record_bytes,
+                table_ends)
+    if config.leaderboard.layout == "sharded":
+        routed = rows.groupBy("bucket").transformWithStateInPandas(
+            statefulProcessor=PlayerShard(*settings), outputStructType=ROUTED_SCHEMA, outputMode="Append",
+            timeMode="None")
+        output = routed.groupBy("slot").transformWithStateInPandas(
+            statefulProcessor=GameRanking(config.leaderboard.top_n, t.high_scores, t.dlq),
+            outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None")
+    else:
+        output = rows.groupBy("bucket").transformWithStateInPandas(
+            statefulProcessor=Leaderboard(*settings), outputStructType=OUTPUT_SCHEMA, outputMode="Append",
+            timeMode="None")
     return JobPlan(output=output, reasons=REASONS, output_topics=[t.high_scores, t.dlq],
                    description=f"top {config.leaderboard.top_n} scores per game -> {t.high_scores}")

@@ -214,13 +214,14 @@ def _checkpoint_layout(checkpoint: Path):
         return None
 
 
-def _refuse_incompatible_checkpoint(job, layout) -> None:
-    """A job whose state layout changed between statectl versions says which checkpoints it
-    cannot continue (``check_checkpoint(layout) -> message or None``). Spark itself would accept
-    them (state variables may be added and dropped) and the job would go on with state missing."""
+def _refuse_incompatible_checkpoint(job, layout, config) -> None:
+    """A job whose state layout changed between statectl versions, or that a config can switch,
+    says which checkpoints it cannot continue (``check_checkpoint(layout, config) -> message or
+    None``). Spark itself would accept them (state variables may be added and dropped) and the job
+    would go on with state missing."""
     if job.check_checkpoint is None or layout is None:
         return
-    problem = job.check_checkpoint(layout)
+    problem = job.check_checkpoint(layout, config)
     if problem:
         raise UsageError(problem)
 
@@ -253,7 +254,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         # Read before the query starts, once (pure Python, no JVM): whether this job can continue
         # the checkpoint, and what the first batch will load.
         layout = _checkpoint_layout(checkpoint)
-        _refuse_incompatible_checkpoint(job, layout)
+        _refuse_incompatible_checkpoint(job, layout, config)
         restore, plan_note = tracked_restore(checkpoint, layout) if request.listen else ({}, None)
         topic_note = topics.apply()
         # On a secured cluster, a missing READ or WRITE is one line now, not a Spark task failure later.
