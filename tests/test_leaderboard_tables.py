@@ -18,7 +18,13 @@ import pytest
 
 from jobs.leaderboard.kinds import KIND_NAMES
 from tests.fake_state import FakeHandle
-from tests.test_leaderboard_pure import _processor_batches, _random_batch, operator_rows, reference_batch
+from tests.test_leaderboard_pure import (
+    _processor_batches,
+    _random_batch,
+    _sharded_batches,
+    operator_rows,
+    reference_batch,
+)
 
 
 def rows(*spec) -> pd.DataFrame:
@@ -123,8 +129,9 @@ def _reference(batches, top_n, ends) -> list:
     return results
 
 
+@pytest.mark.parametrize("layout", ["buckets", "sharded"])
 @pytest.mark.parametrize("seed", range(10), ids=lambda s: f"seed-{s}")
-def test_item8_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed):
+def test_item8_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed, layout):
     rng = np.random.default_rng(seed)
     top_n = int(rng.integers(1, 5))
     players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
@@ -135,7 +142,8 @@ def test_item8_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed):
             for table in ("players", "products")}
     batches += [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
                 for _ in range(int(rng.integers(0, 4)))]
-    assert _processor_batches(batches, top_n, rng, ends, FakeHandle) == _reference(batches, top_n, ends)
+    through = _processor_batches if layout == "buckets" else _sharded_batches
+    assert through(batches, top_n, rng, ends, FakeHandle) == _reference(batches, top_n, ends)
 
 
 def test_item8_tables_setting_defaults_to_bootstrap_and_takes_as_of_only(tmp_path):
