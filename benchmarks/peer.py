@@ -567,7 +567,7 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
           f"; load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     head = (f"{'system':<15}{'wall s':>8}{'events/s':>11}{'1st out s':>11}{'CPU s':>8}{'broker CPU s':>14}"
-            f"{'CPU s/M ev':>12}{'peak RSS':>13}{'out recs':>10}  ok")
+            f"{'CPU s/M ev':>12}{'peak RSS':>13}{'out recs':>12}  ok")
     print(head)
     for s in SYSTEMS:
         r = rows.get(s)
@@ -575,7 +575,7 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
             continue
         per_m = (r.cpu + r.broker_cpu) / events * 1e6 if events >= 10_000 else None
         print(f"{s:<15}{r.wall:>8.1f}{events / r.wall:>11,.0f}{_fmt(r.first_output, '>11.1f'):>11}{r.cpu:>8.1f}"
-              f"{r.broker_cpu:>14.1f}{_fmt(per_m, '>12.1f'):>12}{mib(r.peak_rss):>13}{r.output_records:>10,}  "
+              f"{r.broker_cpu:>14.1f}{_fmt(per_m, '>12.1f'):>12}{mib(r.peak_rss):>13}{r.output_records:>12,}  "
               f"{'yes' if r.ok else 'NO'}{' (' + r.note + ')' if r.note else ''}")
     if rounds > 1:
         print("every round (wall s): " + "; ".join(
