@@ -5,13 +5,14 @@ A Spark driver loads some 15,000 classes before its first micro-batch commits; l
 was the largest fixed cost of a short run (docs/performance.md). Java's dynamic class-data
 sharing (CDS) keeps them in an archive a JVM maps at start. The archive is made once by a
 training run (``statectl jars archive``, which scripts/setup.sh runs) and belongs to one JVM and
-one PySpark install: its name carries a key of both, so another Java or PySpark simply finds no
-archive and starts as before. A JVM that cannot use an archive (its class path changed under
+one PySpark install (its jars by path, size and time): its name carries a key of both, so
+another Java, PySpark or virtualenv simply finds no archive and starts as before. A JVM that cannot use an archive (its class path changed under
 it, say) ignores it and says so in the Spark log; it never fails because of it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -38,15 +39,18 @@ def _java() -> Path | None:
 
 
 def archive_key(jars_dir: Path) -> str | None:
-    """What the archive must match: the JVM binary and PySpark's jars (``jars_dir``: names and sizes)."""
+    """What the archive must match, as the JVM checks it: the JVM binary, and the class path's
+    jars by path, size and modification time (``jars_dir``: PySpark's; a second checkout's
+    virtualenv, or a reinstall, is another class path and gets its own archive)."""
     java = _java()
     if java is None:
         return None
     digest = hashlib.sha1()
     stat = java.stat()
     digest.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    for jar in sorted(jars_dir.glob("*.jar")):
-        digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
+    for jar in sorted(jars_dir.resolve().glob("*.jar")):
+        stat = jar.stat()
+        digest.update(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -104,7 +108,11 @@ def build_archive(jars_dir: Path, timeout: float = 600.0, force: bool = False) -
             why = (proc.stderr.strip().splitlines() or ["no archive written"])[-1]
             raise OperationalError(f"the JVM archive's training run failed: {why}")
     os.replace(partial, path)
-    for old in path.parent.glob("spark-driver-*.jsa"):  # archives of a JVM or PySpark no longer used
-        if old != path:
-            old.unlink(missing_ok=True)
+    # Archives of a JVM or a PySpark install nobody started Spark with for a month (a JVM maps
+    # its archive at every start, which keeps the access time of one in use fresh enough).
+    month_ago = time.time() - 30 * 86400
+    for old in path.parent.glob("spark-driver-*.jsa"):
+        with contextlib.suppress(OSError):
+            if old != path and max(old.stat().st_atime, old.stat().st_mtime) < month_ago:
+                old.unlink()
     return path, time.monotonic() - started, True
