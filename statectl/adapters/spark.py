@@ -124,15 +124,15 @@ def spark_session(
         from statectl.adapters.jvm_archive import driver_java_options
 
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j_path} -Dstatectl.spark.log={log_file}"
+        driver_opts = (java_opts, driver_java_options(pyspark_jars_dir()), settings.get("spark.driver.extraJavaOptions"))
+        executor_opts = (java_opts, settings.get("spark.executor.extraJavaOptions"))
         options = {
             "spark.app.name": app_name, "spark.master": master,
             "spark.jars": ",".join(str(j) for j in connector_jars()),
             **settings,
             # A job's own JVM options come after statectl's (logging, the class-data archive), not instead.
-            "spark.driver.extraJavaOptions": " ".join(
-                o for o in (java_opts, driver_java_options(pyspark_jars_dir()), settings.get("spark.driver.extraJavaOptions")) if o),
-            "spark.executor.extraJavaOptions": " ".join(
-                o for o in (java_opts, settings.get("spark.executor.extraJavaOptions")) if o),
+            "spark.driver.extraJavaOptions": " ".join(o for o in driver_opts if o),
+            "spark.executor.extraJavaOptions": " ".join(o for o in executor_opts if o),
         }
         builder = SparkSession.builder
         for key, value in options.items():
