@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,13 +27,13 @@ sys.path.insert(0, str(REPO))
 
 
 def _wait_port(port: int, timeout: float = 60) -> None:
+    from statectl.adapters.broker_process import port_in_use
+
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+    while not port_in_use(port):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the Spark master did not listen on {port} within {timeout} s")
         time.sleep(0.3)
-    raise SystemExit(f"the Spark master did not listen on {port} within {timeout} s")
 
 
 def start_cluster(work: Path, workers: int) -> tuple[str, list[subprocess.Popen]]:

@@ -542,6 +542,19 @@ def reference_batch(rows, players: dict, games: dict, tops: dict, top_n: int) ->
     return changed, sorted(letters)
 
 
+def _collect(out, changed: dict, letters: list) -> None:
+    """An operator's output frame into ``changed`` (game -> list JSON) and ``letters``
+    ((reason, source partition, source offset))."""
+    for topic, k, value, reason in out.itertuples(index=False):
+        if topic == "high-scores":
+            assert k not in changed  # once per game and batch
+            changed[k] = value
+        else:
+            letter = json.loads(value)
+            assert letter["reason"] == reason
+            letters.append((reason, letter["sourcePartition"], letter["sourceOffset"]))
+
+
 def _processor_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle):
     """The same batches through ``Leaderboard``: rows routed to keys as ``with_bucket`` does,
     one processor and state per key (a new ``handle()`` each), a key's rows handed over in no
@@ -563,14 +576,7 @@ def _processor_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle)
                 processors[key].init(handle())
             rows = operator_rows(rows.iloc[rng.permutation(len(rows))].reset_index(drop=True))
             for out in processors[key].handleInputRows((key,), iter([rows]), None):
-                for topic, k, value, reason in out.itertuples(index=False):
-                    if topic == "high-scores":
-                        assert k not in changed  # once per game and batch
-                        changed[k] = value
-                    else:
-                        letter = json.loads(value)
-                        assert letter["reason"] == reason
-                        letters.append((reason, letter["sourcePartition"], letter["sourceOffset"]))
+                _collect(out, changed, letters)
         results.append((changed, sorted(letters)))
     return results
 
@@ -610,14 +616,7 @@ def _sharded_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle):
                 rankings[key].init(handle())
             rows = rows.iloc[rng.permutation(len(rows))].reset_index(drop=True)
             for out in rankings[key].handleInputRows((key,), iter([rows]), None):
-                for topic, k, value, reason in out.itertuples(index=False):
-                    if topic == "high-scores":
-                        assert k not in changed  # once per game and batch
-                        changed[k] = value
-                    else:
-                        letter = json.loads(value)
-                        assert letter["reason"] == reason
-                        letters.append((reason, letter["sourcePartition"], letter["sourceOffset"]))
+                _collect(out, changed, letters)
         results.append((changed, sorted(letters)))
     return results
 
