@@ -621,15 +621,20 @@ def _sharded_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle):
     return results
 
 
+def _random_case(rng) -> tuple[int, list]:
+    """A random ``top_n`` and 1 to 4 random micro-batches over up to 11 players and 19 games."""
+    top_n = int(rng.integers(1, 5))
+    players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
+    counters: dict = {}
+    return top_n, [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
+                   for _ in range(int(rng.integers(1, 5)))]
+
+
 @pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
 def test_the_sharded_layout_matches_the_rules_applied_one_row_at_a_time(seed):
     """Player ids spread over several pages, so that players land in different shards."""
     rng = np.random.default_rng(seed)
-    top_n = int(rng.integers(1, 5))
-    players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
-    counters: dict = {}
-    batches = [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
-               for _ in range(int(rng.integers(1, 5)))]
+    top_n, batches = _random_case(rng)
     for batch in batches:  # ids 0..11 -> far apart, several pages and shards
         batch["player_id"] = np.where(batch["player_id"] >= 0, batch["player_id"] * 1000 + 7, batch["player_id"])
     assert _sharded_batches(batches, top_n, rng) == _reference_batches(batches, top_n)
@@ -651,11 +656,7 @@ def test_shard_keys_fill_every_shuffle_partition():
 @pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
 def test_the_processor_matches_the_rules_applied_one_row_at_a_time(seed):
     rng = np.random.default_rng(seed)
-    top_n = int(rng.integers(1, 5))
-    players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
-    counters: dict = {}
-    batches = [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
-               for _ in range(int(rng.integers(1, 5)))]
+    top_n, batches = _random_case(rng)
     assert _processor_batches(batches, top_n, rng) == _reference_batches(batches, top_n)
 
 
