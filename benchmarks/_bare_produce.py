@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def send(bootstrap: str, topic: str, values: list[bytes], partitions: list[int]) -> bool:
-    from statectl.adapters.kafka import fast_producer  # statectl's producer settings, nothing else
+    from statectl.adapters.kafka.produce import fast_producer  # statectl's producer settings, nothing else
 
     producer = fast_producer(bootstrap, **{"delivery.report.only.error": True})
     for i, lo in enumerate(range(0, len(values), 10_000)):

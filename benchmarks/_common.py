@@ -14,7 +14,7 @@ from pathlib import Path
 @contextlib.contextmanager
 def throwaway_broker():
     """A local broker on a free port in a temp dir, stopped and removed afterwards."""
-    from statectl.adapters.broker_process import broker_down, broker_up, free_port
+    from statectl.adapters.local.broker import broker_down, broker_up, free_port
 
     data = Path(tempfile.mkdtemp(prefix="statectl-bench-kafka-"))
     status = broker_up(data, port=free_port(), timeout=90)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 
 def _wait_port(port: int, timeout: float = 60) -> None:
-    from statectl.adapters.broker_process import port_in_use
+    from statectl.adapters.local.broker import port_in_use
 
     deadline = time.monotonic() + timeout
     while not port_in_use(port):
@@ -37,8 +37,8 @@ def _wait_port(port: int, timeout: float = 60) -> None:
 
 
 def start_cluster(work: Path, workers: int) -> tuple[str, list[subprocess.Popen]]:
-    from statectl.adapters.broker_process import free_port
-    from statectl.adapters.spark import pyspark_jars_dir
+    from statectl.adapters.local.broker import free_port
+    from statectl.adapters.spark.session import pyspark_jars_dir
 
     spark_class = str(pyspark_jars_dir().parent / "bin" / "spark-class")
     env = dict(os.environ, SPARK_LOG_DIR=str(work), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")

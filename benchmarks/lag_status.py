@@ -62,12 +62,9 @@ def command(cmd: list[str], cwd: Path, expect: int = 0) -> subprocess.CompletedP
 def fill_topics(bootstrap: str, sources, batches: int) -> None:
     """Create the topics and give each partition ``p`` batches + p + AHEAD records (the checkpoint
     read up to batches + p, one record per partition and batch)."""
-    from statectl.adapters.kafka import (
-        TopicSpec,
-        create_missing_topics,
-        fast_producer,
-        require_broker,
-    )
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+    from statectl.adapters.kafka.produce import fast_producer
+    from statectl.adapters.kafka.connect import require_broker
 
     create_missing_topics(require_broker(bootstrap), [TopicSpec(t, n) for source in sources for t, n in source.items()])
     producer = fast_producer(bootstrap)

@@ -52,7 +52,7 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
 
         def __setstate__(self, state):
             # Unpickled in the Python worker before its first row: use statectl's input loader.
-            from statectl.adapters import spark_tws
+            from statectl.adapters.spark import tws as spark_tws
 
             spark_tws.install()
             self.__dict__.update(state)
@@ -92,7 +92,7 @@ def main() -> None:
                     help="config override for both runs, e.g. spark.conf.spark.sql.shuffle.partitions=2")
     args = ap.parse_args()
 
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
     from jobs.registry import load_job_config
     from statectl.produce.datasets import DatasetOptions, dataset_batches
     from statectl.produce.send import produce_batches

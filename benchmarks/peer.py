@@ -689,7 +689,7 @@ def main() -> None:
     results: list[Result] = []
     try:
         with throwaway_broker() as bootstrap:
-            from statectl.adapters.broker_process import broker_on_port
+            from statectl.adapters.local.broker import broker_on_port
 
             broker = broker_on_port(int(bootstrap.rsplit(":", 1)[1]))
             if broker is None or broker.pid is None:

@@ -48,7 +48,8 @@ def end_offsets(bootstrap: str, topic: str) -> int:
 
 
 def create(bootstrap: str, topic: str) -> None:
-    from statectl.adapters.kafka import TopicSpec, create_missing_topics, require_broker
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+    from statectl.adapters.kafka.connect import require_broker
 
     create_missing_topics(require_broker(bootstrap), [TopicSpec(topic, 4)])
 

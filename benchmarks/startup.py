@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    from statectl.adapters.broker_process import free_port
+    from statectl.adapters.local.broker import free_port
 
     helps = [wall([STATECTL, "--help"])[0] for _ in range(args.rounds)]
     ups, readies = [], []

@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--products", type=int, default=1_000)
     ap.add_argument("--partitions", type=int, default=4)
     args = ap.parse_args()
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
 
     results = []
     with throwaway_broker() as bootstrap, tempfile.TemporaryDirectory(prefix="statectl-bench-state-") as tmp:

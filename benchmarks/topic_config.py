@@ -28,15 +28,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from statectl.adapters.kafka import (  # noqa: E402
+from statectl.adapters.kafka.admin import (
     TopicSpec,
-    admin_client,
     alter_topic_configs,
     create_missing_topics,
     describe_topics,
 )
-from statectl.adapters.broker_process import _java, broker_down, broker_up, free_port  # noqa: E402
-from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle  # noqa: E402
+from statectl.adapters.kafka.connect import admin_client
+from statectl.adapters.local.broker import _java, broker_down, broker_up, free_port  # noqa: E402
+from statectl.adapters.local.jars import KAFKA_BROKER, ensure_bundle  # noqa: E402
 
 TOPIC = "bench-topic-config"
 CHANGE = {"segment.bytes": "536870912", "min.cleanable.dirty.ratio": "0.3"}

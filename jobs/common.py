@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from statectl.adapters import spark_tws
+from statectl.adapters.spark import tws as spark_tws
 from statectl.cluster import Cluster, as_cluster
 
 # Every job module imports this one, and the Python workers import the job module to unpickle
 # its processors, so this swaps in the vectorised transformWithStateInPandas input loader there
-# before the first row arrives (see statectl/adapters/spark_tws.py).
+# before the first row arrives (see statectl/adapters/spark/tws.py).
 spark_tws.install()
 
 #: Columns every job's final output has; the Kafka sink routes each row by its ``topic``.

@@ -20,8 +20,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from statectl.checkpoint import lz4block
-from statectl.checkpoint.checksum import crc32c
+from statectl.checkpoint.decode import lz4block
+from statectl.checkpoint.decode.checksum import crc32c
 
 ROCKSDB_CLASS = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS_CLASS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """A real single-node Kafka broker on a free loopback port; stopped when the session ends."""
-    from statectl.adapters.broker_process import broker_down, broker_up, free_port
+    from statectl.adapters.local.broker import broker_down, broker_up, free_port
 
     data_dir = tmp_path_factory.mktemp("kafka")
     status = broker_up(data_dir, port=free_port(), timeout=90)

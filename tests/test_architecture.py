@@ -111,8 +111,8 @@ def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
 
 def test_the_rules_see_the_code():
     modules = source_modules()
-    assert "statectl.adapters.kafka" in modules and "jobs.registry" in modules
-    kafka_imports = {imp for imp, _ in imports_of(modules["statectl.adapters.kafka"], set(modules))}
+    assert "statectl.adapters.kafka.connect" in modules and "jobs.registry" in modules
+    kafka_imports = {imp for imp, _ in imports_of(modules["statectl.adapters.kafka.connect"], set(modules))}
     assert "confluent_kafka" in kafka_imports
 
 

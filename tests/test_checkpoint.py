@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from statectl.checkpoint import checksum
+from statectl.checkpoint.decode import checksum
 from statectl.checkpoint.health import check_health
 from statectl.checkpoint.layout import format_ranges
-from statectl.checkpoint.formats import parse_state_file_name, parse_state_schema
+from statectl.checkpoint.decode.formats import parse_state_file_name, parse_state_schema
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import restore_plan
 from statectl.checkpoint.state_read import FORMAT_VERSION_CONF, parse_changes, state_read_request
@@ -227,7 +227,7 @@ def test_layout_of_a_stateless_query(tmp_path, cli):
     ids=["kafka", "file", "numeric", "custom", "not-started"],
 )
 def test_source_kind(offset, kind):
-    from statectl.checkpoint.formats import source_kind
+    from statectl.checkpoint.decode.formats import source_kind
 
     assert source_kind(offset) == kind
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from statectl.checkpoint import health, integrity, javazip, lz4block
+from statectl.checkpoint import health, integrity
+from statectl.checkpoint.decode import javazip, lz4block
 from statectl.checkpoint.health import check_health, is_healthy
 from statectl.checkpoint.integrity import VerifyReport, check_stream
 from statectl.checkpoint.reader import read_layout

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from statectl.checkpoint import checksum
+from statectl.checkpoint.decode import checksum
 from statectl.checkpoint.health import check_health
 from statectl.checkpoint.reader import read_layout
-from statectl.checkpoint.relocate import (
+from statectl.maintenance.relocate import (
     FILES_DIR,
     MANIFEST,
     RelocateRequest,
@@ -47,9 +47,8 @@ from statectl.checkpoint.schema_paths import (
     classify,
     local_file_path,
     recorded_schema_paths,
-    relocation_plan,
-    rewrite_metadata,
 )
+from statectl.maintenance.relocate_plan import relocation_plan, rewrite_metadata
 from statectl.errors import OperationalError, UsageError
 from tests.checkpoint_factory import (
     OperatorSpec,
@@ -247,7 +246,7 @@ def test_rewrite_refuses_what_it_cannot_write_back_exactly(tmp_path, text, refus
 
 
 def test_hadoop_crc_is_what_hadoop_writes():
-    from statectl.checkpoint.schema_paths import hadoop_crc as ours
+    from statectl.maintenance.relocate_plan import hadoop_crc as ours
 
     data = bytes(range(256)) * 5
     assert ours(data, 512) == hadoop_crc(data, 512)
@@ -336,7 +335,7 @@ def test_apply_rewrites_the_metadata_keeps_a_backup_and_changes_nothing_else(tmp
 
 
 def test_apply_under_a_held_run_lock_is_refused(tmp_path):
-    from statectl.run.runner import CheckpointLock
+    from statectl.checkpoint.lock import CheckpointLock
 
     _orig, moved = moved_tws(tmp_path)
     before = tree_fingerprint(moved)

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from statectl.adapters.kafka import ConsumedRecord
+from statectl.adapters.kafka.consume import ConsumedRecord
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_item11_every_bootstrap_address_is_named_with_its_reason(cli, closed_por
 def test_item11_kafka_down_takes_port_like_up(cli, closed_port, tmp_path):
     """Bad input: `kafka down --port` (refused as "No such option" before) for a port no broker
     is on, with and without --data-dir, and for a port another process holds."""
-    from statectl.adapters.broker_process import free_port
+    from statectl.adapters.local.broker import free_port
 
     port = free_port()
     result = cli("kafka", "down", "--port", str(port))

@@ -139,7 +139,7 @@ def test_item1_properties_malformed_unicode_escape(text, problem):
 
 def test_item1_properties_read_back_what_the_secure_broker_writes():
     """The local secured broker writes client.properties values with its _prop; they must read back."""
-    from statectl.adapters.broker_secure import _prop
+    from statectl.adapters.local.broker_secure import _prop
 
     values = ["plain", "back\\slash", 'quo"te', "caf\u00e9", "emoji \U0001F600", "a=b:c d#e!f", "/path/with space"]
     text = "".join(f"k{i}={_prop(v)}\n" for i, v in enumerate(values))

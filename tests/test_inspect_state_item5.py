@@ -252,7 +252,7 @@ PY4J_TEXT = ("An error occurred while calling o94.load.\n: java.io.FileNotFoundE
 @pytest.fixture
 def spark_fails(monkeypatch):
     """read_state_rows fails the way Spark does (the replica's path in the message); records the path read."""
-    from statectl.adapters import state_source
+    from statectl.adapters.spark import state_source
 
     seen = {}
 
@@ -318,7 +318,7 @@ def test_first_error_line_drops_py4js_leading_colon(text, line):
 
 def test_state_source_error_has_one_colon():
     """The adapter's own message on a Py4J error (no JVM: a fake session that fails on load)."""
-    from statectl.adapters.state_source import _read
+    from statectl.adapters.spark.state_source import _read
 
     class Fails:
         streams = type("S", (), {"active": []})()
@@ -381,7 +381,7 @@ def test_timers_request(tmp_path, spec, kwargs, options, message):
 
 
 def test_timers_flag_reaches_the_reader(tmp_path, cli, monkeypatch):
-    from statectl.adapters import state_source
+    from statectl.adapters.spark import state_source
 
     seen = {}
 

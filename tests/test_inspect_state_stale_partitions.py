@@ -4,7 +4,7 @@ Spark 4.2's offline repartition writes a repartition batch (``offsets/N`` pinnin
 ``spark.sql.shuffle.partitions``, a snapshot of state version N+1 per new partition, operator
 metadata v2 ``_metadata/v2/N`` with the new numPartitions, ``commits/N``) and leaves the
 directories of partitions beyond a smaller count on disk, never read again. ``repartition``
-below writes exactly those files (see ``statectl.checkpoint.repartition._planned_files``).
+below writes exactly those files (see ``statectl.maintenance.repartition._planned_files``).
 
 Bad inputs tried: a shrink 6 -> 3 (transformWithState with v2 operator metadata, checkpoint
 format v1 and v2, right after the repartition and one batch later; a streaming aggregation whose

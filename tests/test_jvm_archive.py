@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from statectl.adapters import jvm_archive
-from statectl.adapters.spark import pyspark_jars_dir
+from statectl.adapters.local import jvm_archive
+from statectl.adapters.spark.session import pyspark_jars_dir
 
 JARS = pyspark_jars_dir()
 

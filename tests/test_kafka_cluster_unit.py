@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.broker_process import _server_properties, cluster_ports, free_ports
-from statectl.adapters.kafka import TopicSpec, default_replication, with_default_replication
+from statectl.adapters.local.broker import _server_properties, cluster_ports, free_ports
+from statectl.adapters.kafka.admin import TopicSpec, default_replication, with_default_replication
 from statectl.topics.apply import _default_replication
 from statectl.topics.diff import TopicRequest
 

@@ -35,27 +35,18 @@ from statectl.checkpoint.progress import (
 from statectl.cluster import Cluster
 from statectl.config.loader import config_to_dict
 from statectl.errors import BrokerUnavailable, UsageError
-from statectl.run import status as status_module
-from statectl.run.lag import (
-    LagRequest,
-    LagRow,
-    job_lag,
-    lag_report,
-    lag_rows,
-    topic_totals,
-)
-from statectl.run.runner import CheckpointLock
-from statectl.run.status import (
+from statectl.checkpoint import lock as lock_module
+from statectl.observe.lag import LagRequest, LagRow, job_lag, lag_report, lag_rows, topic_totals
+from statectl.checkpoint.lock import CheckpointLock
+from statectl.observe.status import (
     HEALTHY,
     NO_CHECKPOINT,
     UNHEALTHY,
-    RunLock,
     StatusRequest,
-    flock_holders,
     last_error,
     project_status,
-    read_run_lock,
 )
+from statectl.checkpoint.lock import RunLock, flock_holders, read_run_lock
 from tests.checkpoint_factory import flip_byte, tree_fingerprint
 from tests.conftest import REPO
 from tests.lag_checkpoint import build_kafka_checkpoint, offsets_at, offsets_text
@@ -327,7 +318,7 @@ def test_item4_run_lock_held_by_this_process_is_running(tmp_path, monkeypatch):
         assert (lock.exists, lock.running, lock.pid, lock.stale) == (True, True, os.getpid(), False)
         assert read_run_lock(checkpoint, proc_locks="").running is False  # a lock table without it
         # where /proc/locks cannot be read: the pid the file names must be alive
-        monkeypatch.setattr(status_module, "PROC_LOCKS", tmp_path / "no-proc-locks")
+        monkeypatch.setattr(lock_module, "PROC_LOCKS", tmp_path / "no-proc-locks")
         assert read_run_lock(checkpoint) == RunLock(str(tmp_path / "ckpt.lock"), True, os.getpid(), True, False)
     assert not (tmp_path / "ckpt.lock").exists()
 
@@ -341,7 +332,7 @@ def test_item4_run_lock_left_by_a_dead_run_is_stale(tmp_path, monkeypatch):
     assert (lock.running, lock.pid, lock.stale) == (False, int(dead.stdout), True)
     (tmp_path / "ckpt.lock").write_text("not a pid")
     assert (read_run_lock(checkpoint).running, read_run_lock(checkpoint).pid) == (False, None)
-    monkeypatch.setattr(status_module, "PROC_LOCKS", tmp_path / "no-proc-locks")
+    monkeypatch.setattr(lock_module, "PROC_LOCKS", tmp_path / "no-proc-locks")
     (tmp_path / "ckpt.lock").write_text(dead.stdout.strip())
     assert (read_run_lock(checkpoint).running, read_run_lock(checkpoint).stale) == (False, True)
 
@@ -416,7 +407,7 @@ def test_item4_project_status_per_job_and_per_cluster(tmp_path):
 
 
 def test_item4_a_running_job_with_a_batch_in_flight_or_starting_is_healthy(tmp_path):
-    from statectl.run.status import checkpoint_status
+    from statectl.observe.status import checkpoint_status
 
     in_flight = build_kafka_checkpoint(tmp_path / "flight", 3, commit_last=False)
     starting = tmp_path / "starting"

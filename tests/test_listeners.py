@@ -25,7 +25,7 @@ from statectl.run.lifecycle import CatchUp, Lifecycle, State, next_state
 from statectl.run.restore_tracking import (
     OperatorPlan, RestoreTracker, StageTasks, StorePlan, parse_load_line,
 )
-from statectl.adapters.log_tail import LogTail
+from statectl.adapters.spark.log_tail import LogTail
 from statectl.run.monitor import RunMonitor
 from tests.conftest import REPO
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from statectl.checkpoint.reader import read_layout
-from statectl.checkpoint.repartition import (
+from statectl.maintenance.repartition import (
     RepartitionRequest,
     RepartitionResult,
     apply_repartition,
@@ -299,7 +299,7 @@ def _spark_that_fails(after_writing: bool):
     pytest.param(False, "the checkpoint was not changed (backup:", id="failed-before-writing"),
 ])
 def test_item3_spark_failing_leaves_the_checkpoint_as_it_was(tmp_path, monkeypatch, after_writing, outcome):
-    from statectl.adapters import state_repartition
+    from statectl.adapters.spark import state_repartition
 
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=2)

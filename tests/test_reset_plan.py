@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from statectl.checkpoint.reader import read_layout
-from statectl.checkpoint.reset import (
+from statectl.maintenance.reset_plan import (
     KAFKA_INITIAL_OFFSETS_HEADER,
     ROLL_BACK,
     START_OVER,
@@ -36,7 +36,7 @@ from statectl.checkpoint.reset import (
     start_over_plan,
     utc_text,
 )
-from statectl.checkpoint.reset_files import apply_plan, list_files, read_manifest, undo
+from statectl.maintenance.reset_files import apply_plan, list_files, read_manifest, undo
 from statectl.errors import OperationalError, UsageError
 from tests.checkpoint_factory import OperatorSpec, build_checkpoint, write
 
@@ -434,7 +434,7 @@ def test_item2_a_backup_directory_that_exists_or_lies_inside_is_refused(tmp_path
 # ---------------------------------------------------------------- the job: sources, lock, command line
 def _leaderboard_request(tmp_path, target: ResetTarget, **kwargs):
     from jobs.registry import default_config, job_entry, load_job_config
-    from statectl.checkpoint.reset_job import ResetRequest
+    from statectl.maintenance.reset import ResetRequest
 
     config = load_job_config(default_config("leaderboard"))
     return ResetRequest(config, job_entry("leaderboard"), target, checkpoint_dir=tmp_path / "ckpt", **kwargs)
@@ -442,7 +442,7 @@ def _leaderboard_request(tmp_path, target: ResetTarget, **kwargs):
 
 def test_item2_the_leaderboard_sources_are_score_events_then_its_two_tables():
     from jobs.registry import default_config, job_entry, load_job_config
-    from statectl.checkpoint.reset_job import job_sources
+    from statectl.maintenance.reset import job_sources
 
     config = load_job_config(default_config("leaderboard"))
     assert job_sources(job_entry("leaderboard"), config, None) == [
@@ -453,7 +453,7 @@ def test_item2_the_leaderboard_sources_are_score_events_then_its_two_tables():
 
 def test_item2_the_checkpoints_source_order_wins_over_the_declared_one(tmp_path):
     from jobs.registry import default_config, job_entry, load_job_config
-    from statectl.checkpoint.reset_job import job_sources
+    from statectl.maintenance.reset import job_sources
 
     root = tmp_path / "ckpt"
     build_checkpoint(root, batches=1)
@@ -464,8 +464,8 @@ def test_item2_the_checkpoints_source_order_wins_over_the_declared_one(tmp_path)
 
 
 def test_item2_reset_is_refused_while_a_run_holds_the_checkpoint(tmp_path):
-    from statectl.checkpoint.reset_job import reset_job
-    from statectl.run.runner import CheckpointLock
+    from statectl.maintenance.reset import reset_job
+    from statectl.checkpoint.lock import CheckpointLock
 
     root = leaderboard_like(tmp_path / "ckpt", batches=4)
     before = tree_bytes(root)
@@ -476,7 +476,7 @@ def test_item2_reset_is_refused_while_a_run_holds_the_checkpoint(tmp_path):
 
 
 def test_item2_reset_job_dry_run_changes_nothing_and_apply_leaves_a_backup(tmp_path):
-    from statectl.checkpoint.reset_job import reset_job
+    from statectl.maintenance.reset import reset_job
 
     root = leaderboard_like(tmp_path / "ckpt", batches=4)
     before = tree_bytes(root)
@@ -489,7 +489,7 @@ def test_item2_reset_job_dry_run_changes_nothing_and_apply_leaves_a_backup(tmp_p
 
 
 def test_item2_roll_back_of_a_checkpoint_that_does_not_exist_is_refused(tmp_path):
-    from statectl.checkpoint.reset_job import reset_job
+    from statectl.maintenance.reset import reset_job
 
     with pytest.raises(UsageError, match=r"ckpt does not exist \(or is empty\): nothing to roll back"):
         reset_job(_leaderboard_request(tmp_path, ResetTarget("batch", batch=0)))

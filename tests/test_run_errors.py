@@ -16,7 +16,8 @@ import socket
 import pytest
 
 from statectl.errors import OperationalError, UsageError
-from statectl.run.runner import CheckpointLock, _one_line_errors, check_checkpoint_location
+from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location
+from statectl.run.runner import _one_line_errors
 from tests.conftest import run_statectl
 
 
@@ -169,6 +170,6 @@ def test_item3_a_failed_spark_start_names_the_logs_root_cause(lines, cause):
     """Spark's start failed with "Cannot call methods on a stopped SparkContext" or a bare
     JAVA_GATEWAY_EXITED; the reason was in its log. The last ERROR line with its exception (or
     the exception the JVM died of) goes into the message; earlier errors led up to it."""
-    from statectl.adapters.spark import log_root_cause
+    from statectl.adapters.spark.session import log_root_cause
 
     assert log_root_cause(lines) == cause

@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from statectl.adapters import spark_query
-from statectl.adapters.spark_query import StopBetweenBatches
+from statectl.adapters.spark import query as spark_query
+from statectl.adapters.spark.query import StopBetweenBatches
 from statectl.run.runner import RunRequest, StopSignals, _follow
 
 

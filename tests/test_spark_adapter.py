@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from statectl.adapters.spark import default_shuffle_partitions
+from statectl.adapters.spark.session import default_shuffle_partitions
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ def test_worker_python_runs_this_interpreter_without_pysparks_zip(tmp_path):
     import subprocess
     import sys
 
-    from statectl.adapters.spark import worker_python
+    from statectl.adapters.spark.session import worker_python
 
     script = worker_python(tmp_path)
     assert script == worker_python(tmp_path)  # idempotent: same file, rewritten only if it differs

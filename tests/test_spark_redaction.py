@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from statectl.adapters.spark import BASE_CONF
+from statectl.adapters.spark.session import BASE_CONF
 from statectl.cluster import Cluster
 from statectl.cluster.properties import Property
 from statectl.cluster.settings import client_settings

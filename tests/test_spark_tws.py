@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql.pandas.serializers import TransformWithStateInPandasSerializer
 from pyspark.sql.streaming.stateful_processor_util import TransformWithStateInPandasFuncMode as Mode
 
-from statectl.adapters import spark_tws
+from statectl.adapters.spark import tws as spark_tws
 
 SCHEMA = pa.schema([
     ("kind", pa.string()), ("player_id", pa.int64()), ("score", pa.float64()),
@@ -197,7 +197,7 @@ def test_install_does_not_depend_on_the_hash_seed():
     from tests.conftest import REPO
 
     for seed in ("1", "2"):
-        out = subprocess.run([sys.executable, "-c", "from statectl.adapters import spark_tws; print(spark_tws.install())"],
+        out = subprocess.run([sys.executable, "-c", "from statectl.adapters.spark import tws; print(tws.install())"],
                              capture_output=True, text=True, cwd=REPO, env={"PYTHONHASHSEED": seed, "PATH": ""})
         assert out.stdout.strip() == "True", out.stderr
 

@@ -437,7 +437,7 @@ def test_topic_config_help_imports_no_kafka_client():
 
 
 def test_read_only_admin_refuses_writes_but_allows_validation():
-    from statectl.adapters.kafka import ReadOnlyAdmin
+    from statectl.adapters.kafka.admin import ReadOnlyAdmin
     from statectl.errors import OperationalError
 
     class FakeAdmin:

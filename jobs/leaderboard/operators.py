@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterator
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import ByteType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from statectl.adapters import spark_tws
+from statectl.adapters.spark import tws as spark_tws
 from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
 
 if TYPE_CHECKING:

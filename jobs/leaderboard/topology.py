@@ -246,7 +246,7 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
     rows = bucketed_rows(spark, config, bootstrap)
     table_ends = None
     if config.leaderboard.tables == "bootstrap":
-        from statectl.adapters.kafka import end_offsets
+        from statectl.adapters.kafka.offsets import end_offsets
 
         ends = end_offsets(bootstrap, [t.players, t.products])
         table_ends = {"players": ends.get(t.players, {}), "products": ends.get(t.products, {})}

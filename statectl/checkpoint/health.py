@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from statectl.checkpoint import checksum, integrity
+from statectl.checkpoint.decode import checksum
+from statectl.checkpoint import integrity
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.checkpoint.restore import RestorePlan, plan_store, rocksdb_snapshot_ssts
 from statectl.checkpoint.schema_paths import MOVED_CHECKPOINT, relocation_problems

@@ -32,7 +32,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from statectl.checkpoint import checksum, javazip, lz4block
+from statectl.checkpoint.decode import checksum, javazip, lz4block
 from statectl.checkpoint.layout import (
     HDFS,
     ROCKSDB,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from statectl.checkpoint import checksum
-from statectl.checkpoint.formats import parse_offset_entry, source_kind
+from statectl.checkpoint.decode import checksum
+from statectl.checkpoint.decode.formats import parse_offset_entry, source_kind
 from statectl.checkpoint.health import (
     CRC_MISMATCH,
     ERROR,

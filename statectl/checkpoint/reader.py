@@ -25,7 +25,7 @@ from statectl.checkpoint.layout import (
     StoreFiles,
     StoreInfo,
 )
-from statectl.checkpoint.formats import (
+from statectl.checkpoint.decode.formats import (
     STATE_EXTENSIONS,
     parse_commit_entry,
     parse_offset_entry,

@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from statectl.checkpoint import javazip
+from statectl.checkpoint.decode import javazip
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, StateFile, StoreFiles
 
 

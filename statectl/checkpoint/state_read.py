@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from statectl.adapters.state_source import StateSourceRows
+from statectl.adapters.spark.state_source import StateSourceRows
 from statectl.checkpoint.layout import DEFAULT_STORE, CheckpointLayout
 from statectl.checkpoint.timers import READ_TIMERS, refuse_internal_variable, timer_options, timer_variable
 from statectl.errors import UsageError

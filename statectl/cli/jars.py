@@ -15,7 +15,7 @@ app = typer.Typer(help="Resolve the Kafka broker and Spark Kafka connector jars 
 @app.command()
 def fetch(json: JsonOpt = False) -> None:
     """Resolve every jar bundle from Maven Central (once; later runs use the cache, offline)."""
-    from statectl.adapters.jars import BUNDLES, cached_jars, ensure_bundle
+    from statectl.adapters.local.jars import BUNDLES, cached_jars, ensure_bundle
     from statectl.render import emit_json, err, out
 
     result = {}
@@ -50,8 +50,8 @@ def archive(
 
       statectl jars archive --rebuild --json
     """
-    from statectl.adapters.jvm_archive import archive_path, build_archive
-    from statectl.adapters.spark import pyspark_jars_dir
+    from statectl.adapters.local.jvm_archive import archive_path, build_archive
+    from statectl.adapters.spark.session import pyspark_jars_dir
     from statectl.render import emit_json, err, out
 
     existing = archive_path(pyspark_jars_dir())
@@ -70,7 +70,7 @@ def archive(
 @app.command("list")
 def list_jars(json: JsonOpt = False) -> None:
     """Show which bundles are cached and where."""
-    from statectl.adapters.jars import BUNDLES, cached_jars
+    from statectl.adapters.local.jars import BUNDLES, cached_jars
     from statectl.render import emit_json, out
 
     result = {}
@@ -78,8 +78,8 @@ def list_jars(json: JsonOpt = False) -> None:
         jars = cached_jars(bundle)
         result[bundle.name] = {"version": bundle.version, "cached": jars is not None,
                                "directory": str(bundle.directory), "jars": [j.name for j in jars or []]}
-    from statectl.adapters.jvm_archive import archive_path
-    from statectl.adapters.spark import pyspark_jars_dir
+    from statectl.adapters.local.jvm_archive import archive_path
+    from statectl.adapters.spark.session import pyspark_jars_dir
 
     path = archive_path(pyspark_jars_dir())
     made = path is not None and path.is_file()

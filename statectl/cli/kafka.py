@@ -54,7 +54,7 @@ def up(
 
       statectl kafka up --node 2 --data-dir .statectl/kafka-cluster
     """
-    from statectl.adapters.broker_process import broker_up
+    from statectl.adapters.local.broker import broker_up
     from statectl.render.kafka import broker_report
 
     broker_report(broker_up(_dir(data_dir), port, secure=secure, brokers=brokers, node=node), json, "up")
@@ -72,7 +72,7 @@ def down(
     Without --port, the broker of the data dir; with --port, the one listening there (with both,
     they must be the same broker). A cluster stops all its nodes, or with --node only that one.
     """
-    from statectl.adapters.broker_process import broker_down
+    from statectl.adapters.local.broker import broker_down
     from statectl.render.kafka import broker_report
 
     broker_report(broker_down(data_dir, port, node=node), json, "down")
@@ -82,7 +82,7 @@ def down(
 def status(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
     """Say whether the broker is running, its bootstrap address, pid and log file (a cluster: one
     line per node). Exit 1 when stopped (a cluster: when no node runs)."""
-    from statectl.adapters.broker_process import broker_status
+    from statectl.adapters.local.broker import broker_status
     from statectl.render.kafka import broker_report
 
     st = broker_status(_dir(data_dir))

@@ -37,7 +37,7 @@ def lag(
     """
     from jobs.registry import default_config, job_id_for, load_job_config
     from statectl.render.lag import lag_report
-    from statectl.run.lag import LagRequest, inputs_of, job_lag
+    from statectl.observe.lag import LagRequest, inputs_of, job_lag
 
     job_id = job_id_for(job, example)
     path = config or default_config(job_id)

@@ -39,11 +39,7 @@ def relocate_checkpoint(
 
       statectl relocate-checkpoint /restore/ckpt --backup-dir /backups/ckpt-paths --json
     """
-    from statectl.checkpoint.relocate import (
-        RelocateRequest,
-        apply_relocation,
-        plan_relocation,
-    )
+    from statectl.maintenance.relocate import RelocateRequest, apply_relocation, plan_relocation
     from statectl.errors import OperationalError
     from statectl.render import relocate_checkpoint as render
 

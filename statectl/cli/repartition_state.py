@@ -49,10 +49,15 @@ def repartition_state(
       statectl repartition-state advanced-state sales-threshold --partitions 4 --json
     """
     from jobs.registry import default_config, job_id_for, load_job_config
-    from statectl.checkpoint.repartition import SHUFFLE_PARTITIONS, RepartitionRequest, apply_repartition, plan_repartition
+    from statectl.maintenance.repartition import (
+        SHUFFLE_PARTITIONS,
+        RepartitionRequest,
+        apply_repartition,
+        plan_repartition,
+    )
     from statectl.errors import OperationalError
     from statectl.render import repartition_state as render
-    from statectl.run.runner import checkpoint_for
+    from statectl.checkpoint.lock import checkpoint_for
 
     job_id = job_id_for(job, example)
     cfg = load_job_config(config or default_config(job_id), set_ or [], expect_job=job_id)

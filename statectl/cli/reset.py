@@ -54,7 +54,7 @@ def reset(
 
       statectl reset --undo /tmp/lb.reset-20241124T093000Z
     """
-    from statectl.checkpoint.reset import reset_target
+    from statectl.maintenance.reset_plan import reset_target
     from statectl.errors import UsageError
     from statectl.render.reset import plan, undone
 
@@ -62,14 +62,14 @@ def reset(
         if job or to_earliest or to_latest or to_datetime or to_batch is not None or force or backup_dir:
             raise UsageError("--undo BACKUP puts back what the backup holds: leave out JOB and the --to-* options "
                              "(and --force, --backup-dir)")
-        from statectl.checkpoint.reset_job import undo_reset
+        from statectl.maintenance.reset import undo_reset
 
         undone(undo_reset(undo, dry_run), json)
         return
     if job is None:
         raise UsageError("name the JOB to reset (e.g. statectl reset leaderboard --to-batch 3), or pass --undo BACKUP")
     from jobs.registry import default_config, job_entry, job_id_for, load_job_config
-    from statectl.checkpoint.reset_job import ResetRequest, reset_job
+    from statectl.maintenance.reset import ResetRequest, reset_job
 
     target = reset_target(to_earliest, to_latest, to_datetime, to_batch)
     job_id = job_id_for(job, example)

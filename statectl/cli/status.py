@@ -35,7 +35,7 @@ def status(
     """
     from jobs.registry import load_job_config
     from statectl.render.status import status_report
-    from statectl.run.status import StatusRequest, project_jobs, project_status
+    from statectl.observe.status import StatusRequest, project_jobs, project_status
 
     given = [(path, load_job_config(path)) for path in configs or []]
     request = StatusRequest(project_jobs(given),

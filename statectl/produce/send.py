@@ -70,9 +70,9 @@ def produce_batches(
     broker acknowledged it. Ctrl-C stops sending, still waits for what was sent, and the report
     says it was interrupted. Raises DeliveryFailed (carrying the report) if anything failed.
     """
-    from statectl.adapters.kafka import (
-        TopicSpec, create_missing_topics, existing_topics, fast_producer, require_broker, require_operations,
-    )
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics, existing_topics
+    from statectl.adapters.kafka.produce import fast_producer
+    from statectl.adapters.kafka.connect import require_broker, require_operations
 
     admin = require_broker(bootstrap)
     created = create_missing_topics(
@@ -170,7 +170,7 @@ def _send_unkeyed(producer, batch: TopicBatch, partitions: int, rate: float | No
     records in input order. Records librdkafka refuses (too large, say) are counted as failed
     with the reason; a full local queue is waited out and the rest of the chunk sent in order.
     """
-    from statectl.adapters.kafka import QUEUE_FULL
+    from statectl.adapters.kafka.produce import QUEUE_FULL
 
     poll = producer.poll
     topic = batch.topic

@@ -95,7 +95,7 @@ def consume(request: ConsumeRequest, emit: Callable[[dict], None],
 
     Ctrl-C is how a follow ends, so it ends the read like reaching the end does; so does
     ``emit`` raising BrokenPipeError (the reader of stdout went away)."""
-    from statectl.adapters.kafka import TopicReader
+    from statectl.adapters.kafka.consume import TopicReader
 
     count = 0
     stopped = "end"

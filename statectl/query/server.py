@@ -102,7 +102,8 @@ def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
                 log: Callable[[str], None] | None = None) -> tuple[ThreadingHTTPServer, LiveView]:
     """A bound (not yet serving) HTTP server over a live view of ``topic``; ``log`` hears every
     request and when the view goes stale and current again."""
-    from statectl.adapters.kafka import existing_topics, require_broker, require_operations
+    from statectl.adapters.kafka.admin import existing_topics
+    from statectl.adapters.kafka.connect import require_broker, require_operations
 
     admin = require_broker(bootstrap)
     require_operations(admin, bootstrap, {topic: "READ"})

@@ -20,7 +20,9 @@ SHOWN_IDS = 5
 
 
 def read_view(bootstrap: Cluster | str, topic: str) -> dict[str, list[dict]]:
-    from statectl.adapters.kafka import existing_topics, read_topic, require_broker, require_operations
+    from statectl.adapters.kafka.admin import existing_topics
+    from statectl.adapters.kafka.consume import read_topic
+    from statectl.adapters.kafka.connect import require_broker, require_operations
 
     admin = require_broker(bootstrap)
     require_operations(admin, bootstrap, {topic: "READ"})
@@ -83,7 +85,7 @@ class LiveView:
             return dict(self._view)
 
     def _tail(self) -> None:
-        from statectl.adapters.kafka import tail_topic
+        from statectl.adapters.kafka.consume import tail_topic
 
         for batch in tail_topic(self.bootstrap, self.topic, self._stop, self.poll_seconds,
                                 on_caught_up=self.ready.set, on_reachable=self._reachable):

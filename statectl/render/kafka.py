@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from statectl.adapters.broker_process import BrokerStatus, NodeStatus
+from statectl.adapters.local.broker import BrokerStatus, NodeStatus
 from statectl.produce.send import ProduceReport
 from statectl.paths import display_path
 from statectl.render import emit_json, err, out

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from statectl.paths import display_path
 from statectl.render import emit_json, message, out, warning_line
-from statectl.run.lag import LagReport
+from statectl.observe.lag import LagReport
 from statectl.text import plural
 
 #: What kafka-consumer-groups prints for a value it does not know.

@@ -7,7 +7,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from statectl.checkpoint.schema_paths import RelocationPlan
+from statectl.maintenance.relocate_plan import RelocationPlan
 from statectl.render import emit_json, err, labelled, out
 from statectl.text import plural
 

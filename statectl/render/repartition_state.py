@@ -7,7 +7,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from statectl.checkpoint.repartition import RepartitionPlan, RepartitionResult
+from statectl.maintenance.repartition import RepartitionPlan, RepartitionResult
 from statectl.render import emit_json, err, labelled, out
 from statectl.text import human_bytes
 

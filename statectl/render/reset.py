@@ -8,8 +8,8 @@ from collections import defaultdict
 from rich.table import Table
 from rich.text import Text
 
-from statectl.checkpoint.reset import START_OVER, ResetPlan
-from statectl.checkpoint.reset_files import UndoResult
+from statectl.maintenance.reset_plan import START_OVER, ResetPlan
+from statectl.maintenance.reset_files import UndoResult
 from statectl.render import emit_json, labelled, message, out
 from statectl.text import human_bytes, plural
 

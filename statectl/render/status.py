@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from statectl.render import emit_json, error_line, message, out
-from statectl.run.status import HEALTHY, NO_CHECKPOINT, StatusReport
+from statectl.observe.status import HEALTHY, NO_CHECKPOINT, StatusReport
 from statectl.text import human_bytes, plural
 
 _HEALTH_STYLE = {HEALTHY: "green", NO_CHECKPOINT: "dim"}

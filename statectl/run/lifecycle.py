@@ -1,6 +1,6 @@
 """What a running query is doing, as statectl run events: typed dicts, a lifecycle, run totals.
 
-Spark's StreamingQueryListener (``statectl.adapters.spark_listener``) only hands raw events to a
+Spark's StreamingQueryListener (``statectl.adapters.spark.listener``) only hands raw events to a
 callback and returns; ``statectl.run.monitor.RunMonitor`` turns them, with the restore tracking of
 ``statectl.run.restore_tracking``, into the events built here, on its own thread. Every event is a
 JSON-ready dict with a ``type``, in the shape ``statectl.run.event_models`` defines (and

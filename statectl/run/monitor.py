@@ -19,7 +19,7 @@ from typing import Callable
 
 from statectl.run import lifecycle as ev
 from statectl.run.lifecycle import CatchUp, DeadLetterWatch, EventSink, Lifecycle
-from statectl.adapters.log_tail import LogTail
+from statectl.adapters.spark.log_tail import LogTail
 from statectl.run.restore_tracking import OperatorPlan, RestoreTracker, stage_tasks
 
 #: ``run_id -> [{"stage_id", "tasks", "completed", "active", "failed"}, ...]`` for the run's jobs.

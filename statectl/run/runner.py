@@ -10,9 +10,7 @@ offset log, so even a kill is safe).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import signal
 import threading
 import time
@@ -21,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from jobs.registry import JobEntry, job_entry
+from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location, checkpoint_for
 from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
 from statectl.config.sections import JobConfig
@@ -28,7 +27,6 @@ from statectl.errors import OperationalError, StatectlError, UsageError
 from statectl.run.kafka_watch import KafkaWatch
 from statectl.run.lifecycle import EventSink, RunTotals, batch_progress
 from statectl.run.restore_tracking import tracked_restore
-from statectl.paths import default_checkpoint_root
 from statectl.text import wait_until
 
 
@@ -68,95 +66,6 @@ class RunSummary:
         return asdict(self)
 
 
-def checkpoint_for(config: JobConfig, override: Path | None) -> Path:
-    if override is not None:
-        return override.expanduser().resolve()
-    if config.checkpoint_dir:
-        return Path(config.checkpoint_dir).expanduser().resolve()
-    return default_checkpoint_root() / config.job.replace("/", "-")
-
-
-def check_checkpoint_location(checkpoint: Path) -> None:
-    """Refuse, before anything starts, a checkpoint path Spark could not use as a directory: the
-    path or a folder above it is a file, or its folder cannot be created or written (the lock goes
-    beside the checkpoint). Creates the folder the checkpoint goes in, nothing else."""
-    if checkpoint.exists() and not checkpoint.is_dir():
-        raise UsageError(f"checkpoint {checkpoint} is a file, not a directory; pass a --checkpoint-dir "
-                         f"that is a directory or does not exist yet")
-    above = checkpoint.parent
-    while not above.exists() and above != above.parent:
-        above = above.parent
-    if not above.is_dir():
-        raise UsageError(f"checkpoint {checkpoint}: {above} is a file, not a directory; pass another --checkpoint-dir")
-    try:
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"checkpoint {checkpoint}: cannot create {exc.filename or checkpoint.parent} "
-                         f"({exc.strerror}); pass a --checkpoint-dir where this user can write") from None
-    for folder in (checkpoint.parent, checkpoint):
-        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"checkpoint {checkpoint}: {folder} is not writable by this user; "
-                             f"pass a --checkpoint-dir where this user can write")
-
-
-class CheckpointLock:
-    """An exclusive lock beside the checkpoint (``<dir>.lock``), so two runs never share one.
-
-    flock is released by the kernel when the process dies, so a crash never leaves it held; the
-    file itself is removed when the lock is released, so none stays beside a checkpoint.
-    """
-
-    def __init__(self, checkpoint: Path):
-        self.checkpoint = checkpoint
-        self.path = checkpoint.with_name(checkpoint.name + ".lock")
-        self.fd: int | None = None
-
-    def __enter__(self) -> "CheckpointLock":
-        check_checkpoint_location(self.checkpoint)
-        while True:
-            fd = self._open()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                raise OperationalError(
-                    f"checkpoint {self.checkpoint} is in use by another run "
-                    f"(pid {holder}); stop that run first or pass another --checkpoint-dir"
-                ) from None
-            # The run that held it may have removed the file between our open and our lock:
-            # then this lock guards nothing, and the file another run creates would be free.
-            if self._is_current(fd):
-                break
-            os.close(fd)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self.fd = fd
-        return self
-
-    def _open(self) -> int:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise UsageError(f"checkpoint {self.checkpoint}: cannot create {exc.filename or self.path} "
-                             f"({exc.strerror}); pass a --checkpoint-dir where this user can write") from None
-
-    def _is_current(self, fd: int) -> bool:
-        try:
-            return os.fstat(fd).st_ino == os.stat(self.path).st_ino
-        except FileNotFoundError:
-            return False
-
-    def __exit__(self, *exc) -> None:
-        if self.fd is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)  # while still holding the lock, so no one locks the old file
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
-
-
 @contextlib.contextmanager
 def _one_line_errors(job_id: str):
     """Errors from Spark, Py4J or a job's code that nothing turned into a StatectlError: one line
@@ -166,7 +75,7 @@ def _one_line_errors(job_id: str):
     except StatectlError:
         raise
     except Exception as exc:
-        from statectl.adapters.spark import failure_line
+        from statectl.adapters.spark.session import failure_line
 
         raise OperationalError(f"the {job_id} run failed: {failure_line(exc)} "
                                f"(statectl --debug run ... shows the traceback)") from exc
@@ -228,9 +137,9 @@ def _refuse_incompatible_checkpoint(job, layout, config) -> None:
 
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
-    from statectl.adapters.kafka import require_broker, require_operations
+    from statectl.adapters.kafka.connect import require_broker, require_operations
     from statectl.topics.declared import merged
-    from statectl.adapters.spark import require_master
+    from statectl.adapters.spark.session import require_master
 
     config = request.config
     job = request.job or job_entry(config.job)
@@ -247,8 +156,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     metrics = _serve_metrics(request)
 
     with CheckpointLock(checkpoint), _closing(metrics), _one_line_errors(config.job):
-        from statectl.adapters.spark import failure_line, spark_session
-        from statectl.adapters.spark_query import kafka_sink_writer
+        from statectl.adapters.spark.session import failure_line, spark_session
+        from statectl.adapters.spark.query import kafka_sink_writer
         from statectl.checkpoint.restart_needs import restart_session_conf
 
         # Read before the query starts, once (pure Python, no JVM): whether this job can continue
@@ -332,7 +241,7 @@ KAFKA_LOST = "kafka_lost"
 
 
 def _watch_kafka(admin, unavailable_timeout: str | None, monitor) -> KafkaWatch:
-    from statectl.adapters.kafka import cluster_answers
+    from statectl.adapters.kafka.connect import cluster_answers
     from statectl.config.spark_values import parse_interval
 
     timeout = None if unavailable_timeout is None else parse_interval(unavailable_timeout) / 1000
@@ -351,7 +260,7 @@ def _follow(query, signals: StopSignals, request: RunRequest, started: float,
             on_kafka_lost: Callable[[str], None] | None = None, kafka_lost: str = "") -> str:
     """Wait for the query to end, or for a stop request; stop between batches. Stop at once when
     ``watch`` says no broker answered for too long (Spark's source would wait forever)."""
-    from statectl.adapters.spark_query import ended_within
+    from statectl.adapters.spark.query import ended_within
 
     while query.isActive:
         if ended_within(query, 0.2):
@@ -409,7 +318,7 @@ def _stop_between_batches(query, reason: str, on_stopping: Callable[[int | None,
 
     Waiting for a moment with no batch running does not work under a backlog: the next batch
     starts as soon as one ends, and batch after batch ran before such a moment came."""
-    from statectl.adapters.spark_query import StopBetweenBatches
+    from statectl.adapters.spark.query import StopBetweenBatches
 
     stopper = StopBetweenBatches(query)
     batch = stopper.request()
@@ -443,9 +352,9 @@ def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: Cluster, admin):
 
 def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict):
     """The listener and the thread that turns what it hears into events (statectl.run.monitor)."""
-    from statectl.adapters.spark_progress import StagePoller, local_log_file
-    from statectl.adapters.log_tail import LogTail
-    from statectl.adapters.spark_listener import make_listener
+    from statectl.adapters.spark.progress import StagePoller, local_log_file
+    from statectl.adapters.spark.log_tail import LogTail
+    from statectl.adapters.spark.listener import make_listener
     from statectl.run.monitor import RunMonitor
 
     notes = [note for note in notes if note]

@@ -91,7 +91,7 @@ class ApplyResult:
 
 def describe_topic(opts: TopicConfigOptions) -> TopicState:
     """Every config of ``opts.topic`` with value and source, as the broker reports it."""
-    from statectl.adapters.kafka import describe_topics, topic_admin
+    from statectl.adapters.kafka.admin import describe_topics, topic_admin
 
     admin = topic_admin(opts.bootstrap_servers, read_only=True)
     described = describe_topics(admin, [opts.topic], bootstrap=opts.bootstrap_servers)
@@ -157,7 +157,7 @@ def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: 
                   problems: list[str] | None = None, create_missing: bool = True) -> TopicConfigDiff:
     """:func:`plan_changes` for requests built in code (a job declaring its output topic): the same
     checks and the same diff. A missing topic is planned for creation when ``create_missing``."""
-    from statectl.adapters.kafka import describe_topics, topic_admin
+    from statectl.adapters.kafka.admin import describe_topics, topic_admin
 
     problems = list(problems or [])
     local = problems + [p for r in requests for p in request_problems(r, None, None)]
@@ -188,7 +188,7 @@ def _default_replication(admin, new_topics: list[TopicRequest]) -> None:
     """Give the new topics whose replication factor nobody chose the cluster's default (three
     replicas and ``min.insync.replicas=2`` on three brokers or more, one on a single broker), so
     the plan shows what will be created. A ``min.insync.replicas`` the request sets or deletes wins."""
-    from statectl.adapters.kafka import broker_count, default_replication
+    from statectl.adapters.kafka.admin import broker_count, default_replication
 
     if not new_topics:
         return
@@ -208,7 +208,7 @@ def _alter_ops(diff: TopicConfigDiff) -> dict[str, list[tuple[str, str, str | No
 
 
 def _new_topic_specs(diff: TopicConfigDiff):
-    from statectl.adapters.kafka import TopicSpec
+    from statectl.adapters.kafka.admin import TopicSpec
 
     return [TopicSpec(t.topic, t.create["partitions"], t.create["replication_factor"], t.create["configs"])
             for t in diff.creates]
@@ -216,9 +216,9 @@ def _new_topic_specs(diff: TopicConfigDiff):
 
 def _server_validation(admin, diff: TopicConfigDiff) -> None:
     """The broker's own check (validate_only) of every alter and create; all-or-nothing."""
-    from statectl.adapters.kafka import alter_topic_configs, validate_new_topics
+    from statectl.adapters.kafka.admin import alter_topic_configs, validate_new_topics
 
-    from statectl.adapters.kafka import not_authorized
+    from statectl.adapters.kafka.connect import not_authorized
 
     refused = alter_topic_configs(admin, _alter_ops(diff), validate_only=True)
     refused.update(validate_new_topics(admin, _new_topic_specs(diff)))
@@ -245,7 +245,12 @@ def _server_validation(admin, diff: TopicConfigDiff) -> None:
 def apply_plan(diff: TopicConfigDiff, settle_seconds: float = 3.0) -> ApplyResult:
     """Create the missing topics and alter the others incrementally, then read back what the broker
     reports and make sure every change shows."""
-    from statectl.adapters.kafka import alter_topic_configs, create_missing_topics, describe_topics, topic_admin
+    from statectl.adapters.kafka.admin import (
+        alter_topic_configs,
+        create_missing_topics,
+        describe_topics,
+        topic_admin,
+    )
 
     if diff.dry_run:
         raise OperationalError("refused to apply a dry-run plan")

@@ -104,7 +104,8 @@ def plan_job_topics(topics: list[DeclaredTopic], job_id: str, bootstrap: Cluster
     changing nothing: a problem (an unknown config name, a value the broker refuses) is a
     ConfigError here, before the run locks its checkpoint or starts Spark. ``admin``: a client of
     a broker that answered (one is made when not given)."""
-    from statectl.adapters.kafka import existing_topics, require_broker
+    from statectl.adapters.kafka.admin import existing_topics
+    from statectl.adapters.kafka.connect import require_broker
     from statectl.topics.apply import plan_requests
 
     topics = merged(topics, f"{job_id} config")

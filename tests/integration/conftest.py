@@ -36,7 +36,7 @@ def kafka_cluster(tmp_path_factory):
     but must start it again (``broker_up(Path(data_dir), port=None, node=N)``) before it ends, and
     use its own topic names. The start retries once with other ports if the ones picked were taken.
     """
-    from statectl.adapters.broker_process import broker_down, broker_up, free_ports
+    from statectl.adapters.local.broker import broker_down, broker_up, free_ports
     from statectl.errors import UsageError
 
     data_dir = tmp_path_factory.mktemp("kafka-cluster")

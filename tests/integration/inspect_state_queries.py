@@ -207,7 +207,7 @@ def generate(spark, kind: str, checkpoint: Path, input_dir: Path, runs: int, pau
 
 def _fresh_session(log: Path):
     os.environ["STATECTL_SPARK_LOG"] = str(log)
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
 
     spark = spark_session(master="local[2]", conf={
         "spark.sql.shuffle.partitions": "2",

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from statectl.adapters.broker_process import BrokerStatus, broker_down, broker_up, free_port
+from statectl.adapters.local.broker import BrokerStatus, broker_down, broker_up, free_port
 from statectl.errors import StatectlError
 
 #: Generous: the machine may be busy with other test runs (the first start also makes the CA).

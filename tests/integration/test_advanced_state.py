@@ -23,7 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from statectl.adapters.kafka import TopicSpec, create_missing_topics, fast_producer, read_topic, require_broker
+from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+from statectl.adapters.kafka.produce import fast_producer
+from statectl.adapters.kafka.consume import read_topic
+from statectl.adapters.kafka.connect import require_broker
 from jobs.registry import load_job_config
 from statectl.config.loader import config_to_dict
 from statectl.run.runner import RunRequest, run_job
@@ -322,8 +325,8 @@ def test_ttl_variant_expires_state(cli, bootstrap, tmp_path):
 
 # ---------------------------------------------------------------- topic configs
 def test_topic_configs_are_applied_through_topic_config_and_reported_by_kafka(cli, bootstrap, tmp_path):
-    from statectl.adapters.kafka import alter_topic_configs
-    from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
+    from statectl.adapters.kafka.admin import alter_topic_configs
+    from statectl.adapters.local.jars import KAFKA_BROKER, ensure_bundle
 
     ex = Example(bootstrap, tmp_path, "topic-configs")
     out_topic = ex.topics["output"]
@@ -476,7 +479,7 @@ def test_item11_an_unknown_output_topic_config_is_refused_before_spark_starts(bo
     topic created. Before, the job's topic requests came out of build(), so Spark started first
     and the refusal came after it (and after the checkpoint lock was taken)."""
     from tests.conftest import run_statectl
-    from statectl.adapters.kafka import existing_topics
+    from statectl.adapters.kafka.admin import existing_topics
 
     p = f"tc11-{uuid.uuid4().hex[:8]}"
     topics = {"input": f"{p}-in", "output": f"{p}-out", "dlq": f"{p}-dlq"}

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from statectl.adapters.broker_process import free_port
+from statectl.adapters.local.broker import free_port
 from tests.conftest import run_statectl
 
 pytestmark = pytest.mark.integration
@@ -42,8 +42,9 @@ def test_broker_lifecycle(tmp_path):
 
 
 def test_broker_restarts_on_existing_data(tmp_path, unique_topic):
-    from statectl.adapters.kafka import TopicSpec, create_missing_topics, existing_topics, require_broker
-    from statectl.adapters.broker_process import broker_down, broker_up
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics, existing_topics
+    from statectl.adapters.kafka.connect import require_broker
+    from statectl.adapters.local.broker import broker_down, broker_up
 
     data = tmp_path / "kafka"
     first = broker_up(data, port=free_port())
@@ -90,7 +91,7 @@ def test_item11_up_on_statectls_own_broker_with_another_data_dir_names_it(kafka_
 def test_item11_down_with_port_stops_the_broker_there_whatever_its_data_dir(tmp_path):
     """Bad inputs: --port naming a broker whose data dir is not the default one, then together
     with a --data-dir of another broker (refused, nothing stopped)."""
-    from statectl.adapters.broker_process import broker_down, broker_status, broker_up
+    from statectl.adapters.local.broker import broker_down, broker_status, broker_up
 
     data, port = tmp_path / "kafka", free_port()
     broker_up(data, port=port, timeout=90)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.broker_process import free_port
+from statectl.adapters.local.broker import free_port
 from tests.conftest import REPO
 from tests.integration.test_leaderboard import SEED_EXPECTED, Leaderboard
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 
 def _spark_class() -> Path:
-    from statectl.adapters.spark import pyspark_jars_dir
+    from statectl.adapters.spark.session import pyspark_jars_dir
 
     return pyspark_jars_dir().parent / "bin" / "spark-class"
 

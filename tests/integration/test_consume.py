@@ -14,7 +14,10 @@ import sys
 
 import pytest
 
-from statectl.adapters.kafka import TopicSpec, create_missing_topics, fast_producer, read_topic, require_broker
+from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+from statectl.adapters.kafka.produce import fast_producer
+from statectl.adapters.kafka.consume import read_topic
+from statectl.adapters.kafka.connect import require_broker
 from tests.conftest import REPO, run_statectl
 
 pytestmark = pytest.mark.integration

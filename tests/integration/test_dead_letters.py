@@ -19,7 +19,7 @@ from collections import Counter
 
 import pytest
 
-from statectl.adapters.kafka import read_topic
+from statectl.adapters.kafka.consume import read_topic
 from tests.integration.test_advanced_state import Example
 from tests.integration.test_leaderboard import Leaderboard, player, score
 

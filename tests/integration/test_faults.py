@@ -42,8 +42,9 @@ import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from jobs.registry import load_job_config
-from statectl.adapters.broker_process import broker_down, broker_status, broker_up
-from statectl.adapters.kafka import TopicSpec, create_missing_topics, require_broker
+from statectl.adapters.local.broker import broker_down, broker_status, broker_up
+from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+from statectl.adapters.kafka.connect import require_broker
 from statectl.config.loader import config_to_dict
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO

@@ -36,7 +36,7 @@ def spark(tmp_path_factory):
 
     if SparkSession.getActiveSession() is None:
         os.environ.setdefault("STATECTL_SPARK_LOG", str(tmp_path_factory.mktemp("spark-log") / "spark.log"))
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
 
     session = spark_session(master="local[2]", conf={"spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS)})
     session.streams.active  # registers the StateStoreCoordinator the state readers need
@@ -161,7 +161,7 @@ def _statestore(spark, path: Path, fmt: int, **options) -> list[dict]:
         reader = spark.read.format("statestore")
         for k, v in options.items():
             reader = reader.option(k, v)
-        from statectl.adapters.state_source import _plain
+        from statectl.adapters.spark.state_source import _plain
 
         return [_plain(r.asDict(recursive=True)) for r in reader.load(str(path)).collect()]
     finally:

@@ -30,7 +30,7 @@ def spark(tmp_path_factory):
 
     if SparkSession.getActiveSession() is None:
         os.environ.setdefault("STATECTL_SPARK_LOG", str(tmp_path_factory.mktemp("spark-log") / "spark.log"))
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
 
     session = spark_session(master="local[2]", conf={"spark.sql.shuffle.partitions": "2"})
     session.streams.active  # registers the StateStoreCoordinator the state readers need
@@ -101,7 +101,7 @@ def _cli(*args):
 
 
 def _statestore(spark, path: Path, **options) -> list[dict]:
-    from statectl.adapters.state_source import _plain
+    from statectl.adapters.spark.state_source import _plain
 
     reader = spark.read.format("statestore")
     for k, v in options.items():

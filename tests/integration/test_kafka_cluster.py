@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.broker_process import free_ports
-from statectl.adapters.kafka import describe_topics, live_brokers, require_broker
+from statectl.adapters.local.broker import free_ports
+from statectl.adapters.kafka.admin import describe_topics, live_brokers
+from statectl.adapters.kafka.connect import require_broker
 from tests.conftest import run_statectl
 
 pytestmark = pytest.mark.integration

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from jobs.registry import load_job_config
-from statectl.adapters.kafka import fast_producer
+from statectl.adapters.kafka.produce import fast_producer
 from statectl.config.loader import config_to_dict
-from statectl.run.runner import CheckpointLock
+from statectl.checkpoint.lock import CheckpointLock
 from tests.checkpoint_factory import tree_fingerprint
 from tests.conftest import REPO
 

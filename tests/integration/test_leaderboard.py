@@ -24,10 +24,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from statectl.adapters.kafka import fast_producer, read_topic
+from statectl.adapters.kafka.produce import fast_producer
+from statectl.adapters.kafka.consume import read_topic
 from jobs.registry import load_job_config
 from jobs.leaderboard.rules import materialize
-from statectl.run.runner import CheckpointLock, RunRequest, run_job
+from statectl.checkpoint.lock import CheckpointLock
+from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -53,7 +55,8 @@ class Leaderboard:
         self.checkpoint = tmp / f"ckpt-{p}"
         self.config_file = tmp / f"{p}.yaml"
         self.config_file.write_text(yaml.safe_dump(self._config_dict()))
-        from statectl.adapters.kafka import TopicSpec, create_missing_topics, require_broker
+        from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+        from statectl.adapters.kafka.connect import require_broker
 
         create_missing_topics(require_broker(bootstrap), [
             TopicSpec(self.topics["score_events"], 4), TopicSpec(self.topics["players"], 2),

@@ -14,7 +14,9 @@ import time
 
 import pytest
 
-from statectl.adapters.kafka import admin_client, existing_topics, read_topic
+from statectl.adapters.kafka.connect import admin_client
+from statectl.adapters.kafka.admin import existing_topics
+from statectl.adapters.kafka.consume import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -195,7 +197,7 @@ def test_ctrl_c_stops_sending_and_reports_exactly_what_was_delivered(bootstrap):
 def test_a_full_local_queue_is_waited_out_without_loss_or_reordering(bootstrap, unique_topic, monkeypatch):
     # A producer queue of 300 records forces produce_batch to refuse most of every 10,000-record
     # chunk with QUEUE_FULL; the rest of the chunk must be resent, in order, until it fits.
-    from statectl.adapters import kafka as kafka_adapter
+    from statectl.adapters.kafka import produce as kafka_adapter
     from statectl.produce.datasets import unkeyed_batch
     from statectl.produce.send import produce_batches
 

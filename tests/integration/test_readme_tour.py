@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.broker_process import broker_down, free_port
+from statectl.adapters.local.broker import broker_down, free_port
 
 pytestmark = pytest.mark.integration
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.kafka import read_topic
+from statectl.adapters.kafka.consume import read_topic
 from statectl.checkpoint.reader import read_layout
-from statectl.checkpoint.reset import utc_text
-from statectl.checkpoint.reset_files import list_files
-from statectl.run.runner import CheckpointLock
+from statectl.maintenance.reset_plan import utc_text
+from statectl.maintenance.reset_files import list_files
+from statectl.checkpoint.lock import CheckpointLock
 from tests.integration.test_leaderboard import SEED_EXPECTED, T0, Leaderboard, player, score
 
 pytestmark = pytest.mark.integration

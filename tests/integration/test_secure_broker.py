@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.broker_process import broker_down, broker_status, broker_up, free_port
+from statectl.adapters.local.broker import broker_down, broker_status, broker_up, free_port
 from statectl.cluster.load import load_cluster
 from statectl.errors import AuthenticationFailed, BrokerUnavailable, UsageError
 from tests.conftest import run_statectl
@@ -52,7 +52,7 @@ def _variant(base: str | Path, target: Path, drop: tuple[str, ...] = (), **chang
 
 
 def _produce_one(cluster, topic: str, key: bytes, value: bytes) -> None:
-    from statectl.adapters.kafka import fast_producer
+    from statectl.adapters.kafka.produce import fast_producer
 
     failures = []
     producer = fast_producer(cluster)
@@ -61,14 +61,15 @@ def _produce_one(cluster, topic: str, key: bytes, value: bytes) -> None:
 
 
 def _make_topic_with_one_record(cluster, topic: str) -> None:
-    from statectl.adapters.kafka import TopicSpec, create_missing_topics, require_broker
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+    from statectl.adapters.kafka.connect import require_broker
 
     assert create_missing_topics(require_broker(cluster), [TopicSpec(topic)]) == [topic]
     _produce_one(cluster, topic, b"k", b"v")
 
 
 def _records(cluster, topic: str) -> list[tuple[bytes, bytes]]:
-    from statectl.adapters.kafka import read_topic
+    from statectl.adapters.kafka.consume import read_topic
 
     return [(r.key, r.value) for r in read_topic(cluster, topic)]
 
@@ -86,7 +87,7 @@ def test_item3_secure_broker_answers_over_sasl_ssl_with_client_properties(secure
 
 
 def test_item3_wrong_password_is_refused(secure_broker, tmp_path):
-    from statectl.adapters.kafka import require_broker
+    from statectl.adapters.kafka.connect import require_broker
 
     wrong = _variant(secure_broker.client_config, tmp_path / "wrong.properties", **{
         "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
@@ -99,7 +100,7 @@ def test_item3_wrong_password_is_refused(secure_broker, tmp_path):
 
 
 def test_item3_client_without_the_ca_fails_tls_verification(secure_broker, tmp_path):
-    from statectl.adapters.kafka import require_broker
+    from statectl.adapters.kafka.connect import require_broker
 
     no_trust = _variant(secure_broker.client_config, tmp_path / "no-trust.properties",
                         drop=("ssl.truststore.type", "ssl.truststore.location"))
@@ -109,7 +110,7 @@ def test_item3_client_without_the_ca_fails_tls_verification(secure_broker, tmp_p
 
 
 def test_item3_plaintext_client_cannot_use_the_port(secure_broker):
-    from statectl.adapters.kafka import broker_answers, require_broker
+    from statectl.adapters.kafka.connect import broker_answers, require_broker
 
     assert not broker_answers(secure_broker.bootstrap_servers, timeout=3)
     with pytest.raises(BrokerUnavailable):
@@ -149,7 +150,7 @@ def test_item3_statectl_user_cannot_do_admin_only_things_admin_can(secure_broker
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AclBindingFilter, UserScramCredentialDeletion, ScramMechanism
 
-    from statectl.adapters.kafka import admin_client
+    from statectl.adapters.kafka.connect import admin_client
 
     as_user = admin_client(_cluster(secure_broker.client_config))
     as_admin = admin_client(_cluster(secure_broker.admin_config))
@@ -184,7 +185,7 @@ def test_item3_statectl_user_has_exactly_the_tour_acls(secure_broker):
     from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType
     from confluent_kafka.admin import ResourceType
 
-    from statectl.adapters.kafka import admin_client
+    from statectl.adapters.kafka.connect import admin_client
 
     mine = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:statectl", None,
                             AclOperation.ANY, AclPermissionType.ANY)
@@ -203,7 +204,7 @@ def test_item3_statectl_user_reads_with_a_consumer_group(secure_broker, unique_t
     """Group READ/DESCRIBE: a consumer that commits its offsets in a group, as user statectl."""
     from confluent_kafka import Consumer
 
-    from statectl.adapters.kafka import client_config
+    from statectl.adapters.kafka.connect import client_config
 
     cluster = _cluster(secure_broker.client_config)
     _make_topic_with_one_record(cluster, unique_topic)
@@ -259,7 +260,7 @@ def test_item3_controller_listener_lets_nobody_in_anonymously(secure_broker, tmp
     """Kafka's own Java admin client at the controller listener (bootstrap.controllers): a
     PLAINTEXT client gets nowhere, a wrong PLAIN password is refused, the static controller user is
     a super user (it may list every ACL). A SCRAM user cannot log in there (PLAIN only)."""
-    from statectl.adapters.broker_process import _classpath, _java
+    from statectl.adapters.local.broker import _classpath, _java
 
     controller_password = json.loads((Path(secure_broker.data_dir) / "secrets.json").read_text())["controller"]
     admin_password = secrets_of(secure_broker.data_dir)[0]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.broker_process import free_port
+from statectl.adapters.local.broker import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def _user_config(broker, target: Path, user: str, password: str) -> Path:
 
 
 def _admin(broker):
-    from statectl.adapters.kafka import admin_client
+    from statectl.adapters.kafka.connect import admin_client
     from statectl.cluster.load import load_cluster
 
     return admin_client(load_cluster(broker.bootstrap_servers, Path(broker.admin_config), env={}))
@@ -122,7 +122,7 @@ def _add_user(broker, user: str, password: str, grants: list[tuple[str, str]]) -
 
 
 def _end_offsets(broker, topics: list[str]) -> dict:
-    from statectl.adapters.kafka import end_offsets
+    from statectl.adapters.kafka.offsets import end_offsets
     from statectl.cluster.load import load_cluster
 
     return end_offsets(load_cluster(broker.bootstrap_servers, Path(broker.admin_config), env={}), topics)

@@ -12,8 +12,10 @@ import urllib.request
 
 import pytest
 
-from statectl.adapters.broker_process import broker_down, broker_up, free_port
-from statectl.adapters.kafka import TopicSpec, create_missing_topics, fast_producer, require_broker
+from statectl.adapters.local.broker import broker_down, broker_up, free_port
+from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+from statectl.adapters.kafka.produce import fast_producer
+from statectl.adapters.kafka.connect import require_broker
 from statectl.text import wait_until
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from statectl.adapters.kafka import TopicSpec, admin_client, create_missing_topics, describe_topics, existing_topics
+from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics, describe_topics, existing_topics
+from statectl.adapters.kafka.connect import admin_client
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -30,8 +31,8 @@ _ENTRY = re.compile(r"^  ([^=\s]+)=(.*) sensitive=(?:true|false) synonyms=\{.*\}
 @pytest.fixture(scope="module")
 def kafka_configs(bootstrap):
     """Run Kafka's ConfigCommand for topics: ``--describe`` -> {topic: {key: value}} as it prints them."""
-    from statectl.adapters.broker_process import _java
-    from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
+    from statectl.adapters.local.broker import _java
+    from statectl.adapters.local.jars import KAFKA_BROKER, ensure_bundle
 
     classpath = ":".join(str(p) for p in ensure_bundle(KAFKA_BROKER))
 
@@ -301,7 +302,7 @@ def test_file_is_all_or_nothing_across_topics(cli, bootstrap, unique_topic, tmp_
 def test_known_config_bounds_match_the_broker(bootstrap, unique_topic):
     """Every minimum in KNOWN_CONFIGS is what the broker enforces: the minimum passes its
     validate_only, one below is refused by both statectl and the broker."""
-    from statectl.adapters.kafka import alter_topic_configs
+    from statectl.adapters.kafka.admin import alter_topic_configs
     from statectl.topics.keys import KNOWN_CONFIGS, value_problem
 
     _create(bootstrap, unique_topic)

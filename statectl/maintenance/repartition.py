@@ -6,7 +6,7 @@ Spark 4.2+), never by rewriting RocksDB files here.
 repartition batch, a snapshot per new partition, operator metadata, the commit), what stays, and
 why it must be refused. ``plan_repartition`` reads the directory and plans; ``apply_repartition``
 takes the run lock, backs the whole checkpoint up, lets Spark do the work (through
-``statectl.adapters.state_repartition``), puts the backup back if Spark failed half-way, and
+``statectl.adapters.spark.state_repartition``), puts the backup back if Spark failed half-way, and
 checks the result by reading the directory again.
 """
 
@@ -390,7 +390,7 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
                       on_step: Callable[[str], None] | None = None) -> RepartitionResult:
     """Carry ``plan`` out: lock, plan again under the lock, back up, let Spark repartition, check."""
     from statectl.checkpoint.reader import read_layout
-    from statectl.run.runner import CheckpointLock
+    from statectl.checkpoint.lock import CheckpointLock
 
     step = on_step or (lambda _text: None)
     checkpoint, backup = Path(plan.checkpoint), Path(plan.backup_dir or "")
@@ -412,7 +412,7 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
         before = _listing(checkpoint)
         started = time.monotonic()
         try:
-            from statectl.adapters.state_repartition import repartition_checkpoint
+            from statectl.adapters.spark.state_repartition import repartition_checkpoint
 
             repartition_checkpoint(str(checkpoint), plan.partitions, plan.format_version, request.master)
         except StatectlError as exc:

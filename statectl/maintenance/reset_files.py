@@ -1,5 +1,5 @@
 """Apply and undo a reset plan on disk: files move into a backup directory with a manifest
-(``statectl.checkpoint.reset``), never get deleted, and move back on ``--undo``.
+(``statectl.maintenance.reset_plan``), never get deleted, and move back on ``--undo``.
 
 Moves keep each file's bytes and times. The manifest is written before the first move, so a reset
 cut short (a kill, a full disk) is undone like a finished one.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from statectl.checkpoint.reset import MANIFEST, ResetManifest, ResetPlan, manifest_for
+from statectl.maintenance.reset_plan import MANIFEST, ResetManifest, ResetPlan, manifest_for
 from statectl.errors import OperationalError, UsageError
 
 #: Where a backup keeps the files a roll-back moved out, and the directory a start-over moved.

@@ -9,105 +9,25 @@ every job's topics. A job whose cluster does not answer says so; the others are 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from statectl.checkpoint.lock import RunLock, read_run_lock
 from statectl.checkpoint.health import ERROR, NOT_A_CHECKPOINT, UNCOMMITTED_BATCH, WARNING, Finding
 from statectl.checkpoint.progress import CheckpointProgress, read_progress, state_size
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import StatectlError, UsageError
-from statectl.run.lag import EndOffsets, inputs_of, kafka_end_offsets, lag_report, topics_to_ask
+from statectl.observe.lag import EndOffsets, inputs_of, kafka_end_offsets, lag_report, topics_to_ask
 
 HEALTHY = "healthy"
 UNHEALTHY = "unhealthy"
 NO_CHECKPOINT = "no checkpoint"
 
-#: The kernel's table of file locks (Linux): who holds a flock on which file.
-PROC_LOCKS = Path("/proc/locks")
-
 
 # ---------------------------------------------------------------- the run lock, looked at
-@dataclass(frozen=True)
-class RunLock:
-    """What the run lock beside a checkpoint (``<checkpoint>.lock``, statectl.run.runner's
-    CheckpointLock) says, read without taking it."""
-
-    path: str
-    exists: bool = False
-    pid: int | None = None  # the holder's pid, as the lock file names it
-    running: bool = False
-    #: the file is there but no live process holds it: the last run was killed or crashed (a
-    #: clean stop removes it); it does not stop the next run
-    stale: bool = False
-
-
-def lock_path(checkpoint: Path) -> Path:
-    """Where CheckpointLock keeps the lock of ``checkpoint`` (beside it, not inside)."""
-    from statectl.run.runner import CheckpointLock
-
-    return CheckpointLock(checkpoint).path
-
-
-def flock_holders(proc_locks: str) -> dict[tuple[str, int], int]:
-    """``{(device, inode): pid}`` of every granted FLOCK in the text of ``/proc/locks`` (lines like
-    ``7: FLOCK  ADVISORY  WRITE 23525 fe:00:9978092 0 EOF``; waiters, marked ``->``, are left out)."""
-    out: dict[tuple[str, int], int] = {}
-    for line in proc_locks.splitlines():
-        words = line.split()
-        if len(words) < 6 or words[1] != "FLOCK":
-            continue
-        major, _, rest = words[5].partition(":")
-        minor, _, inode = rest.partition(":")
-        try:
-            out[(f"{int(major, 16):x}:{int(minor, 16):x}", int(inode))] = int(words[4])
-        except ValueError:
-            continue
-    return out
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (signal 0 checks without sending anything)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    return True
-
-
-def read_run_lock(checkpoint: Path, proc_locks: str | None = None) -> RunLock:
-    """Whether a run holds ``checkpoint``'s lock, and its pid. On Linux the kernel's lock table
-    (``/proc/locks``) says whether the file is locked; elsewhere the pid the file names must be
-    alive. ``proc_locks``: that table's text (read from /proc when None)."""
-    path = lock_path(checkpoint)
-    try:
-        text = path.read_text(errors="replace").strip()
-        st = path.stat()
-    except FileNotFoundError:
-        return RunLock(str(path))
-    except OSError:
-        return RunLock(str(path), exists=True)
-    pid = int(text) if text.isdigit() else None
-    if proc_locks is None:
-        try:
-            proc_locks = PROC_LOCKS.read_text()
-        except OSError:
-            proc_locks = None
-    if proc_locks is not None:
-        key = (f"{os.major(st.st_dev):x}:{os.minor(st.st_dev):x}", st.st_ino)
-        holder = flock_holders(proc_locks).get(key)
-        running = holder is not None
-        pid = pid if pid is not None else holder
-    else:
-        running = pid is not None and pid_alive(pid)
-    return RunLock(str(path), exists=True, pid=pid, running=running, stale=not running)
 
 
 # ---------------------------------------------------------------- one job
@@ -239,7 +159,7 @@ def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobCon
     """The shipped job configs whose checkpoints exist (where `statectl run JOB` keeps them), then
     ``given``; one entry per checkpoint (a given config replaces a shipped one with its checkpoint)."""
     from jobs.registry import shipped_configs
-    from statectl.run.runner import checkpoint_for
+    from statectl.checkpoint.lock import checkpoint_for
 
     chosen: dict[Path, tuple[Path, JobConfig]] = {}
     for path, config in shipped_configs():
@@ -256,7 +176,7 @@ def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobCon
 def project_status(request: StatusRequest, fetch: EndOffsets = kafka_end_offsets,
                    proc_locks: str | None = None) -> StatusReport:
     """The status of every job of ``request``; Kafka is asked once per cluster."""
-    from statectl.run.runner import checkpoint_for
+    from statectl.checkpoint.lock import checkpoint_for
 
     statuses = []
     for path, config in request.jobs:
@@ -291,4 +211,3 @@ def _add_lag(statuses: list[JobStatus], fetch: EndOffsets) -> None:
             status.kafka_error = error
             if error is None:
                 status.lag, status.lag_unknown_partitions = report.total, report.unknown_partitions
-

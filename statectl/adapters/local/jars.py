@@ -93,7 +93,7 @@ def _pom(bundle: JarBundle) -> str:
     deps = "".join(a.pom_xml() for a in bundle.artifacts)
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        f"<groupId>statectl.adapters.jars</groupId><artifactId>{bundle.name}</artifactId><version>1</version>"
+        f"<groupId>statectl.adapters.local.jars</groupId><artifactId>{bundle.name}</artifactId><version>1</version>"
         f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>"
     )
 

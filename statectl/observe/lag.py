@@ -202,7 +202,8 @@ def inputs_of(config: JobConfig) -> list[str]:
 def kafka_end_offsets(cluster: Cluster, topics: list[str]) -> dict[str, dict[int, int]]:
     """End offsets from the broker: at once BrokerUnavailable when nothing listens at the address,
     within the reach timeout otherwise. No consumer group is joined and nothing is committed."""
-    from statectl.adapters.kafka import end_offsets, refuse_if_nothing_listens
+    from statectl.adapters.kafka.offsets import end_offsets
+    from statectl.adapters.kafka.connect import refuse_if_nothing_listens
 
     if not topics:
         return {}
@@ -214,7 +215,7 @@ def job_lag(request: LagRequest, fetch: EndOffsets = kafka_end_offsets) -> LagRe
     """The lag of the job of ``request``: its checkpoint (as `statectl run` resolves it) read
     without a lock, end offsets from Kafka. UsageError when the checkpoint does not exist;
     OperationalError when Kafka does not answer."""
-    from statectl.run.runner import checkpoint_for
+    from statectl.checkpoint.lock import checkpoint_for
 
     progress = read_progress(checkpoint_for(request.config, request.checkpoint_dir))
     ends = fetch(request.cluster, topics_to_ask(progress, request.inputs))

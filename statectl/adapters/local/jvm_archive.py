@@ -27,7 +27,7 @@ from statectl.errors import OperationalError
 
 #: Set to ``off`` to start drivers without the archive (and make none).
 ARCHIVE_ENV = "STATECTL_JVM_ARCHIVE"
-#: Set for the training run's driver (statectl/adapters/jvm_archive_training.py): where the JVM
+#: Set for the training run's driver (statectl/adapters/local/jvm_archive_training.py): where the JVM
 #: writes the archive as it exits.
 DUMP_ENV = "STATECTL_JVM_ARCHIVE_DUMP"
 
@@ -99,7 +99,7 @@ def build_archive(jars_dir: Path, timeout: float = 600.0, force: bool = False) -
         log = Path(work) / "spark.log"
         env = {**os.environ, DUMP_ENV: str(partial), "STATECTL_SPARK_LOG": str(log)}
         try:
-            proc = subprocess.run([sys.executable, "-m", "statectl.adapters.jvm_archive_training", work], env=env,
+            proc = subprocess.run([sys.executable, "-m", "statectl.adapters.local.jvm_archive_training", work], env=env,
                                   capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             partial.unlink(missing_ok=True)

@@ -1,11 +1,11 @@
 """A local Apache Kafka broker (KRaft, combined broker + controller) on loopback, or a cluster of three.
 
-The broker runs from the official jars (see :mod:`statectl.adapters.jars`) as a background JVM that
+The broker runs from the official jars (see :mod:`statectl.adapters.local.jars`) as a background JVM that
 outlives the command that started it. Its data dir holds ``server.properties``, the log dirs,
 ``broker.log`` and ``broker.json`` (pid and ports), which is how ``status`` and ``down`` find it.
 
 By default its client listener is PLAINTEXT; a secured broker (``secure=True``: SASL_SSL, SCRAM
-users, ACLs, see :mod:`statectl.adapters.broker_secure`) is set up once per data dir, and a data
+users, ACLs, see :mod:`statectl.adapters.local.broker_secure`) is set up once per data dir, and a data
 dir keeps the kind it was formatted as.
 
 A cluster (``brokers=3``) is three such processes, nodes 1 to 3, each a broker and a voter of one
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from statectl.errors import OperationalError, UsageError
 from statectl.paths import default_broker_dir
-from statectl.adapters import broker_secure
-from statectl.adapters.jars import KAFKA_BROKER, ensure_bundle
+from statectl.adapters.local import broker_secure
+from statectl.adapters.local.jars import KAFKA_BROKER, ensure_bundle
 from statectl.text import wait_until
 
 DEFAULT_PORT = 9092
@@ -405,7 +405,7 @@ def broker_up(data_dir: Path, port: int | None = DEFAULT_PORT, timeout: float = 
     """Start the broker in the background (formatting storage the first time) and wait until it answers.
 
     ``secure``: a SASL_SSL listener with SCRAM users ``admin`` and ``statectl``, a throwaway CA,
-    an authorizer and the ACLs of ``statectl`` (see :mod:`statectl.adapters.broker_secure`); the
+    an authorizer and the ACLs of ``statectl`` (see :mod:`statectl.adapters.local.broker_secure`); the
     status names the client configs to connect with. A data dir formatted as the other kind is
     refused (UsageError), never reformatted.
 
@@ -532,7 +532,7 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool) -> Broke
 
 
 def _answers(target) -> bool:
-    from statectl.adapters.kafka import broker_answers
+    from statectl.adapters.kafka.connect import broker_answers
 
     return broker_answers(target, timeout=2.0)
 
@@ -748,7 +748,7 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
 
 
 def _live_brokers(bootstrap: str) -> set[int]:
-    from statectl.adapters.kafka import live_brokers
+    from statectl.adapters.kafka.admin import live_brokers
 
     return live_brokers(bootstrap, timeout=2.0)
 

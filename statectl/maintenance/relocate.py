@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from statectl.checkpoint.schema_paths import RelocationPlan, relocation_plan
+from statectl.maintenance.relocate_plan import RelocationPlan, relocation_plan
 from statectl.errors import OperationalError, UsageError
 
 #: What a backup directory keeps: the files as they were, at their paths in the checkpoint.
@@ -79,7 +79,7 @@ def _check_backup_dir(checkpoint: Path, backup: Path) -> None:
 
 def apply_relocation(plan: RelocationPlan) -> RelocationPlan:
     """Carry ``plan`` out under the run lock; returns the plan, marked applied."""
-    from statectl.run.runner import CheckpointLock
+    from statectl.checkpoint.lock import CheckpointLock
 
     if not plan.files or plan.refused or plan.backup_dir is None:
         raise UsageError("internal: only a plan that changes something and is not refused can be applied")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from statectl.checkpoint.formats import parse_state_file_name
+from statectl.checkpoint.decode.formats import parse_state_file_name
 from statectl.checkpoint.layout import CheckpointLayout, format_ranges
 from statectl.checkpoint.restore import plan_store, state_lineage
 from statectl.errors import UsageError

@@ -1,5 +1,5 @@
-"""The training run of the Spark driver's class-data archive (statectl/adapters/jvm_archive.py),
-run in a process of its own: ``python -m statectl.adapters.jvm_archive_training WORK_DIR`` with
+"""The training run of the Spark driver's class-data archive (statectl/adapters/local/jvm_archive.py),
+run in a process of its own: ``python -m statectl.adapters.local.jvm_archive_training WORK_DIR`` with
 ``$STATECTL_JVM_ARCHIVE_DUMP`` naming the file the driver JVM writes as it exits."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _train(work: Path) -> None:
     from pyspark import SparkContext
     from pyspark.sql import functions as F
 
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
 
     source = work / "input"
     source.mkdir()

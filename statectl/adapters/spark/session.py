@@ -72,7 +72,7 @@ def pyspark_jars_dir() -> Path:
 
 def connector_jars() -> list[Path]:
     """The Kafka connector bundle minus what PySpark already ships (same artifact, any version)."""
-    from statectl.adapters.jars import SPARK_KAFKA, artifact_base, ensure_bundle
+    from statectl.adapters.local.jars import SPARK_KAFKA, artifact_base, ensure_bundle
 
     shipped = {artifact_base(p.name) for p in pyspark_jars_dir().glob("*.jar")}
     return [j for j in ensure_bundle(SPARK_KAFKA) if artifact_base(j.name) not in shipped]
@@ -121,7 +121,7 @@ def spark_session(
     log_file = (log_file or spark_log_file()).resolve()
     log4j = resources.files("statectl.resources").joinpath("spark-log4j2.properties")
     with resources.as_file(log4j) as log4j_path:
-        from statectl.adapters.jvm_archive import driver_java_options
+        from statectl.adapters.local.jvm_archive import driver_java_options
 
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j_path} -Dstatectl.spark.log={log_file}"
         driver_opts = (java_opts, driver_java_options(pyspark_jars_dir()), settings.get("spark.driver.extraJavaOptions"))
@@ -158,7 +158,7 @@ def spark_session(
 #: times slower than importing from site-packages (docs/performance.md), paid by the daemon,
 #: every worker, and the Python process Spark starts per stateful operator at query start.
 _WORKER_SCRIPT = """#!/bin/sh
-# Written by statectl (statectl/adapters/spark.py): runs Spark's Python processes on the
+# Written by statectl (statectl/adapters/spark/session.py): runs Spark's Python processes on the
 # interpreter below without PySpark's zip on PYTHONPATH, so that they import the identical
 # PySpark installed beside it, whose bytecode is compiled once.
 new=""

@@ -316,7 +316,7 @@ def create_statectl_acls(cluster: Cluster, timeout: float) -> None:
     from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType
     from confluent_kafka.admin import ResourceType
 
-    from statectl.adapters.kafka import admin_client
+    from statectl.adapters.kafka.connect import admin_client
 
     wanted = statectl_acls()
     admin = admin_client(cluster)

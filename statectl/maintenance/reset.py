@@ -1,7 +1,7 @@
 """`statectl reset JOB`: plan a job's reset from its config, its checkpoint and (to start over)
 Kafka's offsets, then apply it under the checkpoint's run lock — or undo one from its backup.
 
-The plan is ``statectl.checkpoint.reset`` (pure); moving files is ``reset_files``; this module
+The plan is ``statectl.maintenance.reset_plan`` (pure); moving files is ``reset_files``; this module
 only gathers the inputs and holds the lock, so that no run starts while files move.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jobs.registry import JobEntry
 from statectl.checkpoint.reader import read_layout
-from statectl.checkpoint.reset import (
+from statectl.maintenance.reset_plan import (
     Offsets,
     OutputTopic,
     ResetPlan,
@@ -24,11 +24,18 @@ from statectl.checkpoint.reset import (
     source_topics_in,
     start_over_plan,
 )
-from statectl.checkpoint.reset_files import UndoResult, apply_plan, default_backup, list_files, read_manifest, undo
+from statectl.maintenance.reset_files import (
+    UndoResult,
+    apply_plan,
+    default_backup,
+    list_files,
+    read_manifest,
+    undo,
+)
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
-from statectl.run.runner import CheckpointLock, checkpoint_for
+from statectl.checkpoint.lock import CheckpointLock, checkpoint_for
 
 
 @dataclass
@@ -120,7 +127,7 @@ def _layout(checkpoint: Path, required: bool):
 
 
 def _offsets(cluster: Cluster | None, config: JobConfig, topics: list[str], target: ResetTarget) -> dict[str, dict[int, Offsets]]:
-    from statectl.adapters.kafka_offsets import partition_offsets
+    from statectl.adapters.kafka.offsets import partition_offsets
     from statectl.cluster.load import load_cluster
 
     cluster = cluster or load_cluster(config_bootstrap=config.kafka.bootstrap_servers,

@@ -28,7 +28,7 @@ def repartition_checkpoint(path: str, partitions: int, format_version: int, mast
     Spark's reason in one line."""
     from pyspark.sql import SparkSession
 
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
 
     conf = {FORMAT_VERSION_CONF: str(format_version)}
     active = SparkSession.getActiveSession()

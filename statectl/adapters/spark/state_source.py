@@ -38,7 +38,7 @@ def read_state_rows(request: StateSourceRead, master: str = "local[*]") -> State
     """Read `state-metadata` and the first ``request.limit`` state rows the request describes."""
     from pyspark.sql import SparkSession
 
-    from statectl.adapters.spark import spark_session
+    from statectl.adapters.spark.session import spark_session
 
     active = SparkSession.getActiveSession()
     # In a process that already runs Spark (tests, notebooks), the confs go back afterwards:

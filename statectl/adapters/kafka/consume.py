@@ -1,0 +1,270 @@
+"""Reading topics without a consumer group (assigned partitions, nothing committed): a topic's
+records to its end offsets, following it as records arrive, and tailing it for a live view."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
+
+from statectl.adapters.kafka.connect import (
+    REACH_TIMEOUT,
+    ConnectErrors,
+    Target,
+    client_config,
+    metadata,
+    refuse_if_nothing_listens,
+    unreadable_topic,
+)
+from statectl.adapters.kafka.offsets import watermarks
+from statectl.errors import OperationalError
+from statectl.text import did_you_mean
+
+
+@dataclass
+class ConsumedRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None
+
+
+#: librdkafka looks up the group coordinator whenever a group.id is set (confluent-kafka requires
+#: one), even for a consumer that only assigns partitions and never commits, as statectl's readers
+#: do: a user without a group ACL gets this error, which does not concern the read.
+_GROUP_ONLY = (KafkaError.GROUP_AUTHORIZATION_FAILED,)
+
+
+def read_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> list[ConsumedRecord]:
+    """Every record currently in ``topic``, from the beginning to the end offsets seen at the start."""
+    return list(iter_topic(bootstrap, topic, timeout=timeout))
+
+
+def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator[ConsumedRecord]:
+    errors = ConnectErrors()
+    consumer = Consumer(
+        client_config(
+            bootstrap, error_cb=errors,
+            **{"group.id": "statectl-reader", "enable.auto.commit": False,
+               "auto.offset.reset": "earliest", "enable.partition.eof": False},
+        )
+    )
+    try:
+        md = metadata(consumer, bootstrap, errors, topic=topic)
+        tmd = md.topics.get(topic)
+        if tmd is not None and unreadable_topic(bootstrap, topic, tmd.error):
+            raise unreadable_topic(bootstrap, topic, tmd.error)
+        if tmd is None or tmd.error is not None:
+            raise OperationalError(f"topic {topic!r} does not exist")
+        ends: dict[int, int] = {}
+        assignment = []
+        for p, (low, high) in watermarks(consumer, topic, tmd.partitions).items():
+            if high > low:
+                ends[p] = high
+                assignment.append(TopicPartition(topic, p, low))
+        if not assignment:
+            return
+        consumer.assign(assignment)
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            # consume() waits for all num_messages or the timeout: a short timeout returns
+            # what has arrived instead of holding a small topic's records back for it.
+            for msg in consumer.consume(num_messages=10_000, timeout=0.05):
+                if msg.error():
+                    if msg.error().code() in (KafkaError._PARTITION_EOF, *_GROUP_ONLY):
+                        continue
+                    raise unreadable_topic(bootstrap, topic, msg.error()) or OperationalError(
+                        f"reading {topic!r} failed: {msg.error().str()}")
+                p = msg.partition()
+                yield ConsumedRecord(topic, p, msg.offset(), msg.key(), msg.value(),
+                                     msg.timestamp()[1])
+                if p in ends and msg.offset() + 1 >= ends[p]:
+                    del ends[p]
+        if ends:
+            raise OperationalError(f"timed out reading {topic!r} after {timeout:.0f} s")
+    finally:
+        consumer.close()
+
+
+@dataclass(frozen=True)
+class ReadStart:
+    """Where a TopicReader starts: the topic's partitions, the records that lie before the start
+    and those between the start and the end offsets seen when it opened."""
+
+    partitions: int
+    before_start: int
+    to_end: int
+
+
+class TopicReader:
+    """Reads one topic from its first offsets or from its end, without a consumer group (assigned
+    partitions, nothing committed), so it never disturbs or is disturbed by a job's consumers.
+
+    Use as a context manager: ``with TopicReader(b, topic, from_beginning=True) as r: r.start; r.records(follow)``.
+    """
+
+    def __init__(self, bootstrap: Target, topic: str, from_beginning: bool):
+        self.topic = topic
+        self._bootstrap = bootstrap
+        refuse_if_nothing_listens(bootstrap)
+        self._errors = ConnectErrors()
+        self._consumer = Consumer(
+            client_config(bootstrap, error_cb=self._errors, **{"group.id": "statectl-consume", "enable.auto.commit": False,
+                                        "enable.partition.eof": False})
+        )
+        try:
+            self._starts, self._ends, self.start = self._assign(bootstrap, from_beginning)
+        except BaseException:
+            self._consumer.close()
+            raise
+
+    def _assign(self, bootstrap: Target, from_beginning: bool) -> tuple[dict[int, int], dict[int, int], ReadStart]:
+        consumer, topic = self._consumer, self.topic
+        md = metadata(consumer, bootstrap, self._errors)
+        tmd = md.topics.get(topic)
+        if tmd is None:
+            # A topic the user may not describe is left out of a full listing: ask for it by name.
+            try:
+                tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)
+            except KafkaException:
+                tmd = None
+        if tmd is not None and unreadable_topic(bootstrap, topic, tmd.error):
+            raise unreadable_topic(bootstrap, topic, tmd.error)
+        if tmd is None or tmd.error is not None:
+            known = [name for name in md.topics if not name.startswith("__")]
+            raise OperationalError(f"topic {topic!r} does not exist{did_you_mean(topic, known)}")
+        starts: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        assignment = []
+        before = to_end = 0
+        try:
+            marks = watermarks(consumer, topic, tmd.partitions)
+        except KafkaException as exc:
+            raise OperationalError(f"reading {topic!r} failed: {exc.args[0].str()}") from exc
+        for p, (low, high) in marks.items():
+            start = low if from_beginning else high
+            before += start - low
+            to_end += high - start
+            starts[p], ends[p] = start, high
+            assignment.append(TopicPartition(topic, p, start))
+        consumer.assign(assignment)
+        return starts, ends, ReadStart(len(assignment), before, to_end)
+
+    def records(self, follow: bool, poll_seconds: float = 0.1,
+                stop: Callable[[], bool] = lambda: False) -> Iterator[ConsumedRecord]:
+        """The records from the start in each partition's offset order (partitions interleave): up
+        to the end offsets seen when the reader opened, or with ``follow`` also every record that
+        arrives later, until the caller stops iterating or ``stop()`` (asked after every poll)
+        says so."""
+        consumer, topic = self._consumer, self.topic
+        ends = {} if follow else {p: end for p, end in self._ends.items() if end > self._starts[p]}
+        while (follow or ends) and not stop():
+            for msg in consumer.consume(num_messages=1_000, timeout=poll_seconds):
+                err = msg.error()
+                if err is not None:
+                    if err.code() in (KafkaError._PARTITION_EOF, *_GROUP_ONLY):
+                        continue
+                    raise unreadable_topic(self._bootstrap, topic, err) or OperationalError(
+                        f"reading {topic!r} failed: {err.str()}")
+                p, offset = msg.partition(), msg.offset()
+                if not follow and offset >= ends.get(p, 0):
+                    continue  # arrived after the end this read stops at
+                ts_type, ts = msg.timestamp()
+                yield ConsumedRecord(topic, p, offset, msg.key(), msg.value(),
+                                     ts if ts_type != TIMESTAMP_NOT_AVAILABLE else None)
+            if ends:
+                # The position, not the last record seen: it also passes offsets that hold no
+                # record for a consumer (transaction markers).
+                for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
+                    if tp.offset >= ends[tp.partition]:
+                        del ends[tp.partition]
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> "TopicReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def tail_topic(bootstrap: Target, topic: str, stop, poll_seconds: float = 0.05, on_caught_up=None,
+               on_reachable=None, probe_seconds: float = 1.0):
+    """Yield lists of (key, value) from the start of ``topic`` and then as records arrive, until ``stop`` is set.
+
+    ``on_caught_up`` is called once the records present at the start have been read.
+    ``on_reachable(False)`` is called when the broker stops answering and ``on_reachable(True)``
+    when it answers again, checked every ``probe_seconds``: a consumer whose broker is gone
+    just receives nothing, as one with nothing new to read does.
+    """
+    from confluent_kafka import OFFSET_BEGINNING
+
+    # Assigned partitions, no consumer group: a user who may only READ the topic (no group ACL)
+    # can serve it, and nothing is committed.
+    consumer = Consumer(
+        client_config(bootstrap, **{"group.id": "statectl-view", "enable.auto.commit": False,
+                                    "enable.partition.eof": True})
+    )
+    def partitions_now() -> list[int]:
+        tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)
+        if tmd is not None and unreadable_topic(bootstrap, topic, tmd.error):
+            raise unreadable_topic(bootstrap, topic, tmd.error)
+        return sorted(tmd.partitions) if tmd is not None and tmd.error is None else []
+
+    try:
+        partitions = partitions_now()
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        pending_eof: set[int] = set(partitions)
+        if not partitions and on_caught_up:
+            on_caught_up()  # nothing to catch up with: the topic does not exist yet
+            on_caught_up = None
+        reachable = True
+        next_probe = time.monotonic() + probe_seconds
+        while not stop.is_set():
+            if time.monotonic() >= next_probe:
+                if on_reachable is not None:
+                    answers = _metadata_answers(consumer, topic, probe_seconds)
+                    if answers != reachable:
+                        reachable = answers
+                        on_reachable(answers)
+                if not partitions and reachable:
+                    # The topic did not exist when the view started (the job creates it).
+                    try:
+                        partitions = partitions_now()
+                    except KafkaException:
+                        partitions = []
+                    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+                next_probe = time.monotonic() + probe_seconds
+            msgs = consumer.consume(num_messages=5_000, timeout=poll_seconds)
+            batch = []
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        pending_eof.discard(msg.partition())
+                    elif unreadable_topic(bootstrap, topic, err):
+                        raise unreadable_topic(bootstrap, topic, err)
+                    continue
+                batch.append((msg.key(), msg.value()))
+            if batch:
+                yield batch
+            # Caught up only once the caller has taken the batch that reached the end.
+            if partitions and not pending_eof and on_caught_up:
+                on_caught_up()
+                on_caught_up = None
+    finally:
+        consumer.close()
+
+
+def _metadata_answers(consumer: Consumer, topic: str, timeout: float) -> bool:
+    """Whether the broker answers a metadata request within ``timeout`` (not from a cache)."""
+    try:
+        consumer.list_topics(topic, timeout=timeout)
+        return True
+    except KafkaException:
+        return False
