@@ -38,7 +38,7 @@ def _wait_port(port: int, timeout: float = 60) -> None:
 
 def start_cluster(work: Path, workers: int) -> tuple[str, list[subprocess.Popen]]:
     from statectl.adapters.local.broker import free_port
-    from statectl.adapters.spark.session import pyspark_jars_dir
+    from statectl.adapters.local.jars import pyspark_jars_dir
 
     spark_class = str(pyspark_jars_dir().parent / "bin" / "spark-class")
     env = dict(os.environ, SPARK_LOG_DIR=str(work), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")

@@ -8,7 +8,7 @@ Starts its own broker, pre-produces the synthetic dataset, then in one Spark JVM
 path as the CLI); (2) and (3) alternate for --rounds rounds, after one discarded full-size
 round. Prints median events/s for both, the ratio, state size on disk and peak memory (RSS of
 this process and its children: the JVM and Python workers).
-Targets (issue 3): >= 50,000 events/s and >= 0.5 x the baseline.
+Targets: >= 50,000 events/s and >= 0.5 x the baseline.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ sends them) and `--file` over the very file kcat reads. kcat (Debian's; `scripts
 installs it) sends the same pre-generated records with `kcat -P -l`. Every tool gets a fresh topic
 with the same partition count; each run's count is checked against the topic's end offsets.
 Wall time includes process start-up; statectl's own figure (records/s between the first and the
-last acknowledgement) is printed beside it. Targets (issue 2): >= 150,000 msgs/s and >= 0.8 x kcat.
+last acknowledgement) is printed beside it. Targets: >= 150,000 msgs/s and >= 0.8 x kcat.
 
 With --ceiling, two more rows: `benchmarks/_bare_produce.py`, the least a Python process can do
 to send the same file with confluent-kafka and statectl's producer settings (no CLI, no checks,

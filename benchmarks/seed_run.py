@@ -18,7 +18,7 @@ other, each as a new process:
 Prints per kind the median wall time (process start to exit) and the spread, and for statectl's
 run the phases from its events file and the run's own clock: process start to query start
 (Python, checks, JVM, session, the job's plan), the batch's phases as Spark reports them, and
-the rest (shutdown). The issue's target: the seed run in 5 s or less on a quiet 2-core machine.
+the rest (shutdown). The target: the seed run in 5 s or less on a quiet 2-core machine.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ STATECTL = str(Path(sys.executable).parent / "statectl")
 
 _FLOOR = r"""
 import sys
-from statectl.adapters.spark import spark_session
+from statectl.adapters.spark.session import spark_session
 bootstrap, checkpoint, mode = sys.argv[1:4]
 spark = spark_session(app_name="floor", master="local[*]")
 if mode == "floor":

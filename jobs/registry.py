@@ -1,36 +1,35 @@
 """The job catalogue: every job statectl runs, by the id its config names (``job: leaderboard``,
 ``job: advanced-state/tombstones``).
 
-An entry holds the job's config model, the topics it declares, its checkpoint check and a loader of
-its topology. Importing this module imports no PySpark: ``--help``, config validation and the
-topics a job declares go through it, and only ``JobEntry.topology()`` (called by the runner once
-Spark is up) imports the Spark side.
+An entry names the job's config model, the topics it declares, its checkpoint check and its
+topology, each as ``module:attribute``, imported the first time it is used. So importing this
+module is cheap (the command line's help lists the jobs from it), config validation and the topics
+a job declares import no PySpark, and only ``JobEntry.topology()`` (called by the runner once Spark
+is up) imports the Spark side.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from jobs.advanced import topics as advanced_topics
-from jobs.advanced.config import (
-    BoundedStateConfig,
-    SalesThresholdConfig,
-    TombstonesConfig,
-    TopicConfigsConfig,
-    WindowedRetentionConfig,
-)
-from jobs.leaderboard.checkpoint import check_checkpoint as leaderboard_checkpoint
-from jobs.leaderboard.config import LeaderboardConfig
-from jobs.leaderboard.topics import declared_topics as leaderboard_topics
-from statectl.config.loader import load_config
-from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
 from statectl.text import did_you_mean
-from statectl.topics.declared import DeclaredTopic
+
+if TYPE_CHECKING:
+    from statectl.config.sections import JobConfig
+    from statectl.topics.declared import DeclaredTopic
+
+
+def _load(reference: str) -> Any:
+    """``"package.module:name"`` -> that object; ``"package.module"`` -> the module."""
+    module, _, name = reference.partition(":")
+    loaded = importlib.import_module(module)
+    return getattr(loaded, name) if name else loaded
 
 
 @dataclass(frozen=True)
@@ -38,17 +37,19 @@ class JobEntry:
     """One job: what its config looks like, how to build it, which checkpoints it can continue."""
 
     id: str
-    config_model: type[JobConfig]
-    #: Imports and returns the module whose ``build(spark, config, bootstrap) -> JobPlan`` makes
-    #: the query (PySpark is imported then, not before).
-    topology: Callable[[], ModuleType]
-    #: ``topics(config) -> [DeclaredTopic]``: the topics the job reads and writes, with the layout
-    #: and configs it creates them with (pure: the runner creates and checks them before Spark
-    #: starts, and ``configs/topics.yaml`` is generated from them).
-    topics: Callable[[JobConfig], list[DeclaredTopic]]
-    #: ``check_checkpoint(layout, config) -> message or None``: a checkpoint an earlier statectl
-    #: (or another setting of the config) wrote in a state layout this run cannot continue.
-    check_checkpoint: Callable[[object, JobConfig | None], str | None] | None = None
+    #: ``module:Class``: the job's config model (a JobConfig).
+    config_ref: str
+    #: The module whose ``build(spark, config, bootstrap) -> JobPlan`` makes the query (PySpark is
+    #: imported then, not before).
+    topology_ref: str
+    #: ``module:function``, ``topics(config) -> [DeclaredTopic]``: the topics the job reads and
+    #: writes, with the layout and configs it creates them with (pure: the runner creates and
+    #: checks them before Spark starts, and ``configs/topics.yaml`` is generated from them).
+    topics_ref: str
+    #: ``module:function``, ``check_checkpoint(layout, config) -> message or None``: a checkpoint
+    #: an earlier statectl (or another setting of the config) wrote in a state layout this run
+    #: cannot continue.
+    check_checkpoint_ref: str | None = None
 
     @property
     def group(self) -> str:
@@ -59,58 +60,49 @@ class JobEntry:
     def example(self) -> str | None:
         return self.id.split("/", 1)[1] if "/" in self.id else None
 
+    @property
+    def config_model(self) -> type[JobConfig]:
+        return _load(self.config_ref)
 
-def _leaderboard() -> ModuleType:
-    from jobs.leaderboard import topology
+    def topology(self) -> ModuleType:
+        return _load(self.topology_ref)
 
-    return topology
+    def topics(self, config: JobConfig) -> list[DeclaredTopic]:
+        return _load(self.topics_ref)(config)
 
-
-def _tombstones() -> ModuleType:
-    from jobs.advanced import tombstones
-
-    return tombstones
-
-
-def _windowed_retention() -> ModuleType:
-    from jobs.advanced import windowed_retention
-
-    return windowed_retention
+    @property
+    def check_checkpoint(self) -> Callable[[object, JobConfig | None], str | None] | None:
+        return _load(self.check_checkpoint_ref) if self.check_checkpoint_ref else None
 
 
-def _bounded_state() -> ModuleType:
-    from jobs.advanced import bounded_state
-
-    return bounded_state
-
-
-def _topic_configs() -> ModuleType:
-    from jobs.advanced import topic_configs
-
-    return topic_configs
-
-
-def _sales_threshold() -> ModuleType:
-    from jobs.advanced import sales_threshold
-
-    return sales_threshold
+def _advanced(example: str, config_class: str) -> JobEntry:
+    module = example.replace("-", "_")
+    return JobEntry(f"advanced-state/{example}", f"jobs.advanced.config:{config_class}", f"jobs.advanced.{module}",
+                    f"jobs.advanced.topics:{module}_topics")
 
 
 JOBS: dict[str, JobEntry] = {
     entry.id: entry
     for entry in (
-        JobEntry("leaderboard", LeaderboardConfig, _leaderboard, leaderboard_topics, leaderboard_checkpoint),
-        JobEntry("advanced-state/tombstones", TombstonesConfig, _tombstones, advanced_topics.tombstones_topics),
-        JobEntry("advanced-state/windowed-retention", WindowedRetentionConfig, _windowed_retention,
-                 advanced_topics.windowed_retention_topics),
-        JobEntry("advanced-state/bounded-state", BoundedStateConfig, _bounded_state,
-                 advanced_topics.bounded_state_topics),
-        JobEntry("advanced-state/topic-configs", TopicConfigsConfig, _topic_configs,
-                 advanced_topics.topic_configs_topics),
-        JobEntry("advanced-state/sales-threshold", SalesThresholdConfig, _sales_threshold,
-                 advanced_topics.sales_threshold_topics),
+        JobEntry("leaderboard", "jobs.leaderboard.config:LeaderboardConfig", "jobs.leaderboard.topology",
+                 "jobs.leaderboard.topics:declared_topics", "jobs.leaderboard.checkpoint:check_checkpoint"),
+        _advanced("tombstones", "TombstonesConfig"),
+        _advanced("windowed-retention", "WindowedRetentionConfig"),
+        _advanced("bounded-state", "BoundedStateConfig"),
+        _advanced("topic-configs", "TopicConfigsConfig"),
+        _advanced("sales-threshold", "SalesThresholdConfig"),
     )
 }
+
+
+def job_groups() -> list[str]:
+    """The names ``statectl run JOB`` takes, in catalogue order: ``leaderboard``, ``advanced-state``."""
+    return list(dict.fromkeys(entry.group for entry in JOBS.values()))
+
+
+def examples_of(group: str) -> list[str]:
+    """The examples of a job group, in catalogue order (empty for a job without examples)."""
+    return [entry.example for entry in JOBS.values() if entry.group == group and entry.example]
 
 
 def config_models() -> dict[str, type[JobConfig]]:
@@ -162,6 +154,8 @@ def shipped_declarations() -> list[tuple[str, str, list[DeclaredTopic]]]:
 
 def load_job_config(path: Path, overrides: list[str] | None = None, expect_job: str | None = None) -> JobConfig:
     """Read and validate a job config against the model of the job it names."""
+    from statectl.config.loader import load_config
+
     return load_config(path, config_models(), overrides, expect_job)
 
 

@@ -1,8 +1,11 @@
-"""Where statectl keeps things on disk: the per-project working area and the per-user jar cache."""
+"""Where things are on disk: statectl's per-project working area and per-user caches, and the JDK's
+programs (java, keytool) that the broker, the secured broker's certificates, trust-store
+conversion and the Spark driver's class-data archive all use."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 
@@ -47,3 +50,19 @@ def display_path(path: str | os.PathLike) -> str:
         return str(full.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(full)
+
+
+def jdk_tool(name: str) -> Path | None:
+    """A program of the JDK (``java``, ``keytool``), found as Spark's launcher finds java:
+    ``$JAVA_HOME/bin/NAME`` when JAVA_HOME is set (None if it is not there: the user chose that
+    JDK), else beside the ``java`` on PATH (the JDK's ``bin/``, through its symlinks), else NAME on
+    PATH; None when there is none."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        tool = Path(home) / "bin" / name
+        return tool if tool.is_file() else None
+    java = shutil.which("java")
+    if name != "java" and java and (Path(java).resolve().parent / name).is_file():
+        return Path(java).resolve().parent / name
+    found = java if name == "java" else shutil.which(name)
+    return Path(found) if found else None

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real KRaft broker for the whole session, started from the cached jars."""
+"""Shared fixtures (a real KRaft broker for the whole session, started from the cached jars) and
+the markers given by folder: `pytest -m "not integration"` is the fast tier."""
 
 from __future__ import annotations
 
@@ -10,6 +11,21 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+INTEGRATION = REPO / "tests" / "integration"
+MATRIX = REPO / "tests" / "matrix"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items):
+    """Every test under tests/integration/ is `integration` (a real broker or Spark); every test under
+    tests/matrix/ is `matrix` (its own job; addopts leaves it out) and `integration`."""
+    for item in items:
+        path = item.path.resolve()
+        if path.is_relative_to(INTEGRATION):
+            item.add_marker(pytest.mark.integration)
+        elif path.is_relative_to(MATRIX):
+            item.add_marker(pytest.mark.matrix)
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,29 @@
-"""The import rules that keep the layers apart, checked from the source with ``ast``.
+"""The architecture, stated as import rules and checked from the source with ``ast``.
 
-- Inside ``statectl/``, only ``statectl/adapters/`` imports PySpark, Py4J or confluent-kafka (at
-  any depth: a lazy import inside a function counts too).
-- Adapters are edges: they import other adapters, the shared kernel (errors, paths, text, redact,
-  packaged resources) and how a cluster is reached (``statectl.cluster``: bootstrap servers and
-  client settings, which every Kafka client takes), never the other core domains, the CLI, the
-  renderers or the jobs.
-- Nothing below the CLI imports the CLI; the jobs never import the CLI or the renderers.
-- No import cycles between modules of ``statectl/`` and ``jobs/`` (lazy imports count: a cycle
-  hidden in a function is still a cycle a reader has to untangle).
+Every import counts: a lazy one inside a function, and a relative one (``from ..checkpoint import
+x``), resolved against the importing module's package.
+
+- **Layers.** ``LAYERS`` lists the packages of ``statectl/`` and ``jobs/`` from the top down. A
+  module imports its own package and the packages of lower layers; a peer in its own layer or
+  anything above it, never.
+- **Adapters from the top.** The command line and the renderers reach Kafka and Spark through the
+  domains: ``statectl.render`` and ``statectl.__main__`` import no adapter, and ``statectl.cli``
+  only ``statectl.adapters.local`` (``CLI_ADAPTERS``, the one named exception).
+- **Jobs.** Only ``JOBS_IMPORTERS`` import ``jobs/``.
+- **Adapters among themselves.** ``ADAPTER_PEERS`` says which adapter imports which; adapters sit
+  above only ``statectl.cluster`` and the kernel, so they import nothing else of statectl.
+- **Heavy imports.** Inside ``statectl/``, only ``statectl/adapters/`` imports PySpark, Py4J or
+  confluent-kafka.
+- **No cycles** between modules of ``statectl/`` and ``jobs/``.
 - The job catalogue and the command line's help load without PySpark.
+- ``docs/architecture.md`` names every package there is, only packages there are, and the layers
+  in ``LAYERS``' order.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,58 +33,146 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("statectl", "jobs")
 HEAVY = ("pyspark", "py4j", "confluent_kafka")
-KERNEL = ("statectl.errors", "statectl.paths", "statectl.text", "statectl.resources", "statectl.redact", "statectl.cluster")
+DOC = REPO / "docs" / "architecture.md"
+
+#: Top to bottom. A package is a top-level package of ``statectl/`` (or ``jobs``, or a module
+#: directly in ``statectl/``); the last layer is the kernel, ``statectl`` standing for its
+#: ``__init__``.
+LAYERS: list[tuple[str, ...]] = [
+    ("statectl.__main__",),
+    ("statectl.cli",),
+    ("statectl.render",),
+    ("statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query", "statectl.produce"),
+    ("jobs",),
+    ("statectl.topics",),
+    ("statectl.checkpoint",),
+    ("statectl.config",),
+    ("statectl.adapters",),
+    ("statectl.cluster",),
+    ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources"),
+]
+LAYER_OF = {package: number for number, layer in enumerate(LAYERS, 1) for package in layer}
+
+#: Above the domains, no adapter: these reach Kafka and Spark through the layers below them.
+NO_ADAPTERS = ("statectl.__main__", "statectl.cli", "statectl.render")
+#: The one exception: the local tools the CLI drives directly (the broker process, jar
+#: resolution, the JVM archive) have no domain between them and the command.
+CLI_ADAPTERS = "statectl.adapters.local"
+
+#: The packages that may import ``jobs/``: the command line, the domains that run or look at a job,
+#: and the jobs themselves.
+JOBS_IMPORTERS = ("statectl.cli", "statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query",
+                  "statectl.produce", "jobs")
+
+#: Which adapter may import which. Kafka is the bottom edge; Spark resolves its jars and its JVM
+#: archive through local; local waits for its broker to answer through kafka, and the archive's
+#: training run starts a Spark session.
+ADAPTER_PEERS = {
+    "statectl.adapters.kafka": (),
+    "statectl.adapters.spark": ("statectl.adapters.local",),
+    "statectl.adapters.local": ("statectl.adapters.kafka", "statectl.adapters.spark"),
+}
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
+def module_name(path: Path, root: Path = REPO) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def source_modules() -> dict[str, Path]:
-    return {module_name(p): p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))}
+def source_modules(root: Path = REPO) -> dict[str, Path]:
+    return {module_name(p, root): p for package in PACKAGES if (root / package).is_dir()
+            for p in sorted((root / package).rglob("*.py"))}
 
 
-def imports_of(path: Path, known: set[str]) -> list[tuple[str, int]]:
-    """Every module ``path`` imports (any depth), as (dotted name, line). ``from a import b`` names
-    ``a.b`` when that is a module of this repository, else ``a``."""
+def imports_of(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
+    """Every module the module ``name`` (at ``path``) imports, at any depth, as (dotted name, line).
+    ``from a import b`` names ``a.b`` when that is a module of this repository, else ``a``; a
+    relative import is resolved against the module's package first."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                if node.level - 1 >= len(package):
+                    continue  # climbs out of the top package: Python refuses it before any rule could
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
             for alias in node.names:
-                sub = f"{node.module}.{alias.name}"
-                found.append((sub if sub in known else node.module, node.lineno))
-    return found
+                sub = f"{module}.{alias.name}"
+                found.append((sub if sub in known else module, node.lineno))
+    return list(dict.fromkeys(found))  # `from a import b, c` is one import of a
 
 
 def _under(name: str, prefixes) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def violations(modules: dict[str, Path]) -> list[str]:
+def package_of(name: str) -> str | None:
+    """The package of ``LAYERS`` a module belongs to (``jobs``, ``statectl.x``, ``statectl``)."""
+    parts = name.split(".")
+    if parts[0] not in PACKAGES:
+        return None
+    return parts[0] if parts[0] == "jobs" else ".".join(parts[:2])
+
+
+def adapter_of(name: str) -> str:
+    return ".".join(name.split(".")[:3])
+
+
+RULES = ("layers", "adapters", "jobs", "adapter-peers", "heavy")
+
+
+def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, str]]:
+    """(rule, line) for every import that breaks a rule; a module that is in no layer is a
+    ``layers`` line of its own."""
     known = set(modules)
-    out = []
+    out, unplaced = [], set()
     for name, path in modules.items():
-        rel = path.relative_to(REPO)
-        for imported, line in imports_of(path, known):
+        rel = path.relative_to(root)
+        mine = package_of(name)
+        if mine not in LAYER_OF:
+            if mine not in unplaced:
+                out.append(("layers", f"{rel}: {mine} is in no layer (place it in LAYERS)"))
+            unplaced.add(mine)
+            continue
+        for imported, line in imports_of(name, path, known):
             where = f"{rel}:{line}: {name} imports {imported}"
-            if name.startswith("statectl.") and _under(imported, HEAVY) and not _under(name, ["statectl.adapters"]):
-                out.append(f"{where} (only statectl.adapters may import {imported.split('.')[0]})")
-            if _under(name, ["statectl.adapters"]) and _under(imported, PACKAGES):
-                if not (_under(imported, ["statectl.adapters"]) or _under(imported, KERNEL)):
-                    out.append(f"{where} (an adapter imports only adapters and {', '.join(KERNEL)})")
-            if _under(imported, ["statectl.cli"]) and not _under(name, ["statectl.cli"]) and name != "statectl.__main__":
-                out.append(f"{where} (only the CLI imports the CLI)")
-            if name.startswith("jobs") and _under(imported, ["statectl.render"]):
-                out.append(f"{where} (jobs never import the renderers)")
+            if _under(imported, HEAVY) and name.startswith("statectl.") and not _under(name, ["statectl.adapters"]):
+                out.append(("heavy", f"{where} (only statectl.adapters may import {imported.split('.')[0]})"))
+            theirs = package_of(imported)
+            if theirs not in LAYER_OF or theirs == mine:
+                if theirs == mine == "statectl.adapters":
+                    a, b = adapter_of(name), adapter_of(imported)
+                    allowed = ADAPTER_PEERS.get(a, ())
+                    if b != "statectl.adapters" and a != b and b not in allowed:
+                        others = f"only {', '.join(allowed)}" if allowed else "none"
+                        out.append(("adapter-peers", f"{where} ({a} may import {others} of the other adapters)"))
+                continue
+            if LAYER_OF[theirs] <= LAYER_OF[mine]:
+                why = ("peers in a layer do not import each other" if LAYER_OF[theirs] == LAYER_OF[mine]
+                       else "imports go down the layers")
+                out.append(("layers", f"{where} ({mine} (layer {LAYER_OF[mine]}) may not import {theirs} "
+                                      f"(layer {LAYER_OF[theirs]}): {why})"))
+            if theirs == "statectl.adapters" and mine in NO_ADAPTERS:
+                if mine != "statectl.cli":
+                    out.append(("adapters", f"{where} ({mine} never imports statectl.adapters: it reaches "
+                                            "Kafka and Spark only through the domains)"))
+                elif not _under(imported, [CLI_ADAPTERS]):
+                    out.append(("adapters", f"{where} (statectl.cli imports no adapter but {CLI_ADAPTERS}, the "
+                                            "local tools the CLI drives directly: the broker process, jar "
+                                            "resolution, the JVM archive)"))
+            if theirs == "jobs" and mine not in JOBS_IMPORTERS:
+                out.append(("jobs", f"{where} (only {', '.join(JOBS_IMPORTERS)} import jobs)"))
     return out
 
 
 def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
     known = set(modules)
-    graph = {name: sorted({imp for imp, _ in imports_of(path, known) if imp in known and imp != name})
+    graph = {name: sorted({imp for imp, _ in imports_of(name, path, known) if imp in known and imp != name})
              for name, path in modules.items()}
     # A package's __init__ is imported with any of its modules; edges to it are not cycles of code.
     packages = {name for name, path in modules.items() if path.name == "__init__.py"}
@@ -109,37 +206,156 @@ def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
     return cycles
 
 
+# ---------------------------------------------------------------- the code keeps the rules
 def test_the_rules_see_the_code():
     modules = source_modules()
     assert "statectl.adapters.kafka.connect" in modules and "jobs.registry" in modules
-    kafka_imports = {imp for imp, _ in imports_of(modules["statectl.adapters.kafka.connect"], set(modules))}
+    kafka_imports = {imp for imp, _ in imports_of("statectl.adapters.kafka.connect",
+                                                  modules["statectl.adapters.kafka.connect"], set(modules))}
     assert "confluent_kafka" in kafka_imports
 
 
-def test_layers_import_in_one_direction():
-    assert violations(source_modules()) == []
+@pytest.mark.parametrize("rule", RULES)
+def test_the_code_keeps_the_rule(rule):
+    assert [line for r, line in violations(source_modules()) if r == rule] == []
 
 
 def test_no_import_cycles():
     assert import_cycles(source_modules()) == []
 
 
-def test_a_broken_rule_is_reported(tmp_path, monkeypatch):
-    """The checks fail on a tree that breaks them (so a passing run means something)."""
-    fake = tmp_path / "statectl"
-    (fake / "run").mkdir(parents=True)
-    (fake / "adapters").mkdir()
-    (fake / "run" / "a.py").write_text("def f():\n    import pyspark\n    from statectl.run import b\n")
-    (fake / "run" / "b.py").write_text("from statectl.run import a\n")
-    (fake / "adapters" / "edge.py").write_text("from statectl.topics.diff import TopicConfigDiff\n")
-    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
-    modules = {module_name(p): p for p in sorted(fake.rglob("*.py"))}
-    found = violations(modules)
-    assert any("statectl.run.a imports pyspark" in v for v in found)
-    assert any("statectl.adapters.edge imports statectl.topics.diff" in v for v in found)
+def test_every_package_is_in_a_layer():
+    """A new package fails here until it is placed; a removed one until its entry goes."""
+    statectl = REPO / "statectl"
+    there = {"statectl", "jobs"}
+    there |= {f"statectl.{p.stem}" for p in statectl.glob("*.py") if p.stem != "__init__"}
+    there |= {f"statectl.{p.parent.name}" for p in statectl.glob("*/__init__.py")}
+    assert set(LAYER_OF) == there
+    assert sum(len(layer) for layer in LAYERS) == len(LAYER_OF), "a package is in two layers"
+    assert set(JOBS_IMPORTERS) <= set(LAYER_OF) and set(NO_ADAPTERS) <= set(LAYER_OF)
+
+
+def test_every_adapter_is_placed():
+    there = {f"statectl.adapters.{p.parent.name}" for p in (REPO / "statectl" / "adapters").glob("*/__init__.py")}
+    assert set(ADAPTER_PEERS) == there
+    assert all(set(peers) <= there for peers in ADAPTER_PEERS.values())
+
+
+def test_adapters_sit_above_only_the_cluster_and_the_kernel():
+    """So an adapter imports only other adapters, how a cluster is reached and the kernel."""
+    below = [p for layer in LAYERS[LAYER_OF["statectl.adapters"]:] for p in layer]
+    assert below == ["statectl.cluster", *LAYERS[-1]]
+
+
+# ---------------------------------------------------------------- the rules catch a broken tree
+BROKEN = [
+    ("climb", {"statectl/checkpoint/x.py": "def f():\n    from statectl.run.runner import run_job\n"}, [
+        "statectl/checkpoint/x.py:2: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
+        "(layer 7) may not import statectl.run (layer 4): imports go down the layers)"]),
+    ("peer", {"statectl/run/x.py": "from statectl.observe.lag import lag_report\n"}, [
+        "statectl/run/x.py:1: statectl.run.x imports statectl.observe.lag (statectl.run (layer 4) may not "
+        "import statectl.observe (layer 4): peers in a layer do not import each other)"]),
+    ("relative-climb", {"statectl/checkpoint/__init__.py": "", "statectl/checkpoint/x.py": "from ..run import runner\n",
+                        "statectl/run/runner.py": ""}, [
+        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
+        "(layer 7) may not import statectl.run (layer 4): imports go down the layers)"]),
+    ("render-adapters", {"statectl/render/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
+        "statectl/render/x.py:1: statectl.render.x imports statectl.adapters.kafka.admin (statectl.render never "
+        "imports statectl.adapters: it reaches Kafka and Spark only through the domains)"]),
+    ("cli-adapters", {"statectl/cli/x.py": "def f():\n    from statectl.adapters.kafka.admin import describe\n"}, [
+        "statectl/cli/x.py:2: statectl.cli.x imports statectl.adapters.kafka.admin (statectl.cli imports no "
+        "adapter but statectl.adapters.local, the local tools the CLI drives directly: the broker process, jar "
+        "resolution, the JVM archive)"]),
+    ("checkpoint-jobs", {"statectl/checkpoint/x.py": "from jobs.registry import job_entry\n"}, [
+        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports jobs.registry (statectl.checkpoint (layer 7) "
+        "may not import jobs (layer 5): imports go down the layers)",
+        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports jobs.registry (only statectl.cli, "
+        "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, jobs import jobs)"]),
+    ("render-jobs", {"statectl/render/x.py": "from jobs.registry import job_entry\n"}, [
+        "statectl/render/x.py:1: statectl.render.x imports jobs.registry (only statectl.cli, statectl.run, "
+        "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, jobs import jobs)"]),
+    ("adapter-domain", {"statectl/adapters/kafka/x.py": "from statectl.topics.diff import TopicConfigDiff\n"}, [
+        "statectl/adapters/kafka/x.py:1: statectl.adapters.kafka.x imports statectl.topics.diff (statectl.adapters "
+        "(layer 9) may not import statectl.topics (layer 6): imports go down the layers)"]),
+    ("adapter-peer", {"statectl/adapters/spark/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
+        "statectl/adapters/spark/x.py:1: statectl.adapters.spark.x imports statectl.adapters.kafka.admin "
+        "(statectl.adapters.spark may import only statectl.adapters.local of the other adapters)"]),
+    ("heavy", {"statectl/run/x.py": "def f():\n    import pyspark.sql\n"}, [
+        "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters may import pyspark)"]),
+    ("no-layer", {"statectl/audit/__init__.py": "", "statectl/audit/log.py": "from statectl import errors\n"}, [
+        "statectl/audit/__init__.py: statectl.audit is in no layer (place it in LAYERS)"]),
+]
+
+
+def _tree(root: Path, files: dict[str, str]) -> dict[str, Path]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return source_modules(root)
+
+
+@pytest.mark.parametrize("files, expected", [case[1:] for case in BROKEN], ids=[case[0] for case in BROKEN])
+def test_a_broken_rule_is_reported(tmp_path, files, expected):
+    """Each rule fails on a tree that breaks it once (so a passing run means something)."""
+    assert [line for _, line in violations(_tree(tmp_path, files), tmp_path)] == expected
+
+
+def test_a_cycle_is_reported(tmp_path):
+    modules = _tree(tmp_path, {"statectl/run/a.py": "def f():\n    from statectl.run import b\n",
+                               "statectl/run/b.py": "from . import a\n"})
     assert import_cycles(modules) == [["statectl.run.a", "statectl.run.b"]]
 
 
+@pytest.mark.parametrize("files", [
+    {"statectl/cli/x.py": "from statectl.adapters.local.broker import broker_up\n"},
+    {"statectl/adapters/local/x.py": "from statectl.adapters.kafka.connect import broker_answers\n"},
+    {"statectl/adapters/spark/x.py": "from statectl.adapters.local import jars\nfrom statectl import errors\n"},
+    {"statectl/render/x.py": "from statectl.observe.lag import LagReport\nfrom statectl.checkpoint import layout\n"},
+    {"statectl/run/x.py": "from jobs.registry import job_entry\nfrom statectl.adapters.spark import session\n"},
+    {"statectl/checkpoint/x.py": "from . import layout\nfrom .decode import formats\nfrom ..config import sections\n"},
+], ids=["cli-local-adapters", "local-to-kafka", "spark-to-local", "render-down", "run-to-jobs", "relative-down"])
+def test_an_allowed_import_passes(tmp_path, files):
+    assert violations(_tree(tmp_path, files), tmp_path) == []
+
+
+# ---------------------------------------------------------------- docs/architecture.md
+def _doc_tree() -> list[str]:
+    """The paths the tree block of docs/architecture.md names (``name/`` a folder, ``name.py`` a
+    module, two spaces of indent per level)."""
+    block = re.search(r"^```\n(.*?)^```", DOC.read_text(), re.M | re.S).group(1)
+    named, stack = [], []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        depth = (len(line) - len(line.lstrip())) // 2
+        entry = line.split()[0]
+        stack = stack[:depth] + [entry.rstrip("/")]
+        named.append("/".join(stack) + ("/" if entry.endswith("/") else ""))
+    return named
+
+
+def test_the_doc_names_every_package_there_is():
+    named = _doc_tree()
+    packages = {str(p.parent.relative_to(REPO)) + "/" for package in PACKAGES
+                for p in (REPO / package).rglob("__init__.py")}
+    domains = {str(p.relative_to(REPO)) for p in (REPO / "statectl").glob("*.py") if p.name != "__init__.py"}
+    assert sorted((packages | domains) - set(named)) == []
+
+
+def test_the_doc_names_only_what_exists():
+    named = _doc_tree()
+    assert [n for n in named if not (REPO / n).exists()] == []
+    assert [n for n in named if n.endswith("/") and not (REPO / n).is_dir()] == []
+
+
+def test_the_doc_lists_the_layers_in_order():
+    section = DOC.read_text().split("## Layers", 1)[1].split("\n## ", 1)[0]
+    listed = [tuple(re.findall(r"`((?:statectl|jobs)[\w.]*)`", line))
+              for line in section.splitlines() if re.match(r"\d+\. ", line)]
+    assert listed == LAYERS
+
+
+# ---------------------------------------------------------------- the light paths
 @pytest.mark.parametrize("code", [
     "import jobs.registry as r; r.load_job_config",
     "from statectl.cli.main import app",

@@ -1,4 +1,4 @@
-"""Moved and copied checkpoints (issue 21, item 1): transformWithState's operator metadata v2
+"""Moved and copied checkpoints: transformWithState's operator metadata v2
 records its schema files by absolute path; inspect-state must say when they point elsewhere, and
 `statectl relocate-checkpoint` rewrites them, exactly and with a backup.
 

@@ -31,7 +31,7 @@ def closed_port():
     ],
     ids=["topic-config", "produce-test-data", "query", "serve", "run", "consume"],
 )
-def test_item11_a_closed_port_fails_at_once_with_the_same_one_line_error(cli, closed_port, args):
+def test_a_closed_port_fails_at_once_with_the_same_one_line_error(cli, closed_port, args):
     """Bad input: -b naming a port nothing listens on. topic-config said so at once, while
     produce-test-data, query, serve and run waited out the client's 5 s reach timeout and then
     said something else ("within 5 s")."""
@@ -47,7 +47,7 @@ def test_item11_a_closed_port_fails_at_once_with_the_same_one_line_error(cli, cl
     assert result.stdout == ""
 
 
-def test_item11_every_bootstrap_address_is_named_with_its_reason(cli, closed_port):
+def test_every_bootstrap_address_is_named_with_its_reason(cli, closed_port):
     """Bad input: two bootstrap addresses, one that does not resolve and one closed port."""
     bootstrap = f"no-such-host.invalid:9092,127.0.0.1:{closed_port}"
     result = cli("query", "leaderboard", "-b", bootstrap)
@@ -56,7 +56,7 @@ def test_item11_every_bootstrap_address_is_named_with_its_reason(cli, closed_por
             f"does not resolve; 127.0.0.1:{closed_port}: connection refused)") in result.stderr
 
 
-def test_item11_kafka_down_takes_port_like_up(cli, closed_port, tmp_path):
+def test_kafka_down_takes_port_like_up(cli, closed_port, tmp_path):
     """Bad input: `kafka down --port` (refused as "No such option" before) for a port no broker
     is on, with and without --data-dir, and for a port another process holds."""
     from statectl.adapters.local.broker import free_port
@@ -98,7 +98,7 @@ def _record(key: bytes | None, value: bytes | None, timestamp: int | None = 1_70
     ids=["json-object", "no-key", "text", "malformed-json", "nan-stays-text", "json-number", "tombstone",
          "not-utf8", "empty"],
 )
-def test_item12_a_record_becomes_one_json_line(key, value, expected_key, expected_value):
+def test_a_record_becomes_one_json_line(key, value, expected_key, expected_value):
     """Bad inputs: values that are not JSON, malformed JSON, NaN (not JSON, so it must stay text
     for the line to parse), bytes that are not UTF-8, a tombstone, an empty key and value."""
     from statectl.query.consume import record_json
@@ -109,7 +109,7 @@ def test_item12_a_record_becomes_one_json_line(key, value, expected_key, expecte
     assert "NaN" not in line or isinstance(expected_value, str)
 
 
-def test_item12_the_start_message_says_what_the_read_does():
+def test_the_start_message_says_what_the_read_does():
     """The three modes: from the end (following), from the beginning, from the beginning then following."""
     from statectl.query.consume import ConsumeRequest, start_message
 
@@ -126,7 +126,7 @@ def test_item12_the_start_message_says_what_the_read_does():
 
 
 # ---------------------------------------------------------------- query: an unknown game
-def test_item11_an_unknown_game_names_a_few_known_ids_and_how_many():
+def test_an_unknown_game_names_a_few_known_ids_and_how_many():
     """Bad input: game 999 of a view with 100 games (all 100 ids were listed), and of an empty view."""
     from statectl.errors import UsageError
     from statectl.query.views import select_game

@@ -43,8 +43,8 @@ def write(path: Path, text: str) -> Path:
     pytest.param("flag:1", None, None, None, None, "flag:1", id="flag-alone"),
     pytest.param(None, "env:2", None, None, None, "env:2", id="env-alone"),
 ])
-def test_item1_bootstrap_precedence(tmp_path, flag, env_bootstrap, file_bootstrap, config_bootstrap,
-                                    config_props_bootstrap, expected):
+def test_bootstrap_precedence(tmp_path, flag, env_bootstrap, file_bootstrap, config_bootstrap,
+                              config_props_bootstrap, expected):
     env = {} if env_bootstrap is None else {"KAFKA_BOOTSTRAP_SERVERS": env_bootstrap}
     client_config = None
     if file_bootstrap is not None:
@@ -55,19 +55,19 @@ def test_item1_bootstrap_precedence(tmp_path, flag, env_bootstrap, file_bootstra
     assert cluster.bootstrap == expected
 
 
-def test_item1_client_config_without_bootstrap_does_not_hide_the_job_config_one(tmp_path):
+def test_client_config_without_bootstrap_does_not_hide_the_job_config_one(tmp_path):
     path = write(tmp_path / "client.properties", "client.id=only-this\n")
     cluster = load_cluster(client_config=path, config_bootstrap="config:4", env={})
     assert (cluster.bootstrap, cluster.settings.java["client.id"]) == ("config:4", "only-this")
 
 
-def test_item1_file_bootstrap_over_job_config_properties_bootstrap(tmp_path):
+def test_file_bootstrap_over_job_config_properties_bootstrap(tmp_path):
     path = write(tmp_path / "client.properties", "bootstrap.servers=file:3\n")
     cluster = load_cluster(client_config=path, config_properties={"bootstrap.servers": "props:5"}, env={})
     assert cluster.bootstrap == "file:3"
 
 
-def test_item1_bootstrap_from_env_reference_in_the_file(tmp_path):
+def test_bootstrap_from_env_reference_in_the_file(tmp_path):
     path = write(tmp_path / "client.properties", "bootstrap.servers=${BROKERS}\n")
     assert load_cluster(client_config=path, env={"BROKERS": "b1:9093,b2:9093"}).bootstrap == "b1:9093,b2:9093"
 
@@ -80,7 +80,7 @@ def test_item1_bootstrap_from_env_reference_in_the_file(tmp_path):
     pytest.param(None, {"STATECTL_CLIENT_CONFIG": ""}, None, id="empty-env"),
     pytest.param(None, {}, None, id="none"),
 ])
-def test_item1_client_config_path(flag, env, expected):
+def test_client_config_path(flag, env, expected):
     assert client_config_path(flag, env) == expected
 
 
@@ -89,12 +89,12 @@ def test_item1_client_config_path(flag, env, expected):
     # The shell does not expand "~" in --client-config=~/kafka/client.properties.
     pytest.param(Path("~/kafka/client.properties"), {}, id="flag"),
 ])
-def test_item1_client_config_path_expands_home(tmp_path, monkeypatch, flag, env):
+def test_client_config_path_expands_home(tmp_path, monkeypatch, flag, env):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert client_config_path(flag, env) == tmp_path / "kafka" / "client.properties"
 
 
-def test_item1_client_config_named_by_env_var_is_read(tmp_path):
+def test_client_config_named_by_env_var_is_read(tmp_path):
     path = write(tmp_path / "ops" / "client.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
                  "sasl.username=ops\nsasl.password=ops-password\nbootstrap.servers=secure:9094\n")
     cluster = load_cluster(env={"STATECTL_CLIENT_CONFIG": str(path)})
@@ -106,7 +106,7 @@ def test_item1_client_config_named_by_env_var_is_read(tmp_path):
     pytest.param(lambda p: None, "client config {path} does not exist", id="missing"),
     pytest.param(lambda p: p.mkdir(), "client config {path} is a directory, not a properties file", id="directory"),
 ])
-def test_item1_client_config_that_cannot_be_read(tmp_path, how, make, message):
+def test_client_config_that_cannot_be_read(tmp_path, how, make, message):
     path = tmp_path / "client.properties"
     make(path)
     with pytest.raises(ConfigError) as err:
@@ -119,7 +119,7 @@ def test_item1_client_config_that_cannot_be_read(tmp_path, how, make, message):
 
 
 # ---------------------------------------------------------------- job config properties + client config file
-def test_item1_file_properties_override_job_config_key_by_key(tmp_path):
+def test_file_properties_override_job_config_key_by_key(tmp_path):
     job = tmp_path / "jobs" / "leaderboard.yaml"
     client = write(tmp_path / "client.properties", "sasl.username=file-user\nsasl.password=file-password\n")
     cluster = load_cluster(client_config=client, config_source=str(job), env={}, config_properties={
@@ -133,7 +133,7 @@ def test_item1_file_properties_override_job_config_key_by_key(tmp_path):
     assert cluster.settings.java["sasl.jaas.config"] == f'{SCRAM} required username="file-user" password="file-password";'
 
 
-def test_item1_at_paths_are_relative_to_the_file_that_names_them(tmp_path):
+def test_at_paths_are_relative_to_the_file_that_names_them(tmp_path):
     job = tmp_path / "jobs" / "leaderboard.yaml"
     write(tmp_path / "jobs" / "secrets" / "user.txt", "job-folder-user\n")
     write(tmp_path / "etc" / "secrets" / "password.txt", "etc-folder-password\n")
@@ -145,7 +145,7 @@ def test_item1_at_paths_are_relative_to_the_file_that_names_them(tmp_path):
         "job-folder-user", "etc-folder-password")
 
 
-def test_item1_problems_name_the_job_config_and_the_client_config_line(tmp_path):
+def test_problems_name_the_job_config_and_the_client_config_line(tmp_path):
     job = tmp_path / "leaderboard.yaml"
     client = write(tmp_path / "client.properties", "# ops\nssl.cipher.suites=X\n")
     with pytest.raises(ConfigError) as err:
@@ -160,7 +160,7 @@ def test_item1_problems_name_the_job_config_and_the_client_config_line(tmp_path)
     assert err.value.exit_code == 2
 
 
-def test_item1_no_client_properties_is_plaintext():
+def test_no_client_properties_is_plaintext():
     cluster = load_cluster(env={})
     assert cluster == Cluster(DEFAULT_BOOTSTRAP, cluster.settings)
     assert (cluster.settings.java, cluster.settings.librdkafka) == (
@@ -169,7 +169,7 @@ def test_item1_no_client_properties_is_plaintext():
 
 
 # ---------------------------------------------------------------- what the clients get
-def test_item1_cluster_spark_options_and_librdkafka_config(tmp_path):
+def test_cluster_spark_options_and_librdkafka_config(tmp_path):
     ca = write(tmp_path / "ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     client = write(tmp_path / "client.properties", f"""\
 bootstrap.servers=b1:9093,b2:9093
@@ -201,7 +201,7 @@ acks=all
     pytest.param("localhost:9092", "localhost:9092", PLAINTEXT, id="string"),
     pytest.param(Cluster("b:1"), "b:1", PLAINTEXT, id="cluster"),
 ])
-def test_item1_as_cluster(target, bootstrap, settings):
+def test_as_cluster_takes_a_bootstrap_string_or_a_cluster(target, bootstrap, settings):
     cluster = as_cluster(target)
     assert (cluster.bootstrap, cluster.settings) == (bootstrap, settings)
     assert cluster.librdkafka() == {"bootstrap.servers": bootstrap}

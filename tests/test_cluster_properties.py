@@ -33,7 +33,7 @@ def pairs(text: str) -> list[tuple[str, str]]:
     pytest.param("a=x=y:z\n", [("a", "x=y:z")], id="separators-inside-value"),
     pytest.param("a=1 # not a comment\n", [("a", "1 # not a comment")], id="hash-inside-value"),
 ])
-def test_item1_properties_separators(text, expected):
+def test_properties_separators(text, expected):
     assert pairs(text) == expected
 
 
@@ -45,7 +45,7 @@ def test_item1_properties_separators(text, expected):
     pytest.param("# comment ending in backslash \\\na=1\n", [("a", "1")], id="comment-backslash-does-not-continue"),
     pytest.param("", [], id="empty-file"),
 ])
-def test_item1_properties_comments_and_blank_lines(text, expected):
+def test_properties_comments_and_blank_lines(text, expected):
     assert pairs(text) == expected
 
 
@@ -61,7 +61,7 @@ def test_item1_properties_comments_and_blank_lines(text, expected):
     pytest.param("key\\\n  =value\n", [("key", "value")], id="continuation-inside-separator"),
     pytest.param("a=1\r\nb=2\\\r\n  3\rc=4\n", [("a", "1"), ("b", "23"), ("c", "4")], id="crlf-and-lone-cr"),
 ])
-def test_item1_properties_continuation_lines(text, expected):
+def test_properties_continuation_lines(text, expected):
     assert pairs(text) == expected
 
 
@@ -81,7 +81,7 @@ def test_item1_properties_continuation_lines(text, expected):
     pytest.param("\\u0061\\u0062=c\n", [("ab", "c")], id="unicode-in-key"),
     pytest.param("a=\\ud83d\\ude00!\n", [("a", "\U0001F600!")], id="surrogate-pair-is-one-character"),
 ])
-def test_item1_properties_escapes(text, expected):
+def test_properties_escapes(text, expected):
     assert pairs(text) == expected
 
 
@@ -93,7 +93,7 @@ def test_item1_properties_escapes(text, expected):
     pytest.param("bare   \n", [("bare", "")], id="key-with-trailing-blanks"),
     pytest.param("=v\n", [("", "v")], id="empty-key"),
 ])
-def test_item1_properties_empty_values_and_bare_keys(text, expected):
+def test_properties_empty_values_and_bare_keys(text, expected):
     assert pairs(text) == expected
 
 
@@ -105,17 +105,17 @@ def test_item1_properties_empty_values_and_bare_keys(text, expected):
     pytest.param("a=x\x85y\n", [("a", "x\x85y")], id="next-line"),
     pytest.param("a=x\u2028y\n", [("a", "x\u2028y")], id="line-separator"),
 ])
-def test_item1_properties_only_cr_and_lf_end_lines(text, expected):
+def test_properties_only_cr_and_lf_end_lines(text, expected):
     assert pairs(text) == expected
 
 
-def test_item1_properties_duplicate_keys_are_all_kept_in_order():
+def test_properties_duplicate_keys_are_all_kept_in_order():
     assert parse_properties("a=1\nb=2\na=3\n", "c.properties") == [
         Property("a", "1", "c.properties:1"), Property("b", "2", "c.properties:2"), Property("a", "3", "c.properties:3"),
     ]
 
 
-def test_item1_properties_origin_is_the_first_line_of_a_logical_line():
+def test_properties_origin_is_the_first_line_of_a_logical_line():
     text = "# header\n\nsecurity.protocol=SASL_SSL\nsasl.jaas.config=Module required \\\n  username=\"a\" \\\n  password=\"b\";\n\r\nacks=all\n"
     assert [(p.key, p.origin) for p in parse_properties(text, "/etc/kafka/client.properties")] == [
         ("security.protocol", "/etc/kafka/client.properties:3"),
@@ -130,14 +130,14 @@ def test_item1_properties_origin_is_the_first_line_of_a_logical_line():
     pytest.param("# x\n\\uZZZZ=1\n", "client.properties:2: malformed \\uXXXX escape '\\\\uZZZZ'", id="in-key"),
     pytest.param("a=\\\n  \\u00\n", "client.properties:1: malformed \\uXXXX escape '\\\\u00'", id="continued-line-reports-first-line"),
 ])
-def test_item1_properties_malformed_unicode_escape(text, problem):
+def test_properties_malformed_unicode_escape(text, problem):
     with pytest.raises(ConfigError) as err:
         parse_properties(text, "client.properties")
     assert err.value.problems == [problem]
     assert err.value.exit_code == 2
 
 
-def test_item1_properties_read_back_what_the_secure_broker_writes():
+def test_properties_read_back_what_the_secure_broker_writes():
     """The local secured broker writes client.properties values with its _prop; they must read back."""
     from statectl.adapters.local.broker_secure import _prop
 
@@ -147,7 +147,7 @@ def test_item1_properties_read_back_what_the_secure_broker_writes():
 
 
 # ---------------------------------------------------------------- files
-def test_item1_properties_file_is_read_as_iso_8859_1(tmp_path):
+def test_properties_file_is_read_as_iso_8859_1(tmp_path):
     path = tmp_path / "client.properties"
     path.write_bytes(b"sasl.username=caf\xe9\nclient.id=\\u00e9t\xe9\n")
     assert read_properties_file(path) == [
@@ -160,7 +160,7 @@ def test_item1_properties_file_is_read_as_iso_8859_1(tmp_path):
     pytest.param(lambda p: None, "client config {path} does not exist", id="missing"),
     pytest.param(lambda p: p.mkdir(), "client config {path} is a directory, not a properties file", id="directory"),
 ])
-def test_item1_properties_file_that_cannot_be_read(tmp_path, make, message):
+def test_properties_file_that_cannot_be_read(tmp_path, make, message):
     path = tmp_path / "client.properties"
     make(path)
     with pytest.raises(ConfigError) as err:
@@ -232,7 +232,7 @@ JAVA_CASES = {
 
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (java on PATH)")
-def test_item1_properties_match_java_util_properties(tmp_path):
+def test_properties_match_java_util_properties(tmp_path):
     """Each tricky file means the same to parse_properties (last value of a key wins, as in
     client_settings) as to java.util.Properties.load; a malformed \\u escape is an error to both."""
     source = tmp_path / "LoadProps.java"

@@ -98,11 +98,11 @@ class FakePemFromStore:
     pytest.param("a@b", {}, "a@b", id="at-inside-is-literal"),
     pytest.param("@@${U}", {"U": "u"}, "@u", id="double-at-then-reference"),
 ])
-def test_item1_resolve_value(value, env, expected):
+def test_resolve_value(value, env, expected):
     assert resolve_value(Property("k", value, "client.properties:1"), env, None) == expected
 
 
-def test_item1_resolve_value_unset_variable_names_it_the_key_and_the_origin():
+def test_resolve_value_unset_variable_names_it_the_key_and_the_origin():
     with pytest.raises(ConfigError) as err:
         resolve_value(Property("sasl.password", "${KAFKA_PASSWORD}", "client.properties:7"), {"OTHER": "x"}, None)
     assert err.value.problems == ["client.properties:7: sasl.password: ${KAFKA_PASSWORD} is not set in the environment"]
@@ -115,7 +115,7 @@ def test_item1_resolve_value_unset_variable_names_it_the_key_and_the_origin():
     # A file's text is taken as it is: a generated secret may well contain "${".
     pytest.param("@{tmp}/secrets/with-ref.txt", None, "user ${FROM_ENV}", id="file-text-taken-as-is"),
 ])
-def test_item1_resolve_value_from_file(tmp_path, value, base, expected):
+def test_resolve_value_from_file(tmp_path, value, base, expected):
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "jaas.txt").write_text("line one\nline two\r\n\n")  # trailing line breaks dropped
     (tmp_path / "secrets" / "with-ref.txt").write_text("user ${FROM_ENV}\n")
@@ -124,7 +124,7 @@ def test_item1_resolve_value_from_file(tmp_path, value, base, expected):
     assert resolve_value(prop, {"FROM_ENV": "from-env"}, base_dir) == expected
 
 
-def test_item1_resolve_value_missing_file(tmp_path):
+def test_resolve_value_missing_file(tmp_path):
     prop = Property("sasl.password", "@missing.txt", "job.yaml: kafka.properties")
     with pytest.raises(ConfigError) as err:
         resolve_value(prop, {}, tmp_path)
@@ -132,7 +132,7 @@ def test_item1_resolve_value_missing_file(tmp_path):
         f"job.yaml: kafka.properties: sasl.password: cannot read {tmp_path / 'missing.txt'}: No such file or directory"]
 
 
-def test_item1_at_file_relative_to_the_properties_file_folder(tmp_path):
+def test_at_file_relative_to_the_properties_file_folder(tmp_path):
     """client_settings finds the folder of a property's file from its origin (the part before ":line")."""
     conf = tmp_path / "conf"
     conf.mkdir()
@@ -143,7 +143,7 @@ def test_item1_at_file_relative_to_the_properties_file_folder(tmp_path):
     assert got.librdkafka["sasl.password"] == "from-file-secret"
 
 
-def test_item2_values_from_env_and_files_are_registered_as_secrets_under_secret_keys(tmp_path):
+def test_values_from_env_and_files_are_registered_as_secrets_under_secret_keys(tmp_path):
     (tmp_path / "ks-pass").write_text("keystore-pass-from-file\n")
     got = settings(f"""\
         security.protocol=SASL_PLAINTEXT
@@ -158,7 +158,7 @@ def test_item2_values_from_env_and_files_are_registered_as_secrets_under_secret_
     assert not redact.registered() & {"svc-user", "client-from-env"}
 
 
-def test_item1_overridden_value_need_not_resolve():
+def test_overridden_value_need_not_resolve():
     """A later property of the same key wins, so an earlier ${VAR} that is not set is no problem."""
     ps = [Property("sasl.password", "${UNSET}", "job.yaml: kafka.properties"),
           *props("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=override\n")]
@@ -206,7 +206,7 @@ def test_item1_overridden_value_need_not_resolve():
     pytest.param(f'{SCRAM} required username="a" password="unterminated;', None, id="unterminated-quote"),
     pytest.param("", None, id="empty"),
 ])
-def test_item1_parse_jaas(text, expected):
+def test_parse_jaas(text, expected):
     assert parse_jaas(text) == expected
 
 
@@ -218,7 +218,7 @@ def test_item1_parse_jaas(text, expected):
     pytest.param("PLAIN", "u", "line\nbreak\r", f'{PLAIN} required username="u" password="line\\nbreak\\r";',
                  id="line-breaks-escaped"),
 ])
-def test_item1_jaas_config_is_quoted_for_java(mechanism, username, password, expected):
+def test_jaas_config_is_quoted_for_java(mechanism, username, password, expected):
     assert jaas_config(mechanism, username, password) == expected
     assert parse_jaas(expected)[1] == {"username": username, "password": password}
 
@@ -237,18 +237,18 @@ def test_item1_jaas_config_is_quoted_for_java(mechanism, username, password, exp
     pytest.param(b"", None, id="empty"),
     pytest.param(b"hello", None, id="text"),
 ])
-def test_item1_store_format(tmp_path, data, expected):
+def test_store_format(tmp_path, data, expected):
     path = tmp_path / "store"
     path.write_bytes(data)
     assert store_format(path) == expected
 
 
-def test_item1_store_format_of_a_missing_file(tmp_path):
+def test_store_format_of_a_missing_file(tmp_path):
     assert store_format(tmp_path / "nope") is None
 
 
 # ---------------------------------------------------------------- SASL translation
-def test_item1_sasl_ssl_scram_jaas_becomes_librdkafka_username_and_password():
+def test_sasl_ssl_scram_jaas_becomes_librdkafka_username_and_password():
     jaas = f'{SCRAM} required username="alice" password="alice-secret";'
     got = settings(f"""\
         bootstrap.servers=broker-1:9093,broker-2:9093
@@ -265,7 +265,7 @@ def test_item1_sasl_ssl_scram_jaas_becomes_librdkafka_username_and_password():
     assert got.not_used == ()
 
 
-def test_item1_jaas_continued_over_lines_as_in_confluent_docs():
+def test_jaas_continued_over_lines_as_in_confluent_docs():
     got = settings("""\
         security.protocol=SASL_SSL
         sasl.mechanism=PLAIN
@@ -285,7 +285,7 @@ def test_item1_jaas_continued_over_lines_as_in_confluent_docs():
     pytest.param("sasl.mechanisms=scram-sha-512", f'{SCRAM} required username="bob" password="bob-secret";',
                  id="lower-case-scram-512"),
 ])
-def test_item1_librdkafka_username_and_password_become_java_jaas(lines, java_jaas):
+def test_librdkafka_username_and_password_become_java_jaas(lines, java_jaas):
     got = settings(f"security.protocol=SASL_PLAINTEXT\n{lines}\nsasl.username=bob\nsasl.password=bob-secret\n")
     mechanism = got.mechanism
     assert got.java == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism, "sasl.jaas.config": java_jaas}
@@ -305,7 +305,7 @@ def test_item1_librdkafka_username_and_password_become_java_jaas(lines, java_jaa
     pytest.param('username=alice password=pw', "alice", "pw", id="unquoted"),
     pytest.param('username="alice" password=""', "alice", "", id="empty-password"),
 ])
-def test_item1_jaas_quoting(jaas_options, username, password):
+def test_jaas_quoting(jaas_options, username, password):
     # "\\" doubles for the properties file: the JAAS text itself has single backslashes.
     text = f"{SCRAM} required {jaas_options};".replace("\\", "\\\\")
     got = settings(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config={text}\n")
@@ -443,11 +443,11 @@ def test_item1_jaas_quoting(jaas_options, username, password):
                  "client.properties:2: ssl.endpoint.identification.algorithm: 'dns' is neither https nor empty (none)",
                  id="endpoint-identification-unknown"),
 ])
-def test_item1_refused_with_origin(text, expected):
+def test_refused_with_origin(text, expected):
     assert problems(text) == [expected]
 
 
-def test_item1_every_problem_is_reported_together_each_with_its_origin():
+def test_every_problem_is_reported_together_each_with_its_origin():
     text = """\
         # a client.properties with five mistakes
         security.protocol=SASL_SSL
@@ -477,7 +477,7 @@ def test_item1_every_problem_is_reported_together_each_with_its_origin():
 
 
 # ---------------------------------------------------------------- pass-through and not used
-def test_item1_not_used_keys_are_reported_and_passed_nowhere():
+def test_not_used_keys_are_reported_and_passed_nowhere():
     got = settings("""\
         acks=all
         group.id=console-group
@@ -506,20 +506,20 @@ def test_item1_not_used_keys_are_reported_and_passed_nowhere():
     pytest.param("ssl.endpoint.identification.algorithm=HTTPS", {"ssl.endpoint.identification.algorithm": "https"},
                  {"ssl.endpoint.identification.algorithm": "https"}, id="endpoint-identification-https"),
 ])
-def test_item1_pass_through_over_ssl(line, java, librdkafka):
+def test_pass_through_over_ssl(line, java, librdkafka):
     got = settings(f"security.protocol=SSL\n{line}\n")
     assert got.java == {"security.protocol": "SSL", **java}
     assert got.librdkafka == {"security.protocol": "SSL", **librdkafka}
     assert got.not_used == ()
 
 
-def test_item1_duplicate_key_last_wins():
+def test_duplicate_key_last_wins():
     got = settings("security.protocol=PLAINTEXT\nclient.id=first\nsecurity.protocol=SSL\nclient.id=second\n")
     assert got.protocol == "SSL"
     assert got.java == {"security.protocol": "SSL", "client.id": "second"}
 
 
-def test_item1_nothing_set_is_plaintext():
+def test_nothing_set_is_plaintext():
     got = settings("")
     assert (got.java, got.librdkafka, got.shown, got.not_used) == (
         {"security.protocol": "PLAINTEXT"}, {"security.protocol": "PLAINTEXT"}, {}, ())
@@ -528,12 +528,12 @@ def test_item1_nothing_set_is_plaintext():
 
 
 # ---------------------------------------------------------------- trust stores
-def test_item1_lower_case_pem_truststore_type_is_upper_cased_for_java(stores):
+def test_lower_case_pem_truststore_type_is_upper_cased_for_java(stores):
     got = settings(f"security.protocol=SSL\nssl.truststore.location={stores}/ca.pem\nssl.truststore.type=pem\n")
     assert got.java["ssl.truststore.type"] == "PEM"
 
 
-def test_item1_pem_truststore_is_librdkafka_ca_location_and_typed_for_java(stores):
+def test_pem_truststore_is_librdkafka_ca_location_and_typed_for_java(stores):
     got = settings(f"security.protocol=SSL\nssl.truststore.location={stores}/ca.pem\n")
     assert got.java == {"security.protocol": "SSL", "ssl.truststore.location": f"{stores}/ca.pem",
                         "ssl.truststore.type": "PEM"}
@@ -551,7 +551,7 @@ def test_item1_pem_truststore_is_librdkafka_ca_location_and_typed_for_java(store
     pytest.param("trust.p12", "ssl.truststore.type=pkcs12\nssl.truststore.password=changeit\n", "PKCS12", "changeit",
                  id="lower-case-type"),
 ])
-def test_item1_jks_or_pkcs12_truststore_is_converted_to_pem(stores, store, lines, store_type, password):
+def test_jks_or_pkcs12_truststore_is_converted_to_pem(stores, store, lines, store_type, password):
     fake = FakePemFromStore()
     got = settings(f"security.protocol=SSL\nssl.truststore.location={stores}/{store}\n{lines}", pem_from_store=fake)
     assert fake.calls == [(stores / store, store_type, password)]
@@ -563,14 +563,14 @@ def test_item1_jks_or_pkcs12_truststore_is_converted_to_pem(stores, store, lines
     assert got.java == java
 
 
-def test_item1_truststore_location_with_tilde_is_expanded(stores, monkeypatch):
+def test_truststore_location_with_tilde_is_expanded(stores, monkeypatch):
     monkeypatch.setenv("HOME", str(stores))
     got = settings("security.protocol=SSL\nssl.truststore.location=~/ca.pem\nssl.truststore.type=PEM\n")
     assert got.librdkafka["ssl.ca.location"] == f"{stores}/ca.pem"
     assert got.java["ssl.truststore.location"] == f"{stores}/ca.pem"
 
 
-def test_item1_librdkafka_ca_location_is_a_java_pem_truststore(stores):
+def test_librdkafka_ca_location_is_a_java_pem_truststore(stores):
     got = settings(f"security.protocol=SSL\nssl.ca.location={stores}/ca.pem\n")
     assert got.java == {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
                         "ssl.truststore.location": f"{stores}/ca.pem"}
@@ -578,7 +578,7 @@ def test_item1_librdkafka_ca_location_is_a_java_pem_truststore(stores):
 
 
 @pytest.mark.parametrize("key", ["ssl.truststore.certificates", "ssl.ca.pem"])
-def test_item1_inline_ca_certificates(key):
+def test_inline_ca_certificates(key):
     got = settings(f"security.protocol=SSL\n{key}={CERT_LINE}\n")
     assert got.java == {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
                         "ssl.truststore.certificates": PEM_CERT.strip()}
@@ -607,13 +607,13 @@ def test_item1_inline_ca_certificates(key):
                  "client.properties:2: ssl.truststore.location: cannot read the trust store x: Keystore was tampered with, "
                  "or password was incorrect", id="converter-fails"),
 ])
-def test_item1_truststore_refused(stores, lines, pem_from_store, expected):
+def test_truststore_refused(stores, lines, pem_from_store, expected):
     got = problems(f"security.protocol=SSL\n{lines.format(d=stores)}", pem_from_store=pem_from_store)
     assert got == [expected.format(d=stores)]
 
 
 # ---------------------------------------------------------------- key stores (client certificates)
-def test_item1_pkcs12_keystore_is_librdkafka_keystore(stores):
+def test_pkcs12_keystore_is_librdkafka_keystore(stores):
     got = settings(f"security.protocol=SSL\nssl.keystore.location={stores}/client.p12\nssl.keystore.type=PKCS12\n"
                    "ssl.keystore.password=store-pw\nssl.key.password=key-pw\n")
     assert got.java == {"security.protocol": "SSL", "ssl.keystore.location": f"{stores}/client.p12",
@@ -629,14 +629,14 @@ def test_item1_pkcs12_keystore_is_librdkafka_keystore(stores):
     # Kafka's Java clients compare the type with "PEM" as is: "pem" would be looked up as a KeyStore type.
     pytest.param("ssl.keystore.type=pem\n", {"ssl.keystore.type": "PEM"}, {}, id="lower-case-type-upper-cased-for-java"),
 ])
-def test_item1_pem_keystore_is_librdkafka_certificate_and_key(stores, lines, java_extra, rd_extra):
+def test_pem_keystore_is_librdkafka_certificate_and_key(stores, lines, java_extra, rd_extra):
     got = settings(f"security.protocol=SSL\nssl.keystore.location={stores}/client.pem\n{lines}")
     assert got.java == {"security.protocol": "SSL", "ssl.keystore.location": f"{stores}/client.pem", **java_extra}
     assert got.librdkafka == {"security.protocol": "SSL", "ssl.certificate.location": f"{stores}/client.pem",
                               "ssl.key.location": f"{stores}/client.pem", **rd_extra}
 
 
-def test_item1_jks_keystore_refused_with_the_keytool_conversion(stores):
+def test_jks_keystore_refused_with_the_keytool_conversion(stores):
     assert problems(f"security.protocol=SSL\nssl.keystore.location={stores}/client.jks\nssl.keystore.password=pw12\n") == [
         (f"client.properties:2: ssl.keystore.location: {stores}/client.jks is a JKS key store, which statectl's "
          f"librdkafka clients cannot read; convert it once with `keytool -importkeystore -srckeystore {stores}/client.jks "
@@ -658,11 +658,11 @@ def test_item1_jks_keystore_refused_with_the_keytool_conversion(stores):
                  "client.properties:3: ssl.key.location: cannot read {d}/missing.pem: No such file or directory",
                  id="missing-key-file"),
 ])
-def test_item1_keystore_refused(stores, lines, expected):
+def test_keystore_refused(stores, lines, expected):
     assert problems(f"security.protocol=SSL\n{lines.format(d=stores)}") == [expected.format(d=stores)]
 
 
-def test_item1_librdkafka_certificate_and_key_files_are_java_inline_pem(stores):
+def test_librdkafka_certificate_and_key_files_are_java_inline_pem(stores):
     got = settings(f"security.protocol=SSL\nssl.certificate.location={stores}/cert.pem\nssl.key.location={stores}/key.pem\n"
                    "ssl.key.password=key-pw\n")
     assert got.java == {"security.protocol": "SSL", "ssl.keystore.type": "PEM",
@@ -673,7 +673,7 @@ def test_item1_librdkafka_certificate_and_key_files_are_java_inline_pem(stores):
     assert PEM_KEY in redact.registered()
 
 
-def test_item1_certificate_file_and_inline_key_mixed(stores):
+def test_certificate_file_and_inline_key_mixed(stores):
     got = settings(f"security.protocol=SSL\nssl.certificate.location={stores}/cert.pem\nssl.key.pem={KEY_LINE}\n")
     assert got.java == {"security.protocol": "SSL", "ssl.keystore.type": "PEM",
                         "ssl.keystore.certificate.chain": PEM_CERT, "ssl.keystore.key": PEM_KEY.strip()}
@@ -681,7 +681,7 @@ def test_item1_certificate_file_and_inline_key_mixed(stores):
                               "ssl.key.pem": PEM_KEY.strip()}
 
 
-def test_item1_java_inline_key_and_chain_are_librdkafka_pem(stores):
+def test_java_inline_key_and_chain_are_librdkafka_pem(stores):
     got = settings(f"security.protocol=SSL\nssl.keystore.key={KEY_LINE}\nssl.keystore.certificate.chain={CERT_LINE}\n")
     assert got.java == {"security.protocol": "SSL", "ssl.keystore.type": "PEM", "ssl.keystore.key": PEM_KEY.strip(),
                         "ssl.keystore.certificate.chain": PEM_CERT.strip()}
@@ -689,7 +689,7 @@ def test_item1_java_inline_key_and_chain_are_librdkafka_pem(stores):
                               "ssl.certificate.pem": PEM_CERT.strip()}
 
 
-def test_item1_full_mtls_sasl_ssl_config(stores):
+def test_full_mtls_sasl_ssl_config(stores):
     fake = FakePemFromStore("/cache/ca.pem")
     jaas = f'{SCRAM} required username="svc" password="svc-pw";'
     got = settings(f"""\
@@ -739,7 +739,7 @@ def real_pem(tmp_path_factory):
     pytest.param("security.protocol=SSL\nssl.ca.location={d}/cert.pem\nssl.keystore.key={key}\n"
                  "ssl.keystore.certificate.chain={cert}\nssl.endpoint.identification.algorithm=https\n", id="inline-pem"),
 ])
-def test_item1_confluent_kafka_accepts_the_translated_config(real_pem, lines):
+def test_confluent_kafka_accepts_the_translated_config(real_pem, lines):
     """Every librdkafka key statectl makes is one librdkafka knows (a Producer checks them when made)."""
     from confluent_kafka import Producer
 
@@ -776,7 +776,7 @@ def keytool_stores(tmp_path_factory):
 
 
 @pytest.mark.integration
-def test_item1_real_jks_truststore_is_converted_with_keytool(keytool_stores, tmp_path, monkeypatch):
+def test_real_jks_truststore_is_converted_with_keytool(keytool_stores, tmp_path, monkeypatch):
     """Slow-ish (keytool starts a JVM per call): a JKS trust store becomes librdkafka's ssl.ca.location,
     cached; a PKCS12 key store goes to librdkafka as is and confluent-kafka can open both."""
     from confluent_kafka import Producer
@@ -821,7 +821,7 @@ def test_item1_real_jks_truststore_is_converted_with_keytool(keytool_stores, tmp
     pytest.param({"ssl.truststore.type": "PKCS12"}, id="truststore-type-alone"),
     pytest.param({"ssl.keystore.type": "PKCS12"}, id="keystore-type-alone"),
 ])
-def test_item1_a_store_setting_without_its_store_is_refused_not_dropped(props):
+def test_a_store_setting_without_its_store_is_refused_not_dropped(props):
     from statectl.cluster.properties import Property
     from statectl.cluster.settings import client_settings
     from statectl.errors import ConfigError

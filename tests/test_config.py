@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from jobs.leaderboard.config import LeaderboardConfig
-from statectl.config.bootstrap import resolve_bootstrap
 from jobs.registry import load_job_config
 from statectl.config.loader import config_to_dict, parse_override
 from statectl.config.spark_values import (
@@ -98,24 +97,6 @@ def test_parse_override(text, expected):
 def test_parse_override_rejects_missing_equals():
     with pytest.raises(UsageError):
         parse_override("leaderboard.top_n")
-
-
-@pytest.mark.parametrize(
-    "flag, env, config, expected",
-    [
-        ("f:1", "e:1", "c:1", "f:1"),
-        (None, "e:1", "c:1", "e:1"),
-        (None, None, "c:1", "c:1"),
-        (None, None, None, "localhost:9092"),
-    ],
-    ids=["flag-wins", "env-over-config", "config", "default"],
-)
-def test_bootstrap_precedence(monkeypatch, flag, env, config, expected):
-    if env:
-        monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", env)
-    else:
-        monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
-    assert resolve_bootstrap(flag, config) == expected
 
 
 def test_missing_and_directory_config_paths(tmp_path):

@@ -1,4 +1,4 @@
-"""Issue 17, item 8 (last part): a run warns, with the count, when its dead-letter rate jumps.
+"""A run warns, with the count, when its dead-letter rate jumps.
 
 Inputs tried: a first batch that is mostly dead letters (a reprocessing run on compacted tables),
 a second such batch (warned once per run only), a batch under the minimum count, a run whose
@@ -24,7 +24,7 @@ def _batch(batch_id: int, rows: int, **dropped: int) -> dict:
             "observed": {"statectl": {"output_rows": rows, **{f"dropped_{k}": v for k, v in dropped.items()}}}}
 
 
-def test_item8_a_first_batch_of_dead_letters_is_a_jump_warned_once():
+def test_a_first_batch_of_dead_letters_is_a_jump_warned_once():
     watch = DeadLetterWatch()
     event = watch.after(_batch(0, 4_400_000, unknown_player=1_400_024, malformed_json=0))
     assert event is not None and event["type"] == "dead_letters_jump"
@@ -32,7 +32,7 @@ def test_item8_a_first_batch_of_dead_letters_is_a_jump_warned_once():
     assert watch.after(_batch(1, 1000, unknown_player=900)) is None
 
 
-def test_item8_no_warning_below_the_minimum_or_without_a_jump():
+def test_no_warning_below_the_minimum_or_without_a_jump():
     assert DeadLetterWatch().after(_batch(0, 100, unknown_player=50)) is None  # under 100 letters
     assert DeadLetterWatch().after(_batch(0, 1_000_000, unknown_player=200)) is None  # 0.02 %
     assert DeadLetterWatch().after(_batch(0, 0)) is None
@@ -41,7 +41,7 @@ def test_item8_no_warning_below_the_minimum_or_without_a_jump():
     assert steady.after(_batch(1, 1000, unknown_player=500)) is None  # the run was already at 50 %
 
 
-def test_item8_the_event_is_a_valid_event_and_says_what_to_check(tmp_path):
+def test_the_event_is_a_valid_event_and_says_what_to_check(tmp_path):
     event = DeadLetterWatch().after(_batch(3, 2000, unknown_player=300, oversized=2))
     event["state"] = "RUNNING"
     assert validate_event(event) == []
@@ -58,7 +58,7 @@ def _summary(rows: int, **dropped: int) -> RunSummary:
                       bootstrap_servers="b", batches=1, input_rows=rows, seconds=1.0, dropped=dropped)
 
 
-def test_item8_the_summary_warns_when_a_run_sent_1_percent_or_more_to_dead_letters(capsys):
+def test_the_summary_warns_when_a_run_sent_1_percent_or_more_to_dead_letters(capsys):
     run_summary(_summary(100, unknown_player=3), as_json=False, console=Console(file=io.StringIO()))
     assert "warning: 3 of 100 records (3.0 %) went to the dead-letter topic" in capsys.readouterr().err
     run_summary(_summary(1000, unknown_player=3), as_json=False, console=Console(file=io.StringIO()))

@@ -1,4 +1,4 @@
-"""Issue 17, item 6: every dead letter every job writes has one shape, one JSON style, one page of
+"""Every dead letter every job writes has one shape, one JSON style, one page of
 docs. Here the letters built in Python (the leaderboard's bad and unjoined scores, the windowed
 example's late pulses), without a JVM; the letters Spark builds are read back from the
 dead-letter topics in tests/integration/test_dead_letters.py.
@@ -35,7 +35,7 @@ def assert_one_shape(text: str) -> dict:
     return letter
 
 
-def test_item6_the_shape_is_the_documented_one():
+def test_the_shape_is_the_documented_one():
     from jobs.common import DEAD_LETTER_FIELDS, dead_letter_json
 
     assert list(DEAD_LETTER_FIELDS) == FIELDS
@@ -60,7 +60,7 @@ BAD_SCORES = [
 
 @pytest.mark.parametrize("key", [None, "k-é"], ids=["unkeyed", "keyed"])
 @pytest.mark.parametrize("reason, value", BAD_SCORES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(BAD_SCORES)])
-def test_item6_every_bad_score_letter_has_every_field(reason, value, key):
+def test_every_bad_score_letter_has_every_field(reason, value, key):
     from jobs.leaderboard.frames import bad_score_letter
 
     raw = {"key": key, "value": value, "bytes": None if value is None else len(value.encode())}
@@ -102,7 +102,7 @@ def _outputs(processor, key, rows) -> pd.DataFrame:
     return pd.concat(list(processor.handleInputRows((key,), iter([rows]), None)), ignore_index=True)
 
 
-def test_item6_unknown_player_and_product_letters_have_every_field_and_the_scores_key():
+def test_unknown_player_and_product_letters_have_every_field_and_the_scores_key():
     from jobs.leaderboard.operators import GAME_BUCKET_KEYS
 
     rows = _score_rows([(1, 1, 100, "k1"), (2, 1, 50.5, None), (1, 9, 7, "ké")],
@@ -117,7 +117,7 @@ def test_item6_unknown_player_and_product_letters_have_every_field_and_the_score
     assert "no player with this id" in player["detail"] and "no product with this id" in product["detail"]
 
 
-def test_item6_a_late_pulse_letter_has_every_field_and_the_patient_as_key():
+def test_a_late_pulse_letter_has_every_field_and_the_patient_as_key():
     from pyspark.sql.streaming import TwsTester
 
     from jobs.advanced.rules import WindowSpec
@@ -143,7 +143,7 @@ def test_item6_a_late_pulse_letter_has_every_field_and_the_patient_as_key():
     assert (letter["sourceTopic"], letter["sourcePartition"], letter["sourceOffset"]) == ("pulse-events", 2, 10)
 
 
-def test_item6_the_shape_is_documented_once_and_every_job_page_links_to_it():
+def test_the_shape_is_documented_once_and_every_job_page_links_to_it():
     docs = REPO / "docs"
     leaderboard = (docs / "jobs" / "leaderboard.md").read_text()
     heading = re.search(r"^## The dead-letter record$", leaderboard, re.MULTILINE)

@@ -67,7 +67,7 @@ def test_the_models_agree_with_the_lifecycle():
     assert typing.get_args(event_models.StateName) == tuple(s.value for s in lifecycle.State)
 
 
-def test_item1_the_stopping_event_and_state_are_in_the_schema():
+def test_the_stopping_event_and_state_are_in_the_schema():
     """The `stopping` event, its reasons and the STOPPING state are part of the published schema."""
     assert typing.get_args(event_models.Stopping.model_fields["reason"].annotation) == lifecycle.STOP_REASONS
     schema = json.loads(gen.SCHEMA_FILE.read_text(encoding="utf-8"))

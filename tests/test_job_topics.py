@@ -1,4 +1,4 @@
-"""The topics the jobs declare (issue 17, item 7), without Kafka or Spark: ``configs/topics.yaml`` is
+"""The topics the jobs declare, without Kafka or Spark: ``configs/topics.yaml`` is
 what the declarations generate, lists every topic a job with a shipped config uses and no other,
 and agrees with what `statectl produce-test-data` creates.
 
@@ -32,12 +32,12 @@ def _declared() -> dict[str, object]:
     return out
 
 
-def test_item7_the_committed_topics_file_is_what_the_declarations_generate():
+def test_the_committed_topics_file_is_what_the_declarations_generate():
     assert TOPICS_FILE.read_text() == jobs_topics_file(shipped_declarations()).text(), (
         f"configs/topics.yaml is out of date with the jobs' topic declarations; regenerate it: {REGENERATE}")
 
 
-def test_item7_the_topics_file_lists_every_topic_the_jobs_use_and_no_other():
+def test_the_topics_file_lists_every_topic_the_jobs_use_and_no_other():
     """Before: two topics no job uses (patient-aggregates, counts-output), seven the jobs write
     missing, and high-scores / leaderboard-dlq declared unlike what `run` created."""
     declared = _declared()
@@ -55,7 +55,7 @@ def test_item7_the_topics_file_lists_every_topic_the_jobs_use_and_no_other():
     assert requests["leaderboard-dlq"].sets == {"retention.ms": "604800000"}
 
 
-def test_item7_every_shipped_config_is_read_including_the_ttl_variant():
+def test_every_shipped_config_is_read_including_the_ttl_variant():
     paths = [p.relative_to(REPO / "jobs" / "configs").as_posix() for p, _ in shipped_configs()]
     assert paths[0] == "leaderboard.yaml"
     assert paths.index("advanced-state/bounded-state-ttl.yaml") == paths.index("advanced-state/bounded-state.yaml") + 1
@@ -63,7 +63,7 @@ def test_item7_every_shipped_config_is_read_including_the_ttl_variant():
     assert "ttl-counts" in _declared()
 
 
-def test_item7_produce_test_data_creates_topics_as_the_jobs_declare_them():
+def test_produce_test_data_creates_topics_as_the_jobs_declare_them():
     """A topic produce-test-data creates and a job declares gets the same partitions and configs,
     so applying the topics file after `produce-test-data` changes nothing either."""
     from statectl.produce.datasets import DATASETS, DatasetOptions
@@ -80,7 +80,7 @@ def test_item7_produce_test_data_creates_topics_as_the_jobs_declare_them():
             "keyed-events"} == checked
 
 
-def test_item7_a_config_naming_one_topic_twice_differently_is_refused():
+def test_a_config_naming_one_topic_twice_differently_is_refused():
     config = load_job_config(default_config("advanced-state/tombstones"), ["topics.output=patient-events"])
     with pytest.raises(UsageError) as info:
         merged(job_entry(config.job).topics(config), "advanced-state/tombstones config")
@@ -93,7 +93,7 @@ def test_item7_a_config_naming_one_topic_twice_differently_is_refused():
         "sales-events", "sales-totals", "sales-threshold-dlq"]
 
 
-def test_item7_two_shipped_configs_declaring_one_topic_differently_fail_the_file(monkeypatch):
+def test_two_shipped_configs_declaring_one_topic_differently_fail_the_file(monkeypatch):
     import jobs.registry
 
     leaderboard = load_job_config(default_config("leaderboard"), ["topics.high_scores=shared"])
@@ -106,7 +106,7 @@ def test_item7_two_shipped_configs_declaring_one_topic_differently_fail_the_file
         jobs_topics_file(shipped_declarations())
 
 
-def test_item7_print_file_prints_the_committed_file(cli):
+def test_print_file_prints_the_committed_file(cli):
     result = cli("topic-config", "--print-file", "-b", "127.0.0.1:1")  # no broker needed
     assert result.exit_code == 0, result.stderr
     assert result.stdout == TOPICS_FILE.read_text()
@@ -119,7 +119,7 @@ def test_item7_print_file_prints_the_committed_file(cli):
 
 @pytest.mark.parametrize("args", [["players"], ["--file", "configs/topics.yaml"], ["--set", "segment.ms=1"],
                                   ["--dry-run"]], ids=["topic", "file", "set", "dry-run"])
-def test_item7_print_file_takes_no_change_options(cli, args):
+def test_print_file_takes_no_change_options(cli, args):
     result = cli("topic-config", "--print-file", *args)
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --print-file prints the topics file the jobs declare and changes nothing")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from statectl.adapters.local import jvm_archive
-from statectl.adapters.spark.session import pyspark_jars_dir
+from statectl.adapters.local.jars import pyspark_jars_dir
 
 JARS = pyspark_jars_dir()
 

@@ -1,5 +1,6 @@
-"""Issue 19, item 5 without a broker: the replication default a cluster gives new topics, the
-cluster's ports and node configs, and the `kafka up/down` combinations refused before any JVM.
+"""The local three-broker cluster, checked without a broker: the replication default a cluster
+gives new topics, the cluster's ports and node configs, and the `kafka up/down` combinations
+refused before any JVM.
 
 Bad inputs tried: `--brokers 2` (and 0), `--brokers 3 --secure`, `--node` on a data dir with no
 cluster (up and down) and on a single broker's, `--node 4`, `--node 2 --port`, `--brokers 1` on a
@@ -27,7 +28,7 @@ from statectl.topics.diff import TopicRequest
     (3, (3, {"min.insync.replicas": "2"})),
     (5, (3, {"min.insync.replicas": "2"})),
 ], ids=["none-up", "single", "two", "three", "five"])
-def test_item5_default_replication_follows_the_broker_count(brokers, expected):
+def test_default_replication_follows_the_broker_count(brokers, expected):
     assert default_replication(brokers) == expected
 
 
@@ -40,7 +41,7 @@ def test_item5_default_replication_follows_the_broker_count(brokers, expected):
     (TopicSpec("t", 4, 1), 3, TopicSpec("t", 4, 1, {})),
     (TopicSpec("t", 4, 2), 1, TopicSpec("t", 4, 2, {})),
 ], ids=["single", "cluster", "cluster-keeps-configs", "spec-min-isr-wins", "explicit-1-kept", "explicit-2-kept"])
-def test_item5_a_spec_without_replication_factor_gets_the_default(spec, brokers, expected):
+def test_a_spec_without_replication_factor_gets_the_default(spec, brokers, expected):
     assert with_default_replication(spec, brokers) == expected
 
 
@@ -65,18 +66,18 @@ class _Admin:
     (TopicRequest("t", {"min.insync.replicas": "1"}), 3, (3, {"min.insync.replicas": "1"}, [])),
     (TopicRequest("t", deletes=["min.insync.replicas"]), 3, (3, {}, ["min.insync.replicas"])),
 ], ids=["cluster", "single", "request-sets-min-isr", "request-deletes-min-isr"])
-def test_item5_planned_new_topics_show_the_default(request_, brokers, expected):
+def test_planned_new_topics_show_the_default(request_, brokers, expected):
     _default_replication(_Admin(brokers), [request_])
     assert (request_.replication_factor, request_.sets, request_.deletes) == expected
 
 
-def test_item5_cluster_ports_are_consecutive():
+def test_cluster_ports_are_consecutive():
     assert cluster_ports(9092) == {1: 9092, 2: 9093, 3: 9094}
     first = free_ports(3)
     assert 1024 < first <= 65533
 
 
-def test_item5_a_node_config_names_the_three_voters_and_replicates_internal_topics(tmp_path):
+def test_a_node_config_names_the_three_voters_and_replicates_internal_topics(tmp_path):
     lines = _server_properties(tmp_path, 9093, 40002, node_id=2, voters={1: 40001, 2: 40002, 3: 40003}).splitlines()
     for line in ["node.id=2", "controller.quorum.voters=1@127.0.0.1:40001,2@127.0.0.1:40002,3@127.0.0.1:40003",
                  "listeners=PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:40002",
@@ -128,7 +129,7 @@ def _single_dir(tmp_path: Path) -> Path:
 ], ids=["brokers-2", "brokers-0", "secure-cluster", "secure-on-cluster-dir", "up-node-no-cluster",
         "up-node-single", "down-node-no-cluster", "down-node-single", "node-4", "node-0", "node-with-port",
         "node-alone", "brokers-1-on-cluster", "brokers-3-on-single", "port-near-the-top"])
-def test_item5_refused_before_anything_starts(cli, tmp_path, args, where, message):
+def test_refused_before_anything_starts(cli, tmp_path, args, where, message):
     data = {"cluster": _cluster_dir, "single": _single_dir}[where](tmp_path) if where else tmp_path / "empty"
     result = cli("kafka", *args, "--data-dir", str(data))
     assert result.exit_code == 2, result.output
@@ -137,7 +138,7 @@ def test_item5_refused_before_anything_starts(cli, tmp_path, args, where, messag
     assert not (tmp_path / "empty").exists() or not any((tmp_path / "empty").iterdir())
 
 
-def test_item5_status_of_a_stopped_cluster_lists_each_node(cli, tmp_path):
+def test_status_of_a_stopped_cluster_lists_each_node(cli, tmp_path):
     data = _cluster_dir(tmp_path)
     result = cli("kafka", "status", "--data-dir", str(data))
     assert result.exit_code == 1

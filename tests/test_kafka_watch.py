@@ -1,4 +1,4 @@
-"""The run's watch over Kafka (issue 19, item 6: all brokers stopped mid-run): when it says Kafka
+"""The run's watch over Kafka (for all brokers stopped mid-run): when it says Kafka
 is gone and back, when it gives up, and how that reads. Pure: a fake clock and scripted probes.
 
 Bad inputs tried: a probe that raises instead of answering, a timeout of null (wait), a probe
@@ -29,15 +29,14 @@ from statectl.run.runner import kafka_lost_error
     ],
     ids=["answers", "gone", "gone-then-back", "flapping", "wait-forever"],
 )
-def test_item6_reachability_counts_from_the_first_unanswered_probe(probes, timeout, changes, down_since,
-                                                                   expired_at_30):
+def test_reachability_counts_from_the_first_unanswered_probe(probes, timeout, changes, down_since, expired_at_30):
     state = Reachability(timeout)
     assert [state.observe(answered, at) for answered, at in probes] == changes
     assert state.down_since == down_since
     assert state.expired(30) is expired_at_30
 
 
-def test_item6_expiry_is_exactly_at_the_timeout():
+def test_expiry_is_exactly_at_the_timeout():
     state = Reachability(15)
     state.observe(False, 100.0)
     assert (state.expired(114.9), state.expired(115.0)) == (False, True)
@@ -52,7 +51,7 @@ class _Clock:
         return self.now
 
 
-def test_item6_watch_reports_lost_and_back_once_each_and_a_raising_probe_counts_as_no_answer():
+def test_watch_reports_lost_and_back_once_each_and_a_raising_probe_counts_as_no_answer():
     clock, heard = _Clock(), []
     answers = iter([True, "raise", False, False, True, True])
 
@@ -72,7 +71,7 @@ def test_item6_watch_reports_lost_and_back_once_each_and_a_raising_probe_counts_
     assert watch.down_for() == 0 and not watch.expired()
 
 
-def test_item6_watch_expires_after_the_timeout_and_never_when_waiting():
+def test_watch_expires_after_the_timeout_and_never_when_waiting():
     clock = _Clock()
     giving_up = KafkaWatch(lambda: False, 15.0, clock=clock)
     waiting = KafkaWatch(lambda: False, None, clock=clock)
@@ -94,7 +93,7 @@ def test_item6_watch_expires_after_the_timeout_and_never_when_waiting():
     ],
     ids=["lost", "lost-waiting", "back"],
 )
-def test_item6_kafka_connection_event_is_valid_and_reads_plainly(reachable, down, timeout, text):
+def test_kafka_connection_event_is_valid_and_reads_plainly(reachable, down, timeout, text):
     event = kafka_connection("q", "r", reachable, down, timeout, when=1.0)
     lifecycle = Lifecycle()
     lifecycle.apply({"type": "batch_progress"})
@@ -110,7 +109,7 @@ def test_item6_kafka_connection_event_is_valid_and_reads_plainly(reachable, down
     [("2 minutes", None), (None, None), ("15 seconds", None), ("15 secnds", "did you mean"), ("", "empty")],
     ids=["default", "wait", "seconds", "typo", "empty"],
 )
-def test_item6_unavailable_timeout_is_checked_when_the_config_loads(value, problem):
+def test_unavailable_timeout_is_checked_when_the_config_loads(value, problem):
     if problem is None:
         assert KafkaConfig(unavailable_timeout=value).unavailable_timeout == value
     else:
@@ -119,7 +118,7 @@ def test_item6_unavailable_timeout_is_checked_when_the_config_loads(value, probl
     assert KafkaConfig().unavailable_timeout == "2 minutes"
 
 
-def test_item6_the_error_says_what_happened_what_is_kept_and_what_to_do():
+def test_the_error_says_what_happened_what_is_kept_and_what_to_do():
     assert kafka_lost_error("127.0.0.1:9092,127.0.0.1:9093", "15 seconds") == (
         "no Kafka broker at 127.0.0.1:9092,127.0.0.1:9093 answered for 15 seconds (kafka.unavailable_timeout), so "
         "the query was stopped; what it committed is kept and the unfinished batch runs again: start the job again "

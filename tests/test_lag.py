@@ -1,4 +1,4 @@
-"""`statectl lag` and `statectl status` without a JVM or a broker (issue 19, items 1 and 4): the last
+"""`statectl lag` and `statectl status` without a JVM or a broker: the last
 committed batch from log listings, Kafka source offsets, lag rows and totals, the quick health
 checks, the run lock looked at without taking it, and the commands' exit codes.
 
@@ -72,7 +72,7 @@ from tests.lag_checkpoint import build_kafka_checkpoint, offsets_at, offsets_tex
     ids=["empty", "missing dirs", "all committed", "crc sidecars ignored", "last batch pending",
          "no commit yet", "commit without offsets", "numeric not lexical order", "junk names ignored", "temp files"],
 )
-def test_item1_last_committed_batch_from_listings(offsets, commits, last_committed, last_offset, pending, temp):
+def test_last_committed_batch_from_listings(offsets, commits, last_committed, last_offset, pending, temp):
     batches = log_batches(offsets, commits)
     assert (batches.last_committed, batches.last_offset, batches.pending, batches.temp_files) == (
         last_committed, last_offset, pending, temp)
@@ -91,7 +91,7 @@ def test_item1_last_committed_batch_from_listings(offsets, commits, last_committ
     ],
     ids=["kafka", "two topics", "file source", "numeric source", "no source", "empty object", "not partitions"],
 )
-def test_item1_kafka_offsets_of_a_source(offset, expected):
+def test_kafka_offsets_of_a_source(offset, expected):
     assert kafka_offsets(offset) == expected
 
 
@@ -124,11 +124,11 @@ def _rows(rows):
     ids=["lag per partition", "new partition", "topic not in kafka", "checkpoint past log end",
          "three sources in order", "one topic two sources", "no committed batch"],
 )
-def test_item1_lag_rows(sources, ends, other, expected):
+def test_lag_rows_per_source_partition(sources, ends, other, expected):
     assert _rows(lag_rows(sources, ends, other)) == expected
 
 
-def test_item1_topic_totals_sum_known_lags_and_count_unknown():
+def test_topic_totals_sum_known_lags_and_count_unknown():
     rows = [LagRow("s", 0, 10, 15), LagRow("s", 1, None, 4), LagRow("s", 2, 3, 3), LagRow("p", 0, 1, 9),
             LagRow("q", 0, 9, 1)]
     assert [t.to_dict() for t in topic_totals(rows)] == [
@@ -142,7 +142,7 @@ def test_item1_topic_totals_sum_known_lags_and_count_unknown():
 # reading a checkpoint's progress
 
 
-def test_item1_read_progress_reads_the_last_committed_offsets(tmp_path):
+def test_read_progress_reads_the_last_committed_offsets(tmp_path):
     root = build_kafka_checkpoint(tmp_path / "ckpt", 25)
     before = tree_fingerprint(root)
     progress = read_progress(root)
@@ -156,7 +156,7 @@ def test_item1_read_progress_reads_the_last_committed_offsets(tmp_path):
     assert progress.healthy
 
 
-def test_item1_read_progress_with_the_last_batch_uncommitted(tmp_path):
+def test_read_progress_with_the_last_batch_uncommitted(tmp_path):
     progress = read_progress(build_kafka_checkpoint(tmp_path / "ckpt", 3, commit_last=False))
     assert (progress.last_committed, progress.pending) == (1, 2)
     assert progress.kafka_sources[0] == (0, {"score-events": {0: 20, 1: 21, 2: 22, 3: 23}})
@@ -178,7 +178,7 @@ def test_item1_read_progress_with_the_last_batch_uncommitted(tmp_path):
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
-def test_item4_quick_health_findings(tmp_path, damage, expected):
+def test_quick_health_findings(tmp_path, damage, expected):
     root = build_kafka_checkpoint(tmp_path / "ckpt", 5)
     if damage == "flip":  # an edited offset: still parses, only the checksum can tell
         edited = (root / "offsets" / "4").read_bytes().replace(b'"0":50', b'"0":59')
@@ -204,7 +204,7 @@ def test_item4_quick_health_findings(tmp_path, damage, expected):
     assert progress.healthy == (expected[0][0] != ERROR)
 
 
-def test_item4_quick_findings_two_batches_in_flight_is_an_error():
+def test_quick_findings_two_batches_in_flight_is_an_error():
     findings = quick_findings(log_batches(["0", "1", "2", "3"], ["0", "1"]), True, True, True)
     assert [(f.severity, f.code) for f in findings] == [(ERROR, "uncommitted-batch")]
     assert "offsets/ runs to batch 3 but the last commit is batch 1" in findings[0].message
@@ -216,7 +216,7 @@ def test_item4_quick_findings_two_batches_in_flight_is_an_error():
     (lambda p: p.mkdir(), "is empty: the job has not started with it yet"),
     (lambda p: (p.mkdir(), (p / "notes.txt").write_text("x")), "is not a Structured Streaming checkpoint"),
 ], ids=["missing", "a file", "empty dir", "not a checkpoint"])
-def test_item1_not_a_checkpoint_is_a_usage_error(tmp_path, make, message):
+def test_not_a_checkpoint_is_a_usage_error(tmp_path, make, message):
     path = tmp_path / "ckpt"
     make(path)
     with pytest.raises(UsageError, match=message) as info:
@@ -224,7 +224,7 @@ def test_item1_not_a_checkpoint_is_a_usage_error(tmp_path, make, message):
     assert info.value.exit_code == 2
 
 
-def test_item4_state_size_counts_every_file_under_state(tmp_path):
+def test_state_size_counts_every_file_under_state(tmp_path):
     root = build_kafka_checkpoint(tmp_path / "ckpt", 30, state_versions=20, state_partitions=2)
     files = [p for p in (root / "state").rglob("*") if p.is_file()]
     size = state_size(root)
@@ -237,7 +237,7 @@ def test_item4_state_size_counts_every_file_under_state(tmp_path):
 # the lag report
 
 
-def test_item1_lag_report_exact_lag_against_end_offsets(tmp_path):
+def test_lag_report_exact_lag_against_end_offsets(tmp_path):
     progress = read_progress(build_kafka_checkpoint(tmp_path / "ckpt", 3))  # next offsets 30 + p
     ends = {"score-events": {0: 30, 1: 35, 2: 32, 3: 33, 4: 6}, "players": {0: 30, 1: 31}, "products": {0: 40, 1: 31}}
     report = lag_report("leaderboard", progress, ["score-events", "players", "products"], "k:9092", ends)
@@ -254,7 +254,7 @@ def test_item1_lag_report_exact_lag_against_end_offsets(tmp_path):
                              {"topic": "products", "partitions": 2, "lag": 10, "unknown_partitions": 0}]
 
 
-def test_item1_lag_report_without_a_committed_batch(tmp_path):
+def test_lag_report_without_a_committed_batch(tmp_path):
     progress = read_progress(build_kafka_checkpoint(tmp_path / "ckpt", 1, commit_last=False))
     report = lag_report("leaderboard", progress, ["score-events", "players"], "k:9092",
                         {"score-events": {0: 5, 1: 0}}, starting_offsets="kafka.starting_offsets: earliest")
@@ -277,7 +277,7 @@ def _config(tmp_path: Path, checkpoint: Path, bootstrap: str = "127.0.0.1:9") ->
     return path
 
 
-def test_item1_job_lag_resolves_the_checkpoint_as_run_does(tmp_path):
+def test_job_lag_resolves_the_checkpoint_as_run_does(tmp_path):
     build_kafka_checkpoint(tmp_path / "from-config", 2)
     build_kafka_checkpoint(tmp_path / "from-flag", 4)
     config = load_job_config(_config(tmp_path, tmp_path / "from-config"))
@@ -306,11 +306,11 @@ junk
 """
 
 
-def test_item4_flock_holders_from_proc_locks():
+def test_flock_holders_from_proc_locks():
     assert flock_holders(PROC_LOCKS) == {("fe:0", 10380667): 18245, ("103:a", 9986168): 21726}
 
 
-def test_item4_run_lock_held_by_this_process_is_running(tmp_path, monkeypatch):
+def test_run_lock_held_by_this_process_is_running(tmp_path, monkeypatch):
     checkpoint = build_kafka_checkpoint(tmp_path / "ckpt", 1)
     assert read_run_lock(checkpoint) == RunLock(str(tmp_path / "ckpt.lock"))
     with CheckpointLock(checkpoint):
@@ -323,7 +323,7 @@ def test_item4_run_lock_held_by_this_process_is_running(tmp_path, monkeypatch):
     assert not (tmp_path / "ckpt.lock").exists()
 
 
-def test_item4_run_lock_left_by_a_dead_run_is_stale(tmp_path, monkeypatch):
+def test_run_lock_left_by_a_dead_run_is_stale(tmp_path, monkeypatch):
     checkpoint = build_kafka_checkpoint(tmp_path / "ckpt", 1)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True)
@@ -338,7 +338,7 @@ def test_item4_run_lock_left_by_a_dead_run_is_stale(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs the kernel's lock table (Linux)")
-def test_item4_run_lock_file_without_a_flock_is_not_running_even_with_a_live_pid(tmp_path):
+def test_run_lock_file_without_a_flock_is_not_running_even_with_a_live_pid(tmp_path):
     checkpoint = build_kafka_checkpoint(tmp_path / "ckpt", 1)
     (tmp_path / "ckpt.lock").write_text(str(os.getpid()))  # a pid reused after a crash, say
     assert (read_run_lock(checkpoint).running, read_run_lock(checkpoint).stale) == (False, True)
@@ -358,7 +358,7 @@ def test_item4_run_lock_file_without_a_flock_is_not_running_even_with_a_live_pid
     ],
     ids=["nothing", "uncommitted while stopped", "in flight while running", "stale lock", "error finding first"],
 )
-def test_item4_last_error(findings, pending, lock, expected):
+def test_last_error(findings, pending, lock, expected):
     assert last_error(findings, pending, lock) == expected
 
 
@@ -366,7 +366,7 @@ def test_item4_last_error(findings, pending, lock, expected):
 # status over several jobs
 
 
-def test_item4_project_status_per_job_and_per_cluster(tmp_path):
+def test_project_status_per_job_and_per_cluster(tmp_path):
     ok = build_kafka_checkpoint(tmp_path / "ok", 4, state_versions=3)
     stopped_mid_batch = build_kafka_checkpoint(tmp_path / "mid", 4, commit_last=False)
     broken = build_kafka_checkpoint(tmp_path / "broken", 4)
@@ -406,7 +406,7 @@ def test_item4_project_status_per_job_and_per_cluster(tmp_path):
     assert doc["batch_time"] == "2026-11-21T06:19:16.103Z"
 
 
-def test_item4_a_running_job_with_a_batch_in_flight_or_starting_is_healthy(tmp_path):
+def test_a_running_job_with_a_batch_in_flight_or_starting_is_healthy(tmp_path):
     from statectl.observe.status import checkpoint_status
 
     in_flight = build_kafka_checkpoint(tmp_path / "flight", 3, commit_last=False)
@@ -438,7 +438,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_item1_lag_command_missing_checkpoint_exits_2(cli, tmp_path):
+def test_lag_command_missing_checkpoint_exits_2(cli, tmp_path):
     result = cli("lag", "leaderboard", "--checkpoint-dir", str(tmp_path / "nope"), "-b", "127.0.0.1:9")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
@@ -447,7 +447,7 @@ def test_item1_lag_command_missing_checkpoint_exits_2(cli, tmp_path):
     assert result.stdout == ""
 
 
-def test_item1_lag_command_broker_down_exits_1_at_once(cli, tmp_path):
+def test_lag_command_broker_down_exits_1_at_once(cli, tmp_path):
     build_kafka_checkpoint(tmp_path / "ckpt", 2)
     port = _closed_port()
     result = cli("lag", "leaderboard", "--checkpoint-dir", str(tmp_path / "ckpt"), "-b", f"127.0.0.1:{port}", "--json")
@@ -456,12 +456,12 @@ def test_item1_lag_command_broker_down_exits_1_at_once(cli, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
 
 
-def test_item1_lag_command_unknown_job_exits_2(cli):
+def test_lag_command_unknown_job_exits_2(cli):
     result = cli("lag", "leaderbord")
     assert result.exit_code == 2 and "no job called 'leaderbord' (did you mean" in result.stderr
 
 
-def test_item4_status_command_json_and_exit_code(cli, tmp_path, monkeypatch):
+def test_status_command_json_and_exit_code(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no shipped job has a checkpoint here
     build_kafka_checkpoint(tmp_path / "ckpt", 3)
     port = _closed_port()
@@ -479,7 +479,7 @@ def test_item4_status_command_json_and_exit_code(cli, tmp_path, monkeypatch):
     assert "unreachable" in table.stdout and "not ok: leaderboard" in table.stderr
 
 
-def test_item4_status_with_no_jobs_exits_0(cli, tmp_path, monkeypatch):
+def test_status_with_no_jobs_exits_0(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = cli("status", "--json")
     assert (result.exit_code, json.loads(result.stdout)) == (0, [])

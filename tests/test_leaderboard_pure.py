@@ -643,7 +643,7 @@ def test_the_sharded_layout_matches_the_rules_applied_one_row_at_a_time(seed):
 def test_shard_keys_fill_every_shuffle_partition():
     from collections import Counter
 
-    from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH, SHARD_KEYS
+    from jobs.leaderboard.operators import PASS_THROUGH, SHARD_KEYS
 
     assert len(set(SHARD_KEYS)) == 32 and PASS_THROUGH not in SHARD_KEYS
     for partitions in (1, 2, 4, 8, 16, 32):

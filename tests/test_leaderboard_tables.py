@@ -1,4 +1,4 @@
-"""Issue 17, item 8: the leaderboard's tables on a new checkpoint (``leaderboard.tables``), without
+"""The leaderboard's tables on a new checkpoint (``leaderboard.tables``), without
 a JVM: the processor against a row-at-a-time reference, and the cases that made a fresh
 checkpoint dead-letter scores an earlier run had joined.
 
@@ -73,13 +73,13 @@ COMPACTED = [("product", 1, "Tetris", 1, 0, 0), ("player", 1, "Ann", 100, 0, 5),
 ENDS = {"players": {0: 6, 1: 0}, "products": {0: 1, 1: 0}}
 
 
-def test_item8_bootstrap_joins_scores_older_than_the_surviving_table_record():
+def test_bootstrap_joins_scores_older_than_the_surviving_table_record():
     assert run(processor(ENDS), rows(*COMPACTED)) == ({1: [("Ann", 900.0), ("Ann", 700.0)]}, [])
     # as-of (no table ends): what a fresh checkpoint did before, every such score a dead letter
     assert run(processor(None), rows(*COMPACTED)) == ({}, [("unknown_player", 0), ("unknown_player", 1)])
 
 
-def test_item8_bootstrap_sees_each_tables_latest_record_as_of_the_start():
+def test_bootstrap_sees_each_tables_latest_record_as_of_the_start():
     frame = rows(("product", 1, "Tetris", 1, 0, 0),
                  ("player", 1, "Ann", 5, 0, 0), ("player", 1, "Annie", 200, 0, 1),  # renamed before the start
                  ("player", 2, "Bo", 5, 1, 0), ("player_delete", 2, None, 150, 1, 1),  # deleted before it
@@ -91,7 +91,7 @@ def test_item8_bootstrap_sees_each_tables_latest_record_as_of_the_start():
         {1: [("Cy", 40.0), ("Annie", 10.0)]}, [("unknown_player", 1), ("unknown_player", 2)])
 
 
-def test_item8_a_checkpoint_that_knows_the_tables_continues_as_of_processing_time():
+def test_a_checkpoint_that_knows_the_tables_continues_as_of_processing_time():
     handle = FakeHandle()
     first = rows(("product", 1, "Tetris", 1, 0, 0), ("player", 1, "Ann", 1, 0, 0), ("score", (1, 1), 5, 2, 0, 0))
     assert run(processor({"players": {0: 1}, "products": {0: 1}}, handle), first)[1] == []
@@ -102,7 +102,7 @@ def test_item8_a_checkpoint_that_knows_the_tables_continues_as_of_processing_tim
     assert run(restarted, later) == ({1: [("Bo", 7.0), ("Ann", 5.0)]}, [("unknown_player", 1)])
 
 
-def test_item8_only_table_rows_below_their_partitions_end_are_bootstrapped():
+def test_only_table_rows_below_their_partitions_end_are_bootstrapped():
     from jobs.leaderboard.frames import below_table_ends
 
     frame = rows(("player", 1, "A", 9, 0, 4), ("player", 2, "B", 9, 0, 5), ("player", 3, "C", 9, 1, 0),
@@ -131,7 +131,7 @@ def _reference(batches, top_n, ends) -> list:
 
 @pytest.mark.parametrize("layout", ["buckets", "sharded"])
 @pytest.mark.parametrize("seed", range(10), ids=lambda s: f"seed-{s}")
-def test_item8_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed, layout):
+def test_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed, layout):
     rng = np.random.default_rng(seed)
     top_n = int(rng.integers(1, 5))
     players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
@@ -146,7 +146,7 @@ def test_item8_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed, layou
     assert through(batches, top_n, rng, ends, FakeHandle) == _reference(batches, top_n, ends)
 
 
-def test_item8_tables_setting_defaults_to_bootstrap_and_takes_as_of_only(tmp_path):
+def test_tables_setting_defaults_to_bootstrap_and_takes_as_of_only(tmp_path):
     from jobs.registry import load_job_config
     from statectl.errors import ConfigError
     from tests.conftest import REPO

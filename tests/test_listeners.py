@@ -254,7 +254,7 @@ def test_nothing_to_restore_means_no_events():
     assert tracker.begin(1.0) == tracker.lines(LOG_LINES, 1.0) == tracker.finish(PROGRESS, 2.0) == []
 
 
-def test_plan_restore_reads_issue_4s_restore_plan(tmp_path):
+def test_tracked_restore_follows_the_checkpoints_restore_plan(tmp_path):
     from statectl.checkpoint.reader import read_layout
     from statectl.checkpoint.restore import restore_plan
     from statectl.run.restore_tracking import tracked_restore
@@ -646,7 +646,7 @@ def test_metrics_server_on_ipv6_loopback():
 
 
 # ---------------------------------------------------------------- stopping, and the labels before and during a restore
-def test_item1_a_stop_request_is_an_event_and_the_state_stays_stopping_through_the_last_batch():
+def test_a_stop_request_is_an_event_and_the_state_stays_stopping_through_the_last_batch():
     """Ctrl-C while batch 15 runs: `stopping` names batch 15 at once, that batch's progress keeps the
     state STOPPING (not RUNNING), `terminated` ends it. Tried: a batch id, and none running."""
     from statectl.render.run import LiveRunDisplay, PlainRunLines
@@ -692,14 +692,14 @@ def test_item1_a_stop_request_is_an_event_and_the_state_stays_stopping_through_t
      ({"state": "STOPPED"}, "$.state: expected one of")],
     ids=["negative-batch", "string-batch", "unknown-reason", "unknown-state"],
 )
-def test_item1_the_stopping_event_is_checked_like_the_others(bad, problem):
+def test_the_stopping_event_is_checked_like_the_others(bad, problem):
     """Bad `stopping` events tried: a negative batch id, a batch id as a string, a signal statectl
     does not catch, a state that does not exist."""
     event = {**ev.stopping(QUERY_ID, RUN_ID, 15, "SIGTERM", 2.0), "state": "STOPPING", **bad}
     assert any(problem in p for p in validate_event(event)), validate_event(event)
 
 
-def test_item9_a_restore_that_starts_after_an_idle_start_says_restoring(tmp_path):
+def test_a_restore_that_starts_after_an_idle_start_says_restoring(tmp_path):
     """A restart with no new data goes IDLE; when data arrives its first batch loads the state.
     Every restore event must say RESTORING then (it said IDLE), the batch RUNNING."""
     log = tmp_path / "spark.log"
@@ -726,7 +726,7 @@ def test_item9_a_restore_that_starts_after_an_idle_start_says_restoring(tmp_path
     assert states[-2:] == [("batch_progress", "RUNNING"), ("terminated", "TERMINATED")]
 
 
-def test_item9_the_live_display_says_starting_spark_until_the_query_starts():
+def test_the_live_display_says_starting_spark_until_the_query_starts():
     """Before the first event (the JVM, the job's plan and the query starting) the panel said
     nothing, then CREATED; it must say `starting Spark…`, then CREATED once the query exists."""
     from statectl.render.run import LiveRunDisplay

@@ -1,7 +1,7 @@
 """A reference for where Java's default partitioner puts a keyed record, written here from Kafka's
 ``Utils.murmur2`` and ``Utils.toPositive`` and independent of statectl and librdkafka.
 
-The integration test (tests/integration/test_produce.py, item 2) compares it with the partitions
+The integration test (tests/integration/test_produce.py) compares it with the partitions
 records land in on the real broker; this file checks the reference itself against the values
 Kafka's own ``UtilsTest.testMurmur2`` pins.
 """

@@ -40,12 +40,12 @@ def settings(text: str, env=None):
     pytest.param([], "nothing registered", "nothing registered", id="none"),
     pytest.param(["hunter22"], "", "", id="empty-text"),
 ])
-def test_item2_scrub(secrets, text, expected):
+def test_scrub_masks_registered_secrets(secrets, text, expected):
     redact.register(*secrets)
     assert redact.scrub(text) == expected
 
 
-def test_item2_short_values_are_not_registered_and_forget_all_drops_everything():
+def test_short_values_are_not_registered_and_forget_all_drops_everything():
     redact.register("abc", "abcd", "")
     assert redact.registered() == frozenset({"abcd"})
     redact.forget_all()
@@ -53,7 +53,7 @@ def test_item2_short_values_are_not_registered_and_forget_all_drops_everything()
     assert redact.scrub("abcd") == "abcd"
 
 
-def test_item2_register_twice_is_harmless():
+def test_register_twice_is_harmless():
     redact.register("password1")
     redact.register("password1", "password1")
     assert redact.registered() == frozenset({"password1"})
@@ -80,7 +80,7 @@ def test_item2_register_twice_is_harmless():
     pytest.param("ssl.certificate.pem", False, id="certificate-is-public"),
     pytest.param("ssl.truststore.certificates", False, id="ca-is-public"),
 ])
-def test_item2_is_secret_key(key, secret):
+def test_is_secret_key(key, secret):
     assert redact.is_secret_key(key) is secret
 
 
@@ -99,7 +99,7 @@ def test_item2_is_secret_key(key, secret):
     pytest.param("hunter22", "***", id="string"),
     pytest.param(42, 42, id="number"),
 ])
-def test_item2_scrub_data(value, expected):
+def test_scrub_data(value, expected):
     redact.register("hunter22")
     assert redact.scrub_data(value) == expected
 
@@ -108,7 +108,7 @@ def test_item2_scrub_data(value, expected):
 JAAS = f'{SCRAM} required username="alice" password="jaas-Pa55;word";'
 
 
-def test_item2_jaas_text_and_password_registered_and_masked():
+def test_jaas_text_and_password_registered_and_masked():
     got = settings(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={JAAS}\n")
     assert redact.registered() >= {"jaas-Pa55;word", JAAS}
     assert got.shown == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": "***"}
@@ -116,7 +116,7 @@ def test_item2_jaas_text_and_password_registered_and_masked():
     assert redact.scrub(message) == "KafkaException: sasl.jaas.config=*** rejected; password *** wrong"
 
 
-def test_item2_built_jaas_is_registered_too():
+def test_built_jaas_is_registered_too():
     got = settings("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=bob\nsasl.password=bob-pw-123\n")
     assert got.java["sasl.jaas.config"] in redact.registered()
     assert redact.scrub(f"options: {got.java}") == (
@@ -130,7 +130,7 @@ def test_item2_built_jaas_is_registered_too():
                  "ssl.keystore.password=store-pw\nssl.key.password=key-pw\n", {}, {"trust-pw", "store-pw", "key-pw"},
                  id="store-passwords-registered-even-when-refused"),
 ])
-def test_item2_secret_values_are_registered(text, env, secrets):
+def test_secret_values_are_registered(text, env, secrets):
     try:
         settings(text, env=env)
     except ConfigError:
@@ -138,7 +138,7 @@ def test_item2_secret_values_are_registered(text, env, secrets):
     assert redact.registered() >= secrets
 
 
-def test_item2_shown_masks_secret_keys_only():
+def test_shown_masks_secret_keys_only():
     got = settings("""\
         security.protocol=SASL_PLAINTEXT
         sasl.mechanism=PLAIN
@@ -151,7 +151,7 @@ def test_item2_shown_masks_secret_keys_only():
                          "sasl.password": "***", "client.id": "ops", "acks": "all"}
 
 
-def test_item2_settings_and_cluster_reprs_never_show_the_password():
+def test_settings_and_cluster_reprs_never_show_the_password():
     got = settings(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={JAAS}\n")
     cluster = Cluster("broker:9093", got)
     for text in (repr(got), str(got), repr(cluster), f"{cluster!r}", str([cluster]), str({"c": got})):
@@ -164,7 +164,7 @@ def test_item2_settings_and_cluster_reprs_never_show_the_password():
     assert cluster.spark_options()["kafka.sasl.jaas.config"] == JAAS
 
 
-def test_item2_problems_do_not_quote_secret_values():
+def test_problems_do_not_quote_secret_values():
     with pytest.raises(ConfigError) as err:
         settings("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
                  f"sasl.jaas.config={SCRAM} required username=\"alice\" password=\"leak-me-not\";\n")

@@ -74,18 +74,18 @@ def test_run_help_names_every_job_and_example():
     assert helps["example"] == f"For advanced-state: {' | '.join(examples)}."
 
 
-# ---------------------------------------------------------------- topics (issue 17, item 7)
+# ---------------------------------------------------------------- the topics each job declares
 def _topic_names(config) -> set[str]:
     """Every topic name the config's ``topics:`` section gives."""
     return set(config.topics.model_dump().values())
 
 
 @pytest.mark.parametrize("path", [p for p, _ in shipped_configs()], ids=lambda p: p.name)
-def test_item7_each_job_declares_exactly_the_topics_its_config_names(path):
+def test_each_job_declares_exactly_the_topics_its_config_names(path):
     config = load_job_config(path)
     declared = JOBS[config.job].topics(config)
     assert {t.name for t in declared} == _topic_names(config)
-    # A replication factor of None is the cluster's default (issue 19, item 5).
+    # A replication factor of None is the cluster's default (it follows the broker count).
     assert all(t.partitions >= 1 and (t.replication_factor is None or t.replication_factor >= 1)
                and t.key.startswith("topics.") for t in declared)
     # Only the topic-configs example manages an existing topic's configs (its output_topic section).
@@ -93,7 +93,7 @@ def test_item7_each_job_declares_exactly_the_topics_its_config_names(path):
     assert managed == ([config.topics.output] if config.job == "advanced-state/topic-configs" else [])
 
 
-def test_item7_declared_topics_follow_the_config_and_need_no_spark():
+def test_declared_topics_follow_the_config_and_need_no_spark():
     """The runner reads them before Spark starts: loading every shipped config and declaring its
     topics imports neither PySpark nor the Kafka client."""
     probe = (
@@ -113,7 +113,7 @@ def test_item7_declared_topics_follow_the_config_and_need_no_spark():
     assert output.request().location("retention.ms") == "advanced-state/topic-configs output_topic.configs.retention.ms"
 
 
-def test_item7_topologies_declare_no_topics_of_their_own():
+def test_topologies_declare_no_topics_of_their_own():
     """One declaration per job: the Spark side no longer lists topics the runner creates."""
     for path in (REPO / "jobs").rglob("*.py"):
         text = path.read_text()

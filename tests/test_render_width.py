@@ -1,4 +1,4 @@
-"""Item 5: piped output is not cut at 80 columns.
+"""Piped output is not cut at 80 columns.
 
 A rich console on a pipe lays out for 80 columns (or $COLUMNS): tables cut values with "…" and
 fold long ones over lines. Off a terminal statectl's consoles have no width limit, so logs and
@@ -14,7 +14,7 @@ from tests.conftest import run_statectl
 LONG_MAX = "9223372036854775807"
 
 
-def test_item5_piped_inspect_state_keeps_operator_names_and_paths_whole(tmp_path):
+def test_piped_inspect_state_keeps_operator_names_and_paths_whole(tmp_path):
     """A subprocess with stdout piped and COLUMNS=80, on a checkpoint with a long path and a
     `transformWithStateInPandas` operator with a state variable: the operator table shows the
     whole name (it showed `transform…`), nothing is cut with "…", and the tree's lines stay whole."""
@@ -32,7 +32,7 @@ def test_item5_piped_inspect_state_keeps_operator_names_and_paths_whole(tmp_path
     assert any("transformWithStateInPandas · store default · 2 partitions · 16 files ·" in line for line in lines)
 
 
-def test_item5_piped_topic_config_keeps_long_values_on_one_line(capsys, monkeypatch):
+def test_piped_topic_config_keeps_long_values_on_one_line(capsys, monkeypatch):
     """topic-config's renderer on a non-terminal stdout with COLUMNS=80: a topic whose name is
     longer than the table, and `9223372036854775807` in the value and default columns of a table
     wider than 80 columns; both print whole on one line (the number was split over two)."""
@@ -53,7 +53,7 @@ def test_item5_piped_topic_config_keeps_long_values_on_one_line(capsys, monkeypa
     assert any(LONG_MAX in line for line in lines if "max.compaction.lag.ms" in line)
 
 
-def test_item5_piped_run_summary_keeps_the_checkpoint_path_whole(capsys, monkeypatch, tmp_path):
+def test_piped_run_summary_keeps_the_checkpoint_path_whole(capsys, monkeypatch, tmp_path):
     """The run summary on a non-terminal stdout with COLUMNS=80 and a checkpoint path far longer
     than 80 columns: the path prints whole on one line (it showed `…/checkpoints/leaderboa…`)."""
     from statectl.render.run import run_summary

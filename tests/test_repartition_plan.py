@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from statectl.checkpoint.reader import read_layout
+from statectl.maintenance.backup import default_backup_dir
 from statectl.maintenance.repartition import (
     RepartitionRequest,
     RepartitionResult,
     apply_repartition,
     backup_checkpoint,
-    default_backup_dir,
     plan_repartition,
     repartition_plan,
     verify_result,
@@ -82,7 +82,7 @@ PLANS = [
 
 
 @pytest.mark.parametrize("factory,partitions,batch,files", PLANS)
-def test_item3_plan_names_the_batch_and_every_file_spark_writes(tmp_path, factory, partitions, batch, files):
+def test_plan_names_the_batch_and_every_file_spark_writes(tmp_path, factory, partitions, batch, files):
     build_checkpoint(tmp_path, **factory)
     plan = repartition_plan(read_layout(tmp_path), partitions)
     assert plan.refusals == [] and not plan.refused and not plan.up_to_date
@@ -92,7 +92,7 @@ def test_item3_plan_names_the_batch_and_every_file_spark_writes(tmp_path, factor
         (spec.operator_id, spec.partitions, partitions) for spec in factory["operators"]]
 
 
-def test_item3_plan_of_the_leaderboard_in_full(tmp_path):
+def test_plan_of_the_leaderboard_in_full(tmp_path):
     build_checkpoint(tmp_path, operators=(tws(2),), batches=3)
     plan = repartition_plan(read_layout(tmp_path), 6, configured="2")
     doc = plan.to_dict()
@@ -113,7 +113,7 @@ def test_item3_plan_of_the_leaderboard_in_full(tmp_path):
     ]
 
 
-def test_item3_shrinking_leaves_partitions_unused_and_v1_metadata_as_it_was(tmp_path):
+def test_shrinking_leaves_partitions_unused_and_v1_metadata_as_it_was(tmp_path):
     build_checkpoint(tmp_path, operators=(OperatorSpec(partitions=4),), batches=2)
     notes = repartition_plan(read_layout(tmp_path), 2).notes
     assert "operator 0: partitions 2..3 stay on disk, unused from batch 2 on" in notes
@@ -121,7 +121,7 @@ def test_item3_shrinking_leaves_partitions_unused_and_v1_metadata_as_it_was(tmp_
             "metadata; the pinned spark.sql.shuffle.partitions is what counts") in notes
 
 
-def test_item3_a_leftover_snapshot_of_the_new_version_is_replaced(tmp_path):
+def test_a_leftover_snapshot_of_the_new_version_is_replaced(tmp_path):
     build_checkpoint(tmp_path, operators=(tws(2),), batches=2)
     shutil.copy(tmp_path / "state/0/1/2.zip", tmp_path / "state/0/1/3.zip")  # a crash left version 3 behind
     files = [(f.action, f.path, f.count) for f in repartition_plan(read_layout(tmp_path), 4).files]
@@ -129,7 +129,7 @@ def test_item3_a_leftover_snapshot_of_the_new_version_is_replaced(tmp_path):
     assert ("replace", "state/0/1/3.zip", 1) in files
 
 
-def test_item3_same_count_is_nothing_to_do(tmp_path):
+def test_same_count_is_nothing_to_do(tmp_path):
     build_checkpoint(tmp_path, operators=(tws(2),), batches=2)
     plan = repartition_plan(read_layout(tmp_path), 2)
     assert plan.up_to_date and not plan.refused and plan.files == []
@@ -222,7 +222,7 @@ REFUSALS = [
 
 
 @pytest.mark.parametrize("make,refusals", REFUSALS)
-def test_item3_refusals_say_why(tmp_path, make, refusals):
+def test_refusals_say_why(tmp_path, make, refusals):
     make(tmp_path)
     plan = repartition_plan(read_layout(tmp_path), 6)
     assert plan.refusals == refusals
@@ -230,7 +230,7 @@ def test_item3_refusals_say_why(tmp_path, make, refusals):
     assert plan.refusal_line() == f"cannot repartition {tmp_path}: {refusals[0]}"
 
 
-def test_item3_every_refusal_is_collected(tmp_path):
+def test_every_refusal_is_collected(tmp_path):
     build_checkpoint(tmp_path, operators=(OperatorSpec(name="globalLimit", partitions=2),), batches=2,
                      provider="hdfs", commit_last=False)
     plan = repartition_plan(read_layout(tmp_path), 3)
@@ -240,7 +240,7 @@ def test_item3_every_refusal_is_collected(tmp_path):
     assert plan.refusal_line().endswith("(and 2 other reasons, listed above)")
 
 
-def test_item3_an_unfinished_repartition_to_the_same_count_is_redone(tmp_path):
+def test_an_unfinished_repartition_to_the_same_count_is_redone(tmp_path):
     unfinished_repartition(tmp_path, to=4)
     plan = repartition_plan(read_layout(tmp_path), 4)
     assert plan.retry and not plan.refused and not plan.up_to_date
@@ -249,7 +249,7 @@ def test_item3_an_unfinished_repartition_to_the_same_count_is_redone(tmp_path):
     assert "batch 2 is an unfinished repartition to 4 partitions: Spark redoes it" in plan.notes
 
 
-def test_item3_zero_partitions_is_a_usage_error(tmp_path):
+def test_zero_partitions_is_a_usage_error(tmp_path):
     build_checkpoint(tmp_path, operators=(tws(2),), batches=2)
     with pytest.raises(UsageError, match="--partitions must be at least 1, not 0"):
         repartition_plan(read_layout(tmp_path), 0)
@@ -259,10 +259,10 @@ def test_item3_zero_partitions_is_a_usage_error(tmp_path):
 NOW = datetime(2026, 11, 24, 13, 5, 9, tzinfo=timezone.utc)
 
 
-def test_item3_backup_dir_default_and_checks(tmp_path):
+def test_backup_dir_default_and_checks(tmp_path):
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=2)
-    assert default_backup_dir(ckpt, NOW) == tmp_path / "ckpt.backup-20261124T130509Z"
+    assert default_backup_dir(ckpt, "backup", NOW) == tmp_path / "ckpt.backup-20261124T130509Z"
     plan = plan_repartition(RepartitionRequest(ckpt, 4), now=NOW)
     assert plan.backup_dir == str(tmp_path / "ckpt.backup-20261124T130509Z")
     assert plan_repartition(RepartitionRequest(ckpt, 2), now=NOW).backup_dir is None  # nothing to do, no backup
@@ -274,7 +274,7 @@ def test_item3_backup_dir_default_and_checks(tmp_path):
         plan_repartition(RepartitionRequest(ckpt, 4, backup_dir=tmp_path / "full"))
 
 
-def test_item3_backup_copies_every_file_hidden_crc_included(tmp_path):
+def test_backup_copies_every_file_hidden_crc_included(tmp_path):
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=3)
     files, size = backup_checkpoint(ckpt, tmp_path / "bk")
@@ -298,7 +298,7 @@ def _spark_that_fails(after_writing: bool):
     pytest.param(True, "the checkpoint was restored from the backup", id="failed-after-writing"),
     pytest.param(False, "the checkpoint was not changed (backup:", id="failed-before-writing"),
 ])
-def test_item3_spark_failing_leaves_the_checkpoint_as_it_was(tmp_path, monkeypatch, after_writing, outcome):
+def test_spark_failing_leaves_the_checkpoint_as_it_was(tmp_path, monkeypatch, after_writing, outcome):
     from statectl.adapters.spark import state_repartition
 
     ckpt = tmp_path / "ckpt"
@@ -315,7 +315,7 @@ def test_item3_spark_failing_leaves_the_checkpoint_as_it_was(tmp_path, monkeypat
     assert not (tmp_path / "ckpt.lock").exists() and not (tmp_path / "ckpt.failed-repartition").exists()
 
 
-def test_item3_a_commit_between_plan_and_lock_stops_the_change(tmp_path):
+def test_a_commit_between_plan_and_lock_stops_the_change(tmp_path):
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=2)
     request = RepartitionRequest(ckpt, 4, backup_dir=tmp_path / "bk")
@@ -326,7 +326,7 @@ def test_item3_a_commit_between_plan_and_lock_stops_the_change(tmp_path):
     assert not (tmp_path / "bk").exists()
 
 
-def test_item3_verify_names_what_spark_did_not_do(tmp_path):
+def test_verify_names_what_spark_did_not_do(tmp_path):
     build_checkpoint(tmp_path, operators=(tws(2),), batches=2)
     plan = repartition_plan(read_layout(tmp_path), 3)
     good = RepartitionResult(plan, "bk", 1, 1, 0.0, 0.0, last_committed_batch=2, pinned_partitions=3,
@@ -339,7 +339,7 @@ def test_item3_verify_names_what_spark_did_not_do(tmp_path):
 
 
 # ---------------------------------------------------------------- the command, no JVM
-def test_item3_dry_run_shows_the_plan_and_changes_nothing(cli, tmp_path):
+def test_dry_run_shows_the_plan_and_changes_nothing(cli, tmp_path):
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=3)
     before = tree_fingerprint(tmp_path)
@@ -351,7 +351,7 @@ def test_item3_dry_run_shows_the_plan_and_changes_nothing(cli, tmp_path):
     assert tree_fingerprint(tmp_path) == before
 
 
-def test_item3_dry_run_json(cli, tmp_path):
+def test_dry_run_json(cli, tmp_path):
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=3)
     result = cli("repartition-state", "leaderboard", "--partitions", "6", "--checkpoint-dir", str(ckpt), "--dry-run",
@@ -363,7 +363,7 @@ def test_item3_dry_run_json(cli, tmp_path):
     assert doc["backup_dir"] == str(tmp_path / "bk") and not (tmp_path / "bk").exists()
 
 
-def test_item3_refused_is_exit_1_with_one_error_line_and_nothing_changed(cli, tmp_path):
+def test_refused_is_exit_1_with_one_error_line_and_nothing_changed(cli, tmp_path):
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=3, commit_last=False)
     before = tree_fingerprint(tmp_path)
@@ -377,7 +377,7 @@ def test_item3_refused_is_exit_1_with_one_error_line_and_nothing_changed(cli, tm
     assert tree_fingerprint(tmp_path) == before
 
 
-def test_item3_already_there_is_exit_0(cli, tmp_path):
+def test_already_there_is_exit_0(cli, tmp_path):
     ckpt = tmp_path / "ckpt"
     build_checkpoint(ckpt, operators=(tws(2),), batches=2)
     result = cli("repartition-state", "leaderboard", "--partitions", "2", "--checkpoint-dir", str(ckpt))
@@ -392,7 +392,7 @@ def test_item3_already_there_is_exit_0(cli, tmp_path):
     pytest.param(["--partitions", "3", "--checkpoint-dir", "{tmp}"], 2, "is empty: not a Structured Streaming",
                  id="not-a-checkpoint"),
 ])
-def test_item3_usage_errors(cli, tmp_path, args, code, message):
+def test_usage_errors(cli, tmp_path, args, code, message):
     result = cli("repartition-state", "leaderboard", *[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert result.exit_code == code
     assert message in result.stderr

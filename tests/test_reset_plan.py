@@ -83,7 +83,7 @@ def plan_for(root: Path, batch: int, force: bool = False):
     ({"to_batch": 7}, "batch"),
     ({"to_datetime": "2024-11-24T09:30:00Z"}, "datetime"),
 ], ids=["earliest", "latest", "batch-0", "batch-7", "datetime"])
-def test_item2_one_target_flag_names_the_target(flags, kind):
+def test_one_target_flag_names_the_target(flags, kind):
     target = reset_target(**flags)
     assert target.kind == kind
     assert target.starts_over is (kind != "batch")
@@ -95,7 +95,7 @@ def test_item2_one_target_flag_names_the_target(flags, kind):
     ({"to_batch": 2, "to_datetime": "2024-01-01"}, "got --to-datetime and --to-batch"),
     ({"to_batch": -1}, "a batch id is 0 or more"),
 ], ids=["none", "earliest-and-latest", "batch-and-datetime", "negative-batch"])
-def test_item2_targets_other_than_exactly_one_are_refused(flags, message):
+def test_targets_other_than_exactly_one_are_refused(flags, message):
     with pytest.raises(UsageError, match=message):
         reset_target(**flags)
 
@@ -107,7 +107,7 @@ def test_item2_targets_other_than_exactly_one_are_refused(flags, message):
     ("2024-11-24T09:30:00", NOW_MS),  # no offset: local time, here UTC
     ("2024-11-24", NOW_MS - (9 * 3600 + 30 * 60) * 1000),
 ], ids=["utc", "offset", "millis", "naive-local", "date-only"])
-def test_item2_datetimes_are_read_as_iso8601(text, ms):
+def test_datetimes_are_read_as_iso8601(text, ms):
     assert parse_datetime(text, local=timezone.utc) == ms
 
 
@@ -116,12 +116,12 @@ def test_item2_datetimes_are_read_as_iso8601(text, ms):
     ("24/11/2024 09:30", "not an ISO 8601 date-time"),
     ("1969-12-31T23:59:59Z", "before 1970"),
 ], ids=["words", "slashes", "before-1970"])
-def test_item2_bad_datetimes_are_refused(text, message):
+def test_bad_datetimes_are_refused(text, message):
     with pytest.raises(UsageError, match=message):
         parse_datetime(text)
 
 
-def test_item2_utc_text_round_trips_the_datetime():
+def test_utc_text_round_trips_the_datetime():
     assert utc_text(NOW_MS) == "2024-11-24T09:30:00Z"
     assert utc_text(NOW_MS + 250) == "2024-11-24T09:30:00.250Z"
     assert parse_datetime(utc_text(NOW_MS + 250)) == NOW_MS + 250
@@ -160,11 +160,11 @@ def test_item2_utc_text_round_trips_the_datetime():
      "operator 0's state schema written by batch 3"),
     ("state/0/_stateSchema/default/0_16f2a392-5471-4125-aebd-32b395444249", None),
 ], ids=lambda v: v if isinstance(v, str) and "/" in v else None)
-def test_item2_roll_back_to_batch_2_moves_out_only_later_batches(path, why):
+def test_roll_back_to_batch_2_moves_out_only_later_batches(path, why):
     assert _rollback_why(path, 2) == why
 
 
-def test_item2_roll_back_on_v1_commit_log_moves_later_batches_and_state_versions(tmp_path):
+def test_roll_back_on_v1_commit_log_moves_later_batches_and_state_versions(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=6, snapshot_every=2)
     plan = plan_for(root, 2)
     assert plan.kind == ROLL_BACK and plan.head_after == 2 and plan.last_batch == 5
@@ -181,7 +181,7 @@ def test_item2_roll_back_on_v1_commit_log_moves_later_batches_and_state_versions
     assert "re-runs batches 3..5" in plan.notes[0] and "45 records already processed" in plan.notes[0]
 
 
-def test_item2_roll_back_on_v2_commit_log_keeps_the_committed_version(tmp_path):
+def test_roll_back_on_v2_commit_log_keeps_the_committed_version(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=5, format_version=2, snapshot_every=2)
     layout = read_layout(root)
     assert layout.format_version == 2
@@ -195,7 +195,7 @@ def test_item2_roll_back_on_v2_commit_log_keeps_the_committed_version(tmp_path):
     assert any(k.startswith("state/0/0/2_") and k.endswith(".changelog") for k in kept)
 
 
-def test_item2_roll_back_of_a_file_source_join_on_hdfs_moves_every_store_and_the_source_log(tmp_path):
+def test_roll_back_of_a_file_source_join_on_hdfs_moves_every_store_and_the_source_log(tmp_path):
     from tests.checkpoint_factory import JOIN_STORES
 
     root = tmp_path / "ckpt"
@@ -211,13 +211,13 @@ def test_item2_roll_back_of_a_file_source_join_on_hdfs_moves_every_store_and_the
     assert [r.how for r in plan.reads] == ['the end of batch 1: {"logOffset": 1}']
 
 
-def test_item2_uncommitted_last_batch_is_refused_without_force(tmp_path):
+def test_uncommitted_last_batch_is_refused_without_force(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=4, commit_last=False)
     with pytest.raises(UsageError, match=r"last batch of .* \(3\) is logged but not committed .* pass --force"):
         plan_for(root, 1)
 
 
-def test_item2_uncommitted_last_batch_is_rolled_back_with_force(tmp_path):
+def test_uncommitted_last_batch_is_rolled_back_with_force(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=4, commit_last=False)
     plan = plan_for(root, 2, force=True)
     assert plan.pending_batch == 3
@@ -233,7 +233,7 @@ def test_item2_uncommitted_last_batch_is_rolled_back_with_force(tmp_path):
     (1, "state/0/1/2.changelog", r"state after batch 1 \(version 2\) can no longer be loaded: .*0/1 lacks changelog "
                                  r"versions 2"),
 ], ids=["after-last-commit", "purged-offsets", "missing-commit", "lost-changelog"])
-def test_item2_a_missing_target_batch_is_refused(tmp_path, batch, damage, message):
+def test_a_missing_target_batch_is_refused(tmp_path, batch, damage, message):
     root = leaderboard_like(tmp_path / "ckpt", batches=4, snapshot_every=4)
     if damage:
         (root / damage).unlink()
@@ -241,13 +241,13 @@ def test_item2_a_missing_target_batch_is_refused(tmp_path, batch, damage, messag
         plan_for(root, batch)
 
 
-def test_item2_a_checkpoint_without_commits_has_nothing_to_roll_back(tmp_path):
+def test_a_checkpoint_without_commits_has_nothing_to_roll_back(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=1, commit_last=False)
     with pytest.raises(UsageError, match="no committed batch: nothing to roll back to; start over instead"):
         plan_for(root, 0, force=True)
 
 
-def test_item2_roll_back_to_the_last_batch_is_a_no_op(tmp_path):
+def test_roll_back_to_the_last_batch_is_a_no_op(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=3)
     plan = plan_for(root, 2)
     assert plan.is_noop and plan.outputs == []
@@ -260,7 +260,7 @@ KAFKA = {"score-events": {0: Offsets(5, 90, 70), 1: Offsets(0, 40, 33)}, "player
          "products": {0: Offsets(0, 2, 2)}}
 
 
-def test_item2_start_over_moves_the_checkpoint_and_writes_the_stream_start(tmp_path):
+def test_start_over_moves_the_checkpoint_and_writes_the_stream_start(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=3)
     layout, files = read_layout(root), list_files(root)
     target = ResetTarget("datetime", timestamp_ms=NOW_MS)
@@ -276,7 +276,7 @@ def test_item2_start_over_moves_the_checkpoint_and_writes_the_stream_start(tmp_p
     assert any("the tables (players, products) are read again" in n for n in plan.notes)
 
 
-def test_item2_start_over_a_checkpoint_that_does_not_exist_yet(tmp_path):
+def test_start_over_a_checkpoint_that_does_not_exist_yet(tmp_path):
     target = ResetTarget("latest")
     plan = start_over_plan("leaderboard", str(tmp_path / "new"), None, [], target, SOURCES,
                            {"players": KAFKA["players"]}, OUTPUTS)
@@ -285,7 +285,7 @@ def test_item2_start_over_a_checkpoint_that_does_not_exist_yet(tmp_path):
     assert any(n.startswith("score-events does not exist yet: no starting offsets are written") for n in plan.notes)
 
 
-def test_item2_start_over_is_refused_on_an_uncommitted_last_batch(tmp_path):
+def test_start_over_is_refused_on_an_uncommitted_last_batch(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=2, commit_last=False)
     with pytest.raises(UsageError, match="pass --force"):
         start_over_plan("leaderboard", str(root), read_layout(root), list_files(root), ResetTarget("earliest"),
@@ -304,7 +304,7 @@ def test_item2_start_over_is_refused_on_an_uncommitted_last_batch(tmp_path):
     (ResetTarget("datetime", timestamp_ms=NOW_MS), False, "processed again: duplicates"),
 ], ids=["batch-compacted", "batch-log", "earliest-compacted", "earliest-log", "latest-compacted", "latest-log",
         "datetime-log"])
-def test_item2_the_plan_says_what_happens_to_each_output_topic(tmp_path, target, compacted, says):
+def test_the_plan_says_what_happens_to_each_output_topic(tmp_path, target, compacted, says):
     root = leaderboard_like(tmp_path / "ckpt", batches=5)
     outputs = [OutputTopic("out", compacted)]
     if target.starts_over:
@@ -317,7 +317,7 @@ def test_item2_the_plan_says_what_happens_to_each_output_topic(tmp_path, target,
 
 
 # ---------------------------------------------------------------- the backup and --undo
-def test_item2_roll_back_then_undo_restores_the_checkpoint_byte_for_byte(tmp_path):
+def test_roll_back_then_undo_restores_the_checkpoint_byte_for_byte(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=6, format_version=2)
     before = tree_bytes(root)
     plan = plan_for(root, 2)
@@ -334,7 +334,7 @@ def test_item2_roll_back_then_undo_restores_the_checkpoint_byte_for_byte(tmp_pat
     assert result.restored_files == plan.removed_files and result.backup_removed and not backup.exists()
 
 
-def test_item2_start_over_then_undo_restores_the_checkpoint_byte_for_byte(tmp_path):
+def test_start_over_then_undo_restores_the_checkpoint_byte_for_byte(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=3)
     before = tree_bytes(root)
     plan = start_over_plan("leaderboard", str(root), read_layout(root), list_files(root), ResetTarget("latest"),
@@ -348,7 +348,7 @@ def test_item2_start_over_then_undo_restores_the_checkpoint_byte_for_byte(tmp_pa
     assert result.removed_written == ["sources/0/0"] and result.kept is None and not backup.exists()
 
 
-def test_item2_undo_keeps_what_a_run_made_after_a_start_over(tmp_path):
+def test_undo_keeps_what_a_run_made_after_a_start_over(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=2)
     before = tree_bytes(root)
     plan = start_over_plan("leaderboard", str(root), read_layout(root), list_files(root), ResetTarget("earliest"),
@@ -363,7 +363,7 @@ def test_item2_undo_keeps_what_a_run_made_after_a_start_over(tmp_path):
     assert result.kept == str(backup / "after-reset") and (backup / "after-reset" / "metadata").exists()
 
 
-def test_item2_undo_dry_run_says_what_it_would_do_and_changes_nothing(tmp_path):
+def test_undo_dry_run_says_what_it_would_do_and_changes_nothing(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=2)
     plan = start_over_plan("leaderboard", str(root), read_layout(root), list_files(root), ResetTarget("earliest"),
                            SOURCES, KAFKA, OUTPUTS)
@@ -379,7 +379,7 @@ def test_item2_undo_dry_run_says_what_it_would_do_and_changes_nothing(tmp_path):
     assert read_manifest(backup).status == "applied"
 
 
-def test_item2_undo_is_refused_once_the_job_ran_a_newer_batch(tmp_path):
+def test_undo_is_refused_once_the_job_ran_a_newer_batch(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=5)
     plan = plan_for(root, 1)
     backup = tmp_path / "backup"
@@ -389,7 +389,7 @@ def test_item2_undo_is_refused_once_the_job_ran_a_newer_batch(tmp_path):
         refuse_undo_if_moved_on(read_manifest(backup), read_layout(root))
 
 
-def test_item2_undo_twice_is_refused(tmp_path):
+def test_undo_twice_is_refused(tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=3)
     plan = start_over_plan("leaderboard", str(root), read_layout(root), list_files(root), ResetTarget("earliest"),
                            SOURCES, KAFKA, OUTPUTS)
@@ -407,7 +407,7 @@ def test_item2_undo_twice_is_refused(tmp_path):
     ({"tool": "statectl reset", "format": 1, "moved": ["../../etc/passwd"], "written": {}},
      "path '../../etc/passwd' leaves the checkpoint"),
 ], ids=["no-manifest", "other-tool", "path-traversal"])
-def test_item2_a_backup_without_a_valid_manifest_is_refused(tmp_path, manifest, message):
+def test_a_backup_without_a_valid_manifest_is_refused(tmp_path, manifest, message):
     backup = tmp_path / "backup"
     backup.mkdir()
     if manifest is not None:
@@ -417,15 +417,16 @@ def test_item2_a_backup_without_a_valid_manifest_is_refused(tmp_path, manifest, 
 
 
 @pytest.mark.parametrize("where,message", [
-    ("exists", "exists already; pass another --backup-dir"),
+    ("exists", "already exists and is not empty; pass another --backup-dir"),
     ("inside", "is inside the checkpoint"),
 ], ids=["exists", "inside-the-checkpoint"])
-def test_item2_a_backup_directory_that_exists_or_lies_inside_is_refused(tmp_path, where, message):
+def test_a_backup_directory_that_exists_or_lies_inside_is_refused(tmp_path, where, message):
     root = leaderboard_like(tmp_path / "ckpt", batches=4)
     before = tree_bytes(root)
     backup = tmp_path / "exists" if where == "exists" else root / "backup"
     if where == "exists":
         backup.mkdir()
+        (backup / "kept").write_text("something of the user's")
     with pytest.raises(UsageError, match=message):
         apply_plan(plan_for(root, 1), backup, NOW_MS)
     assert tree_bytes(root) == before
@@ -440,7 +441,7 @@ def _leaderboard_request(tmp_path, target: ResetTarget, **kwargs):
     return ResetRequest(config, job_entry("leaderboard"), target, checkpoint_dir=tmp_path / "ckpt", **kwargs)
 
 
-def test_item2_the_leaderboard_sources_are_score_events_then_its_two_tables():
+def test_the_leaderboard_sources_are_score_events_then_its_two_tables():
     from jobs.registry import default_config, job_entry, load_job_config
     from statectl.maintenance.reset import job_sources
 
@@ -451,7 +452,7 @@ def test_item2_the_leaderboard_sources_are_score_events_then_its_two_tables():
     assert {s.table_start for s in job_sources(job_entry("leaderboard"), as_of, None)} == {"latest"}
 
 
-def test_item2_the_checkpoints_source_order_wins_over_the_declared_one(tmp_path):
+def test_the_checkpoints_source_order_wins_over_the_declared_one(tmp_path):
     from jobs.registry import default_config, job_entry, load_job_config
     from statectl.maintenance.reset import job_sources
 
@@ -463,7 +464,7 @@ def test_item2_the_checkpoints_source_order_wins_over_the_declared_one(tmp_path)
         "players", "score-events", "products"]
 
 
-def test_item2_reset_is_refused_while_a_run_holds_the_checkpoint(tmp_path):
+def test_reset_is_refused_while_a_run_holds_the_checkpoint(tmp_path):
     from statectl.maintenance.reset import reset_job
     from statectl.checkpoint.lock import CheckpointLock
 
@@ -475,7 +476,7 @@ def test_item2_reset_is_refused_while_a_run_holds_the_checkpoint(tmp_path):
     assert tree_bytes(root) == before
 
 
-def test_item2_reset_job_dry_run_changes_nothing_and_apply_leaves_a_backup(tmp_path):
+def test_reset_job_dry_run_changes_nothing_and_apply_leaves_a_backup(tmp_path):
     from statectl.maintenance.reset import reset_job
 
     root = leaderboard_like(tmp_path / "ckpt", batches=4)
@@ -488,7 +489,7 @@ def test_item2_reset_job_dry_run_changes_nothing_and_apply_leaves_a_backup(tmp_p
     assert read_layout(root).last_offset_batch == 1 and not (root.parent / "ckpt.lock").exists()
 
 
-def test_item2_roll_back_of_a_checkpoint_that_does_not_exist_is_refused(tmp_path):
+def test_roll_back_of_a_checkpoint_that_does_not_exist_is_refused(tmp_path):
     from statectl.maintenance.reset import reset_job
 
     with pytest.raises(UsageError, match=r"ckpt does not exist \(or is empty\): nothing to roll back"):
@@ -504,14 +505,14 @@ def test_item2_roll_back_of_a_checkpoint_that_does_not_exist_is_refused(tmp_path
     (["reset", "--undo", "x", "--backup-dir", "y"], "(and --force, --backup-dir)"),
     (["reset", "leaderbord", "--to-latest"], "no job called 'leaderbord'"),
 ], ids=["no-target", "two-targets", "bad-datetime", "no-job", "undo-with-job", "undo-with-backup-dir", "unknown-job"])
-def test_item2_the_command_refuses_bad_flags_with_one_line_and_exit_2(cli, args, message):
+def test_the_command_refuses_bad_flags_with_one_line_and_exit_2(cli, args, message):
     result = cli(*args)
     assert result.exit_code == 2
     assert message in result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
-def test_item2_the_command_rolls_back_and_undoes_through_the_cli(cli, tmp_path):
+def test_the_command_rolls_back_and_undoes_through_the_cli(cli, tmp_path):
     root = leaderboard_like(tmp_path / "ckpt", batches=4)
     before = tree_bytes(root)
     dry = cli("reset", "leaderboard", "--to-batch", "1", "--checkpoint-dir", str(root), "--dry-run")
@@ -534,7 +535,7 @@ def test_item2_the_command_rolls_back_and_undoes_through_the_cli(cli, tmp_path):
     assert json.loads(back.stdout)["restored_files"] == 20 and tree_bytes(root) == before
 
 
-def test_item2_roll_back_after_a_shrink_ignores_the_partitions_spark_no_longer_reads(tmp_path):
+def test_roll_back_after_a_shrink_ignores_the_partitions_spark_no_longer_reads(tmp_path):
     """After `repartition-state` 6 -> 3 the dropped partitions 3..5 stay on disk without the
     repartition's version; a roll-back to a batch after it must not call them unloadable."""
     from tests.test_inspect_state_stale_partitions import TWS, repartition, run_one_batch

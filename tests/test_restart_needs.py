@@ -1,4 +1,4 @@
-"""What a restart needs (issue 21, item 3): the session settings a checkpoint depends on, the
+"""What a restart needs: the session settings a checkpoint depends on, the
 Spark versions that can restart it, in inspect-state's restore plan (text and --json), and
 `statectl run` setting the checkpoint format itself.
 

@@ -1,4 +1,4 @@
-"""`statectl run` with bad input (issue 17, item 3): one line saying what is wrong and what to do,
+"""`statectl run` with bad input: one line saying what is wrong and what to do,
 no traceback, the right exit code (2 usage/config, 1 operational), and no stray `.lock` beside a
 checkpoint. Every case here is refused before Spark starts and before the broker is asked, so no
 broker runs for these tests (the broker address points at a closed port).
@@ -49,7 +49,7 @@ def assert_one_line(result, code: int, message: str) -> None:
     ],
     ids=["shuffle-partitions-banana", "interval-typo"],
 )
-def test_item3_config_values_spark_would_refuse_late_are_one_line(tmp_path, args, message):
+def test_config_values_spark_would_refuse_late_are_one_line(tmp_path, args, message):
     assert_one_line(run(tmp_path, *args), 2, message)
 
 
@@ -63,7 +63,7 @@ def test_item3_config_values_spark_would_refuse_late_are_one_line(tmp_path, args
     ],
     ids=["under-a-file", "deep-under-a-file", "is-a-file", "cannot-be-created"],
 )
-def test_item3_a_checkpoint_path_that_cannot_be_a_directory_is_refused_before_spark_starts(tmp_path, where, message):
+def test_a_checkpoint_path_that_cannot_be_a_directory_is_refused_before_spark_starts(tmp_path, where, message):
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory\n")
     result = run(tmp_path, "--checkpoint-dir", where.format(file=a_file))
@@ -83,7 +83,7 @@ def test_item3_a_checkpoint_path_that_cannot_be_a_directory_is_refused_before_sp
     ],
     ids=["not-a-master-url", "no-port", "nothing-listening"],
 )
-def test_item3_a_master_spark_cannot_reach_is_refused_before_spark_starts(tmp_path, master, code, message):
+def test_a_master_spark_cannot_reach_is_refused_before_spark_starts(tmp_path, master, code, message):
     """Spark took 70-85 s to give up on a standalone master nothing listens at, then printed
     a Py4J message; the reason ("All masters are unresponsive") was only in its log."""
     port = closed_port()
@@ -92,7 +92,7 @@ def test_item3_a_master_spark_cannot_reach_is_refused_before_spark_starts(tmp_pa
     assert not (tmp_path / "c.lock").exists() and not (tmp_path / "c").exists()
 
 
-def test_item3_the_lock_file_goes_with_the_lock(tmp_path):
+def test_the_lock_file_goes_with_the_lock(tmp_path):
     """The lock beside a checkpoint is removed when the run ends, and a second holder is refused."""
     checkpoint = tmp_path / "ckpt"
     with CheckpointLock(checkpoint) as lock:
@@ -105,7 +105,7 @@ def test_item3_the_lock_file_goes_with_the_lock(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_item3_checkpoint_checks_refuse_files_without_creating_anything(tmp_path):
+def test_checkpoint_checks_refuse_files_without_creating_anything(tmp_path):
     a_file = tmp_path / "f"
     a_file.write_text("")
     for bad in (a_file, a_file / "x", a_file / "x" / "y"):
@@ -118,7 +118,7 @@ def test_item3_checkpoint_checks_refuse_files_without_creating_anything(tmp_path
     assert [p.name for p in (tmp_path / "new").iterdir()] == []
 
 
-def test_item3_an_unexpected_error_under_a_run_is_one_line():
+def test_an_unexpected_error_under_a_run_is_one_line():
     """A Py4J or job error nothing turned into a statectl error: its first meaningful line, and how
     to see the rest; statectl's own errors pass unchanged."""
     java_trace = ("An error occurred while calling o862.start.\n: java.lang.IllegalStateException: boom\n"
@@ -166,7 +166,7 @@ Exception in thread "main" org.apache.spark.SparkException: Master must either b
       "least 471859200.")],
     ids=["masters-unresponsive", "submit-refused", "no-error", "error-with-its-exception"],
 )
-def test_item3_a_failed_spark_start_names_the_logs_root_cause(lines, cause):
+def test_a_failed_spark_start_names_the_logs_root_cause(lines, cause):
     """Spark's start failed with "Cannot call methods on a stopped SparkContext" or a bare
     JAVA_GATEWAY_EXITED; the reason was in its log. The last ERROR line with its exception (or
     the exception the JVM died of) goes into the message; earlier errors led up to it."""

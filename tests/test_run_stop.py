@@ -1,4 +1,4 @@
-"""Stopping a run between micro-batches (issue 17, item 1), without a JVM: the signal handling, and
+"""Stopping a run between micro-batches, without a JVM: the signal handling, and
 the stop's decisions against stand-ins for the query and for Spark's execution, whose calls
 are the ones the stop makes through Py4J. tests/integration/test_run_robustness.py stops a real
 run under a backlog."""
@@ -111,7 +111,7 @@ def terminated(monkeypatch):
     monkeypatch.setattr(spark_query, "_terminated_state", lambda: "TERMINATED")
 
 
-def test_item1_a_batch_still_being_planned_is_let_through_before_the_stop_is_set(terminated):
+def test_a_batch_still_being_planned_is_let_through_before_the_stop_is_set(terminated):
     """Spark 4.2 interrupts a batch whose planning ends after the state says TERMINATED: the state
     is set only once the running batch's planning is done, then the stop waits for the stream's
     thread. Tried: a stop while batch 7 is planned, then once it runs."""
@@ -133,8 +133,7 @@ def test_item1_a_batch_still_being_planned_is_let_through_before_the_stop_is_set
 @pytest.mark.parametrize("trigger_active, context_batch, expected",
                          [(False, 6, None), (True, 7, 7)],
                          ids=["between-batches", "batch-running-past-planning"])
-def test_item1_the_stop_is_set_at_once_when_nothing_is_being_planned(terminated, trigger_active, context_batch,
-                                                                      expected):
+def test_the_stop_is_set_at_once_when_nothing_is_being_planned(terminated, trigger_active, context_batch, expected):
     """Between batches no batch is announced; a batch past its planning is the one that finishes."""
     context = FakeContext(context_batch)
     context.durations["queryPlanning"] = 80
@@ -144,7 +143,7 @@ def test_item1_the_stop_is_set_at_once_when_nothing_is_being_planned(terminated,
     assert execution.state_set_to == ["TERMINATED"]
 
 
-def test_item1_without_sparks_internals_the_stop_waits_for_the_running_batchs_progress():
+def test_without_sparks_internals_the_stop_waits_for_the_running_batchs_progress():
     """A query without the JVM internals (Spark Connect): batch 5 runs when the stop comes;
     ``stop()`` is called only once batch 5's progress is there."""
     query = FakeQuery(last_batch=4, trigger_active=True)
@@ -155,7 +154,7 @@ def test_item1_without_sparks_internals_the_stop_waits_for_the_running_batchs_pr
     assert stopper.ended_within(0.01) is True and query.stops == 1
 
 
-def test_item1_follow_announces_the_stop_with_its_batch_and_reason_before_waiting():
+def test_follow_announces_the_stop_with_its_batch_and_reason_before_waiting():
     """The display and the events file learn of the stop before the last batch ends."""
     query = FakeQuery(last_batch=12, trigger_active=True)
     signals = StopSignals()
@@ -174,7 +173,7 @@ def test_item1_follow_announces_the_stop_with_its_batch_and_reason_before_waitin
     assert query.stops == 1
 
 
-def test_item1_follow_names_a_stop_request_and_a_time_limit():
+def test_follow_names_a_stop_request_and_a_time_limit():
     query = FakeQuery(last_batch=None, trigger_active=False)
     heard = []
     request = RunRequest(config=None, stop=threading.Event())
@@ -187,7 +186,7 @@ def test_item1_follow_names_a_stop_request_and_a_time_limit():
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_item1_a_signal_asks_for_a_stop_and_a_second_stops_at_once(sig):
+def test_a_signal_asks_for_a_stop_and_a_second_stops_at_once(sig):
     """The first signal only records the request (and which signal); the second raises
     KeyboardInterrupt; afterwards the handlers are the ones before."""
     before = signal.getsignal(sig)

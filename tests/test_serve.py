@@ -52,7 +52,7 @@ def _request(port: int, method: str, path: str = "/leaderboard"):
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
-def test_item11_methods_other_than_get_and_head_get_a_json_405(server, method):
+def test_methods_other_than_get_and_head_get_a_json_405(server, method):
     """Bad inputs: every standard method that would change or probe the resource (an HTML 501
     page before)."""
     port, _, lines = server
@@ -63,7 +63,7 @@ def test_item11_methods_other_than_get_and_head_get_a_json_405(server, method):
     assert lines == [f'127.0.0.1 "{method} /leaderboard HTTP/1.1" 405 {len(body)}']
 
 
-def test_item11_head_answers_like_get_without_a_body(server):
+def test_head_answers_like_get_without_a_body(server):
     port, _, lines = server
     status, headers, body = _request(port, "HEAD", "/leaderboard/1")
     assert (status, body) == (200, b"")
@@ -71,7 +71,7 @@ def test_item11_head_answers_like_get_without_a_body(server):
     assert lines == [f'127.0.0.1 "HEAD /leaderboard/1 HTTP/1.1" 200 {headers["Content-Length"]}']
 
 
-def test_item11_malformed_requests_and_unknown_methods_get_json_too(server):
+def test_malformed_requests_and_unknown_methods_get_json_too(server):
     """Bad inputs: a method HTTP does not define (501, as HTTP says, but JSON), a request line
     that is not HTTP with a terminal escape sequence in it (400, logged with the escape shown
     as text, not sent to the terminal)."""
@@ -91,7 +91,7 @@ def test_item11_malformed_requests_and_unknown_methods_get_json_too(server):
     assert len(lines) == 2 and "\x1b" not in lines[1] and "\\x1b[31m" in lines[1]
 
 
-def test_item11_every_answer_says_whether_the_view_is_stale(server):
+def test_every_answer_says_whether_the_view_is_stale(server):
     """The header is there while the view is current (false) and, once the broker stopped
     answering, true with since when; the body is the last view either way."""
     port, view, lines = server

@@ -1,4 +1,4 @@
-"""Issue 17, item 11: the set-up script and `jars fetch` talk plainly to a log, and Python versions.
+"""The set-up script and `jars fetch` talk plainly to a log, and Python versions.
 
 Bad inputs tried: stderr that is a pipe, not a terminal (a CI log); a warm jar cache.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_item11_setup_writes_no_ansi_escapes_to_a_pipe():
+def test_setup_writes_no_ansi_escapes_to_a_pipe():
     """Run after the suite's own set-up, so the venv and the jar cache are warm: quick."""
     done = subprocess.run(["bash", "scripts/setup.sh"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -21,14 +21,14 @@ def test_item11_setup_writes_no_ansi_escapes_to_a_pipe():
     assert "resolving" not in done.stderr
 
 
-def test_item11_jars_fetch_with_a_warm_cache_resolves_nothing(cli):
+def test_jars_fetch_with_a_warm_cache_resolves_nothing(cli):
     result = cli("jars", "fetch")
     assert result.exit_code == 0, result.stderr
     assert "resolving" not in result.stderr
     assert re.search(r"kafka-broker \S+: \d+ jars in ", result.stdout)
 
 
-def test_item11_the_python_versions_pyspark_supports_are_accepted():
+def test_the_python_versions_pyspark_supports_are_accepted():
     """pyproject's requires-python and setup.sh's interpreter check both say 3.10 to 3.13."""
     text = (REPO / "pyproject.toml").read_text()
     assert 'requires-python = ">=3.10,<3.14"' in text

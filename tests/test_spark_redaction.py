@@ -1,4 +1,4 @@
-"""Issue 18, item 2: the Kafka options statectl hands Spark are redacted wherever Spark shows a
+"""The Kafka options statectl hands Spark are redacted wherever Spark shows a
 plan's options (its UI, event logs, explain strings): the redaction regex Spark applies matches
 every secret option statectl can set, and none of the plain ones."""
 
@@ -25,7 +25,7 @@ def _spark_options(**props) -> dict[str, str]:
     "kafka.sasl.jaas.config", "kafka.ssl.truststore.password", "kafka.ssl.keystore.password",
     "kafka.ssl.key.password", "kafka.ssl.keystore.key", "kafka.ssl.keystore.certificate.chain",
 ])
-def test_item2_secret_options_match_sparks_redaction_regex(option):
+def test_secret_options_match_sparks_redaction_regex(option):
     assert OPTIONS.search(option)
 
 
@@ -33,11 +33,11 @@ def test_item2_secret_options_match_sparks_redaction_regex(option):
     "kafka.bootstrap.servers", "kafka.security.protocol", "kafka.sasl.mechanism", "kafka.ssl.truststore.type",
     "kafka.ssl.truststore.location", "kafka.ssl.endpoint.identification.algorithm", "subscribe", "startingOffsets",
 ])
-def test_item2_plain_options_stay_readable(option):
+def test_plain_options_stay_readable(option):
     assert not OPTIONS.search(option)
 
 
-def test_item2_every_secret_option_a_scram_config_makes_is_covered():
+def test_every_secret_option_a_scram_config_makes_is_covered():
     options = _spark_options(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
                              sasl_jaas_config='org.apache.kafka.common.security.scram.ScramLoginModule required '
                                               'username="u" password="pw-123456";')

@@ -43,7 +43,7 @@ def _not_blank(text: str) -> str:
     return text
 
 
-# ---------------------------------------------------------------- advanced-state examples (issue 6)
+# ---------------------------------------------------------------- advanced-state examples
 class TombstonesTopics(Section):
     input: Text = "patient-events"
     output: Text = "patient-visits"

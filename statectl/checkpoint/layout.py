@@ -75,11 +75,6 @@ class StoreFiles:
         return sorted(set(self.snapshots) | set(self.changelogs))
 
     @property
-    def latest_version(self) -> int | None:
-        v = self.versions
-        return v[-1] if v else None
-
-    @property
     def files(self) -> int:
         n = sum(len(f) for f in self.snapshots.values()) + sum(len(f) for f in self.changelogs.values())
         return n + len(self.ssts) + len(self.temp_files) + len(self.other_files) + (1 if self.schema_file else 0)

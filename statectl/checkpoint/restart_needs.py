@@ -8,8 +8,8 @@ Checked on PySpark 4.2.0 with real checkpoints, each restarted in a fresh JVM: a
 checkpoint fails to restart without `checkpointFormatVersion=2` ("Error reading streaming state
 file of …/1.changelog does not exist": Spark looks for format-1 names), a format-1 checkpoint fails
 when the session sets 2 (CANNOT_COMMIT), a checkpoint with changelogs restarts with changelog
-checkpointing switched off, and a session's provider and partition count are ignored. Issue 21
-saw 4.0 fail like 4.2 and 4.3 restart format 2 without the setting.
+checkpointing switched off, and a session's provider and partition count are ignored. Reported,
+not checked here: 4.0 fails like 4.2, and 4.3 restarts format 2 without the setting.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ checkpoint really is (the plan that rewrites them is ``statectl.maintenance.relo
 Operator metadata v2 (`state/<op>/_metadata/v2/<batch>`) names the operator's schema files by
 absolute URI (`stateSchemaFilePaths`: `file:/old/place/state/0/_stateSchema/default/0_<uuid>`).
 A checkpoint copied or moved elsewhere keeps naming the old place, and Spark opens exactly those
-paths on restart and in its state reader: 4.2 (checked) and 4.3 (issue 21) fail with
+paths on restart and in its state reader: 4.2 (checked) and 4.3 (reported) fail with
 "File …/_stateSchema/default/0_… does not exist" once the old place is gone. A failed restart
 also leaves a batch in `offsets/`, a new schema file and a metadata file that names both places.
 

@@ -6,13 +6,18 @@ import inspect
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from statectl.errors import StatectlError
+
+if TYPE_CHECKING:
+    from jobs.registry import JobEntry
+    from statectl.config.sections import JobConfig
 
 DEBUG = {"on": bool(os.environ.get("STATECTL_DEBUG"))}
 
@@ -37,10 +42,43 @@ ClientConfigOpt = Annotated[
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", "-c", metavar="PATH", help="Job config YAML (see configs/).")
 ]
+def _job_helps() -> tuple[str, str]:
+    """The JOB and EXAMPLE arguments' help, from the job catalogue."""
+    from jobs.registry import examples_of, job_groups
+
+    groups = job_groups()
+    examples = "; ".join(f"for {g}: {' | '.join(examples_of(g))}" for g in groups if examples_of(g))
+    return " | ".join(groups), examples[:1].upper() + examples[1:] + "."
+
+
+JOB_HELP, EXAMPLE_HELP = _job_helps()
+JobArg = Annotated[str, typer.Argument(help=JOB_HELP)]
+ExampleArg = Annotated[Optional[str], typer.Argument(help=EXAMPLE_HELP, show_default=False)]
 SetOpt = Annotated[
     Optional[list[str]],
     typer.Option("--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set leaderboard.top_n=5 (repeatable)."),
 ]
+
+
+@dataclass(frozen=True)
+class ResolvedJob:
+    """A job named on the command line: its id, catalogue entry, config file and loaded config."""
+
+    id: str
+    entry: JobEntry
+    config_path: Path
+    config: JobConfig
+
+
+def resolve_job(job: str, example: str | None, config: Path | None, overrides: list[str] | None = None) -> ResolvedJob:
+    """JOB [EXAMPLE] and --config/--set, as every command that takes a job reads them: the job id
+    (a UsageError naming what exists otherwise), then its config (the shipped one without
+    --config), validated against the job's model."""
+    from jobs.registry import default_config, job_entry, job_id_for, load_job_config
+
+    job_id = job_id_for(job, example)
+    path = config or default_config(job_id)
+    return ResolvedJob(job_id, job_entry(job_id), path, load_job_config(path, overrides or [], expect_job=job_id))
 
 
 def cluster_for(bootstrap_servers: str | None, client_config: Path | None, job_config=None, job_config_path=None):

@@ -37,10 +37,10 @@ def archive(
     json: JsonOpt = False,
 ) -> None:
     """Make the Spark driver's class-data archive (Java CDS): every later Spark start maps the
-    classes a session and a stateful query load instead of loading them again, about 3 s less
-    per `statectl run` on a 2-core machine (docs/performance.md).
+    classes a session and a stateful query load instead of loading them again, so every command
+    that starts Spark starts sooner (measured in docs/performance.md).
 
-    One training run (a local session, a small stateful query, about 25 s), once per Java and
+    One training run (a local session and a small stateful query), once per Java and
     PySpark install; scripts/setup.sh runs it. Kept in ~/.cache/statectl/jvm. A JVM that cannot
     use the archive ignores it; STATECTL_JVM_ARCHIVE=off starts Spark without it.
 
@@ -51,7 +51,7 @@ def archive(
       statectl jars archive --rebuild --json
     """
     from statectl.adapters.local.jvm_archive import archive_path, build_archive
-    from statectl.adapters.spark.session import pyspark_jars_dir
+    from statectl.adapters.local.jars import pyspark_jars_dir
     from statectl.render import emit_json, err, out
 
     existing = archive_path(pyspark_jars_dir())
@@ -79,7 +79,7 @@ def list_jars(json: JsonOpt = False) -> None:
         result[bundle.name] = {"version": bundle.version, "cached": jars is not None,
                                "directory": str(bundle.directory), "jars": [j.name for j in jars or []]}
     from statectl.adapters.local.jvm_archive import archive_path
-    from statectl.adapters.spark.session import pyspark_jars_dir
+    from statectl.adapters.local.jars import pyspark_jars_dir
 
     path = archive_path(pyspark_jars_dir())
     made = path is not None and path.is_file()

@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, JsonOpt, cluster_for
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JobArg, JsonOpt, cluster_for, resolve_job
 
 
 def lag(
-    job: Annotated[str, typer.Argument(help="leaderboard | advanced-state")],
-    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.")] = None,
+    job: JobArg,
+    example: ExampleArg = None,
     config: ConfigOpt = None,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run).")] = None,
     bootstrap_servers: BootstrapOpt = None,
@@ -35,12 +35,10 @@ def lag(
 
       statectl lag advanced-state sales-threshold --config my-sales.yaml
     """
-    from jobs.registry import default_config, job_id_for, load_job_config
-    from statectl.render.lag import lag_report
     from statectl.observe.lag import LagRequest, inputs_of, job_lag
+    from statectl.render.lag import lag_report
 
-    job_id = job_id_for(job, example)
-    path = config or default_config(job_id)
-    cfg = load_job_config(path, expect_job=job_id)
-    request = LagRequest(cfg, inputs_of(cfg), cluster_for(bootstrap_servers, client_config, cfg, path), checkpoint_dir)
+    resolved = resolve_job(job, example, config)
+    cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
+    request = LagRequest(resolved.config, inputs_of(resolved.config), cluster, checkpoint_dir)
     lag_report(job_lag(request), json)

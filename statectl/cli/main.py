@@ -1,4 +1,5 @@
-"""The `statectl` command: wires the command groups together; nothing else lives here."""
+"""The `statectl` command: wires the command groups together; nothing else lives here (what keeps
+its start-up cheap is in statectl.cli.startup)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from statectl.cli import lag, status
 from statectl.cli import repartition_state
 from statectl.cli import reset
 from statectl.cli import relocate_checkpoint
-from statectl.cli.common import DEBUG, StatectlGroup
+from statectl.cli.common import DEBUG
+from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
+
 
 app = typer.Typer(
-    cls=StatectlGroup,
+    cls=LightRoot,
     name="statectl",
     help=(
         "Operate stateful Spark Structured Streaming jobs on Kafka: run the jobs, inspect their "
@@ -48,21 +51,23 @@ def root(
         DEBUG["on"] = True
 
 
-app.add_typer(kafka.app, name="kafka")
-app.add_typer(jars.app, name="jars")
+app.add_typer(kafka.app, name="kafka", cls=LightGroup)
+app.add_typer(jars.app, name="jars", cls=LightGroup)
 app.command("produce-test-data")(produce.produce_test_data)
 app.command("topic-config")(topic_config.topic_config)
 app.command("inspect-state")(inspect_state.inspect_state)
 app.command("run")(run.run)
-app.add_typer(query.query_app, name="query")
-app.add_typer(query.serve_app, name="serve")
+app.add_typer(query.query_app, name="query", cls=LightGroup)
+app.add_typer(query.serve_app, name="serve", cls=LightGroup)
 app.command("consume")(consume.consume)
-app.add_typer(events.app, name="events")
+app.add_typer(events.app, name="events", cls=LightGroup)
 app.command("lag")(lag.lag)
 app.command("status")(status.status)
 app.command("repartition-state")(repartition_state.repartition_state)
 app.command("reset")(reset.reset)
 app.command("relocate-checkpoint")(relocate_checkpoint.relocate_checkpoint)
+# typer reads every command's signature on every run: evaluated once here, not per read.
+resolve_annotations(app)
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from statectl.cli.common import JsonOpt
 
 def relocate_checkpoint(
     checkpoint_dir: Annotated[Path, typer.Argument(metavar="CHECKPOINT_DIR", help="The moved or copied checkpoint (the query's checkpointLocation).", show_default=False)],
-    backup_dir: Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty.")] = None,
+    backup_dir: Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing.")] = False,
     json: JsonOpt = False,
 ) -> None:

@@ -8,17 +8,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import ConfigOpt, JsonOpt, SetOpt
+from statectl.cli.common import ConfigOpt, ExampleArg, JobArg, JsonOpt, SetOpt, resolve_job
 
 
 def repartition_state(
-    job: Annotated[str, typer.Argument(help="leaderboard | advanced-state")],
-    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.")] = None,
+    job: JobArg,
+    example: ExampleArg = None,
     partitions: Annotated[int, typer.Option("--partitions", min=1, metavar="N", help="The number of state partitions the checkpoint should have.", show_default=False)] = ...,
     config: ConfigOpt = None,
     set_: SetOpt = None,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
-    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty.")] = None,
+    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")] = False,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master).")] = None,
     json: JsonOpt = False,
@@ -48,19 +48,17 @@ def repartition_state(
 
       statectl repartition-state advanced-state sales-threshold --partitions 4 --json
     """
-    from jobs.registry import default_config, job_id_for, load_job_config
+    from statectl.checkpoint.lock import checkpoint_for
+    from statectl.errors import OperationalError
     from statectl.maintenance.repartition import (
         SHUFFLE_PARTITIONS,
         RepartitionRequest,
         apply_repartition,
         plan_repartition,
     )
-    from statectl.errors import OperationalError
     from statectl.render import repartition_state as render
-    from statectl.checkpoint.lock import checkpoint_for
 
-    job_id = job_id_for(job, example)
-    cfg = load_job_config(config or default_config(job_id), set_ or [], expect_job=job_id)
+    cfg = resolve_job(job, example, config, set_).config
     configured = cfg.spark.conf.get(SHUFFLE_PARTITIONS)
     request = RepartitionRequest(
         checkpoint=checkpoint_for(cfg, checkpoint_dir), partitions=partitions, dry_run=dry_run, backup_dir=backup_dir,

@@ -7,12 +7,22 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, JsonOpt, SetOpt, cluster_for
+from statectl.cli.common import (
+    BootstrapOpt,
+    ClientConfigOpt,
+    ConfigOpt,
+    ExampleArg,
+    JsonOpt,
+    JOB_HELP,
+    SetOpt,
+    cluster_for,
+    resolve_job,
+)
 
 
 def reset(
-    job: Annotated[Optional[str], typer.Argument(help="leaderboard | advanced-state (leave out with --undo).", show_default=False)] = None,
-    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.", show_default=False)] = None,
+    job: Annotated[Optional[str], typer.Argument(help=f"{JOB_HELP} (leave out with --undo).", show_default=False)] = None,
+    example: ExampleArg = None,
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Start over from the beginning of the input topics (the state is discarded).")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest", help="Start over from the end of the input topics: only records produced from now on are read (the state is discarded).")] = False,
     to_datetime: Annotated[Optional[str], typer.Option("--to-datetime", metavar="ISO8601", help="Start over from the first record at or after this time, e.g. 2024-11-24T09:30:00Z (no offset: local time; the state is discarded).")] = None,
@@ -20,7 +30,7 @@ def reset(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show which files would be moved out and written, and what the job would read next (with --undo: what would be put back); change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it).")] = False,
     undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", help="Put back the checkpoint a reset moved into BACKUP (refused once the job ran a newer batch).")] = None,
-    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint).")] = None,
+    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run.")] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -68,13 +78,11 @@ def reset(
         return
     if job is None:
         raise UsageError("name the JOB to reset (e.g. statectl reset leaderboard --to-batch 3), or pass --undo BACKUP")
-    from jobs.registry import default_config, job_entry, job_id_for, load_job_config
     from statectl.maintenance.reset import ResetRequest, reset_job
 
     target = reset_target(to_earliest, to_latest, to_datetime, to_batch)
-    job_id = job_id_for(job, example)
-    path = config or default_config(job_id)
-    cfg = load_job_config(path, set_ or [], expect_job=job_id)
-    request = ResetRequest(cfg, job_entry(job_id), target, cluster=cluster_for(bootstrap_servers, client_config, cfg, path),
-                           checkpoint_dir=checkpoint_dir, dry_run=dry_run, force=force, backup_dir=backup_dir)
+    resolved = resolve_job(job, example, config, set_)
+    cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
+    request = ResetRequest(resolved.config, resolved.entry, target, cluster=cluster, checkpoint_dir=checkpoint_dir,
+                           dry_run=dry_run, force=force, backup_dir=backup_dir)
     plan(reset_job(request), json)

@@ -7,12 +7,22 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, JsonOpt, SetOpt, cluster_for
+from statectl.cli.common import (
+    BootstrapOpt,
+    ClientConfigOpt,
+    ConfigOpt,
+    ExampleArg,
+    JobArg,
+    JsonOpt,
+    SetOpt,
+    cluster_for,
+    resolve_job,
+)
 
 
 def run(
-    job: Annotated[str, typer.Argument(help="leaderboard | advanced-state")],
-    example: Annotated[Optional[str], typer.Argument(help="For advanced-state: tombstones | windowed-retention | bounded-state | topic-configs | sales-threshold.")] = None,
+    job: JobArg,
+    example: ExampleArg = None,
     config: ConfigOpt = None,
     available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="Checkpoint location (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
@@ -47,7 +57,6 @@ def run(
 
       statectl run advanced-state sales-threshold --available-now --set sales.reset_after_notify=true
     """
-    from jobs.registry import default_config, job_entry, job_id_for, load_job_config
     from statectl.errors import UsageError
     from statectl.render import err
     from statectl.render.run import EventsWriter, run_display, run_summary
@@ -55,13 +64,12 @@ def run(
 
     if json and events == "-":
         raise UsageError("--json and --events - both write to stdout; choose one (or --events-file PATH)")
-    job_id = job_id_for(job, example)
-    path = config or default_config(job_id)
-    cfg = load_job_config(path, set_ or [], expect_job=job_id)
-    request = RunRequest(cfg, job=job_entry(job_id), available_now=available_now, checkpoint_dir=checkpoint_dir, master=master,
-                         cluster=cluster_for(bootstrap_servers, client_config, cfg, path), metrics_port=metrics_port, metrics_host=metrics_host)
+    resolved = resolve_job(job, example, config, set_)
+    cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
+    request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
+                         master=master, cluster=cluster, metrics_port=metrics_port, metrics_host=metrics_host)
     writer = EventsWriter(events) if events else None
-    display = run_display(err(), job=job_id)
+    display = run_display(err(), job=resolved.id)
     sinks = [s for s in (display, writer) if s is not None]
 
     def on_event(event: dict) -> None:

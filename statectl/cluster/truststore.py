@@ -9,25 +9,21 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 from statectl.errors import ConfigError
-from statectl.paths import cache_root
+from statectl.paths import cache_root, jdk_tool
 
 _CERT = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.DOTALL)
 
 
 def _keytool() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "keytool").exists():
-        return str(Path(java_home) / "bin" / "keytool")
-    found = shutil.which("keytool")
-    if not found:
+    found = jdk_tool("keytool")
+    if found is None:
         raise ConfigError(["reading a JKS or PKCS12 trust store needs the JDK's keytool, which is not on PATH; "
                            "give a PEM file (ssl.truststore.type=PEM) instead"])
-    return found
+    return str(found)
 
 
 def pem_from_store(path: Path, store_type: str, password: str | None) -> Path:

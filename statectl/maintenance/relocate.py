@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from statectl.maintenance.backup import backup_dir_for
 from statectl.maintenance.relocate_plan import RelocationPlan, relocation_plan
 from statectl.errors import OperationalError, UsageError
 
@@ -33,11 +34,6 @@ class RelocateRequest:
     checkpoint: Path
     dry_run: bool = False
     backup_dir: Path | None = None  # default: beside the checkpoint, named by the time
-
-
-def default_backup_dir(checkpoint: Path, now: datetime) -> Path:
-    """``<checkpoint>.relocate-<UTC time>``, beside the checkpoint (as its run lock is)."""
-    return checkpoint.with_name(f"{checkpoint.name}.relocate-{now.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}")
 
 
 def _reader(root: Path):
@@ -63,18 +59,8 @@ def plan_relocation(request: RelocateRequest, now: datetime | None = None) -> Re
     plan = _plan(checkpoint)
     plan.dry_run = request.dry_run
     if plan.files and not plan.refused:
-        backup = (Path(os.path.abspath(request.backup_dir.expanduser())) if request.backup_dir is not None
-                  else default_backup_dir(checkpoint, now or datetime.now(timezone.utc)))
-        _check_backup_dir(checkpoint, backup)
-        plan.backup_dir = str(backup)
+        plan.backup_dir = str(backup_dir_for(checkpoint, request.backup_dir, "relocate", now))
     return plan
-
-
-def _check_backup_dir(checkpoint: Path, backup: Path) -> None:
-    if backup == checkpoint or checkpoint in backup.parents or checkpoint.resolve() in backup.resolve().parents:
-        raise UsageError(f"--backup-dir {backup} is inside the checkpoint {checkpoint}; choose a directory outside it")
-    if backup.exists() and (not backup.is_dir() or any(backup.iterdir())):
-        raise UsageError(f"backup directory {backup} already exists and is not empty; choose another --backup-dir")
 
 
 def apply_relocation(plan: RelocationPlan) -> RelocationPlan:

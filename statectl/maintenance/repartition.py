@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,6 +30,7 @@ from statectl.checkpoint.layout import (
     format_ranges,
 )
 from statectl.errors import OperationalError, StatectlError, UsageError
+from statectl.maintenance.backup import backup_dir_for
 from statectl.text import human_bytes, plural
 
 JSON_SCHEMA = "statectl.repartition-state/1"
@@ -46,6 +47,8 @@ SUPPORTED_OPERATORS = frozenset({
 SUPPORTED_STATE_VARIABLE_TYPES = frozenset({"ValueState", "ListState", "MapState", "TimerState"})
 #: Providers it supports: RocksDB only (HDFSBackedStateStoreProvider gets UNSUPPORTED_PROVIDER).
 SUPPORTED_PROVIDERS = (ROCKSDB,)
+#: The default backup is ``<checkpoint>.backup-<UTC time>``: a whole copy of the checkpoint.
+BACKUP_NAME = "backup"
 
 
 @dataclass
@@ -359,11 +362,6 @@ class RepartitionResult:
         return out
 
 
-def default_backup_dir(checkpoint: Path, now: datetime) -> Path:
-    """``<checkpoint>.backup-<UTC time>``, beside the checkpoint (as its run lock is)."""
-    return checkpoint.with_name(f"{checkpoint.name}.backup-{now.astimezone(timezone.utc):%Y%m%dT%H%M%SZ}")
-
-
 def plan_repartition(request: RepartitionRequest, now: datetime | None = None) -> RepartitionPlan:
     """Read the checkpoint (no JVM) and plan; refusals are in the plan, not raised."""
     from statectl.checkpoint.reader import read_layout
@@ -372,18 +370,8 @@ def plan_repartition(request: RepartitionRequest, now: datetime | None = None) -
     plan = repartition_plan(read_layout(checkpoint), request.partitions, request.configured)
     plan.dry_run = request.dry_run
     if not plan.up_to_date:
-        backup = (request.backup_dir.expanduser().resolve() if request.backup_dir is not None
-                  else default_backup_dir(checkpoint, now or datetime.now(timezone.utc)))
-        _check_backup_dir(checkpoint, backup)
-        plan.backup_dir = str(backup)
+        plan.backup_dir = str(backup_dir_for(checkpoint, request.backup_dir, BACKUP_NAME, now))
     return plan
-
-
-def _check_backup_dir(checkpoint: Path, backup: Path) -> None:
-    if backup == checkpoint or checkpoint in backup.parents:
-        raise UsageError(f"--backup-dir {backup} is inside the checkpoint {checkpoint}; choose a directory outside it")
-    if backup.exists() and (not backup.is_dir() or any(backup.iterdir())):
-        raise UsageError(f"backup directory {backup} already exists and is not empty; choose another --backup-dir")
 
 
 def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jobs.registry import JobEntry
 from statectl.checkpoint.reader import read_layout
+from statectl.maintenance.backup import backup_dir_for
 from statectl.maintenance.reset_plan import (
     Offsets,
     OutputTopic,
@@ -27,7 +28,6 @@ from statectl.maintenance.reset_plan import (
 from statectl.maintenance.reset_files import (
     UndoResult,
     apply_plan,
-    default_backup,
     list_files,
     read_manifest,
     undo,
@@ -72,7 +72,7 @@ def reset_job(request: ResetRequest) -> ResetPlan:
         plan.dry_run = request.dry_run
         if request.dry_run or plan.is_noop:
             return plan
-        apply_plan(plan, request.backup_dir or default_backup(checkpoint), int(time.time() * 1000))
+        apply_plan(plan, backup_dir_for(checkpoint, request.backup_dir, "reset"), int(time.time() * 1000))
     return plan
 
 

@@ -12,9 +12,9 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
+from statectl.maintenance.backup import check_backup_dir
 from statectl.maintenance.reset_plan import MANIFEST, ResetManifest, ResetPlan, manifest_for
 from statectl.errors import OperationalError, UsageError
 
@@ -36,29 +36,12 @@ def list_files(root: Path) -> list[tuple[str, int]]:
     return sorted(out)
 
 
-def default_backup(checkpoint: Path, now: datetime | None = None) -> Path:
-    """``<checkpoint>.reset-<UTC time>`` beside the checkpoint: on its file system, so the moves are renames."""
-    now = now or datetime.now(timezone.utc)
-    return checkpoint.with_name(f"{checkpoint.name}.reset-{now.strftime('%Y%m%dT%H%M%S')}Z")
-
-
-def check_backup_location(checkpoint: Path, backup: Path) -> None:
-    """Refuse a backup directory that exists or lies inside the checkpoint, before anything moves."""
-    if backup.exists():
-        raise UsageError(f"backup directory {backup} exists already; pass another --backup-dir")
-    try:
-        backup.resolve().relative_to(checkpoint.resolve())
-    except ValueError:
-        return
-    raise UsageError(f"backup directory {backup} is inside the checkpoint {checkpoint}; pass a --backup-dir outside it")
-
-
 def apply_plan(plan: ResetPlan, backup: Path, now_ms: int) -> None:
     """Move what the plan removes into ``backup`` and write what it writes; ``plan.backup`` is set."""
     checkpoint = Path(plan.checkpoint)
-    check_backup_location(checkpoint, backup)
+    check_backup_dir(checkpoint, backup)
     try:
-        backup.mkdir(parents=True)
+        backup.mkdir(parents=True, exist_ok=True)
         manifest = manifest_for(plan, now_ms)
         _write_manifest(backup, manifest)
         plan.backup = str(backup)

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from rich.table import Table
 
-from statectl.adapters.local.broker import BrokerStatus, NodeStatus
 from statectl.produce.send import ProduceReport
 from statectl.paths import display_path
 from statectl.render import emit_json, err, out
 
 
-def broker_report(status: BrokerStatus, as_json: bool, action: str) -> None:
+def broker_report(status, as_json: bool, action: str) -> None:
+    """``status``: what ``statectl kafka up|down|status`` learned of the local broker or cluster (its
+    ``to_dict()`` is the JSON; renderers look at results, they never import the adapter behind them)."""
     if as_json:
         emit_json({"action": action, **status.to_dict()})
         return
@@ -55,12 +56,12 @@ def _nodes(ids: list[int]) -> str:
     return ("node " if len(ids) == 1 else "nodes ") + ", ".join(map(str, ids))
 
 
-def _pids(nodes: list[NodeStatus]) -> str:
+def _pids(nodes: list) -> str:
     pids = [str(n.pid) for n in nodes if n.pid is not None]
     return ("pid " if len(pids) == 1 else "pids ") + ", ".join(pids)
 
 
-def _cluster_report(status: BrokerStatus, action: str) -> None:
+def _cluster_report(status, action: str) -> None:
     """A cluster: what changed on stderr; the bootstrap servers (up) or one line per node (status) on stdout."""
     every = len(status.nodes) == len(status.changed_nodes)
     changed = [n for n in status.nodes if n.node_id in status.changed_nodes]

@@ -136,7 +136,7 @@ class OperatorPlan(StoreTotals):
 
 
 def operator_plans(layout, plan) -> dict[int, OperatorPlan]:
-    """The operators a restart restores, from issue 4's ``CheckpointLayout`` and ``RestorePlan``.
+    """The operators a restart restores, from inspect-state's ``CheckpointLayout`` and ``RestorePlan``.
 
     Empty when nothing is restored: a new checkpoint (target version 0) or no state files.
     """

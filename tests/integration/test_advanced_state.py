@@ -32,8 +32,6 @@ from statectl.config.loader import config_to_dict
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.integration
-
 CONFIGS = REPO / "configs" / "advanced-state"
 OUTPUTS = {
     "tombstones": ("output", "dlq"),
@@ -470,9 +468,9 @@ def test_sales_threshold_reset_after_notify_and_restart_mid_stream(bootstrap, tm
     assert once.view("totals") == ex.view("totals")
 
 
-# ---------------------------------------------------------------- issue 17, item 11
+# ---------------------------------------------------------------- output topic configs checked before Spark
 @pytest.mark.parametrize("output_exists", [False, True], ids=["new-output-topic", "existing-output-topic"])
-def test_item11_an_unknown_output_topic_config_is_refused_before_spark_starts(bootstrap, tmp_path, output_exists):
+def test_an_unknown_output_topic_config_is_refused_before_spark_starts(bootstrap, tmp_path, output_exists):
     """Bad input: `--set output_topic.configs.segment.byts=536870912` (segment.bytes misspelt), with
     the output topic missing and existing. Refused with exit 2 and one line naming the key, before
     Spark starts (no Spark log is written), before the checkpoint is locked or created, and with no

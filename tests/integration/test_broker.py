@@ -5,12 +5,8 @@ from __future__ import annotations
 import json
 import socket
 
-import pytest
-
 from statectl.adapters.local.broker import free_port
 from tests.conftest import run_statectl
-
-pytestmark = pytest.mark.integration
 
 
 def test_broker_lifecycle(tmp_path):
@@ -76,7 +72,7 @@ def test_down_without_a_broker_is_fine(tmp_path):
     assert "No Kafka broker is running" in result.stderr
 
 
-def test_item11_up_on_statectls_own_broker_with_another_data_dir_names_it(kafka_broker, tmp_path):
+def test_up_on_statectls_own_broker_with_another_data_dir_names_it(kafka_broker, tmp_path):
     """Bad input: `kafka up` on the port of a running statectl broker with another --data-dir
     (it said "in use by another process", as for a stranger's port)."""
     port = kafka_broker.port
@@ -88,7 +84,7 @@ def test_item11_up_on_statectls_own_broker_with_another_data_dir_names_it(kafka_
     assert not (tmp_path / "other").exists()
 
 
-def test_item11_down_with_port_stops_the_broker_there_whatever_its_data_dir(tmp_path):
+def test_down_with_port_stops_the_broker_there_whatever_its_data_dir(tmp_path):
     """Bad inputs: --port naming a broker whose data dir is not the default one, then together
     with a --data-dir of another broker (refused, nothing stopped)."""
     from statectl.adapters.local.broker import broker_down, broker_status, broker_up

@@ -17,11 +17,9 @@ from statectl.adapters.local.broker import free_port
 from tests.conftest import REPO
 from tests.integration.test_leaderboard import SEED_EXPECTED, Leaderboard
 
-pytestmark = pytest.mark.integration
-
 
 def _spark_class() -> Path:
-    from statectl.adapters.spark.session import pyspark_jars_dir
+    from statectl.adapters.local.jars import pyspark_jars_dir
 
     return pyspark_jars_dir().parent / "bin" / "spark-class"
 

@@ -12,15 +12,11 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
 from statectl.adapters.kafka.produce import fast_producer
 from statectl.adapters.kafka.consume import read_topic
 from statectl.adapters.kafka.connect import require_broker
 from tests.conftest import REPO, run_statectl
-
-pytestmark = pytest.mark.integration
 
 DEAD_LETTER = {"reason": "unknown_player", "detail": "no player 9", "sourceTopic": "score-events",
                "sourcePartition": 0, "sourceOffset": 7, "sourceKey": None, "value": '{"player_id": 9}'}
@@ -38,7 +34,7 @@ def _lines(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines()]
 
 
-def test_item12_from_beginning_prints_every_record_as_a_json_line_and_exits(cli, bootstrap, unique_topic):
+def test_from_beginning_prints_every_record_as_a_json_line_and_exits(cli, bootstrap, unique_topic):
     """Values tried: a dead letter (JSON), a non-JSON text value, a tombstone, a record without a key."""
     _produce(bootstrap, unique_topic, [(b"9", json.dumps(DEAD_LETTER).encode()), (b"p", b"check-in"),
                                        (b"p", None), (None, b"[1, 2]")])
@@ -61,7 +57,7 @@ def test_item12_from_beginning_prints_every_record_as_a_json_line_and_exits(cli,
     assert result.stderr.splitlines()[-1] == f"4 records from {unique_topic}"
 
 
-def test_item12_max_stops_after_n_records(cli, bootstrap, unique_topic):
+def test_max_stops_after_n_records(cli, bootstrap, unique_topic):
     _produce(bootstrap, unique_topic, [(str(i).encode(), b"%d" % i) for i in range(20)], partitions=1)
     result = cli("consume", unique_topic, "--from-beginning", "--max", "3", "-b", bootstrap)
     assert result.exit_code == 0, result.output
@@ -69,7 +65,7 @@ def test_item12_max_stops_after_n_records(cli, bootstrap, unique_topic):
     assert "3 records from" in result.stderr and "(--max reached)" in result.stderr
 
 
-def test_item12_an_empty_topic_prints_nothing_and_exits(cli, bootstrap, unique_topic):
+def test_an_empty_topic_prints_nothing_and_exits(cli, bootstrap, unique_topic):
     create_missing_topics(require_broker(bootstrap), [TopicSpec(unique_topic, 3)])
     result = cli("consume", unique_topic, "--from-beginning", "-b", bootstrap)
     assert result.exit_code == 0, result.output
@@ -77,7 +73,7 @@ def test_item12_an_empty_topic_prints_nothing_and_exits(cli, bootstrap, unique_t
     assert f"0 records from {unique_topic}" in result.stderr
 
 
-def test_item12_a_missing_topic_is_one_line_and_exit_1(cli, bootstrap, unique_topic):
+def test_a_missing_topic_is_one_line_and_exit_1(cli, bootstrap, unique_topic):
     """Bad input: a topic name with a typo in it."""
     create_missing_topics(require_broker(bootstrap), [TopicSpec(unique_topic)])
     typo = unique_topic[:-1] + ("x" if unique_topic[-1] != "x" else "y")
@@ -93,7 +89,7 @@ def _wait_for_line(stream) -> str:
     return line
 
 
-def test_item12_follow_prints_new_records_and_ctrl_c_exits_0(bootstrap, unique_topic):
+def test_follow_prints_new_records_and_ctrl_c_exits_0(bootstrap, unique_topic):
     """Default start (the end, like kafka-console-consumer): the earlier record is not printed,
     the new ones are, as they arrive; Ctrl-C (SIGINT) ends it with exit 0 and no traceback."""
     _produce(bootstrap, unique_topic, [(b"old", b'{"n": 0}')], partitions=1)
@@ -116,7 +112,7 @@ def test_item12_follow_prints_new_records_and_ctrl_c_exits_0(bootstrap, unique_t
     assert "2 records from" in err and "Traceback" not in err
 
 
-def test_item12_from_beginning_with_follow_prints_the_past_then_waits(bootstrap, unique_topic):
+def test_from_beginning_with_follow_prints_the_past_then_waits(bootstrap, unique_topic):
     _produce(bootstrap, unique_topic, [(b"a", b"1")], partitions=1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "statectl", "consume", unique_topic, "--from-beginning", "--follow",
@@ -134,7 +130,7 @@ def test_item12_from_beginning_with_follow_prints_the_past_then_waits(bootstrap,
     assert [json.loads(line)["value"] for line in out.splitlines()] == [2]
 
 
-def test_item12_a_closed_stdout_ends_the_read_quietly(bootstrap, unique_topic):
+def test_a_closed_stdout_ends_the_read_quietly(bootstrap, unique_topic):
     """Bad input: the reader of stdout goes away after one line (`| head -1`)."""
     _produce(bootstrap, unique_topic, [(b"k", b"x" * 1000)] * 2000, partitions=1)
     result = subprocess.run(
@@ -145,8 +141,8 @@ def test_item12_a_closed_stdout_ends_the_read_quietly(bootstrap, unique_topic):
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
 
 
-def test_item12_consume_reads_a_dead_letter_topic_a_run_wrote(bootstrap, tmp_path):
-    """The issue's use: the seed data and a score of an unknown player through the leaderboard
+def test_consume_reads_a_dead_letter_topic_a_run_wrote(bootstrap, tmp_path):
+    """What consume is for: the seed data and a score of an unknown player through the leaderboard
     job, then its dead letters read back with statectl alone."""
     from tests.integration.test_leaderboard import Leaderboard, player, score
 

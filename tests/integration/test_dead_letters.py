@@ -1,4 +1,4 @@
-"""Issue 17, item 6 end to end: one bad record per reason through every job (real broker, real
+"""Dead letters end to end: one bad record per reason through every job (real broker, real
 Spark), the dead-letter topic read back byte for byte. Every letter has exactly the documented
 fields, in order, as compact JSON, with the record's key.
 
@@ -23,8 +23,6 @@ from statectl.adapters.kafka.consume import read_topic
 from tests.integration.test_advanced_state import Example
 from tests.integration.test_leaderboard import Leaderboard, player, score
 
-pytestmark = pytest.mark.integration
-
 FIELDS = ["reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceKey", "value"]
 BIG = json.dumps({"pad": "x" * 300})
 
@@ -43,7 +41,7 @@ def letters_of(bootstrap: str, topic: str) -> list[dict]:
     return letters
 
 
-def test_item6_every_leaderboard_reason_has_the_one_shape(bootstrap, tmp_path):
+def test_every_leaderboard_reason_has_the_one_shape(bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path, "leaderboard.max_record_bytes=200")
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1), ("p1", {"id": 2, "name": "Doom"}, 1),
                             (3, "{nope", 1)])
@@ -95,7 +93,7 @@ RECORD_REASONS = {"null_key": 2, "null_value": 1, "oversized": 1}
     ], {"malformed_json": 1, "missing_field": 1, "mistyped_field": 1, "negative_value": 1, "null_value": 1,
         "oversized": 1}),
 ])
-def test_item6_every_advanced_state_reason_has_the_one_shape(bootstrap, tmp_path, example, size_key, records, reasons):
+def test_every_advanced_state_reason_has_the_one_shape(bootstrap, tmp_path, example, size_key, records, reasons):
     ex = Example(bootstrap, tmp_path, example, f"{size_key}.max_record_bytes=200", partitions=1)
     ex.produce(records)
     summary = ex.run()
@@ -112,7 +110,7 @@ def test_item6_every_advanced_state_reason_has_the_one_shape(bootstrap, tmp_path
         (records[d["sourceOffset"]][0] or b"") for d in letters)
 
 
-def test_item6_every_windowed_retention_reason_has_the_one_shape(bootstrap, tmp_path):
+def test_every_windowed_retention_reason_has_the_one_shape(bootstrap, tmp_path):
     from jobs.advanced.rules import iso_ms
     from statectl.produce.datasets import PULSE_START_MS
 

@@ -1,4 +1,4 @@
-"""Faults (issue 19, item 6): the job killed at random points, a broker of three killed mid-run,
+"""Faults: the job killed at random points, a broker of three killed mid-run,
 every broker stopped mid-run; each time the result is checked against an oracle computed here, in
 plain Python, from the records this module produced (their values and the partitions and offsets
 the broker acknowledged), never from statectl's code.
@@ -37,7 +37,6 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-import pytest
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -48,8 +47,6 @@ from statectl.adapters.kafka.connect import require_broker
 from statectl.config.loader import config_to_dict
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
-
-pytestmark = pytest.mark.integration
 
 SEED = int(os.environ.get("STATECTL_FAULT_SEED", time.time_ns() % 1_000_000))
 T0 = int(time.time() * 1000) - 600_000
@@ -257,8 +254,7 @@ def assert_leaderboard_matches(cli, job: Job, data: LeaderboardInput) -> None:
     assert len(state) == GAMES
 
 
-def test_item6_leaderboard_killed_three_times_at_random_points_ends_with_the_oracles_result(cli, bootstrap,
-                                                                                          tmp_path):
+def test_leaderboard_killed_three_times_at_random_points_ends_with_the_oracles_result(cli, bootstrap, tmp_path):
     rng = random.Random(SEED)
     data = LeaderboardInput(SEED)
     job = leaderboard_job(bootstrap, tmp_path)
@@ -273,7 +269,7 @@ def test_item6_leaderboard_killed_three_times_at_random_points_ends_with_the_ora
 
 
 # ---------------------------------------------------------------- three brokers
-def test_item6_one_broker_of_three_killed_mid_run_the_job_rides_through(cli, kafka_cluster, tmp_path):
+def test_one_broker_of_three_killed_mid_run_the_job_rides_through(cli, kafka_cluster, tmp_path):
     data_dir = Path(kafka_cluster.data_dir)
     rng = random.Random(SEED)
     data = LeaderboardInput(SEED + 1)
@@ -303,7 +299,7 @@ def test_item6_one_broker_of_three_killed_mid_run_the_job_rides_through(cli, kaf
     assert_leaderboard_matches(cli, job, data)
 
 
-def test_item6_all_brokers_stopped_mid_run_fails_clearly_and_a_rerun_ends_with_the_oracles_result(
+def test_all_brokers_stopped_mid_run_fails_clearly_and_a_rerun_ends_with_the_oracles_result(
         cli, kafka_cluster, tmp_path):
     data_dir = Path(kafka_cluster.data_dir)
     first_port = int(kafka_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
@@ -358,7 +354,7 @@ def is_subsequence(short: list, long: list) -> bool:
     return all(any(x == y for y in it) for x in short)
 
 
-def test_item6_sales_threshold_killed_three_times_loses_no_notification_and_duplicates_are_bounded(
+def test_sales_threshold_killed_three_times_loses_no_notification_and_duplicates_are_bounded(
         cli, bootstrap, tmp_path):
     rng = random.Random(SEED + 3)
     sales = [(f"product-{rng.randrange(PRODUCTS)}", rng.randint(1, 200)) for _ in range(SALES)]

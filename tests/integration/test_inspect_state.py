@@ -24,8 +24,6 @@ from tests.checkpoint_factory import flip_byte, tree_fingerprint
 from tests.conftest import REPO, run_statectl
 from tests.integration import inspect_state_queries as queries
 
-pytestmark = pytest.mark.integration
-
 SHUFFLE_PARTITIONS = 2
 
 

@@ -1,4 +1,4 @@
-"""`inspect-state --rows` against real Spark (issue 21, item 5): the copy Spark reads leaves every
+"""`inspect-state --rows` against real Spark: the copy Spark reads leaves every
 inode of the checkpoint as it was, a Spark failure still prints the layout and findings, and
 `--timers` reads the timers a transformWithState query registered.
 
@@ -17,9 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration import inspect_state_queries as queries
-from tests.test_inspect_state_item5 import inode_fingerprint
-
-pytestmark = pytest.mark.integration
+from tests.test_inspect_state_logs_kinds_rows_timers import inode_fingerprint
 
 RUNS = 2
 

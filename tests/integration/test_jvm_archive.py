@@ -9,15 +9,11 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from tests.conftest import REPO
-
-pytestmark = pytest.mark.integration
 
 _DRIVER = """
 import sys
-from statectl.adapters.spark import spark_session
+from statectl.adapters.spark.session import spark_session
 spark = spark_session(master="local[1]", conf={"spark.driver.extraJavaOptions": sys.argv[1]})
 assert spark.range(3).count() == 3
 spark.stop()

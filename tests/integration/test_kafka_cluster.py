@@ -1,4 +1,4 @@
-"""Issue 19, item 5: a three-broker local cluster (`statectl kafka up --brokers 3`), topics replicated
+"""A three-broker local cluster (`statectl kafka up --brokers 3`), topics replicated
 three times with min.insync.replicas=2 on it, and one broker failing while producing and
 consuming go on.
 
@@ -16,14 +16,10 @@ import os
 import socket
 from pathlib import Path
 
-import pytest
-
 from statectl.adapters.local.broker import free_ports
 from statectl.adapters.kafka.admin import describe_topics, live_brokers
 from statectl.adapters.kafka.connect import require_broker
 from tests.conftest import run_statectl
-
-pytestmark = pytest.mark.integration
 
 
 def _listening(port: int) -> bool:
@@ -53,7 +49,7 @@ def _keyed_file(path: Path, keys: range, tag: str) -> Path:
     return path
 
 
-def test_item5_status_json_lists_the_three_nodes_and_up_is_idempotent(kafka_cluster, cli):
+def test_status_json_lists_the_three_nodes_and_up_is_idempotent(kafka_cluster, cli):
     data, first = kafka_cluster.data_dir, kafka_cluster.nodes[0].port
     expected = f"127.0.0.1:{first},127.0.0.1:{first + 1},127.0.0.1:{first + 2}"
 
@@ -79,7 +75,7 @@ def test_item5_status_json_lists_the_three_nodes_and_up_is_idempotent(kafka_clus
         assert (refused.exit_code, message in refused.stderr) == (2, True), refused.output
 
 
-def test_item5_produce_test_data_creates_topics_with_rf3_and_min_isr_2(kafka_cluster, cli, unique_topic, tmp_path):
+def test_produce_test_data_creates_topics_with_rf3_and_min_isr_2(kafka_cluster, cli, unique_topic, tmp_path):
     bootstrap = kafka_cluster.bootstrap_servers
     source = _keyed_file(tmp_path / "records.txt", range(20), "first")
     result = cli("produce-test-data", "--file", str(source), "--topic", unique_topic, "--parse-key",
@@ -89,8 +85,8 @@ def test_item5_produce_test_data_creates_topics_with_rf3_and_min_isr_2(kafka_clu
     assert _layout(bootstrap, unique_topic) == (3, "2", {3})
 
 
-def test_item5_a_topics_file_gets_the_cluster_default_unless_it_names_a_replication_factor(kafka_cluster, cli,
-                                                                                         unique_topic, tmp_path):
+def test_a_topics_file_gets_the_cluster_default_unless_it_names_a_replication_factor(kafka_cluster, cli,
+                                                                                     unique_topic, tmp_path):
     bootstrap = kafka_cluster.bootstrap_servers
     topics = tmp_path / "topics.yaml"
     topics.write_text(f"topics:\n  {unique_topic}-default:\n    partitions: 2\n"
@@ -108,7 +104,7 @@ def test_item5_a_topics_file_gets_the_cluster_default_unless_it_names_a_replicat
     assert _layout(bootstrap, f"{unique_topic}-one") == (1, None, {1})
 
 
-def test_item5_with_one_broker_down_producing_and_consuming_go_on(kafka_cluster, cli, unique_topic, tmp_path):
+def test_with_one_broker_down_producing_and_consuming_go_on(kafka_cluster, cli, unique_topic, tmp_path):
     data, bootstrap = kafka_cluster.data_dir, kafka_cluster.bootstrap_servers
     produce = ["--topic", unique_topic, "--parse-key", "--key-separator", "|", "-b", bootstrap, "--json"]
     before = cli("produce-test-data", "--file", str(_keyed_file(tmp_path / "a.txt", range(0, 50), "before")), *produce)
@@ -143,7 +139,7 @@ def test_item5_with_one_broker_down_producing_and_consuming_go_on(kafka_cluster,
     assert live_brokers(bootstrap) == {1, 2, 3}
 
 
-def test_item5_kafka_up_brokers_3_then_down_stops_every_node(tmp_path):
+def test_kafka_up_brokers_3_then_down_stops_every_node(tmp_path):
     """The whole life of a cluster as a user runs it (subprocesses): up, status, down."""
     port, data = free_ports(3), str(tmp_path / "cluster")
     up = run_statectl("kafka", "up", "--brokers", "3", "--port", str(port), "--data-dir", data, "--json")

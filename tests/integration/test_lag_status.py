@@ -1,4 +1,4 @@
-"""`statectl lag` and `statectl status` against a real leaderboard run (issue 19, items 1 and 4):
+"""`statectl lag` and `statectl status` against a real leaderboard run:
 real broker, real Spark (one --available-now run), own topics and checkpoint.
 
 Bad inputs tried here: records produced after the run (lag must count exactly them, per
@@ -12,7 +12,6 @@ import json
 import os
 import uuid
 
-import pytest
 import yaml
 
 from jobs.registry import load_job_config
@@ -21,8 +20,6 @@ from statectl.config.loader import config_to_dict
 from statectl.checkpoint.lock import CheckpointLock
 from tests.checkpoint_factory import tree_fingerprint
 from tests.conftest import REPO
-
-pytestmark = pytest.mark.integration
 
 #: records produced after the run, per score-events partition: exactly the lag lag must show
 NEW_SCORES = {0: 1, 1: 2, 2: 3, 3: 4}
@@ -33,7 +30,7 @@ def logs_of(checkpoint):
     return {k: v for k, v in tree_fingerprint(checkpoint).items() if not k.startswith("state")}
 
 
-def test_item1_item4_lag_and_status_of_a_real_leaderboard(cli, bootstrap, tmp_path, monkeypatch):
+def test_lag_and_status_of_a_real_leaderboard(cli, bootstrap, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # status's shipped jobs: none has a checkpoint here
     prefix = f"lag-{uuid.uuid4().hex[:8]}"
     topics = {k: f"{prefix}-{k}" for k in ("score_events", "players", "products", "high_scores", "dlq")}

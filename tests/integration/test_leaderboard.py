@@ -32,8 +32,6 @@ from statectl.checkpoint.lock import CheckpointLock
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.integration
-
 T0 = int(time.time() * 1000) - 60_000
 
 SEED_EXPECTED = {
@@ -167,7 +165,7 @@ def test_seed_data_through_query_rest_and_topic(cli, bootstrap, tmp_path):
 
 def test_table_semantics_within_one_micro_batch(bootstrap, tmp_path):
     # as-of: every table record counts from its timestamp (bootstrap would count those already
-    # in the topics before every score; see test_item8_*).
+    # in the topics before every score; see the bootstrap tests below).
     lb = Leaderboard(bootstrap, tmp_path, "leaderboard.tables=as-of")
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 900)])
     lb.produce("players", [(11, player(11, "Bo"), 950)])
@@ -309,7 +307,7 @@ def _compacted_tables(lb: Leaderboard) -> None:
     lb.produce("players", [(1, player(1, "Ann"), 50), (2, player(2, "Bo"), 60)])
 
 
-def test_item8_a_fresh_checkpoint_on_compacted_tables_joins_every_score(bootstrap, tmp_path):
+def test_a_fresh_checkpoint_on_compacted_tables_joins_every_score(bootstrap, tmp_path):
     """Bad input: a players topic holding only records newer than the scores (compaction), read by
     a new checkpoint with the shipped settings (tables: bootstrap, starting_offsets: earliest),
     then by another new checkpoint with tables: as-of, which dead-letters them as before."""
@@ -334,7 +332,7 @@ def test_item8_a_fresh_checkpoint_on_compacted_tables_joins_every_score(bootstra
     assert lb.ranked() == {"1": [("Cy", 500.0), ("Ann", 300.0), ("Bo", 200.0)]}
 
 
-def test_item8_bootstrap_reads_the_tables_from_the_beginning_when_scores_start_at_the_end(bootstrap, tmp_path):
+def test_bootstrap_reads_the_tables_from_the_beginning_when_scores_start_at_the_end(bootstrap, tmp_path):
     """Bad input: kafka.starting_offsets: latest on a new checkpoint, with the tables written
     before the start; as-of (tables from the end too) knows no player at all."""
     lb = Leaderboard(bootstrap, tmp_path, "kafka.starting_offsets=latest")

@@ -17,8 +17,6 @@ from statectl.checkpoint.reader import read_layout
 from statectl.errors import UsageError
 from tests.integration.test_leaderboard import Leaderboard, player, score
 
-pytestmark = pytest.mark.integration
-
 PARTITIONS = 4
 
 

@@ -26,8 +26,6 @@ from statectl.run.events_file import validate_event
 from statectl.run.runner import RunRequest, run_job
 from tests.integration.test_leaderboard import Leaderboard, player, score
 
-pytestmark = pytest.mark.integration
-
 MIN_DELTAS = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
 
 
@@ -246,7 +244,7 @@ def test_metrics_port_serves_the_run_while_it_lasts(bootstrap, tmp_path):
 IDLE_INTERVAL = "spark.sql.streaming.noDataProgressEventInterval"
 
 
-def test_item9_a_restore_after_an_idle_start_is_labelled_restoring(bootstrap, tmp_path):
+def test_a_restore_after_an_idle_start_is_labelled_restoring(bootstrap, tmp_path):
     """A restart with nothing new to read goes IDLE; the data produced then makes the first batch,
     which loads the state. Its restore events said IDLE; they must say RESTORING, the batch
     RUNNING."""

@@ -18,8 +18,6 @@ from statectl.adapters.kafka.connect import admin_client
 from statectl.adapters.kafka.admin import existing_topics
 from statectl.adapters.kafka.consume import read_topic
 
-pytestmark = pytest.mark.integration
-
 
 def _values(bootstrap, topic):
     return [(r.key, r.value) for r in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset))]
@@ -211,7 +209,7 @@ def test_a_full_local_queue_is_waited_out_without_loss_or_reordering(bootstrap, 
     assert [r.value for r in got] == values
 
 
-def test_item2_keyed_records_land_in_the_partition_javas_murmur2_gives(cli, bootstrap, unique_topic, tmp_path):
+def test_keyed_records_land_in_the_partition_javas_murmur2_gives(cli, bootstrap, unique_topic, tmp_path):
     """Where a Java producer (and Kafka Streams) would put each key: toPositive(murmur2(key)) % n,
     computed by the independent reference in tests/test_partitioning.py. Keys tried: the seed
     players and products, 3,000 ids and names of every length 0-40 (the hash's 4-byte blocks and

@@ -1,4 +1,4 @@
-"""Issue 17, item 10: the README's tour runs as written and prints what the README shows.
+"""The README's tour runs as written and prints what the README shows.
 
 Every `$ statectl ...` line of the tour's console block runs in order, in a fresh directory with
 its own broker, each in a fresh interpreter as a user would run it. Two things are adapted, and
@@ -17,11 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from statectl.adapters.local.broker import broker_down, free_port
-
-pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 _BOX = re.compile(r"[│┃┏┓┗┛━─┡┩┳╇┼╋┯┷└┘┌┐├┤┬┴╭╮╰╯╞╡╪═]")
@@ -64,7 +60,7 @@ def _comparable(line: str) -> bool:
     return bool(stripped) and stripped != "..." and "0:00:00" not in line and not stripped.startswith("batch ")
 
 
-def test_item10_the_readme_tour_runs_as_written(tmp_path):
+def test_the_readme_tour_runs_as_written(tmp_path):
     steps = tour()
     assert [s[0].split()[1] for s in steps][:3] == ["kafka", "produce-test-data", "run"], "the tour changed shape"
     (tmp_path / "configs").symlink_to(REPO / "configs")

@@ -14,12 +14,8 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
 from tests.checkpoint_factory import tree_fingerprint
 from tests.integration.test_leaderboard import Leaderboard, player, score
-
-pytestmark = pytest.mark.integration
 
 GAMES = {1: "Tetris", 2: "Doom", 3: "Myst", 4: "Zelda", 5: "Halo", 6: "Mario Kart", 7: "Portal", 8: "Braid"}
 
@@ -41,7 +37,7 @@ def inspect(cli, checkpoint: Path) -> dict:
     return json.loads(result.stdout)
 
 
-def test_item3_leaderboard_2_to_6_partitions_same_leaderboard_as_a_straight_run(cli, bootstrap, tmp_path):
+def test_leaderboard_2_to_6_partitions_same_leaderboard_as_a_straight_run(cli, bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path)  # spark.sql.shuffle.partitions=2
     lb.produce("products", [(g, {"id": g, "name": name}, 1) for g, name in GAMES.items()])
     lb.produce("players", [(i, player(i, n), 2) for i, n in ((1, "Ann"), (2, "Bo"), (3, "Cy"), (4, "Di"))])

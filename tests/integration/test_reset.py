@@ -21,16 +21,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from statectl.adapters.kafka.consume import read_topic
 from statectl.checkpoint.reader import read_layout
 from statectl.maintenance.reset_plan import utc_text
 from statectl.maintenance.reset_files import list_files
 from statectl.checkpoint.lock import CheckpointLock
 from tests.integration.test_leaderboard import SEED_EXPECTED, T0, Leaderboard, player, score
-
-pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_SCORES = [json.loads(line) for line in (REPO / "data" / "score-events.json").read_text().splitlines() if line]
@@ -55,7 +51,7 @@ def reset(cli, lb: Leaderboard, *args: str):
     return result
 
 
-def test_item2_roll_back_undo_and_rerun_end_with_the_same_leaderboard(cli, bootstrap, tmp_path):
+def test_roll_back_undo_and_rerun_end_with_the_same_leaderboard(cli, bootstrap, tmp_path):
     lb = seeded(bootstrap, tmp_path, "kafka.max_offsets_per_trigger=3")
     lb.run()
     lb.produce("score_events", [(None, score(1, 1, 5000), None), (None, score(2, 6, 100), None)])
@@ -100,7 +96,7 @@ def test_item2_roll_back_undo_and_rerun_end_with_the_same_leaderboard(cli, boots
     assert lb.ranked() == expected
 
 
-def test_item2_start_over_to_latest_reads_nothing_old_and_is_refused_under_the_lock(cli, bootstrap, tmp_path):
+def test_start_over_to_latest_reads_nothing_old_and_is_refused_under_the_lock(cli, bootstrap, tmp_path):
     lb = seeded(bootstrap, tmp_path)
     lb.run()
     assert lb.ranked() == SEED_EXPECTED
@@ -131,7 +127,7 @@ def test_item2_start_over_to_latest_reads_nothing_old_and_is_refused_under_the_l
     assert latest["1"] == SEED_EXPECTED["1"]  # not written again: the old value stays in the topic
 
 
-def test_item2_start_over_to_a_datetime_starts_each_partition_at_the_first_record_since(cli, bootstrap, tmp_path):
+def test_start_over_to_a_datetime_starts_each_partition_at_the_first_record_since(cli, bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path)
     lb.produce("score_events", [(None, score(1, 1, 10 * i), 1000 * i) for i in range(6)])
     since = utc_text(T0 + 3000)

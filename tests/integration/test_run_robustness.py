@@ -1,4 +1,4 @@
-"""`statectl run` off the happy path, as a user meets it (issue 17): Ctrl-C under a backlog, bad
+"""`statectl run` off the happy path, as a user meets it: Ctrl-C under a backlog, bad
 paths and masters with a broker up, and what a terminal shows while Spark starts. Real broker,
 real Spark, each run in its own statectl process (a signal, a fresh JVM or a terminal is the point).
 """
@@ -21,8 +21,6 @@ from statectl.run.events_file import validate_event
 from tests.conftest import REPO
 from tests.integration.test_leaderboard import Leaderboard, _spawn_run, _wait_for_commits
 
-pytestmark = pytest.mark.integration
-
 SCORES = 200_000
 PER_BATCH = 20_000
 
@@ -31,7 +29,7 @@ def _batch_files(folder: Path) -> list[int]:
     return sorted(int(f) for f in os.listdir(folder) if f.isdigit()) if folder.is_dir() else []
 
 
-def test_item1_ctrl_c_under_a_backlog_stops_after_the_current_batch(bootstrap, tmp_path):
+def test_ctrl_c_under_a_backlog_stops_after_the_current_batch(bootstrap, tmp_path):
     """200,000 score events queued, 20,000 per batch, batches back to back; Ctrl-C once the first
     batch committed. The batch that was running finishes and commits, no other starts, the screen
     and the events file say `stopping` at once, exit 0; the next run does the rest and ends with
@@ -83,8 +81,7 @@ def test_item1_ctrl_c_under_a_backlog_stops_after_the_current_batch(bootstrap, t
 
 
 @pytest.mark.parametrize("bad", ["checkpoint-is-a-file", "master-not-listening"])
-def test_item3_with_a_broker_up_a_bad_checkpoint_or_master_is_refused_before_spark_starts(cli, bootstrap, tmp_path,
-                                                                                         bad):
+def test_with_a_broker_up_a_bad_checkpoint_or_master_is_refused_before_spark_starts(cli, bootstrap, tmp_path, bad):
     """With the broker up, a checkpoint that is a file ran Spark for 38 s, then printed
     "An error occurred while calling o862.start." and left `<file>.lock`; a standalone master
     nothing listens at took 85 s and a Py4J message. Both are now one line before Spark starts."""
@@ -132,7 +129,7 @@ def _in_a_terminal(args: list[str], env: dict, timeout: float = 300) -> tuple[in
     return os.waitstatus_to_exitcode(status), "".join(chunks)
 
 
-def test_item9_the_terminal_says_starting_spark_while_it_starts(bootstrap, tmp_path):
+def test_the_terminal_says_starting_spark_while_it_starts(bootstrap, tmp_path):
     """In a terminal the panel stayed blank while the JVM started (its output was pointed at the
     log, and the panel's with it), then said CREATED. It must say `starting Spark…` and keep
     redrawing (its clock runs) until the query exists, and the JVM's own output stays in the log."""

@@ -1,4 +1,4 @@
-"""Issue item 3: `statectl kafka up --secure`, a secured local KRaft broker for tests and demos.
+"""`statectl kafka up --secure`, a secured local KRaft broker for tests and demos.
 
 A SASL_SSL listener (SCRAM-SHA-512) with a certificate of a throwaway CA, SCRAM users `admin`
 (super user) and `statectl` (the tour's ACLs), a controller listener that lets nobody in
@@ -28,8 +28,6 @@ from statectl.cluster.load import load_cluster
 from statectl.errors import AuthenticationFailed, BrokerUnavailable, UsageError
 from tests.conftest import run_statectl
 from tests.integration.secure_broker import secrets_of
-
-pytestmark = pytest.mark.integration
 
 SECRET_FILES = ["client.properties", "admin.properties", "secrets.json", "server.properties",
                 "tls/ca.p12", "tls/broker.p12"]
@@ -75,7 +73,7 @@ def _records(cluster, topic: str) -> list[tuple[bytes, bytes]]:
 
 
 # ---------------------------------------------------------------- clients of the SASL_SSL listener
-def test_item3_secure_broker_answers_over_sasl_ssl_with_client_properties(secure_broker, unique_topic):
+def test_secure_broker_answers_over_sasl_ssl_with_client_properties(secure_broker, unique_topic):
     assert secure_broker.secure and secure_broker.running
     cluster = _cluster(secure_broker.client_config)  # bootstrap.servers comes from the file
     assert cluster.bootstrap == secure_broker.bootstrap_servers
@@ -86,7 +84,7 @@ def test_item3_secure_broker_answers_over_sasl_ssl_with_client_properties(secure
     assert _records(_cluster(secure_broker.admin_config), unique_topic) == [(b"k", b"v")]
 
 
-def test_item3_wrong_password_is_refused(secure_broker, tmp_path):
+def test_wrong_password_is_refused(secure_broker, tmp_path):
     from statectl.adapters.kafka.connect import require_broker
 
     wrong = _variant(secure_broker.client_config, tmp_path / "wrong.properties", **{
@@ -99,7 +97,7 @@ def test_item3_wrong_password_is_refused(secure_broker, tmp_path):
     assert time.monotonic() - started < 10
 
 
-def test_item3_client_without_the_ca_fails_tls_verification(secure_broker, tmp_path):
+def test_client_without_the_ca_fails_tls_verification(secure_broker, tmp_path):
     from statectl.adapters.kafka.connect import require_broker
 
     no_trust = _variant(secure_broker.client_config, tmp_path / "no-trust.properties",
@@ -109,7 +107,7 @@ def test_item3_client_without_the_ca_fails_tls_verification(secure_broker, tmp_p
         require_broker(_cluster(no_trust), timeout=10)
 
 
-def test_item3_plaintext_client_cannot_use_the_port(secure_broker):
+def test_plaintext_client_cannot_use_the_port(secure_broker):
     from statectl.adapters.kafka.connect import broker_answers, require_broker
 
     assert not broker_answers(secure_broker.bootstrap_servers, timeout=3)
@@ -117,7 +115,7 @@ def test_item3_plaintext_client_cannot_use_the_port(secure_broker):
         require_broker(secure_broker.bootstrap_servers, timeout=5)
 
 
-def test_item3_broker_certificate_names_localhost_and_127_0_0_1_and_is_signed_by_the_ca(secure_broker):
+def test_broker_certificate_names_localhost_and_127_0_0_1_and_is_signed_by_the_ca(secure_broker):
     """A TLS handshake of Python's own ssl module, with hostname checks, against ca.pem only."""
     context = ssl.create_default_context(cafile=secure_broker.ca_file)  # no system CAs
     for name in ("localhost", "127.0.0.1"):
@@ -146,7 +144,7 @@ def _acl(principal: str, topic: str):
                       AclOperation.READ, AclPermissionType.ALLOW)
 
 
-def test_item3_statectl_user_cannot_do_admin_only_things_admin_can(secure_broker):
+def test_statectl_user_cannot_do_admin_only_things_admin_can(secure_broker):
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AclBindingFilter, UserScramCredentialDeletion, ScramMechanism
 
@@ -181,7 +179,7 @@ def _filter_of(binding):
             binding.operation, binding.permission_type)
 
 
-def test_item3_statectl_user_has_exactly_the_tour_acls(secure_broker):
+def test_statectl_user_has_exactly_the_tour_acls(secure_broker):
     from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType
     from confluent_kafka.admin import ResourceType
 
@@ -200,7 +198,7 @@ def test_item3_statectl_user_has_exactly_the_tour_acls(secure_broker):
     assert got == {(kind, name, "LITERAL", op, "ALLOW", "*") for kind, name, op in expected}
 
 
-def test_item3_statectl_user_reads_with_a_consumer_group(secure_broker, unique_topic):
+def test_statectl_user_reads_with_a_consumer_group(secure_broker, unique_topic):
     """Group READ/DESCRIBE: a consumer that commits its offsets in a group, as user statectl."""
     from confluent_kafka import Consumer
 
@@ -256,7 +254,7 @@ public class ControllerProbe {
 """
 
 
-def test_item3_controller_listener_lets_nobody_in_anonymously(secure_broker, tmp_path):
+def test_controller_listener_lets_nobody_in_anonymously(secure_broker, tmp_path):
     """Kafka's own Java admin client at the controller listener (bootstrap.controllers): a
     PLAINTEXT client gets nowhere, a wrong PLAIN password is refused, the static controller user is
     a super user (it may list every ACL). A SCRAM user cannot log in there (PLAIN only)."""
@@ -283,7 +281,7 @@ def test_item3_controller_listener_lets_nobody_in_anonymously(secure_broker, tmp
 
 
 # ---------------------------------------------------------------- files, output, restarts
-def test_item3_files_with_secrets_are_0600_and_no_password_leaks_into_other_files(secure_broker):
+def test_files_with_secrets_are_0600_and_no_password_leaks_into_other_files(secure_broker):
     data = Path(secure_broker.data_dir)
     for name in SECRET_FILES:
         assert stat.S_IMODE((data / name).stat().st_mode) == 0o600, name
@@ -300,7 +298,7 @@ def test_item3_files_with_secrets_are_0600_and_no_password_leaks_into_other_file
         assert not [p for p in passwords if p in text], f"a password is in {path}"
 
 
-def test_item3_kafka_up_secure_output_names_the_client_config_and_no_password(secure_broker):
+def test_kafka_up_secure_output_names_the_client_config_and_no_password(secure_broker):
     data = secure_broker.data_dir
     passwords = secrets_of(data)
     up = run_statectl("kafka", "up", "--secure", "--port", str(secure_broker.port), "--data-dir", data, "--json")
@@ -324,7 +322,7 @@ def test_item3_kafka_up_secure_output_names_the_client_config_and_no_password(se
         assert "password" not in printed.lower()
 
 
-def test_item3_plaintext_and_secured_data_dirs_are_not_mixed(kafka_broker, secure_broker):
+def test_plaintext_and_secured_data_dirs_are_not_mixed(kafka_broker, secure_broker):
     """Bad inputs: --secure on a plaintext broker's data dir, plain `up` on a secured one (both
     running); exit 2, nothing changed in either."""
     to_secure = run_statectl("kafka", "up", "--secure", "--port", str(free_port()), "--data-dir", kafka_broker.data_dir)
@@ -345,7 +343,7 @@ def test_item3_plaintext_and_secured_data_dirs_are_not_mixed(kafka_broker, secur
     assert broker_status(Path(secure_broker.data_dir)).pid == secure_broker.pid
 
 
-def test_item3_restart_on_the_same_data_dir_keeps_users_certs_and_acls(tmp_path, unique_topic):
+def test_restart_on_the_same_data_dir_keeps_users_certs_and_acls(tmp_path, unique_topic):
     """A fresh secured data dir through the CLI (JSON without a password), stopped, refused as a
     plaintext broker, started again on another port: same CA and key store, same passwords,
     client.properties follows the new port, the topic and the ACLs of statectl are still there."""

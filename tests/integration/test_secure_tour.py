@@ -1,15 +1,15 @@
-"""Issue 18: statectl against a secured cluster — the `kafka up --secure` broker (SASL_SSL,
+"""statectl against a secured cluster — the `kafka up --secure` broker (SASL_SSL,
 SCRAM-SHA-512, a throwaway CA, ACLs on).
 
-Item 5: the tour runs over SASL_SSL as the non-super user `statectl`, each command a fresh
-interpreter with $STATECTL_CLIENT_CONFIG naming the broker's client.properties: produce, run
-leaderboard (available-now and continuous), query, serve, consume, topic-config, inspect-state
---rows and the five advanced-state examples.
-Item 4: ACL refusals are one line naming the topic and the operation (users made here: `reader`
-may READ and DESCRIBE_CONFIGS every topic; `nobody` has no ACL).
-Item 6: wrong password, an untrusted CA and a host the certificate does not name fail within
-10 s, exit 1, with a message saying which, and nothing is written.
-Item 2: no secret in anything the secured runs wrote (the last test of the module).
+- The tour runs over SASL_SSL as the non-super user `statectl`, each command a fresh
+  interpreter with $STATECTL_CLIENT_CONFIG naming the broker's client.properties: produce, run
+  leaderboard (available-now and continuous), query, serve, consume, topic-config, inspect-state
+  --rows and the five advanced-state examples.
+- ACL refusals are one line naming the topic and the operation (users made here: `reader`
+  may READ and DESCRIBE_CONFIGS every topic; `nobody` has no ACL).
+- A wrong password, an untrusted CA and a host the certificate does not name fail within
+  10 s, exit 1, with a message saying which, and nothing is written.
+- No secret in anything the secured runs wrote (the last test of the module).
 
 Bad inputs tried: a wrong password, a trust store of another CA, a bootstrap host (127.1) the
 certificate does not name, a plaintext client at the TLS listener, users without WRITE /
@@ -30,8 +30,6 @@ from pathlib import Path
 import pytest
 
 from statectl.adapters.local.broker import free_port
-
-pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 LEADERBOARD_TOPICS = ["score-events", "players", "products", "high-scores", "leaderboard-dlq"]
@@ -155,20 +153,20 @@ def users(secure_broker, tmp_path_factory):
             "nobody": _user_config(secure_broker, work / "nobody.properties", "nobody", "nobody-pass-1234")}
 
 
-# ---------------------------------------------------------------- item 5: the tour over SASL_SSL
-def test_item5_leaderboard_runs_available_now_over_sasl_ssl(tour):
+# ---------------------------------------------------------------- the tour over SASL_SSL
+def test_leaderboard_runs_available_now_over_sasl_ssl(tour):
     s = tour.summary
     assert s["status"] == "finished" and s["input_rows"] == 14, s
     assert s["outputs"]["high-scores"] > 0 and s["bootstrap_servers"] == tour.broker.bootstrap_servers
 
 
-def test_item5_query_reads_the_leaderboard_over_sasl_ssl(tour):
+def test_query_reads_the_leaderboard_over_sasl_ssl(tour):
     board = json.loads(tour.run("query", "leaderboard").stdout)
     assert len(board) == 2 and all(entries for entries in board.values())  # the seed data has two games
     tour.board = board
 
 
-def test_item5_serve_answers_over_sasl_ssl(tour):
+def test_serve_answers_over_sasl_ssl(tour):
     port = free_port()
     proc = tour.popen("serve", "leaderboard", "--port", str(port))
     try:
@@ -189,12 +187,12 @@ def test_item5_serve_answers_over_sasl_ssl(tour):
     assert served == json.loads(tour.run("query", "leaderboard").stdout)
 
 
-def test_item5_consume_reads_the_output_topic_over_sasl_ssl(tour):
+def test_consume_reads_the_output_topic_over_sasl_ssl(tour):
     lines = tour.run("consume", "high-scores", "--from-beginning", "--max", "2").stdout.splitlines()
     assert len(lines) == 2 and all(json.loads(ln)["topic"] == "high-scores" for ln in lines)
 
 
-def test_item5_topic_config_sets_and_shows_over_sasl_ssl(tour):
+def test_topic_config_sets_and_shows_over_sasl_ssl(tour):
     tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.25")
     shown = json.loads(tour.run("topic-config", "high-scores", "--json").stdout)
     assert "0.25" in json.dumps(shown)
@@ -203,14 +201,14 @@ def test_item5_topic_config_sets_and_shows_over_sasl_ssl(tour):
     assert dry["dry_run"] is True and not dry["noop"]
 
 
-def test_item5_inspect_state_reads_rows_of_the_secured_run(tour):
+def test_inspect_state_reads_rows_of_the_secured_run(tour):
     report = json.loads(tour.run("inspect-state", str(tour.work / "cp"), "--rows", "3", "--state-var", "top",
                                  "--json").stdout)
     assert report["healthy"] is True
     assert report["rows"]["total_rows"] == 2 and len(report["rows"]["rows"]) == 2  # one top list per game
 
 
-def test_item5_leaderboard_runs_continuously_over_sasl_ssl_until_ctrl_c(tour):
+def test_leaderboard_runs_continuously_over_sasl_ssl_until_ctrl_c(tour):
     events = tour.work / "continuous.jsonl"
     proc = tour.popen("run", "leaderboard", "--checkpoint-dir", str(tour.work / "cp-continuous"),
                       "--events-file", str(events))
@@ -237,7 +235,7 @@ def test_item5_leaderboard_runs_continuously_over_sasl_ssl_until_ctrl_c(tour):
     ("topic-configs", "patient-events"),
     ("sales-threshold", "sales-events"),
 ])
-def test_item5_advanced_state_examples_run_over_sasl_ssl(tour, example, dataset):
+def test_advanced_state_examples_run_over_sasl_ssl(tour, example, dataset):
     tour.run("produce-test-data", dataset)
     summary = json.loads(tour.run("run", "advanced-state", example, "--available-now", "--json",
                                   "--checkpoint-dir", str(tour.work / f"cp-{example}")).stdout)
@@ -245,8 +243,8 @@ def test_item5_advanced_state_examples_run_over_sasl_ssl(tour, example, dataset)
     assert sum(summary["outputs"].values()) > 0, summary
 
 
-# ---------------------------------------------------------------- item 4: ACLs respected and explained
-def test_item4_produce_without_write_names_the_topic_and_operation(tour, users):
+# ---------------------------------------------------------------- ACLs respected and explained
+def test_produce_without_write_names_the_topic_and_operation(tour, users):
     before = _end_offsets(tour.broker, ["score-events"])
     done = tour.run("produce-test-data", "leaderboard", client_config=users["reader"], check=False)
     assert done.returncode == 1
@@ -255,7 +253,7 @@ def test_item4_produce_without_write_names_the_topic_and_operation(tour, users):
     assert _end_offsets(tour.broker, ["score-events"]) == before
 
 
-def test_item4_topic_config_set_without_alter_configs_is_refused(tour, users):
+def test_topic_config_set_without_alter_configs_is_refused(tour, users):
     done = tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.4",
                     client_config=users["reader"], check=False)
     assert done.returncode == 1
@@ -265,7 +263,7 @@ def test_item4_topic_config_set_without_alter_configs_is_refused(tour, users):
     assert "0.4" not in shown
 
 
-def test_item4_topic_config_dry_run_needs_only_describe_configs(tour, users):
+def test_topic_config_dry_run_needs_only_describe_configs(tour, users):
     done = tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.4", "--dry-run",
                     "--json", client_config=users["reader"])
     diff = json.loads(done.stdout)
@@ -273,7 +271,7 @@ def test_item4_topic_config_dry_run_needs_only_describe_configs(tour, users):
     assert "not validated by the broker" in json.dumps(diff)
 
 
-def test_item4_run_without_write_on_its_sink_is_refused_before_spark(tour, users):
+def test_run_without_write_on_its_sink_is_refused_before_spark(tour, users):
     started = time.monotonic()
     done = tour.run("run", "leaderboard", "--available-now", "--checkpoint-dir", str(tour.work / "cp-reader"),
                     client_config=users["reader"], check=False)
@@ -283,7 +281,7 @@ def test_item4_run_without_write_on_its_sink_is_refused_before_spark(tour, users
     assert time.monotonic() - started < 30  # refused before Spark starts, not by a failed task
 
 
-def test_item4_a_reader_can_query_and_consume(tour, users):
+def test_a_reader_can_query_and_consume(tour, users):
     board = json.loads(tour.run("query", "leaderboard", client_config=users["reader"]).stdout)
     assert board == json.loads(tour.run("query", "leaderboard").stdout)
     lines = tour.run("consume", "high-scores", "--from-beginning", "--max", "1",
@@ -291,7 +289,7 @@ def test_item4_a_reader_can_query_and_consume(tour, users):
     assert len(lines) == 1
 
 
-def test_item4_a_user_without_read_gets_one_line(tour, users):
+def test_a_user_without_read_gets_one_line(tour, users):
     for args in (["consume", "high-scores", "--from-beginning", "--max", "1"], ["query", "leaderboard"]):
         done = tour.run(*args, client_config=users["nobody"], check=False)
         assert done.returncode == 1, done.stderr
@@ -299,7 +297,7 @@ def test_item4_a_user_without_read_gets_one_line(tour, users):
         assert "user 'nobody' is not allowed to READ topic 'high-scores'" in line, line
 
 
-# ---------------------------------------------------------------- item 6: wrong credentials and certificates
+# ---------------------------------------------------------------- wrong credentials and certificates
 def _other_ca(target: Path) -> Path:
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other-ca",
                     "-keyout", str(target.with_suffix(".key")), "-out", str(target)],
@@ -308,7 +306,7 @@ def _other_ca(target: Path) -> Path:
 
 
 @pytest.mark.parametrize("case", ["wrong-password", "untrusted-ca", "hostname-mismatch", "plaintext-client"])
-def test_item6_refused_connections_fail_fast_and_say_why(tour, tmp_path, case):
+def test_refused_connections_fail_fast_and_say_why(tour, tmp_path, case):
     broker = tour.broker
     base = Path(broker.client_config)
     bootstrap = broker.bootstrap_servers
@@ -339,8 +337,8 @@ def test_item6_refused_connections_fail_fast_and_say_why(tour, tmp_path, case):
     assert _end_offsets(broker, ["score-events"]) == before
 
 
-# ---------------------------------------------------------------- item 2: nothing leaks (runs last)
-def test_item2_no_secret_in_anything_a_secured_run_wrote(tour):
+# ---------------------------------------------------------------- nothing leaks (runs last)
+def test_no_secret_in_anything_a_secured_run_wrote(tour):
     """Searched: stdout and stderr of every command above, the events files, everything under
     $STATECTL_HOME (statectl's and Spark's logs, the Python workers' logs) and under the work
     folder (every checkpoint: metadata, offsets, commits, state, schema files). The client config

@@ -10,15 +10,11 @@ import json
 import threading
 import urllib.request
 
-import pytest
-
 from statectl.adapters.local.broker import broker_down, broker_up, free_port
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
 from statectl.adapters.kafka.produce import fast_producer
 from statectl.adapters.kafka.connect import require_broker
 from statectl.text import wait_until
-
-pytestmark = pytest.mark.integration
 
 ENTRY = {"playerId": 3, "productId": 1, "playerName": "Isabelle", "gameName": "Tetris", "score": 4000.0}
 
@@ -28,7 +24,7 @@ def _get(url: str) -> tuple[str, object]:
         return response.headers["X-Statectl-Stale"], json.load(response)
 
 
-def test_item11_serve_marks_the_view_stale_while_the_broker_is_down(tmp_path):
+def test_serve_marks_the_view_stale_while_the_broker_is_down(tmp_path):
     from statectl.query.server import make_server
 
     data_dir, port = tmp_path / "kafka", free_port()

@@ -22,8 +22,6 @@ from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics, desc
 from statectl.adapters.kafka.connect import admin_client
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.integration
-
 _SECTION = re.compile(r"^(?:Dynamic|All) configs for topic (\S+) are:$")
 _ENTRY = re.compile(r"^  ([^=\s]+)=(.*) sensitive=(?:true|false) synonyms=\{.*\}$")
 
@@ -263,6 +261,14 @@ def test_missing_topic_is_an_error_and_is_not_created(cli, bootstrap, unique_top
     assert unique_topic not in existing_topics(admin_client(bootstrap))
 
 
+def test_a_missing_bracketed_topic_is_named_as_given(cli, bootstrap):
+    """`topic-config 'foo[bold]bar'`: the unknown-topic error names it exactly (rich markup would read
+    ``[bold]`` as a style tag)."""
+    result = cli("topic-config", "foo[bold]bar", "-b", bootstrap)
+    assert result.exit_code != 0
+    assert "foo[bold]bar" in result.stderr
+
+
 def test_unreachable_broker_fails_fast(cli):
     started = time.monotonic()
     result = _run(cli, "some-topic", "--set", "segment.bytes=536870912", "-b", "127.0.0.1:1")
@@ -329,8 +335,8 @@ def test_known_config_bounds_match_the_broker(bootstrap, unique_topic):
             "retention.ms", "min.insync.replicas", "cleanup.policy", "compression.type"} <= checked
 
 
-# ---------------------------------------------------------------- issue 17, item 7
-def test_item7_applying_the_topics_file_after_a_run_changes_nothing(cli, bootstrap, tmp_path):
+# ---------------------------------------------------------------- the jobs' declared topics
+def test_applying_the_topics_file_after_a_run_changes_nothing(cli, bootstrap, tmp_path):
     """`statectl run leaderboard` on the seed data, then every job's own pre-Spark topic step with
     every shipped config (what `statectl run` does before Spark starts), then the shipped topics
     file as a dry run: nothing to create, no config to change. Before, the file declared

@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 from statectl.errors import OperationalError, UsageError
-from statectl.paths import default_broker_dir
+from statectl.paths import default_broker_dir, jdk_tool
 from statectl.adapters.local import broker_secure
 from statectl.adapters.local.jars import KAFKA_BROKER, ensure_bundle
 from statectl.text import wait_until
@@ -305,13 +305,11 @@ def _server_properties(data_dir: Path, port: int, controller_port: int,
 
 
 def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if not java:
-        raise OperationalError("Java is not installed; the Kafka broker needs Java 17 or newer")
-    return java
+    java = jdk_tool("java")
+    if java is None:
+        raise OperationalError("no java found ($JAVA_HOME/bin/java, or on PATH without JAVA_HOME); the Kafka broker "
+                               "needs Java 17 or newer")
+    return str(java)
 
 
 def _classpath() -> str:
@@ -648,19 +646,6 @@ def _controller_ports(recorded: dict[int, int], taken: set[int]) -> dict[int, in
         if candidate not in taken and candidate not in ports.values():
             ports[len(ports) + 1] = candidate
     return ports
-
-
-def _cluster_id(node_dirs: list[Path]) -> str | None:
-    """The cluster id in the first formatted node's ``meta.properties``, if any is formatted."""
-    for home in node_dirs:
-        try:
-            text = (home / "logs" / "meta.properties").read_text()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            if line.startswith("cluster.id="):
-                return line.split("=", 1)[1].strip()
-    return None
 
 
 def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | None) -> BrokerStatus:

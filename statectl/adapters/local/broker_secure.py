@@ -35,6 +35,7 @@ from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
 from statectl.cluster.settings import jaas_config
 from statectl.errors import OperationalError
+from statectl.paths import jdk_tool
 
 MECHANISM = "SCRAM-SHA-512"
 PROTOCOL = "SASL_SSL"
@@ -134,15 +135,12 @@ def scram_format_args(secrets: Secrets) -> list[str]:
 
 
 # ---------------------------------------------------------------- the throwaway CA and the broker certificate
-def _keytool(java: str) -> str:
-    sibling = Path(java).resolve().parent / "keytool"
-    if sibling.exists():
-        return str(sibling)
-    found = shutil.which("keytool")
-    if not found:
+def _keytool() -> str:
+    found = jdk_tool("keytool")
+    if found is None:
         raise OperationalError("the JDK's keytool is not on PATH; `kafka up --secure` needs it to make the "
                                "broker's TLS certificate")
-    return found
+    return str(found)
 
 
 def _run_keytool(keytool: str, steps: list[list[str]], cwd: Path, password: str) -> None:
@@ -176,7 +174,7 @@ def ensure_tls(data_dir: Path, secrets: Secrets, java: str) -> SecureFiles:
     tls = data_dir / TLS_DIR
     if files.ca_file.exists() and files.keystore.exists() and (tls / CA_STORE).exists():
         return files
-    keytool = _keytool(java)
+    keytool = _keytool()
     work = data_dir / f".{TLS_DIR}.{os.getpid()}.tmp"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(mode=0o700)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from statectl.errors import JarResolutionError
+from statectl.errors import JarResolutionError, OperationalError
 from statectl.paths import jar_cache
 
 KAFKA_VERSION = "4.3.1"
@@ -160,6 +160,16 @@ def ensure_bundle(bundle: JarBundle, timeout: float = 900.0) -> list[Path]:
     jars = cached_jars(bundle)
     assert jars is not None
     return jars
+
+
+def pyspark_jars_dir() -> Path:
+    """The jars PySpark ships (``pyspark/jars``): Spark itself, which no bundle repeats."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise OperationalError("PySpark is not installed; run scripts/setup.sh")
+    return Path(list(spec.submodule_search_locations)[0]) / "jars"
 
 
 def artifact_base(jar_name: str) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 from statectl.errors import OperationalError
+from statectl.paths import jdk_tool
 
 #: Set to ``off`` to start drivers without the archive (and make none).
 ARCHIVE_ENV = "STATECTL_JVM_ARCHIVE"
@@ -33,10 +33,9 @@ DUMP_ENV = "STATECTL_JVM_ARCHIVE_DUMP"
 
 
 def _java() -> Path | None:
-    """The java spark-submit runs: ``$JAVA_HOME/bin/java``, else the one on PATH (bin/spark-class)."""
-    home = os.environ.get("JAVA_HOME")
-    found = Path(home) / "bin" / "java" if home else (Path(w) if (w := shutil.which("java")) else None)
-    return found.resolve() if found and found.exists() else None
+    """The java spark-submit runs (bin/spark-class: ``$JAVA_HOME/bin/java``, else the one on PATH)."""
+    found = jdk_tool("java")
+    return found.resolve() if found else None
 
 
 def archive_key(jars_dir: Path) -> str | None:

@@ -12,8 +12,10 @@ import os
 import re
 import socket
 import sys
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Iterator
 
 from statectl.errors import OperationalError, UsageError
 from statectl.text import first_error_line
@@ -61,18 +63,9 @@ def default_shuffle_partitions(master: str) -> int:
     return max(2, cores)
 
 
-def pyspark_jars_dir() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise OperationalError("PySpark is not installed; run scripts/setup.sh")
-    return Path(list(spec.submodule_search_locations)[0]) / "jars"
-
-
 def connector_jars() -> list[Path]:
     """The Kafka connector bundle minus what PySpark already ships (same artifact, any version)."""
-    from statectl.adapters.local.jars import SPARK_KAFKA, artifact_base, ensure_bundle
+    from statectl.adapters.local.jars import SPARK_KAFKA, artifact_base, ensure_bundle, pyspark_jars_dir
 
     shipped = {artifact_base(p.name) for p in pyspark_jars_dir().glob("*.jar")}
     return [j for j in ensure_bundle(SPARK_KAFKA) if artifact_base(j.name) not in shipped]
@@ -121,6 +114,7 @@ def spark_session(
     log_file = (log_file or spark_log_file()).resolve()
     log4j = resources.files("statectl.resources").joinpath("spark-log4j2.properties")
     with resources.as_file(log4j) as log4j_path:
+        from statectl.adapters.local.jars import pyspark_jars_dir
         from statectl.adapters.local.jvm_archive import driver_java_options
 
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j_path} -Dstatectl.spark.log={log_file}"
@@ -174,6 +168,28 @@ PYTHONPATH="$new"
 export PYTHONPATH
 exec %s "$@"
 """
+
+
+@contextmanager
+def session_with_conf(app_name: str, master: str, conf: dict[str, str]) -> Iterator:
+    """A session with the SQL confs ``conf`` for the block (see ``spark_session``).
+
+    In a process that already runs Spark (tests, notebooks) the session is the running one, so the
+    confs go back afterwards: a checkpointFormatVersion=2 left on a session would change the
+    format of every checkpoint its later queries start."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    previous = {k: active.conf.get(k, None) for k in conf} if active is not None else {}
+    spark = spark_session(app_name=app_name, master=master, conf=conf)
+    try:
+        yield spark
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def worker_python(directory: Path) -> Path:

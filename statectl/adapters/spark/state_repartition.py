@@ -26,17 +26,9 @@ def repartition_checkpoint(path: str, partitions: int, format_version: int, mast
     Always with ``enforceExactlyOnceSink``: Spark refuses a checkpoint whose last batch did not
     commit instead of skipping it (the caller refuses those before). Raises OperationalError with
     Spark's reason in one line."""
-    from pyspark.sql import SparkSession
+    from statectl.adapters.spark.session import session_with_conf
 
-    from statectl.adapters.spark.session import spark_session
-
-    conf = {FORMAT_VERSION_CONF: str(format_version)}
-    active = SparkSession.getActiveSession()
-    # In a process that already runs Spark (tests, notebooks), the conf goes back afterwards:
-    # checkpointFormatVersion=2 left on a session would change the format of new checkpoints.
-    previous = {k: active.conf.get(k, None) for k in conf} if active is not None else {}
-    spark = spark_session(app_name="statectl-repartition-state", master=master, conf=conf)
-    try:
+    with session_with_conf("statectl-repartition-state", master, {FORMAT_VERSION_CONF: str(format_version)}) as spark:
         manager = getattr(spark, "_streamingCheckpointManager", None)
         if manager is None:
             import pyspark
@@ -50,12 +42,6 @@ def repartition_checkpoint(path: str, partitions: int, format_version: int, mast
             manager.repartition(path, partitions, True)
         except Exception as exc:  # py4j and Spark errors come in many types; one sentence for the user
             raise OperationalError(f"Spark could not repartition the state: {spark_error_line(exc)}") from exc
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def spark_error_line(exc: BaseException) -> str:

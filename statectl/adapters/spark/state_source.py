@@ -36,23 +36,10 @@ class StateSourceRows:
 
 def read_state_rows(request: StateSourceRead, master: str = "local[*]") -> StateSourceRows:
     """Read `state-metadata` and the first ``request.limit`` state rows the request describes."""
-    from pyspark.sql import SparkSession
+    from statectl.adapters.spark.session import session_with_conf
 
-    from statectl.adapters.spark.session import spark_session
-
-    active = SparkSession.getActiveSession()
-    # In a process that already runs Spark (tests, notebooks), the confs go back afterwards:
-    # checkpointFormatVersion=2 left on a session would change the format of new checkpoints.
-    previous = {k: active.conf.get(k, None) for k in request.conf} if active is not None else {}
-    spark = spark_session(app_name="statectl-inspect-state", master=master, conf=request.conf)
-    try:
+    with session_with_conf("statectl-inspect-state", master, request.conf) as spark:
         return _read(spark, request)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _read(spark, request: StateSourceRead) -> StateSourceRows:

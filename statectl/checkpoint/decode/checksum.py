@@ -68,17 +68,6 @@ def verify_hadoop_crc(data: bytes, crc_file: bytes) -> ChecksumResult:
     return ChecksumResult(OK)
 
 
-LZ4_BLOCK_MAGIC = b"LZ4Block"
-
-
-def lz4_stream_complete(data: bytes) -> bool | None:
-    """Whether an lz4-java block stream (Spark's default state compression) ends with its
-    end-of-stream block (magic, token, then zero lengths and checksum). None: not such a stream."""
-    if not data.startswith(LZ4_BLOCK_MAGIC):
-        return None
-    return len(data) >= 21 and data[-21:-13] == LZ4_BLOCK_MAGIC and data[-12:] == bytes(12)
-
-
 def crc32c(data: bytes) -> int:
     """CRC-32C (Castagnoli), the checksum of Spark's checkpoint-v2 JSON sidecars."""
     return google_crc32c.value(data)

@@ -27,8 +27,8 @@ _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 3747613
 _M = 0xFFFFFFFF
 
 # From this many bytes on, blocks are decompressed by pyarrow (LZ4 in C) and hashed with numpy
-# (the four XXH32 lanes of every block in step): 20-50x faster than pure Python, but importing
-# them costs ~0.1-0.3 s. None: always pure Python (tests use it to check both paths agree).
+# (the four XXH32 lanes of every block in step): much faster than pure Python (docs/performance.md), but importing
+# them costs more than a small stream saves. None: always pure Python (tests use it to check both paths agree).
 ACCELERATE_FROM: int | None = 256 * 1024
 
 
@@ -42,7 +42,7 @@ class StreamCorrupt(ValueError):
 
 
 def xxh32(data: bytes, seed: int = 0) -> int:
-    """XXH32 of ``data`` (the reference algorithm; pure Python, about 3 MB/s)."""
+    """XXH32 of ``data`` (the reference algorithm, in pure Python: slow on big blocks)."""
     n = len(data)
     i = 0
     if n >= 16:

@@ -1,4 +1,4 @@
-"""Issue 21, item 5: the smaller inspect-state gaps, on synthetic checkpoints (no JVM).
+"""inspect-state's smaller cases, on synthetic checkpoints (no JVM).
 
 - compacted source logs (`sources/0/9.compact`) are counted, entries and bytes;
 - without operator metadata (Spark 3.5) the operator kind is inferred from the store names or the
@@ -53,7 +53,7 @@ LOG_LINE = 'v1\n{"path":"file:///data/in/f.json","timestamp":1700000000000,"batc
     "names, batches, compacted",
     [
         ([str(b) for b in range(5)], [0, 1, 2, 3, 4], []),
-        # the issue's case: 20 logged batches, 9 and 19 compacted (18 were counted before)
+        # Spark's default compact interval (10): 20 logged batches, 9 and 19 compacted (18 were counted before)
         ([str(b) for b in range(20) if b not in (9, 19)] + ["9.compact", "19.compact"], list(range(20)), [9, 19]),
         (["9.compact", "10", "11"], [9, 10, 11], [9]),  # after Spark's cleanup deleted 0..8
         (["2.compact"], [2], [2]),
