@@ -554,7 +554,7 @@ def test_cli_json_schema(cli, tmp_path):
     doc = json.loads(result.stdout)
     assert set(doc) == {"schema", "checkpoint", "query_id", "format_version", "provider", "provider_class",
                         "changelog_checkpointing", "batches", "conf", "sources", "operators", "restore_plan",
-                        "findings", "finding_counts", "healthy", "checks", "totals", "rows"}
+                        "findings", "finding_counts", "healthy", "checks", "totals", "rows", "verdict_for"}
     assert doc["schema"] == "statectl.inspect-state/1"
     assert doc["batches"] == {"offsets": [[0, 4]], "commits": [[0, 3]], "last_offset": 4, "last_committed": 3,
                               "uncommitted": 4, "next_batch": 4, "watermark_ms": 0,

@@ -146,7 +146,8 @@ def test_shrink_6_to_3_leaves_one_info_finding_and_a_3_store_restore(tmp_path, s
 
     files, size = on_disk(root, range(3, 6))
     assert files == 24  # per partition: changelogs 1..4, zips 2 and 4, one SST each (no schema file: not partition 0)
-    findings = check_health(layout, plan, verify="all")
+    # Another release's verdict (Spark 4.0 cannot read format 2's v1 snapshots) is not this test's.
+    findings = [f for f in check_health(layout, plan, verify="all") if f.severity != INFO or not f.fails_on]
     assert findings == [Finding(
         INFO, PARTITION_MISMATCH,
         f"state/0/3..5 are left over from before the checkpoint went from 6 to 3 partitions at batch 4; Spark no "

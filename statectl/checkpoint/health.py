@@ -7,18 +7,19 @@ metadata and schema files and the snapshot and changelog/delta files a restart r
 (``verify="restore"``; SSTs excluded, they are the bulk of the state), ``"all"`` for every state
 file and SST, ``"none"`` to skip. State files without a sidecar are checked from their own bytes
 (zip entry CRCs, LZ4 block checksums, records), and whether a damaged one fails the restart is
-played out as Spark 4.2 loads it: ``integrity``.
+played out as the Spark release the verdict is for loads it: ``integrity`` and ``spark_versions``.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from statectl.checkpoint.decode import checksum
-from statectl.checkpoint import integrity
+from statectl.checkpoint import integrity, spark_versions
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
+from statectl.checkpoint.restart_needs import restart_needs
 from statectl.checkpoint.restore import RestorePlan, plan_store, rocksdb_snapshot_ssts
 from statectl.checkpoint.schema_paths import MOVED_CHECKPOINT, relocation_problems
 from statectl.text import human_bytes, plural
@@ -44,10 +45,11 @@ SCHEMA_MISSING = "schema-missing"
 PARTITION_MISMATCH = "partition-mismatch"
 UNKNOWN_FILE = "unknown-file"
 SNAPSHOT_VERSION_MISMATCH = integrity.SNAPSHOT_VERSION_MISMATCH
+NEEDS_NEWER_SPARK = "needs-newer-spark"
 
 CODES = (NOT_A_CHECKPOINT, MISSING_FILE, TRUNCATED, UNPARSABLE, UNREADABLE, CRC_MISMATCH, UNCOMMITTED_BATCH,
          VERSION_GAP, ORPHANED_FILE, SCHEMA_MISSING, PARTITION_MISMATCH, UNKNOWN_FILE, MOVED_CHECKPOINT,
-         SNAPSHOT_VERSION_MISMATCH)
+         SNAPSHOT_VERSION_MISMATCH, NEEDS_NEWER_SPARK)
 
 _TWS_NAMES = ("transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
 
@@ -62,10 +64,25 @@ class Finding:
     path: str | None = None
     operator_id: int | None = None
     partition: int | None = None
+    #: the known Spark releases (``"3.5"``, ...) whose restart this fails; empty: none of them
+    fails_on: tuple[str, ...] = ()
+
+    @property
+    def versions(self) -> str:
+        """Which releases it breaks, when that depends on the release ("" when it does not)."""
+        if not self.fails_on or len(self.fails_on) == len(spark_versions.KNOWN):
+            return ""
+        fails = [spark_versions.release_of(v) for v in self.fails_on]
+        restart = [v for v in spark_versions.KNOWN if v not in fails]
+        return f"fails on Spark {spark_versions.span(fails)}; {spark_versions.span(restart)} restart"
 
     def to_dict(self) -> dict[str, Any]:
         return {"severity": self.severity, "code": self.code, "message": self.message, "path": self.path,
-                "operator_id": self.operator_id, "partition": self.partition}
+                "operator_id": self.operator_id, "partition": self.partition,
+                "spark_versions": {"fails": list(self.fails_on),
+                                   "restarts": [spark_versions.text(v) for v in spark_versions.KNOWN
+                                                if spark_versions.text(v) not in self.fails_on],
+                                   "text": self.versions}}
 
 
 def is_healthy(findings: Iterable[Finding]) -> bool:
@@ -73,11 +90,55 @@ def is_healthy(findings: Iterable[Finding]) -> bool:
 
 
 def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "restore",
-                 report: integrity.VerifyReport | None = None) -> list[Finding]:
-    """Every finding for ``layout``; errors first, then warnings, then info, each in path order.
-    ``report`` (optional) collects which integrity checks ran over how many files."""
+                 report: integrity.VerifyReport | None = None,
+                 spark: spark_versions.Version = integrity.DEFAULT_SPARK) -> list[Finding]:
+    """Every finding for a restart of ``layout`` by Spark ``spark``; errors first, then warnings,
+    then info, each in path order. ``report`` (optional) collects which integrity checks ran over
+    how many files.
+
+    The same files are judged for every known release too: each finding names the releases it
+    fails (``fails_on``), and what fails another release but not this one is an info finding."""
     if verify not in VERIFY_MODES:
         raise ValueError(f"verify must be one of {VERIFY_MODES}")
+    report = report if report is not None else integrity.VerifyReport(verify)
+    probe = integrity.new_probe(layout, verify, report, spark)
+    found = _release_findings(layout, plan, verify, probe)
+    sums = _checksums(layout, plan, verify, report) if verify != "none" else []
+    failing: dict[tuple[str, str | None], list[str]] = {}
+    elsewhere: dict[tuple[str, str | None], Finding] = {}
+    for release in spark_versions.KNOWN:
+        if release == spark:
+            judged = found
+        else:
+            probe.spark = release
+            judged = _release_findings(layout, plan, verify, probe)
+        for f in judged + sums:
+            if f.severity == ERROR:
+                failing.setdefault((f.code, f.path), []).append(spark_versions.text(release))
+                elsewhere.setdefault((f.code, f.path), f)
+    probe.spark = spark
+    out = [replace(f, fails_on=tuple(failing.get((f.code, f.path), ()))) for f in found + sums]
+    present = {(f.code, f.path) for f in out}
+    # Files other releases cannot read (the releases too old for the checkpoint are in the restart
+    # needs): one info finding per code and set of releases, the verdict is this release's.
+    others: dict[tuple[str, tuple[str, ...]], list[Finding]] = {}
+    for key, f in elsewhere.items():
+        if key not in present and f.path is not None:
+            others.setdefault((f.code, tuple(failing[key])), []).append(f)
+    for (code, releases), found_there in others.items():
+        first = found_there[0]
+        more = f" (and {plural(len(found_there) - 1, 'other file')} alike)" if len(found_there) > 1 else ""
+        out.append(replace(first, severity=INFO, fails_on=releases,
+                           message=f"not for Spark {spark_versions.text(spark)}, but for Spark {', '.join(releases)}: "
+                                   f"{first.message}{more}"))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    unique = list(dict.fromkeys(out))
+    return sorted(unique, key=lambda f: (order[f.severity], f.path or "", f.code))
+
+
+def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, probe) -> list[Finding]:
+    """The findings of a restart by ``probe.spark``, but for the checksums of the logs and the
+    metadata (the same for every release)."""
     out: list[Finding] = []
     out += _reader_problems(layout)
     out += _logs(layout)
@@ -86,16 +147,22 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
     out += [Finding(*problem) for problem in relocation_problems(layout)]
     out += _restore(plan)
     out += _gaps_and_orphans(layout, plan)
-    report = report if report is not None else integrity.VerifyReport(verify)
-    state = integrity.verify_state(layout, plan, verify, report)
-    repaired = {key for p in state for key in p.replaces}  # snapshots Spark 4.2 steps around
+    out += _release_too_old(layout, probe.spark)
+    state = integrity.verify_state(layout, plan, verify, probe=probe)
+    repaired = {key for p in state for key in p.replaces}  # snapshots autoSnapshotRepair steps around
     out = [f for f in out if f.severity != ERROR or (f.code, f.path) not in repaired]
     out += [Finding(p.severity, p.code, p.message, p.path, p.operator_id, p.partition) for p in state]
-    if verify != "none":
-        out += _checksums(layout, plan, verify, report)
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    unique = list(dict.fromkeys(out))
-    return sorted(unique, key=lambda f: (order[f.severity], f.path or "", f.code))
+    return out
+
+
+def _release_too_old(layout: CheckpointLayout, release: spark_versions.Version) -> list[Finding]:
+    """An error when ``release`` predates what the checkpoint needs (format 2, transformWithState...)."""
+    needs = restart_needs(layout)
+    if needs.minimum_version is None or release >= spark_versions.release_of(needs.minimum_version):
+        return []
+    why = next((v.why for v in needs.versions if v.restarts == "no"), "")
+    return [Finding(ERROR, NEEDS_NEWER_SPARK, f"Spark {spark_versions.text(release)} cannot restart this checkpoint: "
+                    f"it needs Spark {needs.minimum_version} or newer ({why})")]
 
 
 # --------------------------------------------------------------------------------------------

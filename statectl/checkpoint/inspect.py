@@ -3,16 +3,19 @@ optionally read state rows through Spark, and return everything for the renderer
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
-from statectl.checkpoint.integrity import VerifyReport
+from statectl.checkpoint.decode.javazip import ZipDamage
+from statectl.checkpoint.integrity import VerifyReport, snapshot_metadata
 from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, _ranges
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import OperatorRestore, RestorePlan, restore_plan
 from statectl.checkpoint.restart_needs import restart_needs
+from statectl.checkpoint.spark_versions import VerdictTarget, WriterEvidence, verdict_target, writer_evidence
 from statectl.checkpoint.state_read import StateRows, state_read_request
 from statectl.errors import OperationalError, StatectlError, UsageError
 
@@ -34,6 +37,7 @@ class InspectOptions:
     changes: str | None = None
     batch_id: int | None = None
     timers: bool = False  # --timers: transformWithState's registered timers instead of a state variable
+    spark_version: str | None = None  # --spark-version: the release whose restart the verdict is for
 
 
 @dataclass
@@ -47,6 +51,7 @@ class InspectResult:
     rows: StateRows | None = None
     operators: list[OperatorLayout] = field(default_factory=list)  # the ones in view
     checks: VerifyReport | None = None  # which integrity checks --verify ran, over how many files
+    target: VerdictTarget | None = None  # the Spark release the verdict is for
 
     @property
     def healthy(self) -> bool:
@@ -77,6 +82,7 @@ class InspectResult:
         return {
             "schema": JSON_SCHEMA,
             "checkpoint": layout.root,
+            "verdict_for": self.target.to_dict() if self.target else None,
             "query_id": layout.query_id,
             "format_version": layout.format_version,
             "provider": layout.provider,
@@ -127,12 +133,13 @@ def inspect_checkpoint(options: InspectOptions) -> InspectResult:
             shown = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in have) or "none"
             raise UsageError(f"there is no partition {options.partition} (partitions: {shown}).")
     plan = restore_plan(layout)
+    target = verdict_target(options.spark_version, writer_of(layout, plan))
     checks = VerifyReport(options.verify)
-    findings = check_health(layout, plan, options.verify, checks)
+    findings = check_health(layout, plan, options.verify, checks, spark=target.version)
     if options.operator is not None or options.partition is not None:
         findings = [f for f in findings if _in_view(f, options)]
     result = InspectResult(options=options, layout=layout, plan=plan, findings=findings, operators=operators,
-                           checks=checks)
+                           checks=checks, target=target)
     if options.rows is not None:
         request = state_read_request(
             layout, options.rows, operator=options.operator, store=options.store, state_var=options.state_var,
@@ -140,6 +147,30 @@ def inspect_checkpoint(options: InspectOptions) -> InspectResult:
         )
         result.rows = _read_rows(request)
     return result
+
+
+def writer_of(layout: CheckpointLayout, plan: RestorePlan, snapshots: int = 3) -> WriterEvidence:
+    """What the checkpoint tells of the Spark release that wrote it: the offset log's confs, its
+    format, its operators, and the metadata version line of the first few snapshots a restart
+    loads (a line costs one small read)."""
+    lines = []
+    for store in plan.stores:
+        if len(lines) >= snapshots:
+            break
+        if store.snapshot is not None and store.snapshot.name.endswith(".zip"):
+            op = layout.operators[store.operator_id]
+            files = op.partitions[store.partition].stores.get(store.store) if store.partition in op.partitions else None
+            if files is None:
+                continue
+            try:
+                metadata = snapshot_metadata(os.path.join(layout.root, files.path, store.snapshot.name))
+            except (OSError, ValueError, ZipDamage):
+                continue
+            if metadata:
+                lines.append(metadata.split(b"\n", 1)[0].strip().decode("utf-8", "replace"))
+    return writer_evidence(layout.conf, layout.format_version, lines,
+                           [op.name for op in layout.operators.values()],
+                           [op.metadata_version for op in layout.operators.values()])
 
 
 def _read_rows(request):

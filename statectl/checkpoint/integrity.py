@@ -14,7 +14,7 @@ integrity data, which Spark checks while it loads them:
   JSON lineage of checkpoint format 2; HDFS deltas and snapshots the v1 layout (a snapshot holds
   no deletions). Spark stops at the end marker and never reads what follows, so neither do we.
 
-Spark 4.2 steps around a snapshot it cannot load (``autoSnapshotRepair``, on by default; RocksDB
+Spark 4.2+ steps around a snapshot it cannot load (``autoSnapshotRepair``, on by default; RocksDB
 only with changelog checkpointing): it tries the older snapshots, down to an empty store, within
 500 versions, and replays the changelogs/deltas from the first one that loads. A replay file it
 cannot read, or cannot find, fails the restart. ``verify_state`` plays that out per store instance,
@@ -32,6 +32,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from statectl.checkpoint import spark_versions
 from statectl.checkpoint.decode import checksum, javazip, lz4block
 from statectl.checkpoint.layout import (
     HDFS,
@@ -41,6 +42,7 @@ from statectl.checkpoint.layout import (
     StoreFiles,
 )
 from statectl.checkpoint.restore import RestorePlan, StoreRestore, plan_store, state_lineage
+from statectl.checkpoint.spark_versions import Version
 from statectl.text import plural
 
 # Severities and finding codes, as health.py defines them (a test keeps them in step).
@@ -56,7 +58,8 @@ CODES = (CRC_MISMATCH, TRUNCATED, UNPARSABLE, UNREADABLE, MISSING_FILE, SNAPSHOT
 CODEC_CONF = "spark.sql.streaming.stateStore.compression.codec"
 MAX_CHANGE_FILE_REPLAY = 500  # spark.sql.streaming.stateStore.autoSnapshotRepair.maxChangeFileReplay
 _BATCH_BYTES = 32 << 20  # LZ4 files decoded together (their blocks are hashed in one go)
-EXPECTED_METADATA_LINE = "v1"  # RocksDBCheckpointMetadata.VERSION of Spark 3.5 and 4.1+
+#: The release a verdict is for when nobody says: statectl's own PySpark.
+DEFAULT_SPARK: Version = (4, 2)
 
 # The checks --verify runs (ids are stable: --json shows them).
 HADOOP_CRC = "hadoop-crc"
@@ -147,11 +150,16 @@ class StateProblem:
 class _Probe:
     """Checks state files the way a restart reads them, each file at most once (results cached)."""
 
-    def __init__(self, layout: CheckpointLayout, deep: bool, report: VerifyReport):
+    def __init__(self, layout: CheckpointLayout, deep: bool, report: VerifyReport,
+                 spark: Version = DEFAULT_SPARK):
         self.root = layout.root
         self.deep = deep
         self.report = report
         self.format_version = layout.format_version
+        #: the release whose restart is played out (changeable: the same files, read once, are
+        #: judged for every release)
+        self.spark = spark
+        self._lines: dict[str, str] = {}  # snapshot -> the version line of its metadata
         codec = (layout.conf.get(CODEC_CONF) or "lz4").strip()
         self.lz4 = codec.lower() in ("lz4", "org.apache.spark.io.lz4compressioncodec")
         if deep and not self.lz4:
@@ -163,7 +171,10 @@ class _Probe:
         rel = f"{store.path}/{f.name}"
         if rel not in self._cache:
             self.prefetch([(store, f)])
-        return self._cache[rel]
+        damage = self._cache[rel]
+        if damage is None and rel in self._lines:
+            return self._line_damage(self._lines[rel])
+        return damage
 
     def prefetch(self, files: list[tuple[StoreFiles, StateFile]]) -> None:
         """Check ``files`` ahead of ``check``: their LZ4 block checksums in batches (fast)."""
@@ -198,7 +209,7 @@ class _Probe:
         if f.size == 0:
             return Damage(RECORDS, TRUNCATED, "is empty (0 bytes)", reported_at=rel)
         if not self.deep:
-            return self._metadata_version(path, None) if is_zip else None
+            return self._metadata_version(rel, path, None) if is_zip else None
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
@@ -206,14 +217,22 @@ class _Probe:
             return Damage(RECORDS, UNREADABLE, f"cannot be read ({exc.strerror})")
         covered, damage = self._sidecars(path, f, data)
         if damage is not None:
+            if not is_zip and self.lz4:
+                # Spark decompresses a changelog or delta as it reads it, and the LZ4 stream fails
+                # before the checksum of the chunk does: name the error Spark raises first.
+                kind = "changelog" if f.name.endswith(".changelog") else f.name.rsplit(".", 1)[1]
+                decoded = check_stream(data, kind)
+                if decoded is not None and decoded.spark:
+                    return dataclasses.replace(damage, spark=f"{decoded.spark}, before the checksum does: "
+                                                             f"{decoded.detail}")
             return damage
         if covered:
             self.report.skip("the contents of state files whose sidecar matches (it proves they are the bytes Spark "
                              "wrote)")
         if is_zip:
             if covered:  # the bytes are the ones Spark wrote: only the version line is left to check
-                return self._metadata_version(path, None)
-            return self._zip(data)
+                return self._metadata_version(rel, path, None)
+            return self._zip(rel, data)
         if covered or not self.lz4:
             return None
         return data, "changelog" if f.name.endswith(".changelog") else f.name.rsplit(".", 1)[1]
@@ -246,7 +265,7 @@ class _Probe:
             covered = covered or res.status == checksum.OK
         return covered, None
 
-    def _zip(self, data: bytes) -> Damage | None:
+    def _zip(self, rel: str, data: bytes) -> Damage | None:
         try:
             entries = javazip.read_entries(data)
         except javazip.ZipDamage as exc:
@@ -268,10 +287,11 @@ class _Probe:
         self.report.ran(ZIP_ENTRIES, failed=problem is not None)
         if problem:
             return Damage(ZIP_ENTRIES, UNPARSABLE, *problem)
-        return self._metadata_version(None, names["metadata"])
+        return self._metadata_version(rel, None, names["metadata"])
 
-    def _metadata_version(self, path: str | None, metadata: bytes | None) -> Damage | None:
-        """The first line of a snapshot's metadata (read from ``path`` unless given) against v1."""
+    def _metadata_version(self, rel: str, path: str | None, metadata: bytes | None) -> None:
+        """Keep the first line of a snapshot's metadata (read from ``path`` unless given): whether a
+        release reads it depends on the release (``check`` judges it)."""
         if metadata is None:
             try:
                 metadata = snapshot_metadata(path)
@@ -279,22 +299,34 @@ class _Probe:
                 return None  # the restore plan reports a snapshot it cannot open
             if metadata is None:
                 return None
-        line = metadata.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
-        self.report.metadata_versions[line[:20]] = self.report.metadata_versions.get(line[:20], 0) + 1
-        ok = line == EXPECTED_METADATA_LINE
-        self.report.ran(METADATA_VERSION, failed=not ok)
-        if ok:
+        line = metadata.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")[:20]
+        self._lines[rel] = line
+        self.report.metadata_versions[line] = self.report.metadata_versions.get(line, 0) + 1
+        self.report.ran(METADATA_VERSION, failed=self._line_damage(line) is not None)
+        return None
+
+    def _line_damage(self, line: str) -> Damage | None:
+        """A snapshot whose metadata starts with ``line``, as the release played out reads it."""
+        expected = spark_versions.expected_metadata_line(self.spark, self.format_version)
+        if line == expected:
             return None
-        spark = f"Cannot read RocksDB checkpoint metadata. Expected {EXPECTED_METADATA_LINE}, but found {line}"
+        spark = f"Cannot read RocksDB checkpoint metadata. Expected {expected}, but found {line}"
+        readers = [v for v in spark_versions.KNOWN
+                   if spark_versions.expected_metadata_line(v, self.format_version) == line]
         if line == "v2":
             written = ("by Spark 4.0 running checkpoint format 2" if self.format_version >= 2 else
                        "by a Spark 4.0 JVM whose first RocksDB query ran checkpoint format 2 (this checkpoint "
                        "is format 1)")
-            detail = (f"has RocksDB metadata v2, written {written}: Spark 3.5 and 4.1+ (4.2 included) expect v1 "
-                      f"and refuse it; only Spark 4.0 with spark.sql.streaming.stateStore.checkpointFormatVersion=2 "
-                      f"reads it")
+        elif line == "v1" and self.format_version >= 2:
+            written = ("by Spark 3.5 or 4.1+, or by a Spark 4.0 JVM whose first RocksDB query ran checkpoint "
+                       "format 1 (every RocksDB query of that JVM then writes v1)")
         else:
-            detail = f"has RocksDB metadata version line {line[:20]!r}, which no Spark version reads"
+            written = "by no Spark release statectl knows"
+        only = (f"only Spark {spark_versions.span(readers)} reads it"
+                + (" with spark.sql.streaming.stateStore.checkpointFormatVersion=2" if line == "v2" else "")
+                if readers else "no Spark release reads it")
+        detail = (f"has RocksDB metadata {line!r}, written {written}: Spark {spark_versions.text(self.spark)} "
+                  f"expects {expected!r} for this format-{self.format_version} checkpoint; {only}")
         return Damage(METADATA_VERSION, SNAPSHOT_VERSION_MISMATCH, detail, spark)
 
 
@@ -374,7 +406,7 @@ class _Decoded:
             block = f"LZ4 block {stream.blocks + 1}"
             if "ends inside" in exc.reason:
                 self.damage = Damage(LZ4_BLOCKS, TRUNCATED, f"is cut short: its LZ4 {exc.reason} (at byte "
-                                     f"{exc.offset:,} of {len(data):,})", "IOException: Stream ended prematurely")
+                                     f"{exc.offset:,} of {len(data):,})", "EOFException: Stream ended prematurely")
             else:
                 self.damage = Damage(LZ4_BLOCKS, UNPARSABLE, f"is corrupt: {block} is damaged ({exc})",
                                      "IOException: Stream is corrupted")
@@ -523,20 +555,27 @@ class _Records:
 # what a restart does
 
 
+def new_probe(layout: CheckpointLayout, verify: str, report: VerifyReport, spark: Version = DEFAULT_SPARK) -> _Probe:
+    """The file checker ``verify_state`` reads with: pass the same one to judge the same files for
+    another release (``probe.spark``) without reading them again."""
+    return _Probe(layout, deep=verify != "none", report=report, spark=spark)
+
+
 def verify_state(layout: CheckpointLayout, plan: RestorePlan, verify: str,
-                 report: VerifyReport | None = None) -> list[StateProblem]:
+                 report: VerifyReport | None = None, probe: _Probe | None = None) -> list[StateProblem]:
     """Findings about the state files a restart loads (all state files with ``verify="all"``).
 
     ``verify="none"`` reads only the version line of the snapshots a restart loads; ``"restore"``
     also checks their sidecars and contents, and those of the changelogs/deltas it replays (and of
-    the older files Spark 4.2 falls back to when a snapshot is bad); ``"all"`` every state file.
+    the older files a release with autoSnapshotRepair falls back to when a snapshot is bad);
+    ``"all"`` every state file. The restart played out is ``probe.spark``'s (4.2 without a probe).
     """
-    report = report if report is not None else VerifyReport(verify)
-    probe = _Probe(layout, deep=verify != "none", report=report)
+    if probe is None:
+        probe = new_probe(layout, verify, report if report is not None else VerifyReport(verify))
     out: list[StateProblem] = []
     seen: set[str] = set()
     lineage = state_lineage(layout)
-    if verify != "none":
+    if verify != "none":  # files read before (another release judged) are not read again
         probe.prefetch(_files_to_check(layout, plan, verify))
     for op_restore in plan.operators.values():
         op = layout.operators[op_restore.operator_id]
@@ -580,14 +619,19 @@ def _files_to_check(layout: CheckpointLayout, plan: RestorePlan, verify: str) ->
 
 
 def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, seen: set[str]) -> list[StateProblem]:
-    """Play out one store instance's load: the chosen snapshot, Spark 4.2's fallback when it is
-    bad, then the replay."""
+    """Play out one store instance's load by ``probe.spark``: the chosen snapshot, the fallback
+    from it when it is bad (autoSnapshotRepair, 4.2+), then the replay."""
     out: list[StateProblem] = []
     where = {"path": "", "operator_id": r.operator_id, "partition": r.partition}
     bad: list[tuple[StateFile, Damage]] = []
     current = r
+    release = spark_versions.text(probe.spark)
     repair = store.provider == HDFS or (store.provider == ROCKSDB and bool(store.changelogs))
     why_not = "" if repair else "RocksDB without changelog checkpointing has no changelogs to rebuild from"
+    if not spark_versions.has_snapshot_repair(probe.spark):
+        repair = False
+        why_not = (f"Spark {release} has no autoSnapshotRepair (it came with "
+                   f"{spark_versions.text(spark_versions.SNAPSHOT_REPAIR_SINCE)})")
     while current.snapshot is not None:
         snapshot = current.snapshot
         seen.add(f"{store.path}/{snapshot.name}")
@@ -636,29 +680,27 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
         rel = f"{store.path}/{snapshot.name}"
         where["path"] = rel
         spark = f" ({damage.spark})" if damage.spark else ""
-        if damage.reported_at:  # health has an error finding for it: replace it when Spark 4.2 repairs
+        if damage.reported_at:  # health has an error finding for it: replace it when the release repairs
             if i == 0 and ok:
-                message = (f"{rel} {damage.detail}. Spark 4.2 skips it (autoSnapshotRepair, on by default) and "
+                message = (f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
                            f"rebuilds version {r.target_version} from {_start(current)} and "
-                           f"{plural(current.replay_files, store.changelog_kind + ' file')}; "
-                           f"{_WITHOUT_REPAIR[None]}")
+                           f"{plural(current.replay_files, store.changelog_kind + ' file')}")
                 out.append(StateProblem(WARNING, damage.code, message, damage.reported_at, r.operator_id,
                                         r.partition, _health_errors(store, r)))
             continue
-        if i > 0:  # read only while Spark 4.2 falls back from the snapshot the restart picks
-            message = (f"{rel} {damage.detail}; a restart reads it only when Spark 4.2 falls back to it from "
+        if i > 0:  # read only while the release falls back from the snapshot the restart picks
+            message = (f"{rel} {damage.detail}; a restart reads it only when Spark {release} falls back to it from "
                        f"{bad[0][0].name}, and fails on it too")
             out.append(StateProblem(WARNING, damage.code, message, **where))
         elif ok:
-            message = (f"{rel} {damage.detail}. Spark 4.2 skips it (autoSnapshotRepair, on by default) and rebuilds "
-                       f"version {r.target_version} from {_start(current)} and "
-                       f"{plural(current.replay_files, store.changelog_kind + ' file')}; "
-                       f"{_WITHOUT_REPAIR.get(damage.check, _WITHOUT_REPAIR[None])}{spark}")
+            message = (f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
+                       f"rebuilds version {r.target_version} from {_start(current)} and "
+                       f"{plural(current.replay_files, store.changelog_kind + ' file')}{spark}")
             out.append(StateProblem(WARNING, damage.code, message, **where, replaces=_health_errors(store, r)))
         else:
-            message = f"{rel} {damage.detail}: a restart fails loading it{spark}"
+            message = f"{rel} {damage.detail}: a restart by Spark {release} fails loading it{spark}"
             if why_not:
-                message += f", and Spark 4.2's autoSnapshotRepair cannot step around it: {why_not}"
+                message += f", and cannot step around it: {why_not}"
             out.append(StateProblem(ERROR, damage.code, message, **where))
     for f, damage in failed_replay:
         if damage.reported_at:
@@ -666,21 +708,14 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
         rel = f"{store.path}/{f.name}"
         where["path"] = rel
         spark = f" ({damage.spark})" if damage.spark else ""
-        out.append(StateProblem(ERROR, damage.code, f"{rel} {damage.detail}: a restart fails replaying it{spark}",
-                                **where))
+        out.append(StateProblem(ERROR, damage.code, f"{rel} {damage.detail}: a restart by Spark {release} fails "
+                                f"replaying it{spark}", **where))
     return out
-
-
-# Who fails where Spark 4.2 repairs: the versions before it have no autoSnapshotRepair.
-_WITHOUT_REPAIR = {
-    METADATA_VERSION: "Spark 3.5, 4.1 and 4.0 running checkpoint format 1 fail the restart here",
-    None: "Spark 4.1 and older fail the restart here",
-}
 
 
 def _health_errors(store: StoreFiles, r: StoreRestore) -> tuple[tuple[str, str], ...]:
     """The error findings health makes for the snapshot ``r`` picks (unopenable, SSTs missing, empty),
-    which Spark 4.2 steps around like any other damage."""
+    which a release with autoSnapshotRepair steps around like any other damage."""
     rel = f"{store.path}/{r.snapshot.name}"
     out = [(UNPARSABLE, rel), (TRUNCATED, rel)]
     if r.missing_ssts:

@@ -22,6 +22,7 @@ def inspect_state(
     changes: Annotated[Optional[str], typer.Option("--changes", metavar="FROM..TO", help="--rows: the change feed between two batch ids instead of the state itself.")] = None,
     batch_id: Annotated[Optional[int], typer.Option("--batch-id", min=0, help="--rows: read the state as of this committed batch (default: the last).")] = None,
     timers: Annotated[bool, typer.Option("--timers", help="--rows: the registered timers of a transformWithState operator instead of a state variable.")] = False,
+    spark_version: Annotated[Optional[str], typer.Option("--spark-version", metavar="X.Y", envvar="STATECTL_SPARK_VERSION", show_envvar=False, help="The Spark release that will restart the checkpoint (3.5, 4.0, 4.1, 4.2, 4.3): the exit code is for a restart by it. Default: $STATECTL_SPARK_VERSION, else the release the checkpoint shows it was written by, else the installed PySpark's.")] = None,
     json: JsonOpt = False,
 ) -> None:
     """Explain a Structured Streaming checkpoint: layout, restore plan and health.
@@ -29,8 +30,10 @@ def inspect_state(
     Reads the directory without Spark and never writes to it. Shows an annotated tree (query
     id, offsets and commits logs, sources, each stateful operator with its stores, partitions,
     snapshots, changelogs and SST files), a summary per operator, what a restart would load
-    (snapshot + changelog/delta files to replay, bytes) and health findings. Exit 0 when
-    healthy, 1 when a finding is an error, 2 when the path is not a checkpoint.
+    (snapshot + changelog/delta files to replay, bytes) and health findings. Exit 0 when a
+    restart by the Spark release the verdict is for will work (--spark-version; the output says
+    which release and why), 1 when it will fail (an error finding), 2 when the path is not a
+    checkpoint. Each finding says which releases it breaks when that depends on the release.
 
     Examples:
 
@@ -40,6 +43,8 @@ def inspect_state(
 
       statectl inspect-state ckpt --json --verify all
 
+      statectl inspect-state ckpt --spark-version 3.5
+
       statectl inspect-state ckpt --rows 10 --state-var count
     """
     from statectl.checkpoint.inspect import InspectOptions, inspect_checkpoint
@@ -48,7 +53,7 @@ def inspect_state(
     options = InspectOptions(
         path=checkpoint_dir, operator=operator, partition=partition, verify=verify, rows=rows, store=store,
         state_var=state_var, join_side=join_side, changes=changes, batch_id=batch_id,
-        timers=timers,
+        timers=timers, spark_version=spark_version,
     )
     result = inspect_checkpoint(options)
     render(result, json)

@@ -6,6 +6,7 @@ starting offset, a partition count) are checked here, so a typo is a line at loa
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
@@ -46,10 +47,20 @@ class KafkaConfig(Section):
     unavailable_timeout: Annotated[Text, AfterValidator(_spark_interval)] | None = "2 minutes"
 
 
+def _release(value: str | None) -> str | None:
+    """A Spark release as X.Y or X.Y.Z (which releases statectl models is checked where it is used)."""
+    if value is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(value).strip()):
+        raise ValueError(f"takes a Spark release such as 3.5 or 4.2.0, not {value!r}")
+    return None if value is None else str(value).strip()
+
+
 class SparkConfig(Section):
     master: Text = "local[*]"
     ui: bool = False
     conf: SparkConf = Field(default_factory=dict)
+    #: The Spark release that restarts this job's checkpoint (3.5 ... 4.3): the release inspect-state
+    #: and status give their verdict for (None: the one the checkpoint shows it was written by).
+    restart_version: Annotated[Text, AfterValidator(_release)] | None = None
 
 
 class TriggerConfig(Section):

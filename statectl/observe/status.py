@@ -16,6 +16,7 @@ from typing import Callable
 
 from statectl.checkpoint.lock import RunLock, read_run_lock
 from statectl.checkpoint.health import ERROR, NOT_A_CHECKPOINT, UNCOMMITTED_BATCH, WARNING, Finding
+from statectl.checkpoint.spark_versions import VerdictTarget, verdict_target, writer_evidence
 from statectl.checkpoint.progress import CheckpointProgress, read_progress, state_size
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
@@ -50,6 +51,9 @@ class JobStatus:
     kafka_error: str | None = None
     state_bytes: int = 0
     state_files: int = 0
+    #: the Spark release the health verdict is for (the quick checks status runs come out the same
+    #: for every release; inspect-state plays out the state files' restart for it)
+    verdict_for: VerdictTarget | None = None
     health: str = HEALTHY
     findings: list[Finding] = field(default_factory=list)
     last_error: str | None = None
@@ -75,6 +79,7 @@ class JobStatus:
             "committed_at": _iso(self.committed_at), "pending_batch": self.pending_batch,
             "lag": self.lag, "lag_unknown_partitions": self.lag_unknown_partitions, "kafka_error": self.kafka_error,
             "state_bytes": self.state_bytes, "state_files": self.state_files,
+            "verdict_for": self.verdict_for.to_dict() if self.verdict_for else None,
             "health": self.health, "findings": [f.to_dict() for f in self.findings],
             "last_error": self.last_error, "ok": self.ok,
         }
@@ -86,8 +91,10 @@ def _iso(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: str | None = None) -> JobStatus:
-    """Everything but the lag: the lock, the checkpoint's progress and quick health, the state size."""
+def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: str | None = None,
+                      restart_version: str | None = None) -> JobStatus:
+    """Everything but the lag: the lock, the checkpoint's progress and quick health, the state size.
+    ``restart_version``: the job config's spark.restart_version (the verdict's release)."""
     status = JobStatus(job, config_path, str(checkpoint))
     if not checkpoint.exists():
         status.exists, status.health = False, NO_CHECKPOINT
@@ -109,6 +116,8 @@ def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: 
         findings = [f for f in findings if not ((f.code == UNCOMMITTED_BATCH and f.severity == WARNING)
                                                 or f.code == NOT_A_CHECKPOINT)]
     status.findings = findings
+    entry = progress.committed_entry
+    status.verdict_for = verdict_target(restart_version, writer_evidence(entry.conf if entry else {}, 1, [], [], []))
     status.health = UNHEALTHY if any(f.severity == ERROR for f in findings) else HEALTHY
     status.batch, status.pending_batch = progress.last_committed, progress.pending
     status.batch_timestamp_ms, status.committed_at = progress.batch_timestamp_ms, progress.committed_at
@@ -180,7 +189,8 @@ def project_status(request: StatusRequest, fetch: EndOffsets = kafka_end_offsets
 
     statuses = []
     for path, config in request.jobs:
-        status = checkpoint_status(config.job, str(path), checkpoint_for(config, None), proc_locks)
+        status = checkpoint_status(config.job, str(path), checkpoint_for(config, None), proc_locks,
+                                   config.spark.restart_version)
         if status.progress is not None:
             status.topics = topics_to_ask(status.progress, inputs_of(config))
             status.cluster = request.cluster_of(config, path)

@@ -40,6 +40,8 @@ def render(result: InspectResult, as_json: bool) -> None:
     console.print(restore_table(result))
     console.print(restart_needs_view(result.layout))
     console.print(findings_table(result))
+    if result.target is not None:
+        console.print(Text(f"Verdict for {result.target.describe()}.", style="dim"))
     if result.checks is not None:
         console.print(Text(result.checks.summary(), style="dim"))
     if result.rows is not None:
@@ -372,7 +374,8 @@ def findings_table(result: InspectResult) -> Table | Text:
     table.add_column("code")
     table.add_column("finding", overflow="fold")
     for f in result.findings:
-        table.add_row(Text(f.severity, style=_SEVERITY_STYLE[f.severity]), f.code, f.message)
+        message = f"{f.message} [{f.versions}]" if f.versions else f.message
+        table.add_row(Text(f.severity, style=_SEVERITY_STYLE[f.severity]), f.code, message)
     return table
 
 
