@@ -62,7 +62,11 @@ def test_ctrl_c_under_a_backlog_stops_after_the_current_batch(bootstrap, tmp_pat
     last = stops[0]["batch_id"]
     assert last is not None, "the backlog keeps a batch running at any moment"
     after = events[events.index(stops[0]) + 1:]
-    assert [e["batch_id"] for e in after if e["type"] == "batch_progress"] == [last]
+    # Spark's listener bus delivers a finished batch's progress asynchronously: under load the
+    # progress of a batch that committed before the Ctrl-C can arrive after `stopping`. What may
+    # not come is a batch after the one that was running.
+    progress_after = [e["batch_id"] for e in after if e["type"] == "batch_progress"]
+    assert progress_after[-1:] == [last] and all(b < last for b in progress_after[:-1]), progress_after
     assert {e["state"] for e in after[:-1]} == {"STOPPING"} and after[-1]["type"] == "terminated"
     assert after[-1]["state"] == "TERMINATED" and after[-1]["error"] is None
     assert f"stopping after batch {last}…" in err
