@@ -141,13 +141,17 @@ def test_the_writer_is_inferred_from_the_offset_log(keys, inferred, says):
     assert target.evidence.startswith(says)
 
 
-def test_snapshot_lines_and_the_format_narrow_4_0_from_4_1():
+def test_snapshot_lines_never_outrank_the_offset_log():
     conf = {k: "x" for k in KEYS_40}
     assert writer_evidence(conf, 2, ["v2"], [], []).version == (4, 0)
-    assert writer_evidence(conf, 2, ["v1"], [], []).version == (4, 1)
-    assert writer_evidence(conf, 1, ["v1"], [], []).version == (4, 0)
-    # a 4.2 checkpoint keeps its release whatever its snapshots say
-    assert writer_evidence({k: "x" for k in KEYS_42}, 2, ["v1"], [], []).version == (4, 2)
+    # format 2 with v1 snapshots: 4.1, or a 4.0 JVM whose first RocksDB query was format 1 (that
+    # one cannot restart on 4.0): the older is judged
+    assert writer_evidence(conf, 2, ["v1"], [], []).version == (4, 0)
+    assert writer_evidence({}, 1, ["v2"], [], []).version == (4, 0)
+    assert writer_evidence({k: "x" for k in BASE_35}, 1, ["v2"], [], []).version == (3, 5)
+    # a 4.2 or 4.3 checkpoint keeps its release whatever a (damaged) snapshot says
+    assert writer_evidence({k: "x" for k in KEYS_42}, 1, ["v2"], [], []).version == (4, 2)
+    assert writer_evidence({k: "x" for k in KEYS_43}, 2, ["v2", "v1"], [], []).version == (4, 3)
 
 
 def test_without_evidence_the_installed_pyspark_decides():

@@ -188,13 +188,13 @@ def writer_evidence(conf: dict[str, str], format_version: int, snapshot_lines: I
     if names & {"transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec"} \
             or 2 in set(metadata_versions):
         at_least((4, 0), "transformWithState, new in 4.0")
-    lines = set(snapshot_lines)
-    if "v2" in lines:
+    # Only 4.0 writes v2 snapshots; the offset log outranks a snapshot (one damaged or copied in
+    # says nothing of the writer). Format 2 with v1 snapshots is 4.1, or a 4.0 JVM whose first
+    # RocksDB query was format 1: the oldest, 4.0, is assumed (the restart it judges is the one
+    # that can fail).
+    if "v2" in set(snapshot_lines) and (low is None or low <= (4, 0)) and (high is None or high >= (4, 0)):
         low = high = (4, 0)
         facts.append("RocksDB snapshot metadata v2, written only by 4.0")
-    elif "v1" in lines and format_version >= 2 and low == (4, 0) and high in (None, (4, 1)):
-        low = (4, 1)
-        facts.append("format 2 with v1 snapshots: 4.1 (or a 4.0 JVM whose first RocksDB query was format 1)")
     return WriterEvidence(low, high, tuple(facts))
 
 
