@@ -102,7 +102,8 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
         raise ValueError(f"verify must be one of {VERIFY_MODES}")
     report = report if report is not None else integrity.VerifyReport(verify)
     probe = integrity.new_probe(layout, verify, report, spark)
-    found = _release_findings(layout, plan, verify, probe)
+    common = _common_findings(layout, plan)
+    found = _release_findings(layout, plan, verify, probe, common)
     sums = _checksums(layout, plan, verify, report) if verify != "none" else []
     failing: dict[tuple[str, str | None], list[str]] = {}
     elsewhere: dict[tuple[str, str | None], Finding] = {}
@@ -111,7 +112,7 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
             judged = found
         else:
             probe.spark = release
-            judged = _release_findings(layout, plan, verify, probe)
+            judged = _release_findings(layout, plan, verify, probe, common)
         for f in judged + sums:
             if f.severity == ERROR:
                 failing.setdefault((f.code, f.path), []).append(spark_versions.text(release))
@@ -136,9 +137,23 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
     return sorted(unique, key=lambda f: (order[f.severity], f.path or "", f.code))
 
 
-def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, probe) -> list[Finding]:
+def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, probe,
+                      common: list[Finding] | None = None) -> list[Finding]:
     """The findings of a restart by ``probe.spark``, but for the checksums of the logs and the
-    metadata (the same for every release)."""
+    metadata (the same for every release). ``common``: the findings no release changes, when
+    already made for another release."""
+    out = list(common) if common is not None else _common_findings(layout, plan)
+    out += _release_too_old(layout, probe.spark)
+    state = integrity.verify_state(layout, plan, verify, probe=probe)
+    repaired = {key for p in state for key in p.replaces}  # snapshots autoSnapshotRepair steps around
+    out = [f for f in out if f.severity != ERROR or (f.code, f.path) not in repaired]
+    out += [Finding(p.severity, p.code, p.message, p.path, p.operator_id, p.partition) for p in state]
+    return out
+
+
+def _common_findings(layout: CheckpointLayout, plan: RestorePlan) -> list[Finding]:
+    """What is wrong whichever release restarts: the logs, the operators' files, moved schema
+    paths, the restore plan, version gaps and orphans."""
     out: list[Finding] = []
     out += _reader_problems(layout)
     out += _logs(layout)
@@ -147,11 +162,6 @@ def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, 
     out += [Finding(*problem) for problem in relocation_problems(layout)]
     out += _restore(plan)
     out += _gaps_and_orphans(layout, plan)
-    out += _release_too_old(layout, probe.spark)
-    state = integrity.verify_state(layout, plan, verify, probe=probe)
-    repaired = {key for p in state for key in p.replaces}  # snapshots autoSnapshotRepair steps around
-    out = [f for f in out if f.severity != ERROR or (f.code, f.path) not in repaired]
-    out += [Finding(p.severity, p.code, p.message, p.path, p.operator_id, p.partition) for p in state]
     return out
 
 
