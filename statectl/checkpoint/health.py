@@ -102,8 +102,8 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
         raise ValueError(f"verify must be one of {VERIFY_MODES}")
     report = report if report is not None else integrity.VerifyReport(verify)
     probe = integrity.new_probe(layout, verify, report, spark)
-    common = _common_findings(layout, plan)
-    found = _release_findings(layout, plan, verify, probe, common)
+    common, minimum = _common_findings(layout, plan), _minimum_release(layout)
+    found = _release_findings(layout, plan, verify, probe, common, minimum)
     sums = _checksums(layout, plan, verify, report) if verify != "none" else []
     failing: dict[tuple[str, str | None], list[str]] = {}
     elsewhere: dict[tuple[str, str | None], Finding] = {}
@@ -112,7 +112,7 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
             judged = found
         else:
             probe.spark = release
-            judged = _release_findings(layout, plan, verify, probe, common)
+            judged = _release_findings(layout, plan, verify, probe, common, minimum)
         for f in judged + sums:
             if f.severity == ERROR:
                 failing.setdefault((f.code, f.path), []).append(spark_versions.text(release))
@@ -137,13 +137,12 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
     return sorted(unique, key=lambda f: (order[f.severity], f.path or "", f.code))
 
 
-def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, probe,
-                      common: list[Finding] | None = None) -> list[Finding]:
-    """The findings of a restart by ``probe.spark``, but for the checksums of the logs and the
-    metadata (the same for every release). ``common``: the findings no release changes, when
-    already made for another release."""
-    out = list(common) if common is not None else _common_findings(layout, plan)
-    out += _release_too_old(layout, probe.spark)
+def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, probe, common: list[Finding],
+                      minimum: tuple[str | None, str]) -> list[Finding]:
+    """The findings of a restart by ``probe.spark``: ``common`` (what no release changes), the
+    release against the oldest that can restart (``minimum``: release and why), and the state
+    files as that release loads them."""
+    out = list(common) + _release_too_old(minimum, probe.spark)
     state = integrity.verify_state(layout, plan, verify, probe=probe)
     repaired = {key for p in state for key in p.replaces}  # snapshots autoSnapshotRepair steps around
     out = [f for f in out if f.severity != ERROR or (f.code, f.path) not in repaired]
@@ -165,14 +164,19 @@ def _common_findings(layout: CheckpointLayout, plan: RestorePlan) -> list[Findin
     return out
 
 
-def _release_too_old(layout: CheckpointLayout, release: spark_versions.Version) -> list[Finding]:
-    """An error when ``release`` predates what the checkpoint needs (format 2, transformWithState...)."""
+def _minimum_release(layout: CheckpointLayout) -> tuple[str | None, str]:
+    """The oldest release that can restart ``layout`` (None: any) and what decides it."""
     needs = restart_needs(layout)
-    if needs.minimum_version is None or release >= spark_versions.release_of(needs.minimum_version):
+    return needs.minimum_version, next((v.why for v in needs.versions if v.restarts == "no"), "")
+
+
+def _release_too_old(minimum: tuple[str | None, str], release: spark_versions.Version) -> list[Finding]:
+    """An error when ``release`` predates what the checkpoint needs (format 2, transformWithState...)."""
+    oldest, why = minimum
+    if oldest is None or release >= spark_versions.release_of(oldest):
         return []
-    why = next((v.why for v in needs.versions if v.restarts == "no"), "")
     return [Finding(ERROR, NEEDS_NEWER_SPARK, f"Spark {spark_versions.text(release)} cannot restart this checkpoint: "
-                    f"it needs Spark {needs.minimum_version} or newer ({why})")]
+                    f"it needs Spark {oldest} or newer ({why})")]
 
 
 # --------------------------------------------------------------------------------------------
