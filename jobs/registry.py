@@ -105,16 +105,44 @@ def examples_of(group: str) -> list[str]:
     return [entry.example for entry in JOBS.values() if entry.group == group and entry.example]
 
 
+class _ConfigModels(dict):
+    """Job id -> config model, for the config loader: the built-in jobs' models, and
+    ``UserJobConfig`` for a user's own job (a code reference, or an installed entry point's name)."""
+
+    def __contains__(self, job: object) -> bool:
+        return super().__contains__(job) or (isinstance(job, str) and _user_reference(job) is not None)
+
+    def __missing__(self, job: str):
+        if isinstance(job, str) and _user_reference(job) is not None:
+            from statectl.config.sections import UserJobConfig
+
+            return UserJobConfig
+        raise KeyError(job)
+
+
+def _user_reference(job: str) -> str | None:
+    from jobs.user import user_job_names
+
+    return user_job_names(job)
+
+
 def config_models() -> dict[str, type[JobConfig]]:
-    """Job id -> config model, for the config loader."""
-    return {job_id: entry.config_model for job_id, entry in JOBS.items()}
+    """Job id -> config model, for the config loader (user jobs' ids too, see ``_ConfigModels``)."""
+    return _ConfigModels({job_id: entry.config_model for job_id, entry in JOBS.items()})
 
 
-def job_entry(job_id: str) -> JobEntry:
-    """The entry of a job id; a UsageError naming the known ones when there is none."""
+def job_entry(job_id: str, config: JobConfig | None = None) -> JobEntry:
+    """The entry of a job id (a ``UserJob`` for a user's own job, which needs its ``config`` to find
+    a file named relative to it); a UsageError naming the known ones when there is none."""
     entry = JOBS.get(job_id)
+    if entry is None and _user_reference(job_id) is not None:
+        from jobs.user import UserJob
+        from statectl.config.sections import UserJobConfig
+
+        return UserJob.of(config if isinstance(config, UserJobConfig) else UserJobConfig(job=job_id))
     if entry is None:
-        raise UsageError(f"no job called {job_id!r}{did_you_mean(job_id, JOBS)}; known: {', '.join(sorted(JOBS))}")
+        raise UsageError(f"no job called {job_id!r}{did_you_mean(job_id, JOBS)}; known: {', '.join(sorted(JOBS))}, "
+                         f"or your own job as MODULE:FUNCTION or ./FILE.py:FUNCTION (docs/own-jobs.md)")
     return entry
 
 
@@ -152,11 +180,18 @@ def shipped_declarations() -> list[tuple[str, str, list[DeclaredTopic]]]:
              JOBS[config.job].topics(config)) for path, config in shipped_configs()]
 
 
-def load_job_config(path: Path, overrides: list[str] | None = None, expect_job: str | None = None) -> JobConfig:
-    """Read and validate a job config against the model of the job it names."""
+def load_job_config(path: Path | None, overrides: list[str] | None = None, expect_job: str | None = None,
+                    job: str | None = None) -> JobConfig:
+    """Read and validate a job config against the model of the job it names (with no ``path``, the
+    defaults of ``job``'s config and ``overrides``). A user job's ``params`` are checked against
+    its module's ``Params`` model here too: before Spark starts."""
     from statectl.config.loader import load_config
+    from statectl.config.sections import UserJobConfig
 
-    return load_config(path, config_models(), overrides, expect_job)
+    config = load_config(path, config_models(), overrides, expect_job, job=job)
+    if isinstance(config, UserJobConfig):
+        job_entry(config.job, config).params(config)
+    return config
 
 
 def job_id_for(job: str, example: str | None) -> str:
@@ -164,6 +199,10 @@ def job_id_for(job: str, example: str | None) -> str:
     a UsageError that lists what exists when there is no such job or example."""
     examples = sorted(e.example for e in JOBS.values() if e.group == job and e.example)
     groups = sorted({e.group for e in JOBS.values()})
+    if not examples and job not in JOBS and _user_reference(job) is not None:
+        if example is not None:
+            raise UsageError(f"{job} is your own job and takes no EXAMPLE (got {example!r})")
+        return job
     if not examples and job not in JOBS:
         raise UsageError(f"no job called {job!r}{did_you_mean(job, groups)}; known: {', '.join(groups)}")
     if not examples:

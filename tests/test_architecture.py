@@ -49,7 +49,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.config",),
     ("statectl.adapters",),
     ("statectl.cluster",),
-    ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources"),
+    ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources",
+     "statectl.job_context"),
 ]
 LAYER_OF = {package: number for number, layer in enumerate(LAYERS, 1) for package in layer}
 

@@ -70,7 +70,7 @@ def test_run_help_names_every_job_and_example():
     helps = {p.name: p.help for p in run.params}
     groups = sorted({e.group for e in JOBS.values()})
     examples = [e.example for e in JOBS.values() if e.example]
-    assert helps["job"] == " | ".join(sorted(groups, key=lambda g: g != "leaderboard"))
+    assert helps["job"].startswith(" | ".join(sorted(groups, key=lambda g: g != "leaderboard")) + ", or your own job")
     assert helps["example"] == f"For advanced-state: {' | '.join(examples)}."
 
 

@@ -53,6 +53,10 @@ def _job_helps() -> tuple[str, str]:
 
 JOB_HELP, EXAMPLE_HELP = _job_helps()
 JobArg = Annotated[str, typer.Argument(help=JOB_HELP)]
+#: JOB where the config may name it instead (``job:`` in --config).
+OptionalJobArg = Annotated[Optional[str], typer.Argument(help=f"{JOB_HELP}, or your own job: MODULE:FUNCTION or "
+                                                              f"./FILE.py:FUNCTION (default: the job --config names).",
+                                                         show_default=False)]
 ExampleArg = Annotated[Optional[str], typer.Argument(help=EXAMPLE_HELP, show_default=False)]
 SetOpt = Annotated[
     Optional[list[str]],
@@ -66,19 +70,31 @@ class ResolvedJob:
 
     id: str
     entry: JobEntry
-    config_path: Path
+    config_path: Path | None  # None: a user's job run without a YAML (its defaults and --set)
     config: JobConfig
 
 
-def resolve_job(job: str, example: str | None, config: Path | None, overrides: list[str] | None = None) -> ResolvedJob:
+def resolve_job(job: str | None, example: str | None, config: Path | None,
+                overrides: list[str] | None = None) -> ResolvedJob:
     """JOB [EXAMPLE] and --config/--set, as every command that takes a job reads them: the job id
     (a UsageError naming what exists otherwise), then its config (the shipped one without
-    --config), validated against the job's model."""
-    from jobs.registry import default_config, job_entry, job_id_for, load_job_config
+    --config), validated against the job's model. JOB may be left out when --config names it, and
+    a user's own job (MODULE:FUNCTION, ./FILE.py) runs without a config at all."""
+    from jobs.registry import JOBS, default_config, job_entry, job_id_for, load_job_config
+    from statectl.errors import UsageError
 
+    if job is None:
+        if config is None:
+            raise UsageError("name the JOB (statectl run leaderboard), or pass --config FILE whose job: names it")
+        loaded = load_job_config(config, overrides or [])
+        return ResolvedJob(loaded.job, job_entry(loaded.job, loaded), config, loaded)
     job_id = job_id_for(job, example)
+    if config is None and job_id not in JOBS:
+        loaded = load_job_config(None, overrides or [], job=job_id)
+        return ResolvedJob(job_id, job_entry(job_id, loaded), None, loaded)
     path = config or default_config(job_id)
-    return ResolvedJob(job_id, job_entry(job_id), path, load_job_config(path, overrides or [], expect_job=job_id))
+    loaded = load_job_config(path, overrides or [], expect_job=job_id)
+    return ResolvedJob(job_id, job_entry(job_id, loaded), path, loaded)
 
 
 def cluster_for(bootstrap_servers: str | None, client_config: Path | None, job_config=None, job_config_path=None):

@@ -12,7 +12,7 @@ from statectl.cli.common import (
     ClientConfigOpt,
     ConfigOpt,
     ExampleArg,
-    JobArg,
+    OptionalJobArg,
     JsonOpt,
     SetOpt,
     cluster_for,
@@ -21,7 +21,7 @@ from statectl.cli.common import (
 
 
 def run(
-    job: JobArg,
+    job: OptionalJobArg = None,
     example: ExampleArg = None,
     config: ConfigOpt = None,
     available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
@@ -56,6 +56,14 @@ def run(
       statectl run leaderboard --set leaderboard.top_n=5 --checkpoint-dir /tmp/lb
 
       statectl run advanced-state sales-threshold --available-now --set sales.reset_after_notify=true
+
+      statectl run --config clicks.yaml          (your own job: job: ./clicks.py:build in the YAML)
+
+      statectl run my_pkg.clicks:build --set params.threshold=5
+
+    Your own job is a function that takes a job context (ctx.spark, ctx.params, ctx.kafka_options)
+    and returns an unstarted DataStreamWriter; statectl sets its checkpoint, trigger and query
+    name and runs it like the built-in jobs (docs/own-jobs.md).
     """
     from statectl.errors import UsageError
     from statectl.render import err
@@ -69,7 +77,7 @@ def run(
     request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
                          master=master, cluster=cluster, metrics_port=metrics_port, metrics_host=metrics_host)
     writer = EventsWriter(events) if events else None
-    display = run_display(err(), job=resolved.id)
+    display = run_display(err(), job=resolved.config.job_name)
     sinks = [s for s in (display, writer) if s is not None]
 
     def on_event(event: dict) -> None:

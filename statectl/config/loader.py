@@ -170,9 +170,10 @@ def config_model(raw: RawConfig, models: Mapping[str, type[JobConfig]]) -> type[
     known = ", ".join(sorted(models))
     if job is None:
         raise ConfigError([f"{raw.source}: job: required value is missing (expected one of {known})"])
-    if job not in models:
+    if not isinstance(job, str) or job not in models:
         hint = did_you_mean(str(job), models)
-        raise ConfigError([f"{raw.where('job')}: job: expected one of {known}, found {job!r}{hint}"])
+        raise ConfigError([f"{raw.where('job')}: job: expected one of {known}, or your own job as MODULE:FUNCTION "
+                           f"or ./FILE.py:FUNCTION (docs/own-jobs.md), found {job!r}{hint}"])
     return models[job]
 
 
@@ -189,14 +190,16 @@ def validate_raw(raw: RawConfig, model: type[M], unknown: str = "key") -> M:
     return validated
 
 
-def load_config(path: Path, models: Mapping[str, type[JobConfig]], overrides: list[str] | None = None,
-                expect_job: str | None = None) -> JobConfig:
+def load_config(path: Path | None, models: Mapping[str, type[JobConfig]], overrides: list[str] | None = None,
+                expect_job: str | None = None, job: str | None = None) -> JobConfig:
     """Read, override and validate a job config against the model its ``job`` names; raises
-    ConfigError listing every problem."""
-    raw = read_yaml(path)
+    ConfigError listing every problem. Without a ``path``, the config is ``job``'s defaults and the
+    overrides."""
+    raw = read_yaml(path) if path is not None else RawConfig({"job": job}, "--set", {"job": 0})
     schema = config_model(raw, models)
     apply_overrides(raw, overrides or [], schema)
     config = validate_raw(raw, schema)
+    config._source, config._raw = path, raw
     if expect_job and config.job != expect_job:
         raise ConfigError([f"{raw.where('job')}: job: this config is for {config.job!r}, not {expect_job!r}"])
     return config

@@ -7,9 +7,10 @@ starting offset, a partition count) are checked here, so a typo is a line at loa
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, PrivateAttr
 
 from statectl.config.model import Section, Text, conf_text, text_mapping
 from statectl.config.spark_values import interval_problem, spark_conf_problems
@@ -76,3 +77,61 @@ class JobConfig(Section):
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     trigger: TriggerConfig = Field(default_factory=TriggerConfig)
+
+    #: The YAML file the config was read from (None when built in code): a user job's
+    #: ``./file.py`` is found beside it, and a user job's ``params`` problems name its lines.
+    _source: Path | None = PrivateAttr(default=None)
+    _raw: Any = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        # Where a config was read from is not part of its value (pydantic compares private attributes).
+        return type(self) is type(other) and self.model_dump() == other.model_dump()
+
+    __hash__ = None  # as pydantic models are: mutable, compared by value
+
+    @property
+    def job_name(self) -> str:
+        """The job's name as statectl shows it and names its default checkpoint after."""
+        return self.job
+
+    @property
+    def source(self) -> Path | None:
+        return self._source
+
+    @property
+    def raw(self) -> Any:
+        """The RawConfig it was validated from (the lines of its keys), when read from a file."""
+        return self._raw
+
+
+def is_job_reference(job: str) -> bool:
+    """``my_pkg.clicks:build``, ``my_pkg.clicks``, ``./clicks.py[:build]``: a user's own job named by
+    where its code is (the built-in job ids, ``leaderboard``, ``advanced-state/tombstones``, name none)."""
+    text = job.strip()
+    return ":" in text or text.endswith(".py") or "." in text.split("/")[-1]
+
+
+def _job_name(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", value):
+        raise ValueError("takes letters, digits, '.', '_' and '-' (it names the checkpoint folder)")
+    return value
+
+
+class UserJobConfig(JobConfig):
+    """A user's own job (docs/own-jobs.md): ``job:`` names its code, ``params:`` is the job's own."""
+
+    #: Shown in status, events and the live display, and names the default checkpoint
+    #: (./.statectl/checkpoints/NAME). Default: the module's name (``clicks`` for ./clicks.py).
+    name: Annotated[Text, AfterValidator(_job_name)] | None = None
+    #: The job's own settings, handed to its build function as ``ctx.params``; checked against the
+    #: module's ``Params`` model (pydantic) when it declares one.
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def job_name(self) -> str:
+        if self.name:
+            return self.name
+        target = self.job.strip()
+        target = target.rpartition(":")[0] if ":" in target else target
+        target = target.removesuffix(".py")
+        return re.split(r"[./\\]", target)[-1] or "job"

@@ -196,7 +196,7 @@ def inputs_of(config: JobConfig) -> list[str]:
     """The topics a job's config declares as input (what it reads)."""
     from jobs.registry import job_entry
 
-    return [t.name for t in job_entry(config.job).topics(config) if not t.output]
+    return [t.name for t in job_entry(config.job, config).topics(config) if not t.output]
 
 
 def kafka_end_offsets(cluster: Cluster, topics: list[str]) -> dict[str, dict[int, int]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import threading
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from jobs.registry import JobEntry, job_entry
+from jobs.user import UserJob
 from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location, checkpoint_for
 from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
@@ -142,7 +144,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     from statectl.adapters.spark.session import require_master
 
     config = request.config
-    job = request.job or job_entry(config.job)
+    job = request.job or job_entry(config.job, config)
+    name = config.job_name
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     master = request.master or config.spark.master
     # Refused in a second, before Spark starts (which takes many): a checkpoint path that cannot
@@ -155,7 +158,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     topics = _plan_topics(job, config, bootstrap, admin)
     metrics = _serve_metrics(request)
 
-    with CheckpointLock(checkpoint), _closing(metrics), _one_line_errors(config.job):
+    with CheckpointLock(checkpoint), _closing(metrics), _one_line_errors(name):
         from statectl.adapters.spark.session import failure_line, spark_session
         from statectl.adapters.spark.query import kafka_sink_writer
         from statectl.checkpoint.restart_needs import restart_session_conf
@@ -168,26 +171,32 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         topic_note = topics.apply()
         # On a secured cluster, a missing READ or WRITE is one line now, not a Spark task failure later.
         require_operations(admin, bootstrap, {t.name: t.operation for t in merged(job.topics(config))})
+        if isinstance(job, UserJob):
+            _worker_python_path(job.python_path())
         spark = spark_session(
-            app_name=f"statectl {config.job}",
+            app_name=f"statectl {name}",
             master=master,
             # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
             # whose format the session does not match (either way round): set the one it was written in.
             conf={**config.spark.conf, **restart_session_conf(layout)},
             ui=config.spark.ui,
         )
-        plan = job.topology().build(spark, config, bootstrap)
-
-        writer = kafka_sink_writer(
-            plan.output, plan.reasons, plan.output_topics, bootstrap, str(checkpoint), config.job.replace("/", "-"),
-            request.available_now, config.trigger.processing_time)
+        if isinstance(job, UserJob):
+            writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now)
+            output_topics: list[str] = []
+        else:
+            plan = job.topology().build(spark, config, bootstrap)
+            output_topics = plan.output_topics
+            writer = kafka_sink_writer(
+                plan.output, plan.reasons, plan.output_topics, bootstrap, str(checkpoint), name.replace("/", "-"),
+                request.available_now, config.trigger.processing_time)
 
         totals = RunTotals()
         trigger = "available-now" if request.available_now else f"processing-time {config.trigger.processing_time}"
         monitor = None
         if request.listen:
             monitor = _monitor(spark, metrics, [totals.add, metrics, on_event], restore, [plan_note, topic_note],
-                               {"job": config.job, "checkpoint": str(checkpoint), "trigger": trigger})
+                               {"job": name, "checkpoint": str(checkpoint), "trigger": trigger})
         watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
         started = time.monotonic()
         signals = StopSignals().install()
@@ -200,7 +209,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                 query = writer.start()
             except Exception as exc:
                 start_error = failure_line(exc)
-                raise OperationalError(f"the {config.job} query did not start: {start_error}") from exc
+                raise _query_error(job, f"the {name} query did not start", exc) from exc
             lost = kafka_lost_error(bootstrap, config.kafka.unavailable_timeout)
             status = _follow(query, signals, request, started, monitor.stopping if monitor is not None else None,
                              watch, monitor.fail if monitor is not None else None, lost)
@@ -208,7 +217,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             if status == KAFKA_LOST:
                 status, error = "failed", lost
             elif exc is not None:
-                status, error = "failed", failure_line(exc)
+                status, error = "failed", _failure(job, exc, query)
         except KeyboardInterrupt:
             interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
             raise
@@ -224,16 +233,105 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                 totals.add(batch_progress(json.loads(progress.json)))
 
     summary = RunSummary(
-        job=config.job, status=status, query_id=str(query.id), checkpoint_dir=str(checkpoint),
+        job=name, status=status, query_id=str(query.id), checkpoint_dir=str(checkpoint),
         bootstrap_servers=str(bootstrap), batches=totals.batches, input_rows=totals.input_rows,
         seconds=round(time.monotonic() - started, 2),
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
-        outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(plan.output_topics)},
+        outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(output_topics)},
         state_rows=totals.last_state_rows, error=error, processing_seconds=round(totals.processing_ms / 1000, 2),
     )
     if status == "failed":
-        raise OperationalError(f"the {config.job} query failed: {error}")
+        raise OperationalError(f"the {name} query failed{_in_batch(checkpoint)}: {error}")
     return summary
+
+
+def _worker_python_path(paths: list[str]) -> None:
+    """Spark's Python workers (UDFs, transformWithState processors) unpickle a user job's functions
+    by module name: they need the job's folder on PYTHONPATH, which they inherit from this process
+    through the JVM."""
+    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *current]))
+
+
+def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: Path, available_now: bool):
+    """Call the user's build function with its context and make the writer it returns statectl's
+    run: checkpoint location, query name, trigger. Whatever goes wrong is the user's, said plainly."""
+    from jobs.user import user_code_error
+    from statectl.adapters.spark.query import WriterShape, writer_shape
+    from statectl.job_context import JobContext
+
+    context = JobContext(spark=spark, params=job.params(config), bootstrap_servers=bootstrap.bootstrap,
+                         kafka_options=bootstrap.spark_options(), name=config.job_name,
+                         checkpoint_dir=str(checkpoint), available_now=available_now,
+                         starting_offsets=config.kafka.starting_offsets)
+    call = f"{job.location.function}(ctx)"
+    try:
+        writer = job.builder()(context)
+    except StatectlError:
+        raise
+    except Exception as exc:
+        raise user_code_error(call, exc) from None
+    shape = writer_shape(writer)
+    if shape is not WriterShape.WRITER:
+        raise UsageError(f"{job.location.describe()}: {call} returned {shape.returned(writer)}; "
+                         f"return df.writeStream... without calling start(): statectl sets the checkpoint, "
+                         f"trigger and query name and starts it")
+    _check_output_topic(writer, admin, job)
+    writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.job_name)
+    if available_now:
+        return writer.trigger(availableNow=True)
+    return writer.trigger(processingTime=config.trigger.processing_time)
+
+
+def _check_output_topic(writer, admin, job: UserJob) -> None:
+    """A Kafka sink whose ``topic`` option names a topic that does not exist and that the job does
+    not declare: one line now, instead of a query that retries forever (the local broker creates
+    no topics by itself)."""
+    from statectl.adapters.kafka.admin import existing_topics
+    from statectl.adapters.spark.query import writer_options
+
+    source, options = writer_options(writer)
+    topic = options.get("topic")
+    if (source or "").lower() != "kafka" or not topic:
+        return
+    if topic in existing_topics(admin):
+        return
+    raise UsageError(f"the output topic {topic!r} does not exist: declare it in {job.location.describe().rsplit(':', 1)[0]}"
+                     f" (TOPICS = [{{'name': '{topic}', 'partitions': 3, 'output': True}}], created before Spark "
+                     f"starts; docs/own-jobs.md) or create it (kafka-topics.sh --create --topic {topic})")
+
+
+def _query_error(job, what: str, exc: BaseException) -> StatectlError:
+    from statectl.adapters.spark.session import failure_line
+
+    if isinstance(job, UserJob):
+        from jobs.user import python_failure
+
+        found = python_failure(str(exc))
+        if found:
+            return OperationalError(f"{what}: {found}")
+    return OperationalError(f"{what}: {failure_line(exc)}")
+
+
+def _failure(job, exc: BaseException, query) -> str:
+    """Why the query failed, one line; for a user's job, the Python error in their code (a UDF, a
+    processor) with their own frames, when that is what failed."""
+    from statectl.adapters.spark.session import failure_line
+
+    if isinstance(job, UserJob):
+        from jobs.user import python_failure
+
+        found = python_failure(str(exc))
+        if found:
+            return found
+    return failure_line(exc)
+
+
+def _in_batch(checkpoint: Path) -> str:
+    """`` in batch N``: the failed batch is the last one the offset log holds (Spark logs a batch's
+    offsets before it runs it)."""
+    batches = [int(p.name) for p in (checkpoint / "offsets").glob("[0-9]*") if p.name.isdigit()]
+    return f" in batch {max(batches)}" if batches else ""
 
 
 #: What ``_follow`` returns when no broker answered for ``kafka.unavailable_timeout``.

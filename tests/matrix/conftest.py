@@ -9,10 +9,10 @@ def pytest_terminal_summary(terminalreporter):
         return
     write = terminalreporter.write_line
     terminalreporter.section("checkpoint matrix: inspect-state verdict against a real restart")
-    write(f"{'case':34} {'spark':7} {'inspect-state':44} {'restart':8} agree  restart error")
+    write(f"{'case':34} {'spark':7} {'judged for':16} {'inspect-state':44} {'restart':8} agree  restart error")
     for o in matrix:
         codes = sorted({e["code"] for e in o.errors}) or [f"({w})" for w in o.warnings]
         verdict = f"exit {o.exit_code} {','.join(codes)}"
         agree = "yes" if o.exit_code == (0 if o.restart_ok else 1) else "NO"
-        write(f"{o.case:34} {o.spark_version:7} {verdict:44} {'ok' if o.restart_ok else 'fails':8} {agree:5}  "
-              f"{o.restart_error[:160]}")
+        write(f"{o.case:34} {o.spark_version:7} {o.verdict_for:16} {verdict:44} {'ok' if o.restart_ok else 'fails':8} "
+              f"{agree:5}  {o.restart_error[:200]}")

@@ -7,6 +7,8 @@ into "it ended" (the runner reads ``query.exception()``), and a stop between mic
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import time
 
 from statectl.cluster import Cluster, as_cluster
@@ -141,3 +143,58 @@ def _terminated_state():
 
     package = SparkContext._jvm.org.apache.spark.sql.execution.streaming.runtime
     return getattr(getattr(package, "TERMINATED$"), "MODULE$")
+
+
+class WriterShape(enum.Enum):
+    """What a user's build function returned, as far as starting it goes."""
+
+    WRITER = "a DataStreamWriter"
+    DATAFRAME = "a DataFrame"
+    QUERY = "a started StreamingQuery"
+    OTHER = "something else"
+
+    def returned(self, value) -> str:
+        if self is WriterShape.DATAFRAME:
+            streaming = getattr(value, "isStreaming", False)
+            return f"a {'streaming ' if streaming else ''}DataFrame, not its writer (df.writeStream)"
+        if self is WriterShape.QUERY:
+            return "a query it started itself"
+        return f"{type(value).__name__!r}, not a DataStreamWriter"
+
+
+def writer_shape(value) -> WriterShape:
+    """Classic and Spark Connect writers alike (both PySpark classes are named DataStreamWriter)."""
+    from pyspark.sql import DataFrame
+
+    if type(value).__name__ == "DataStreamWriter" and hasattr(value, "start"):
+        return WriterShape.WRITER
+    if isinstance(value, DataFrame) or type(value).__name__ == "DataFrame":
+        return WriterShape.DATAFRAME
+    if hasattr(value, "awaitTermination") and hasattr(value, "stop") and hasattr(value, "id"):
+        with contextlib.suppress(Exception):
+            value.stop()  # started behind statectl's back, without its checkpoint: not left running
+        return WriterShape.QUERY
+    return WriterShape.OTHER
+
+
+def writer_options(writer) -> tuple[str | None, dict[str, str]]:
+    """The sink format and options a classic DataStreamWriter was given (read from the JVM object's
+    private fields; PySpark keeps no copy). ``(None, {})`` where they cannot be read (Spark Connect,
+    another Spark), which callers treat as unknown."""
+    jwrite = getattr(writer, "_jwrite", None)
+    if jwrite is None:
+        return None, {}
+    try:
+        cls = jwrite.getClass()
+        source_field = cls.getDeclaredField("source")
+        source_field.setAccessible(True)
+        options_field = cls.getDeclaredField("extraOptions")
+        options_field.setAccessible(True)
+        options = options_field.get(jwrite).originalMap()
+        jvm = writer._spark._jvm if hasattr(writer, "_spark") else None
+        if jvm is None:
+            return str(source_field.get(jwrite)), {}
+        as_java = jvm.scala.jdk.javaapi.CollectionConverters.asJava(options)
+        return str(source_field.get(jwrite)), {str(k): str(v) for k, v in as_java.items()}
+    except Exception:  # a Spark whose writer is built otherwise: unknown, not an error
+        return None, {}
