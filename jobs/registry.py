@@ -190,7 +190,9 @@ def load_job_config(path: Path | None, overrides: list[str] | None = None, expec
 
     config = load_config(path, config_models(), overrides, expect_job, job=job)
     if isinstance(config, UserJobConfig):
-        job_entry(config.job, config).params(config)
+        job = job_entry(config.job, config)
+        job.builder()
+        job.params(config)
     return config
 
 

@@ -178,21 +178,25 @@ class UserJob:
         model = getattr(self.module, "Params", None)
         if model is None:
             return dict(config.params)
-        from pydantic import BaseModel
+        from pydantic import BaseModel, ConfigDict, create_model
+
+        from statectl.config.loader import RawConfig, validate_raw
 
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise UsageError(f"job: {self.module.__file__}: Params must be a pydantic model class, "
                              f"found {type(model).__name__}")
-        from statectl.config.loader import RawConfig, validate_raw
-
-        raw = config.raw
-        lines = {k[len("params."):]: v for k, v in (raw.lines.items() if raw else ()) if k.startswith("params.")}
-        source = raw.source if raw else "params"
-        params_raw = RawConfig(dict(config.params), source, lines)
-        try:
-            return validate_raw(params_raw, model, unknown="params key")
-        except ConfigError as exc:
-            raise ConfigError([_in_params(p) for p in exc.problems]) from None
+        if model.model_config.get("extra") is None:
+            # A typo in params is a problem to report, as in the rest of the config, unless the
+            # model says what to do with keys it does not know.
+            model = type(model.__name__, (model,), {"model_config": ConfigDict(**{**model.model_config, "extra": "forbid"}),
+                                                    "__module__": model.__module__})
+        raw = config.raw or RawConfig(config.model_dump(), "--set", {})
+        # The whole config against a model whose params are the module's: problems come keyed and
+        # lined as the file has them (params.threshold, its line, else the line of params:).
+        whole = create_model(type(config).__name__, __base__=type(config), params=(model, ...))
+        data = {**raw.data, "params": raw.data.get("params") or {}}
+        checked = validate_raw(RawConfig(data, raw.source, raw.lines, raw.duplicates), whole)
+        return checked.params
 
     def topics(self, config: UserJobConfig) -> list[DeclaredTopic]:
         declared = getattr(self.module, "TOPICS", None)
@@ -204,14 +208,6 @@ class UserJob:
             except Exception as exc:
                 raise user_code_error("topics()", exc) from None
         return [_declared_topic(item, self.module.__name__) for item in declared or []]
-
-
-def _in_params(problem: str) -> str:
-    """A problem of the params model, keyed as the config file has it (``params.threshold``)."""
-    match = re.match(r"^(\S+?:(?:\d+:)? )(.*)$", problem)
-    if match and not match.group(2).startswith("params"):
-        return f"{match.group(1)}params.{match.group(2)}"
-    return problem
 
 
 _TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "output", "managed", "about"}
