@@ -90,3 +90,37 @@ def list_jars(json: JsonOpt = False) -> None:
             state = f"{len(info['jars'])} jars in {info['directory']}" if info["cached"] else "not cached (run `statectl jars fetch`)"
             out().print(f"{name} {info['version']}: {state}")
         out().print(f"driver class-data archive: {path if made else 'not made (run `statectl jars archive`)'}")
+
+
+@app.command("spark-conf")
+def spark_conf(
+    fmt: Annotated[str, typer.Option("--format", metavar="conf|submit|python", help="conf: spark-defaults.conf lines (spark-submit --properties-file FILE); submit: --conf arguments; python: SparkSession.builder calls.")] = "conf",
+    master: Annotated[str, typer.Option("--master", help="The master the job runs on (sets spark.sql.shuffle.partitions as statectl would).")] = "local[*]",
+    json: JsonOpt = False,
+) -> None:
+    """Print the Spark settings statectl runs jobs with, for your own job started outside statectl.
+
+    spark.jars lists the cached Kafka connector jars without the ones PySpark already ships (in
+    any version: a second copy of a library on the class path fails at run time), then the
+    RocksDB state store with changelog checkpointing and statectl's other session settings. The
+    jars are resolved from Maven Central the first time (statectl jars fetch), offline after.
+
+    Examples:
+
+      statectl jars spark-conf > statectl.conf && spark-submit --properties-file statectl.conf my_job.py
+
+      statectl jars spark-conf --format submit
+
+      statectl jars spark-conf --format python
+    """
+    from statectl.errors import UsageError
+    from statectl.render import emit_json, out
+    from statectl.run.spark_settings import as_format, own_job_settings
+
+    if fmt not in ("conf", "submit", "python"):
+        raise UsageError(f"--format {fmt!r}: expected conf, submit or python")
+    settings = own_job_settings(master)
+    if json:
+        emit_json(settings)
+    else:
+        out().print(as_format(settings, fmt), markup=False, highlight=False, soft_wrap=True)

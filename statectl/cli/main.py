@@ -17,6 +17,7 @@ from statectl.cli import lag, status
 from statectl.cli import repartition_state
 from statectl.cli import reset
 from statectl.cli import relocate_checkpoint
+from statectl.cli import new
 from statectl.cli.common import DEBUG
 from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
 
@@ -66,6 +67,7 @@ app.command("status")(status.status)
 app.command("repartition-state")(repartition_state.repartition_state)
 app.command("reset")(reset.reset)
 app.command("relocate-checkpoint")(relocate_checkpoint.relocate_checkpoint)
+app.add_typer(new.app, name="new", cls=LightGroup)
 # typer reads every command's signature on every run: evaluated once here, not per read.
 resolve_annotations(app)
 

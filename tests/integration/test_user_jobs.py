@@ -230,3 +230,27 @@ def test_a_udf_that_raises_in_batch_3_fails_the_run_with_the_users_line(tmp_path
     assert error.startswith(f"error: the clicks query failed in batch 3: {work / 'clicks.py'}:{line}: "
                             f"ValueError: cannot count page 'boom'\nTraceback (your code):"), error
     assert "raise ValueError" in error and "py4j" not in error.lower() and "pyspark/" not in error
+
+
+def test_statectl_new_job_writes_a_job_whose_own_tests_pass(tmp_path, bootstrap):
+    """The scaffold's unit test (TwsTester) and integration test (the job run by statectl against
+    a real broker), run by pytest the way its user would run them."""
+    import subprocess
+    import sys
+
+    made = run_statectl("new", "job", "click-alerts", "--dir", str(tmp_path / "click-alerts"), "--json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    files = {Path(f).relative_to(tmp_path / "click-alerts").as_posix() for f in json.loads(made.stdout)["files"]}
+    assert files == {"click_alerts.py", "click_alerts.yaml", "tests/test_click_alerts_processor.py",
+                     "tests/test_click_alerts_integration.py", "pytest.ini"}
+    module = (tmp_path / "click-alerts" / "click_alerts.py").read_text()
+    assert not re.search(r"^\s*(import|from) statectl", module, re.M)  # a user job needs nothing of statectl
+    again = run_statectl("new", "job", "click-alerts", "--dir", str(tmp_path / "click-alerts"), cwd=tmp_path)
+    assert again.returncode == 2 and "exists" in again.stderr  # never overwritten without --force
+
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path / "click-alerts",
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert re.search(r"\b3 passed\b", tests.stdout), tests.stdout[-500:]
