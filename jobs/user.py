@@ -314,3 +314,23 @@ def python_failure(text: str) -> str | None:
         return None
     last = frames[-1]
     return f"{last.filename}:{last.lineno}: {error}\nTraceback (your code):{format_frames(frames)}"
+
+
+@dataclass
+class CheckpointOnlyJob:
+    """A job known only by its checkpoint: it declares no topics (the checkpoint's offset log says
+    what each source read) and has no layout history of statectl's to check."""
+
+    id: str
+    check_checkpoint: Callable | None = None
+
+    @property
+    def group(self) -> str:
+        return self.id
+
+    @property
+    def example(self) -> None:
+        return None
+
+    def topics(self, config) -> list[DeclaredTopic]:
+        return []

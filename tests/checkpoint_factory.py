@@ -14,6 +14,7 @@ import io
 import json
 import os
 import struct
+import time
 import uuid
 import zipfile
 import zlib
@@ -42,11 +43,30 @@ def write(path: Path, data: bytes | str, crc: bool | str = True) -> Path:
         data = data.encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
+    if path.parent.name in ("offsets", "commits"):
+        age_log_file(path)
     if crc == "placeholder":
         (path.parent / f".{path.name}.crc").write_bytes(b"crc\x00\x00\x00\x02\x00")
     elif crc:
         (path.parent / f".{path.name}.crc").write_bytes(hadoop_crc(data))
     return path
+
+
+#: How old the factory's offset and commit log files are: a checkpoint written a moment ago looks
+#: like one a query is running on (statectl.checkpoint.liveness); these are a stopped job's.
+LOG_AGE_S = 86400
+
+
+def age_log_file(path: Path, seconds: float = LOG_AGE_S) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def age_logs(checkpoint: Path, seconds: float = LOG_AGE_S) -> None:
+    """Every offset and commit log file of ``checkpoint`` made ``seconds`` old: a job stopped then."""
+    for folder in ("offsets", "commits"):
+        for path in (checkpoint / folder).glob("[0-9]*"):
+            age_log_file(path, seconds)
 
 
 def _zeros_crc(size: int, bytes_per_checksum: int = 512) -> bytes:

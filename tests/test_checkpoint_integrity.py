@@ -118,6 +118,62 @@ def test_block_stream_refuses_what_lz4_java_refuses(data, error):
             pass
 
 
+#: partition 0's left-keyToNumValues/6.changelog of a stream-stream join written by PySpark 3.5.9,
+#: with byte 40 flipped (the checkpoint matrix's join-flip-no-crc): the second match's offset 18
+#: becomes 237, before the start of the block. It copied 8 zero bytes; lz4-java 1.8.0's JNI decoder
+#: copies them from the JVM memory before its buffer instead, and a restart by Spark 3.5.9 of this
+#: very file worked three times out of four ("IOException: Stream is corrupted" the fourth).
+MATCH_BEFORE_BLOCK = bytes.fromhex(
+    "4c5a34426c6f636b2527000000360000005769b70c5400000019000100a402000000100000006b30ed002500110a00c004"
+    "00000000000000ffffffff4c5a34426c6f636b15000000000000000000000000")
+#: what Spark wrote (the block of the undamaged file): one record (key 25 bytes, value 17) and -1
+MATCH_BEFORE_BLOCK_RECORDS = bytes.fromhex(
+    "0000001900000000000000000002000000100000006b30000000000000000000110000000000000000000400000000000000ffffffff")
+
+
+def test_a_match_before_the_block_is_decoded_with_zeros_only_when_asked():
+    body = MATCH_BEFORE_BLOCK[21:21 + 39]
+    with pytest.raises(lz4block.MatchBeforeStart, match="match offset 237 points before the start"):
+        lz4block.decompress_block(body, 54)
+    assert lz4block.decompress_block_filled(body, 54) == (MATCH_BEFORE_BLOCK_RECORDS, 8)
+    with pytest.raises(lz4block.StreamCorrupt) as refused:
+        lz4block.BlockStream(MATCH_BEFORE_BLOCK).read_block()
+    assert refused.value.before_start
+    stream = lz4block.BlockStream(MATCH_BEFORE_BLOCK, fill_before_start=True)
+    assert stream.read_block() == MATCH_BEFORE_BLOCK_RECORDS and stream.filled == {0: (0, 8)}
+    with pytest.raises(lz4block.StreamCorrupt) as other:  # any other fault is still refused
+        lz4block.BlockStream(b"LZ4Block\x25" + struct.pack("<iii", 4, 8, 0) + b"\x10a\x00\x00",
+                             fill_before_start=True).read_block()
+    assert not other.value.before_start
+
+
+def test_a_match_before_the_block_may_be_read_by_lz4_java_1_8_0():
+    damage = check_stream(MATCH_BEFORE_BLOCK, "changelog")
+    # lz4-java's bounds-checked decoders (4.1+) refuse it: certain
+    assert (damage.code, damage.maybe) == ("unparsable", False)
+    assert "match offset 237 points before the start of the block" in damage.detail
+    # lz4-java 1.8.0's JNI decoder copies 8 bytes of JVM memory; with zeros the XXH32 checksum passes
+    assert (damage.unchecked.code, damage.unchecked.maybe) == ("unparsable", True)
+    assert "copies 8 bytes of LZ4 block 1 from the JVM memory before its output buffer" in damage.unchecked.detail
+    # ... but when zeros do not give the checksum, only the writer's bytes would: not by chance
+    wrong_sum = MATCH_BEFORE_BLOCK[:17] + struct.pack("<i", 12345) + MATCH_BEFORE_BLOCK[21:]
+    damage = check_stream(wrong_sum, "changelog")
+    assert not damage.unchecked.maybe and "with zeros there the block fails its XXH32 checksum too" in \
+        damage.unchecked.detail
+    # ... and a fault after it fails the read whatever that memory holds: block 1 holds a key size,
+    # 'ab', a match of 4 bytes at offset 10 (4 before the block) and a literal; block 2 (raw) the rest
+    # of the record and -1, with a wrong checksum
+    first = _i(5) + b"ab" + bytes(5)
+    body = b"\x60" + first[:6] + b"\x0a\x00" + b"\x10\x00"
+    rest = b"\x00\x01v" + _i(-1)
+    two_blocks = (lz4block.MAGIC + b"\x25" + struct.pack("<iii", len(body), len(first), lz4block.block_checksum(first))
+                  + body + lz4block.MAGIC + b"\x15" + struct.pack("<iii", len(rest), len(rest), 7) + rest)
+    damage = check_stream(two_blocks, "changelog")
+    assert "match offset 10 points before the start" in damage.detail
+    assert (damage.unchecked.code, damage.unchecked.maybe) == ("crc-mismatch", False)
+    assert "LZ4 block 2 (at byte 32) fails its XXH32 checksum" in damage.unchecked.detail
+
+
 # ------------------------------------------------------------------------------------------
 # records
 

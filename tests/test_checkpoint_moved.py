@@ -51,6 +51,7 @@ from statectl.checkpoint.schema_paths import (
 from statectl.maintenance.relocate_plan import relocation_plan, rewrite_metadata
 from statectl.errors import OperationalError, UsageError
 from tests.checkpoint_factory import (
+    age_log_file,
     OperatorSpec,
     build_checkpoint,
     hadoop_crc,
@@ -96,6 +97,7 @@ def spark_failed_attempt(moved: Path, orig: Path) -> str:
     shutil.copy(moved / "state/0/_stateSchema/default" / schema_name(moved),
                 moved / "state/0/_stateSchema/default" / new_schema)
     shutil.copy(moved / "offsets/2", moved / "offsets/3")
+    age_log_file(moved / "offsets/3")  # the attempt was a while ago: no query is in the middle of batch 3
     set_paths(moved, 3, [old, f"file:{moved}/state/0/_stateSchema/default/{new_schema}"])
     return new_schema
 

@@ -584,7 +584,7 @@ def test_live_display_renders_restore_bars_then_status():
 
 
 def test_events_writer_appends_json_lines(tmp_path):
-    from statectl.render.run import EventsWriter
+    from statectl.run.events_file import EventsWriter
 
     path = tmp_path / "sub" / "events.jsonl"
     for _ in range(2):

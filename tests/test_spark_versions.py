@@ -17,6 +17,7 @@ Bad inputs tried: --spark-version 9.9, 3, "latest" and an empty value (exit 2, o
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 
@@ -28,13 +29,14 @@ from statectl.checkpoint.spark_versions import (
     VerdictTarget,
     parse_spark_version,
     span,
+    text,
     verdict_target,
     writer_evidence,
 )
 from statectl.errors import UsageError
 from tests.checkpoint_factory import build_checkpoint
 from tests.conftest import run_statectl
-from tests.test_checkpoint_integrity import NO_CRC, _all, _cut, _flip, _metadata_line, _rm
+from tests.test_checkpoint_integrity import MATCH_BEFORE_BLOCK, NO_CRC, _all, _cut, _flip, _metadata_line, _rm
 
 BASE_35 = ["spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan", "spark.sql.shuffle.partitions",
            "spark.sql.streaming.aggregation.stateFormatVersion",
@@ -128,6 +130,37 @@ def test_a_damaged_changelog_with_its_crc_fails_in_lz4_decoding_first(tmp_path, 
         assert "ChecksumException" not in changelog.message
 
 
+# ---------------------------------------------------------------- lz4-java 1.8.0 reads JVM memory
+@pytest.mark.parametrize("release, severity", [((3, 5), WARNING), ((4, 0), WARNING), ((4, 1), ERROR),
+                                               ((4, 2), ERROR), ((4, 3), ERROR)], ids=lambda v: str(v))
+def test_an_lz4_match_before_its_block_may_fail_only_with_lz4_java_1_8_0(tmp_path, release, severity):
+    # The checkpoint matrix's join-flip-no-crc on Spark 3.5.9: a flipped byte turns a match offset
+    # into one before the start of the block. Spark 3.5 and 4.0 (lz4-java 1.8.0, JNI fast decoder)
+    # copy those bytes from JVM memory: the restart of that very file worked 3 times out of 4.
+    built = build_checkpoint(tmp_path / "cp", **NO_CRC)
+    (built.root / "state/0/1/5.changelog").write_bytes(MATCH_BEFORE_BLOCK)  # in the replay
+    findings = _health(built.root, release)
+    (changelog,) = _at(findings, "state/0/1/5.changelog")
+    assert (changelog.severity, changelog.code) == (severity, "unparsable")
+    assert changelog.fails_on == ("4.1", "4.2", "4.3") and changelog.may_fail_on == ("3.5", "4.0")
+    assert changelog.versions == "fails on Spark 4.1+; may fail on 3.5–4.0"
+    assert is_healthy(findings) == (severity == WARNING)
+    fate = "may fail replaying it" if severity == WARNING else "fails replaying it"
+    assert f"a restart by Spark {release[0]}.{release[1]} {fate} (IOException: Stream is corrupted)" in changelog.message
+    if severity == WARNING:
+        assert "with zeros there the block passes its XXH32 checksum" in changelog.message
+
+
+def test_an_lz4_match_before_its_block_fails_when_zeros_do_not_pass_the_checksum(tmp_path):
+    built = build_checkpoint(tmp_path / "cp", **NO_CRC)
+    wrong_sum = MATCH_BEFORE_BLOCK[:17] + struct.pack("<i", 12345) + MATCH_BEFORE_BLOCK[21:]
+    (built.root / "state/0/1/5.changelog").write_bytes(wrong_sum)
+    findings = _health(built.root, (3, 5))
+    (changelog,) = _at(findings, "state/0/1/5.changelog")
+    assert changelog.severity == ERROR and changelog.fails_on == tuple(text(v) for v in KNOWN)
+    assert "with zeros there the block fails its XXH32 checksum too: a restart by Spark 3.5 fails" in changelog.message
+
+
 # ---------------------------------------------------------------- which release wrote it
 @pytest.mark.parametrize("keys, inferred, says", [
     (BASE_35, (3, 5), "Spark 3.5: its offset log records none of the confs 4.0 added"),
@@ -182,7 +215,7 @@ def test_inspect_state_gives_the_verdict_for_the_release_asked(tmp_path):
     doc = json.loads(ok.stdout)
     assert doc["verdict_for"] == {"version": "4.2", "source": "--spark-version", "evidence": ""}
     (snapshot,) = [f for f in doc["findings"] if f["path"] == "state/0/0/4.zip"]
-    assert snapshot["spark_versions"] == {"fails": ["3.5", "4.0", "4.1"], "restarts": ["4.2", "4.3"],
+    assert snapshot["spark_versions"] == {"fails": ["3.5", "4.0", "4.1"], "may_fail": [], "restarts": ["4.2", "4.3"],
                                           "text": "fails on Spark 3.5–4.1; 4.2+ restart"}
     old = run_statectl("inspect-state", str(built.root), env={"STATECTL_SPARK_VERSION": "3.5", "COLUMNS": "400"})
     assert old.returncode == 1

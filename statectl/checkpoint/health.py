@@ -66,22 +66,30 @@ class Finding:
     partition: int | None = None
     #: the known Spark releases (``"3.5"``, ...) whose restart this fails; empty: none of them
     fails_on: tuple[str, ...] = ()
+    #: the known releases whose restart it fails or not by chance (a damaged LZ4 block that
+    #: lz4-java 1.8.0 reads from JVM memory: integrity.py)
+    may_fail_on: tuple[str, ...] = ()
 
     @property
     def versions(self) -> str:
         """Which releases it breaks, when that depends on the release ("" when it does not)."""
-        if not self.fails_on or len(self.fails_on) == len(spark_versions.KNOWN):
+        if not (self.fails_on or self.may_fail_on) or len(self.fails_on) == len(spark_versions.KNOWN):
             return ""
         fails = [spark_versions.release_of(v) for v in self.fails_on]
-        restart = [v for v in spark_versions.KNOWN if v not in fails]
-        return f"fails on Spark {spark_versions.span(fails)}; {spark_versions.span(restart)} restart"
+        maybe = [spark_versions.release_of(v) for v in self.may_fail_on]
+        restart = [v for v in spark_versions.KNOWN if v not in fails and v not in maybe]
+        parts = ([f"fails on Spark {spark_versions.span(fails)}"] if fails else []) + (
+            [f"may fail on {'' if fails else 'Spark '}{spark_versions.span(maybe)}"] if maybe else []) + (
+            [f"{spark_versions.span(restart)} restart"] if restart else [])
+        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"severity": self.severity, "code": self.code, "message": self.message, "path": self.path,
                 "operator_id": self.operator_id, "partition": self.partition,
                 "spark_versions": {"fails": list(self.fails_on),
+                                   "may_fail": list(self.may_fail_on),
                                    "restarts": [spark_versions.text(v) for v in spark_versions.KNOWN
-                                                if spark_versions.text(v) not in self.fails_on],
+                                                if spark_versions.text(v) not in self.fails_on + self.may_fail_on],
                                    "text": self.versions}}
 
 
@@ -106,6 +114,7 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
     found = _release_findings(layout, plan, verify, probe, common, minimum)
     sums = _checksums(layout, plan, verify, report) if verify != "none" else []
     failing: dict[tuple[str, str | None], list[str]] = {}
+    chance: dict[tuple[str, str | None], list[str]] = {}  # the releases it may fail
     elsewhere: dict[tuple[str, str | None], Finding] = {}
     for release in spark_versions.KNOWN:
         if release == spark:
@@ -117,8 +126,11 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
             if f.severity == ERROR:
                 failing.setdefault((f.code, f.path), []).append(spark_versions.text(release))
                 elsewhere.setdefault((f.code, f.path), f)
+            elif f.may_fail_on:
+                chance.setdefault((f.code, f.path), []).append(spark_versions.text(release))
     probe.spark = spark
-    out = [replace(f, fails_on=tuple(failing.get((f.code, f.path), ()))) for f in found + sums]
+    out = [replace(f, fails_on=tuple(failing.get((f.code, f.path), ())),
+                   may_fail_on=tuple(chance.get((f.code, f.path), ()))) for f in found + sums]
     present = {(f.code, f.path) for f in out}
     # Files other releases cannot read (the releases too old for the checkpoint are in the restart
     # needs): one info finding per code and set of releases, the verdict is this release's.
@@ -146,7 +158,8 @@ def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, 
     state = integrity.verify_state(layout, plan, verify, probe=probe)
     repaired = {key for p in state for key in p.replaces}  # snapshots autoSnapshotRepair steps around
     out = [f for f in out if f.severity != ERROR or (f.code, f.path) not in repaired]
-    out += [Finding(p.severity, p.code, p.message, p.path, p.operator_id, p.partition) for p in state]
+    out += [Finding(p.severity, p.code, p.message, p.path, p.operator_id, p.partition,
+                    may_fail_on=(spark_versions.text(probe.spark),) if p.maybe else ()) for p in state]
     return out
 
 

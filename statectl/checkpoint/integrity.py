@@ -19,6 +19,12 @@ only with changelog checkpointing): it tries the older snapshots, down to an emp
 500 versions, and replays the changelogs/deltas from the first one that loads. A replay file it
 cannot read, or cannot find, fails the restart. ``verify_state`` plays that out per store instance,
 so a damaged snapshot is an error only when the restart really fails.
+
+Spark 3.5 and 4.0 decompress with lz4-java 1.8.0's JNI decoder, which does not refuse an LZ4
+match that reaches before the start of its block: it copies those bytes from the JVM memory before
+its output buffer (``lz4block``). When zeros there give the block its XXH32 checksum, the file is
+read or refused by chance (a restart of the same damaged copy by Spark 3.5.9 worked three times out
+of four): for those releases that is a warning that the restart *may* fail, not an error.
 """
 
 from __future__ import annotations
@@ -128,6 +134,10 @@ class Damage:
     detail: str  # what is wrong, without the file name
     spark: str = ""  # the error a Spark restart raises reading it
     reported_at: str | None = None  # health already has an error finding (this code, this path) for it
+    #: the verdict instead for the releases whose lz4-java reads a match before the start of its
+    #: block from JVM memory (``spark_versions.lz4_reads_before_block``); None: the same verdict
+    unchecked: Damage | None = None
+    maybe: bool = False  # whether the read fails depends on JVM memory: the restart may fail
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,7 @@ class StateProblem:
     operator_id: int | None = None
     partition: int | None = None
     replaces: tuple[tuple[str, str], ...] = ()  # (code, path) of health's error findings it stands for
+    maybe: bool = False  # the restart fails or works by chance (a warning that it may fail)
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,6 +185,8 @@ class _Probe:
         damage = self._cache[rel]
         if damage is None and rel in self._lines:
             return self._line_damage(self._lines[rel])
+        if damage is not None and damage.unchecked is not None and spark_versions.lz4_reads_before_block(self.spark):
+            return damage.unchecked
         return damage
 
     def prefetch(self, files: list[tuple[StoreFiles, StateFile]]) -> None:
@@ -356,9 +369,29 @@ def check_stream(data: bytes, kind: str, report: VerifyReport | None = None) -> 
 
 
 def check_streams(files: list[tuple[bytes, str]], report: VerifyReport | None = None) -> list[Damage | None]:
-    """``check_stream`` for many files; their block checksums are computed together (fast)."""
+    """``check_stream`` for many files; their block checksums are computed together (fast).
+
+    A file refused only for a match that reaches before the start of its block is decoded once more
+    as lz4-java 1.8.0's JNI decoder reads it, with zeros for the memory before the block: its
+    verdict for the releases using that decoder is the ``unchecked`` of the damage."""
     fast = lz4block._accelerate(sum(len(data) for data, _ in files))
     decoded = [_Decoded(data, kind, fast) for data, kind in files]
+    out = _verdicts(decoded)
+    redo = [i for i, (d, (damage, _)) in enumerate(zip(decoded, out)) if d.before_start and damage is d.damage]
+    if redo:
+        filled = [_Decoded(*files[i], fast, fill=True) for i in redo]
+        for i, d, (damage, bad) in zip(redo, filled, _verdicts(filled)):
+            out[i] = (dataclasses.replace(out[i][0], unchecked=_read_from_memory(out[i][0], d, damage, bad)), None)
+    for damage, _ in out:
+        if report:
+            report.ran(LZ4_BLOCKS, failed=damage is not None and damage.check == LZ4_BLOCKS)
+            if damage is None or damage.check == RECORDS:
+                report.ran(RECORDS, failed=damage is not None)
+    return [damage for damage, _ in out]
+
+
+def _verdicts(decoded: list[_Decoded]) -> list[tuple[Damage | None, int | None]]:
+    """Each file's first fault as lz4-java meets it, and the block whose checksum fails (if one does)."""
     sums = iter(lz4block.block_checksums([b.data for d in decoded for b in d.stream.unverified]))
     out = []
     for d in decoded:
@@ -371,21 +404,40 @@ def check_streams(files: list[tuple[bytes, str]], report: VerifyReport | None = 
             # lz4-java checks a block's checksum before handing its bytes on: this comes first
             damage = Damage(LZ4_BLOCKS, CRC_MISMATCH, f"is corrupt: LZ4 block {bad[0] + 1} (at byte "
                             f"{bad[1].offset:,}) fails its XXH32 checksum", "IOException: Stream is corrupted")
-        if report:
-            report.ran(LZ4_BLOCKS, failed=damage is not None and damage.check == LZ4_BLOCKS)
-            if damage is None or damage.check == RECORDS:
-                report.ran(RECORDS, failed=damage is not None)
-        out.append(damage)
+            out.append((damage, bad[0]))
+        else:
+            out.append((damage, None))
     return out
 
 
-class _Decoded:
-    """One file's blocks decompressed and its records decoded, checksums left for later."""
+def _read_from_memory(strict: Damage, filled: _Decoded, damage: Damage | None, bad: int | None) -> Damage:
+    """The verdict on a file with a match before the start of a block, for lz4-java 1.8.0's JNI
+    decoder: it copies those bytes from the JVM memory before its output buffer (``filled`` decoded
+    it with zeros there; ``damage`` and ``bad`` are that decode's verdict)."""
+    if not filled.stream.filled:  # decoding stopped before that block (cannot happen: an earlier fault wins)
+        return damage or strict
+    index, (_, count) = next(iter(filled.stream.filled.items()))
+    how = (f"lz4-java 1.8.0's JNI decoder does not check match offsets: it copies {plural(count, 'byte')} of "
+           f"LZ4 block {index + 1} from the JVM memory before its output buffer")
+    if damage is None:
+        return Damage(LZ4_BLOCKS, UNPARSABLE, f"{strict.detail}; {how}, and with zeros there the block passes its "
+                      f"XXH32 checksum, so whether the file can be read depends on what that memory holds",
+                      strict.spark, maybe=True)
+    if bad is not None and bad in filled.stream.filled:
+        return dataclasses.replace(strict, detail=f"{strict.detail}; {how}, and with zeros there the block fails "
+                                                  f"its XXH32 checksum too")
+    return damage  # a fault after it, met whatever that memory holds
 
-    def __init__(self, data: bytes, kind: str, fast: bool):
-        self.stream = stream = lz4block.BlockStream(data, verify_checksums=False, fast=fast)
+
+class _Decoded:
+    """One file's blocks decompressed and its records decoded, checksums left for later.
+    ``fill``: a match before the start of a block copies zeros (``lz4block.BlockStream``)."""
+
+    def __init__(self, data: bytes, kind: str, fast: bool, fill: bool = False):
+        self.stream = stream = lz4block.BlockStream(data, verify_checksums=False, fast=fast, fill_before_start=fill)
         self.damage: Damage | None = None
         self.damage_block = 0  # the block the damage is in (a bad checksum in an earlier one wins)
+        self.before_start = False  # the damage is a match before the start of a block, and only that
         records = _Records(kind)
         buf = bytearray()
         pos, done = 0, False
@@ -403,6 +455,7 @@ class _Decoded:
                     pos = 0
         except lz4block.StreamCorrupt as exc:
             self.damage_block = stream.blocks
+            self.before_start = exc.before_start
             block = f"LZ4 block {stream.blocks + 1}"
             if "ends inside" in exc.reason:
                 self.damage = Damage(LZ4_BLOCKS, TRUNCATED, f"is cut short: its LZ4 {exc.reason} (at byte "
@@ -632,10 +685,14 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
         repair = False
         why_not = (f"Spark {release} has no autoSnapshotRepair (it came with "
                    f"{spark_versions.text(spark_versions.SNAPSHOT_REPAIR_SINCE)})")
+    uncertain: list[tuple[StateFile, Damage, str]] = []  # read or not by chance: (file, damage, "loading"|"replaying")
     while current.snapshot is not None:
         snapshot = current.snapshot
         seen.add(f"{store.path}/{snapshot.name}")
         damage = probe.check(store, snapshot)
+        if damage is not None and damage.maybe:
+            uncertain.append((snapshot, damage, "loading"))
+            damage = None
         if damage is None and current.snapshot_error:
             damage = Damage(ZIP_ENTRIES, UNPARSABLE, "cannot be opened as a RocksDB snapshot",
                             reported_at=f"{store.path}/{snapshot.name}")
@@ -662,7 +719,9 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
             rel = f"{store.path}/{f.name}"
             seen.add(rel)
             damage = probe.check(store, f)
-            if damage is not None:
+            if damage is not None and damage.maybe:
+                uncertain.append((f, damage, "replaying"))
+            elif damage is not None:
                 failed_replay.append((f, damage))
                 break  # Spark stops at the first file it cannot read
         if fallback and current.missing_versions:
@@ -702,6 +761,11 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
             if why_not:
                 message += f", and cannot step around it: {why_not}"
             out.append(StateProblem(ERROR, damage.code, message, **where))
+    for f, damage, reading in uncertain:
+        rel = f"{store.path}/{f.name}"
+        where["path"] = rel
+        out.append(StateProblem(WARNING, damage.code, f"{rel} {damage.detail}: a restart by Spark {release} may fail "
+                                f"{reading} it ({damage.spark})", **where, maybe=True))
     for f, damage in failed_replay:
         if damage.reported_at:
             continue

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from statectl.config.sections import JobConfig
 from statectl.errors import OperationalError, UsageError
-from statectl.paths import default_checkpoint_root
+from statectl.paths import cache_root, default_checkpoint_root
 
 
 def checkpoint_for(config: JobConfig, override: Path | None) -> Path:
@@ -53,10 +56,13 @@ class CheckpointLock:
     file itself is removed when the lock is released, so none stays beside a checkpoint.
     """
 
-    def __init__(self, checkpoint: Path):
+    def __init__(self, checkpoint: Path, writes_batches: bool = False):
         self.checkpoint = checkpoint
         self.path = lock_path(checkpoint)
         self.fd: int | None = None
+        #: a run, or Spark's repartitioning: what it logs and commits is statectl's, and the
+        #: release says so (``record_release``) so that it is not taken for another query's
+        self.writes_batches = writes_batches
 
     def __enter__(self) -> "CheckpointLock":
         check_checkpoint_location(self.checkpoint)
@@ -97,6 +103,8 @@ class CheckpointLock:
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
+            if self.writes_batches:
+                record_release(self.checkpoint)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)  # while still holding the lock, so no one locks the old file
             fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -184,3 +192,38 @@ def read_run_lock(checkpoint: Path, proc_locks: str | None = None) -> RunLock:
     else:
         running = pid is not None and pid_alive(pid)
     return RunLock(str(path), exists=True, pid=pid, running=running, stale=not running)
+
+
+# ---------------------------------------------------------------- when statectl last let go
+def cache_record(kind: str, checkpoint: Path) -> Path:
+    """Where statectl keeps a small record about ``checkpoint`` (``released``, ``heartbeats``): in
+    the per-user cache, keyed by the checkpoint's absolute path, so nothing goes beside it."""
+    key = hashlib.sha256(str(checkpoint.expanduser().resolve()).encode()).hexdigest()[:32]
+    return cache_root() / kind / f"{key}.json"
+
+
+def _release_record(checkpoint: Path) -> Path:
+    return cache_record("released", checkpoint)
+
+
+def record_release(checkpoint: Path) -> None:
+    """Note when statectl last released the checkpoint's lock after writing batches (a run that
+    ended, a repartitioning): a batch written before then was statectl's own, not a query it cannot see (liveness.py). Kept
+    in the cache, keyed by the checkpoint's path, so nothing stays beside the checkpoint."""
+    record = _release_record(checkpoint)
+    with contextlib.suppress(OSError):
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record.with_name(f".{record.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"checkpoint": str(checkpoint.expanduser().resolve()), "released_at": time.time(),
+                                   "pid": os.getpid()}))
+        tmp.replace(record)
+
+
+def last_release(checkpoint: Path) -> float | None:
+    """When statectl last released ``checkpoint``'s lock after writing batches, on this machine
+    (None: never, or unknown)."""
+    try:
+        doc = json.loads(_release_record(checkpoint).read_text())
+        return float(doc["released_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -27,6 +27,14 @@ KNOWN: tuple[Version, ...] = ((3, 5), (4, 0), (4, 1), (4, 2), (4, 3))
 SNAPSHOT_REPAIR_SINCE: Version = (4, 2)
 #: The release that wrote and expects RocksDB snapshot metadata ``v<checkpointFormatVersion>``.
 FORMAT_LINE_RELEASE: Version = (4, 0)
+#: The releases that read state files with lz4-java 1.8.0's JNI "fast" decompressor (their
+#: LZ4CompressionCodec calls ``fastDecompressor()``; the jars of PySpark 3.5.9 and 4.0.5 bundle
+#: org.lz4:lz4-java 1.8.0). It checks no match offset: a match reaching before the start of its
+#: block copies JVM memory, and the block's XXH32 checksum then passes or fails by chance. From
+#: lz4-java 1.8.1 (at.yawk.lz4; 1.11.0 in 4.2 and 4.3) ``fastDecompressor()`` is a bounds-checked
+#: decoder that refuses such a block. 4.1 is not listed: its lz4-java was not checked, and a
+#: failure it might escape is the safer verdict.
+LZ4_UNCHECKED_OFFSETS: frozenset[Version] = frozenset({(3, 5), (4, 0)})
 
 #: Offset-log confs by the release that first records them (OffsetSeqMetadata's relevant confs,
 #: read from checkpoints written by 3.5.9, 4.0.5, 4.1.4, 4.2.0 and 4.3.0): a checkpoint that has one
@@ -75,6 +83,12 @@ def nearest_known(version: Version) -> Version:
 
 def has_snapshot_repair(version: Version) -> bool:
     return version >= SNAPSHOT_REPAIR_SINCE
+
+
+def lz4_reads_before_block(version: Version) -> bool:
+    """Whether ``version`` decodes an LZ4 match that reaches before the start of its block (from
+    JVM memory, so a restart meeting one works or fails by chance) instead of refusing it."""
+    return version in LZ4_UNCHECKED_OFFSETS
 
 
 def expected_metadata_line(version: Version, format_version: int) -> str:

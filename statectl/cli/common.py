@@ -75,17 +75,27 @@ class ResolvedJob:
 
 
 def resolve_job(job: str | None, example: str | None, config: Path | None,
-                overrides: list[str] | None = None) -> ResolvedJob:
+                overrides: list[str] | None = None, checkpoint_dir: Path | None = None,
+                any_checkpoint: bool = False) -> ResolvedJob:
     """JOB [EXAMPLE] and --config/--set, as every command that takes a job reads them: the job id
     (a UsageError naming what exists otherwise), then its config (the shipped one without
     --config), validated against the job's model. JOB may be left out when --config names it, and
-    a user's own job (MODULE:FUNCTION, ./FILE.py) runs without a config at all."""
+    a user's own job (MODULE:FUNCTION, ./FILE.py) runs without a config at all. A day-2 command
+    passes its ``checkpoint_dir`` (False when it takes none yet): with neither JOB nor --config,
+    the job is the checkpoint's alone (``CheckpointOnlyJob``)."""
     from jobs.registry import JOBS, default_config, job_entry, job_id_for, load_job_config
     from statectl.errors import UsageError
 
+    if any_checkpoint and job is None and config is None and checkpoint_dir is not None:
+        from jobs.user import CheckpointOnlyJob
+        from statectl.config.sections import CheckpointJobConfig
+
+        only = CheckpointJobConfig.at(checkpoint_dir)
+        return ResolvedJob(only.job, CheckpointOnlyJob(only.job), None, only)
     if job is None:
         if config is None:
-            raise UsageError("name the JOB (statectl run leaderboard), or pass --config FILE whose job: names it")
+            where = ", or --checkpoint-dir PATH (any checkpoint, no YAML)" if any_checkpoint else ""
+            raise UsageError(f"name the JOB (e.g. leaderboard), or pass --config FILE whose job: names it{where}")
         loaded = load_job_config(config, overrides or [])
         return ResolvedJob(loaded.job, job_entry(loaded.job, loaded), config, loaded)
     job_id = job_id_for(job, example)

@@ -7,14 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JobArg, JsonOpt, cluster_for, resolve_job
+from statectl.cli.common import (BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, cluster_for,
+                                 resolve_job)
 
 
 def lag(
-    job: JobArg,
+    job: OptionalJobArg = None,
     example: ExampleArg = None,
     config: ConfigOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run).")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run). Alone, without JOB: any checkpoint, its Kafka topics read from its offset log.")] = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     json: JsonOpt = False,
@@ -34,11 +35,13 @@ def lag(
       statectl lag leaderboard --checkpoint-dir /tmp/lb -b localhost:9092 --json
 
       statectl lag advanced-state sales-threshold --config my-sales.yaml
+
+      statectl lag --checkpoint-dir /data/checkpoints/clicks     (any job's checkpoint, no YAML)
     """
     from statectl.observe.lag import LagRequest, inputs_of, job_lag
     from statectl.render.lag import lag_report
 
-    resolved = resolve_job(job, example, config)
+    resolved = resolve_job(job, example, config, checkpoint_dir=checkpoint_dir, any_checkpoint=True)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = LagRequest(resolved.config, inputs_of(resolved.config), cluster, checkpoint_dir)
     lag_report(job_lag(request), json)

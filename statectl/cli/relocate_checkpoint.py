@@ -15,6 +15,7 @@ def relocate_checkpoint(
     checkpoint_dir: Annotated[Path, typer.Argument(metavar="CHECKPOINT_DIR", help="The moved or copied checkpoint (the query's checkpointLocation).", show_default=False)],
     backup_dir: Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Rewrite it even when a query statectl did not start may be running on it (a batch logged or committed within the last few batch intervals).")] = False,
     json: JsonOpt = False,
 ) -> None:
     """Make a moved or copied checkpoint refer to its own location (transformWithState's schema paths).
@@ -43,11 +44,11 @@ def relocate_checkpoint(
     from statectl.errors import OperationalError
     from statectl.render import relocate_checkpoint as render
 
-    plan = plan_relocation(RelocateRequest(checkpoint=checkpoint_dir, dry_run=dry_run, backup_dir=backup_dir))
+    plan = plan_relocation(RelocateRequest(checkpoint=checkpoint_dir, dry_run=dry_run, backup_dir=backup_dir, force=force))
     final = dry_run or plan.up_to_date or plan.refused
     render.plan(plan, json, final=final)
     if plan.refused:
         raise OperationalError(plan.refusal_line())
     if final:
         return
-    render.applied(apply_relocation(plan), json)
+    render.applied(apply_relocation(plan, force), json)

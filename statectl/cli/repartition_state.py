@@ -8,18 +8,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import ConfigOpt, ExampleArg, JobArg, JsonOpt, SetOpt, resolve_job
+from statectl.cli.common import ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, SetOpt, resolve_job
 
 
 def repartition_state(
-    job: JobArg,
+    job: OptionalJobArg = None,
     example: ExampleArg = None,
     partitions: Annotated[int, typer.Option("--partitions", min=1, metavar="N", help="The number of state partitions the checkpoint should have.", show_default=False)] = ...,
     config: ConfigOpt = None,
     set_: SetOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: any checkpoint.")] = None,
     backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch logged or committed within the last few batch intervals).")] = False,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master).")] = None,
     json: JsonOpt = False,
 ) -> None:
@@ -47,6 +48,8 @@ def repartition_state(
       statectl repartition-state leaderboard --partitions 8 --checkpoint-dir /tmp/lb --backup-dir /backups/lb
 
       statectl repartition-state advanced-state sales-threshold --partitions 4 --json
+
+      statectl repartition-state --checkpoint-dir /data/checkpoints/clicks --partitions 8     (any job's checkpoint)
     """
     from statectl.checkpoint.lock import checkpoint_for
     from statectl.errors import OperationalError
@@ -58,11 +61,11 @@ def repartition_state(
     )
     from statectl.render import repartition_state as render
 
-    cfg = resolve_job(job, example, config, set_).config
+    cfg = resolve_job(job, example, config, set_, checkpoint_dir=checkpoint_dir, any_checkpoint=True).config
     configured = cfg.spark.conf.get(SHUFFLE_PARTITIONS)
     request = RepartitionRequest(
         checkpoint=checkpoint_for(cfg, checkpoint_dir), partitions=partitions, dry_run=dry_run, backup_dir=backup_dir,
-        master=master or cfg.spark.master, configured=None if configured is None else str(configured),
+        master=master or cfg.spark.master, configured=None if configured is None else str(configured), force=force,
     )
     plan = plan_repartition(request)
     render.plan(plan, json, final=dry_run or plan.up_to_date or plan.refused)

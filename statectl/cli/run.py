@@ -67,7 +67,8 @@ def run(
     """
     from statectl.errors import UsageError
     from statectl.render import err
-    from statectl.render.run import EventsWriter, run_display, run_summary
+    from statectl.render.run import run_display, run_summary
+    from statectl.run.events_file import EventsWriter
     from statectl.run.runner import RunRequest, run_job
 
     if json and events == "-":

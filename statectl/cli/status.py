@@ -11,7 +11,7 @@ from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_
 
 
 def status(
-    configs: Annotated[Optional[list[Path]], typer.Argument(metavar="CONFIG", help="Job configs to show besides the shipped jobs that have a checkpoint here.", show_default=False)] = None,
+    configs: Annotated[Optional[list[Path]], typer.Argument(metavar="CONFIG|DIR", help="Job configs to show besides the shipped jobs that have a checkpoint here; a directory: every checkpoint under it (any job's, no YAML).", show_default=False)] = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     json: JsonOpt = False,
@@ -19,7 +19,10 @@ def status(
     """Show every job of the project at a glance: running or not (and its pid), the last committed batch and when, the Kafka lag, the state size, the last error and the checkpoint's health.
 
     The jobs are the shipped job configs whose checkpoints exist where `statectl run JOB`
-    keeps them, plus each CONFIG given. Cheap enough for a monitoring probe: the run lock is
+    keeps them, plus each CONFIG given, plus every checkpoint under each DIR given (a job
+    statectl did not launch: its topics come from its offset log). A job with no statectl run
+    but a batch logged or committed within its last few batch intervals shows as running
+    ("active N s ago"). A DIR that holds no checkpoint, or cannot be read, is an error. Cheap enough for a monitoring probe: the run lock is
     looked at without being taken, each checkpoint's logs are listed and only the last
     committed batch is read (the quick health checks; statectl inspect-state runs them all),
     and Kafka is asked once per cluster for end offsets. Exit 1 when a job is unhealthy or
@@ -31,13 +34,20 @@ def status(
 
       statectl status configs/leaderboard.yaml my-sales.yaml --json
 
+      statectl status /data/checkpoints          (every checkpoint under it)
+
       statectl status --json | jq '.[] | select(.ok | not) | .job'
     """
     from jobs.registry import load_job_config
     from statectl.render.status import status_report
-    from statectl.observe.status import StatusRequest, project_jobs, project_status
+    from statectl.observe.status import StatusRequest, location_jobs, project_jobs, project_status
 
-    given = [(path, load_job_config(path)) for path in configs or []]
+    given = []
+    for path in configs or []:
+        if path.is_dir() or (not path.exists() and path.suffix not in (".yaml", ".yml")):
+            given += location_jobs(path)
+        else:
+            given.append((path, load_job_config(path)))
     request = StatusRequest(project_jobs(given),
                             cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path))
     report = project_status(request)

@@ -135,3 +135,14 @@ class UserJobConfig(JobConfig):
         target = target.rpartition(":")[0] if ":" in target else target
         target = target.removesuffix(".py")
         return re.split(r"[./\\]", target)[-1] or "job"
+
+
+class CheckpointJobConfig(JobConfig):
+    """A job known only by its checkpoint (``--checkpoint-dir`` without a JOB or YAML): a user's
+    job that statectl did not launch. What the day-2 commands need (the Kafka topics and
+    partitions each source read) they read from the checkpoint itself."""
+
+    @classmethod
+    def at(cls, checkpoint: Path) -> "CheckpointJobConfig":
+        path = checkpoint.expanduser().resolve()
+        return cls(job=path.name or str(path), checkpoint_dir=str(path))

@@ -34,6 +34,7 @@ class RelocateRequest:
     checkpoint: Path
     dry_run: bool = False
     backup_dir: Path | None = None  # default: beside the checkpoint, named by the time
+    force: bool = False  # rewrite it even when a query statectl did not start may be running on it
 
 
 def _reader(root: Path):
@@ -55,7 +56,11 @@ def _plan(checkpoint: Path) -> RelocationPlan:
 
 def plan_relocation(request: RelocateRequest, now: datetime | None = None) -> RelocationPlan:
     """Read the checkpoint and plan; refusals are in the plan, not raised."""
+    from statectl.checkpoint.liveness import refuse_if_live
+
     checkpoint = Path(os.path.abspath(request.checkpoint.expanduser()))
+    if not request.dry_run:
+        refuse_if_live(checkpoint, request.force, "relocate it")
     plan = _plan(checkpoint)
     plan.dry_run = request.dry_run
     if plan.files and not plan.refused:
@@ -63,8 +68,10 @@ def plan_relocation(request: RelocateRequest, now: datetime | None = None) -> Re
     return plan
 
 
-def apply_relocation(plan: RelocationPlan) -> RelocationPlan:
-    """Carry ``plan`` out under the run lock; returns the plan, marked applied."""
+def apply_relocation(plan: RelocationPlan, force: bool = False) -> RelocationPlan:
+    """Carry ``plan`` out under the run lock; returns the plan, marked applied. Refused while a query
+    statectl did not start may be running on the checkpoint, unless ``force``."""
+    from statectl.checkpoint.liveness import refuse_if_live
     from statectl.checkpoint.lock import CheckpointLock
 
     if not plan.files or plan.refused or plan.backup_dir is None:
@@ -76,6 +83,7 @@ def apply_relocation(plan: RelocationPlan) -> RelocationPlan:
         if [(f.path, f.before) for f in again.files] != [(f.path, f.before) for f in plan.files] or again.refused:
             raise OperationalError(f"checkpoint {checkpoint} changed since it was planned (did a run start?); "
                                    "nothing was changed: run relocate-checkpoint again")
+        refuse_if_live(checkpoint, force, "relocate it")
         _back_up(checkpoint, backup, plan)
         try:
             for f in plan.files:

@@ -330,6 +330,7 @@ class RepartitionRequest:
     backup_dir: Path | None = None  # default: beside the checkpoint, named by the time
     master: str = "local[*]"
     configured: str | None = None  # the job config's spark.sql.shuffle.partitions, if set
+    force: bool = False  # change it even when a query statectl did not start may be running on it
 
 
 @dataclass
@@ -366,7 +367,11 @@ def plan_repartition(request: RepartitionRequest, now: datetime | None = None) -
     """Read the checkpoint (no JVM) and plan; refusals are in the plan, not raised."""
     from statectl.checkpoint.reader import read_layout
 
+    from statectl.checkpoint.liveness import refuse_if_live
+
     checkpoint = request.checkpoint.expanduser().resolve()
+    if not request.dry_run:
+        refuse_if_live(checkpoint, request.force, "repartition its state")
     plan = repartition_plan(read_layout(checkpoint), request.partitions, request.configured)
     plan.dry_run = request.dry_run
     if not plan.up_to_date:
@@ -377,6 +382,7 @@ def plan_repartition(request: RepartitionRequest, now: datetime | None = None) -
 def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
                       on_step: Callable[[str], None] | None = None) -> RepartitionResult:
     """Carry ``plan`` out: lock, plan again under the lock, back up, let Spark repartition, check."""
+    from statectl.checkpoint.liveness import refuse_if_live
     from statectl.checkpoint.reader import read_layout
     from statectl.checkpoint.lock import CheckpointLock
 
@@ -384,13 +390,14 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
     checkpoint, backup = Path(plan.checkpoint), Path(plan.backup_dir or "")
     if plan.up_to_date or plan.refused or plan.backup_dir is None:
         raise UsageError("internal: only a plan that changes something and is not refused can be applied")
-    with CheckpointLock(checkpoint):
+    with CheckpointLock(checkpoint, writes_batches=True):
         # A run may have committed a batch between the plan and the lock: plan what is there now.
         again = repartition_plan(read_layout(checkpoint), request.partitions, request.configured)
         if (again.last_committed_batch, again.current, again.retry, again.refusals) != (
                 plan.last_committed_batch, plan.current, plan.retry, plan.refusals):
             raise OperationalError(f"checkpoint {checkpoint} changed since it was planned (did a run commit a batch?); "
                                    "nothing was changed: run repartition-state again")
+        refuse_if_live(checkpoint, request.force, "repartition its state")
         started = time.monotonic()
         step(f"backing up {checkpoint} to {backup}")
         files, size = backup_checkpoint(checkpoint, backup)

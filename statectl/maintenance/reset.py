@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.registry import JobEntry
+from jobs.user import CheckpointOnlyJob
+from statectl.checkpoint.liveness import refuse_if_live
 from statectl.checkpoint.reader import read_layout
 from statectl.maintenance.backup import backup_dir_for
 from statectl.maintenance.reset_plan import (
@@ -59,17 +61,27 @@ def reset_job(request: ResetRequest) -> ResetPlan:
                for t in declared if t.output]
     # Held while planning too: a run that holds it changes the checkpoint under the plan.
     with CheckpointLock(checkpoint):
+        # Before anything else (an uncommitted last batch is what a live query looks like too).
+        sign = refuse_if_live(checkpoint, request.force or request.dry_run, "reset it")
+        # A dry run under a live query shows what a reset would do now: the batch in flight is its.
+        force = request.force or (request.dry_run and sign is not None)
         layout = _layout(checkpoint, required=not target.starts_over)
         files = list_files(checkpoint) if layout is not None else []
         if target.starts_over:
             sources = job_sources(request.job, config, layout)
             offsets = _offsets(request.cluster, config, [s.topic for s in sources], target)
             plan = start_over_plan(config.job, str(checkpoint), layout, files, target, sources, offsets, outputs,
-                                   request.force)
+                                   force)
         else:
-            plan = rollback_plan(config.job, layout, files, target.batch, outputs, request.force)
+            plan = rollback_plan(config.job, layout, files, target.batch, outputs, force)
             plan.checkpoint = str(checkpoint)
         plan.dry_run = request.dry_run
+        if isinstance(request.job, CheckpointOnlyJob):
+            plan.notes.append("the job's output topics are not known here (no job config): it writes its output again "
+                              "from the reset point, as a job does after any reset")
+        if sign is not None and request.dry_run:
+            plan.notes.append(f"a query statectl did not start may be running on this checkpoint ({sign.line()}): "
+                              f"the reset itself would be refused unless --force")
         if request.dry_run or plan.is_noop:
             return plan
         apply_plan(plan, backup_dir_for(checkpoint, request.backup_dir, "reset"), int(time.time() * 1000))
@@ -96,8 +108,16 @@ def job_sources(job: JobEntry, config: JobConfig, layout) -> list[SourceTopic]:
     offset log names the topic of each source; when it holds the same topics in another order,
     it is what Spark did and wins. A compacted input is a table (see ``SourceTopic.table``)."""
     inputs = [t for t in job.topics(config) if not t.output]
-    order = [t.name for t in inputs]
     seen = source_topics_in(layout)
+    if not inputs:
+        # A job that declares no topics (a checkpoint alone, a user's job without TOPICS): every
+        # Kafka source as its offset log has it, a source that reads several topics (a list,
+        # a pattern) once per topic.
+        if not seen:
+            raise UsageError("the checkpoint's offset log names no Kafka source, so there is nothing to start over "
+                             "from: only Kafka sources can be started over (roll back with --to-batch instead)")
+        return [SourceTopic(i, topic) for i in sorted(seen) for topic in seen[i]]
+    order = [t.name for t in inputs]
     if seen and all(len(topics) == 1 for topics in seen.values()):
         by_index = [seen[i][0] for i in sorted(seen)]
         if sorted(by_index) == sorted(order):

@@ -543,10 +543,15 @@ def start_over_plan(job: str, checkpoint: str, layout: CheckpointLayout | None, 
                                            else o.high, previous=_partition_offset(before, source.topic, p),
                                            end=o.high, how=f"table: re-read {start}, as a new run does"))
             continue
-        doc = {source.topic: {str(p): parts[p].start for p in sorted(parts)}}
-        plan.write.append(FileWrite(f"sources/{source.index}/0",
-                                    KAFKA_INITIAL_OFFSETS_HEADER + json.dumps(doc, separators=(",", ":")).encode(),
-                                    f"where source {source.index} ({source.topic}) starts: {_target_words(target)}"))
+        written = next((w for w in plan.write if w.path == f"sources/{source.index}/0"), None)
+        doc = json.loads(written.content[len(KAFKA_INITIAL_OFFSETS_HEADER):]) if written else {}
+        doc[source.topic] = {str(p): parts[p].start for p in sorted(parts)}
+        # One file per source: a source that reads several topics starts each where the target says.
+        topics = ", ".join(doc)
+        file = FileWrite(f"sources/{source.index}/0",
+                         KAFKA_INITIAL_OFFSETS_HEADER + json.dumps(doc, separators=(",", ":")).encode(),
+                         f"where source {source.index} ({topics}) starts: {_target_words(target)}")
+        plan.write = [w for w in plan.write if w is not written] + [file]
         for p, o in sorted(parts.items()):
             plan.reads.append(NextRead(source.index, source.topic, p, o.start,
                                        previous=_partition_offset(before, source.topic, p), end=o.high,

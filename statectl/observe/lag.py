@@ -195,7 +195,10 @@ class LagRequest:
 def inputs_of(config: JobConfig) -> list[str]:
     """The topics a job's config declares as input (what it reads)."""
     from jobs.registry import job_entry
+    from statectl.config.sections import CheckpointJobConfig
 
+    if isinstance(config, CheckpointJobConfig):
+        return []  # a checkpoint alone: its offset log names the topics
     return [t.name for t in job_entry(config.job, config).topics(config) if not t.output]
 
 

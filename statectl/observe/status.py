@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from statectl.checkpoint.liveness import LiveSign, checkpoint_live_sign
 from statectl.checkpoint.lock import RunLock, read_run_lock
 from statectl.checkpoint.health import ERROR, NOT_A_CHECKPOINT, UNCOMMITTED_BATCH, WARNING, Finding
 from statectl.checkpoint.spark_versions import VerdictTarget, verdict_target, writer_evidence
@@ -40,8 +41,10 @@ class JobStatus:
     config: str
     checkpoint: str
     exists: bool = True
-    running: bool = False
+    running: bool = False  # statectl's run holds the lock, or a query it did not start shows signs of life
     pid: int | None = None
+    #: the sign of a query statectl did not start (no lock, a batch logged or committed recently)
+    active: LiveSign | None = None
     batch: int | None = None  # the last committed batch
     batch_timestamp_ms: int | None = None  # its trigger time (offsets entry)
     committed_at: float | None = None  # when its commit was written (commit file mtime)
@@ -75,6 +78,7 @@ class JobStatus:
         return {
             "job": self.job, "config": self.config, "checkpoint": self.checkpoint, "checkpoint_exists": self.exists,
             "running": self.running, "pid": self.pid,
+            "active": self.active.to_dict() if self.active else None,
             "batch": self.batch, "batch_time": _iso(None if self.batch_timestamp_ms is None else self.batch_timestamp_ms / 1000),
             "committed_at": _iso(self.committed_at), "pending_batch": self.pending_batch,
             "lag": self.lag, "lag_unknown_partitions": self.lag_unknown_partitions, "kafka_error": self.kafka_error,
@@ -92,15 +96,21 @@ def _iso(seconds: float | None) -> str | None:
 
 
 def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: str | None = None,
-                      restart_version: str | None = None) -> JobStatus:
+                      restart_version: str | None = None, required: bool = False) -> JobStatus:
     """Everything but the lag: the lock, the checkpoint's progress and quick health, the state size.
-    ``restart_version``: the job config's spark.restart_version (the verdict's release)."""
+    ``restart_version``: the job config's spark.restart_version (the verdict's release).
+    ``required``: the checkpoint was named on the command line, so its absence is an error."""
     status = JobStatus(job, config_path, str(checkpoint))
     if not checkpoint.exists():
         status.exists, status.health = False, NO_CHECKPOINT
+        if required:
+            status.health, status.last_error = UNHEALTHY, f"{checkpoint} does not exist"
         return status
     lock = read_run_lock(checkpoint, proc_locks)
     status.running, status.pid = lock.running, lock.pid
+    if not lock.running:
+        status.active = checkpoint_live_sign(checkpoint)
+        status.running = status.active is not None
     try:
         progress = read_progress(checkpoint)
     except StatectlError as exc:
@@ -110,7 +120,7 @@ def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: 
         status.findings = [Finding(ERROR, NOT_A_CHECKPOINT, str(exc))]
         return status
     findings = progress.findings
-    if lock.running:
+    if status.running:
         # A running query logs each batch's offsets before it commits it, and a starting one has
         # its metadata before its first offsets: neither is a finding while it runs.
         findings = [f for f in findings if not ((f.code == UNCOMMITTED_BATCH and f.severity == WARNING)
@@ -123,18 +133,20 @@ def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: 
     status.batch_timestamp_ms, status.committed_at = progress.batch_timestamp_ms, progress.committed_at
     size = state_size(checkpoint)
     status.state_bytes, status.state_files = size.bytes, size.files
-    status.last_error = last_error(findings, progress.pending, lock)
+    status.last_error = last_error(findings, progress.pending, lock, status.running)
     status.progress = progress
     return status
 
 
-def last_error(findings: list[Finding], pending: int | None, lock: RunLock) -> str | None:
+def last_error(findings: list[Finding], pending: int | None, lock: RunLock, running: bool | None = None) -> str | None:
     """The one line that says what went wrong last, if anything did: an error finding, else a
-    batch the last run left uncommitted, else a run that ended without releasing its lock."""
+    batch the last run left uncommitted, else a run that ended without releasing its lock.
+    ``running``: a query runs on it (the lock's word when not given)."""
+    running = lock.running if running is None else running
     errors = [f for f in findings if f.severity == ERROR]
     if errors:
         return errors[0].message
-    if pending is not None and not lock.running:
+    if pending is not None and not running:
         return f"last batch not committed: batch {pending} has offsets but no commit (the last run stopped " \
                f"mid-batch; the next run re-runs it)"
     if lock.stale:
@@ -164,6 +176,49 @@ class StatusReport:
         return [j.to_dict() for j in self.jobs]
 
 
+def is_checkpoint(path: Path) -> bool:
+    """A Structured Streaming checkpoint: Spark writes ``metadata`` (the query id) when a query
+    starts, then the ``offsets`` and ``commits`` logs."""
+    return (path / "metadata").is_file() or (path / "offsets").is_dir()
+
+
+def checkpoints_under(root: Path, max_depth: int = 6) -> list[Path]:
+    """Every checkpoint at or below ``root`` (not looking inside one), in path order."""
+    found: list[Path] = []
+
+    def walk(folder: Path, depth: int) -> None:
+        if is_checkpoint(folder):
+            found.append(folder)
+            return
+        if depth >= max_depth:
+            return
+        try:
+            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+        except OSError:
+            return
+        for child in children:
+            walk(child, depth + 1)
+
+    walk(root, 0)
+    return found
+
+
+def location_jobs(root: Path) -> list[tuple[Path, JobConfig]]:
+    """The checkpoints under a directory named on the command line, each a job known by its
+    checkpoint alone (named by its path below ``root``). None found: the location itself, which
+    `checkpoint_status` then reports as no checkpoint (an error: a probe must not stay green)."""
+    from statectl.config.sections import CheckpointJobConfig
+
+    root = root.expanduser().resolve()
+    found = checkpoints_under(root) if root.is_dir() else []
+    jobs = []
+    for checkpoint in found or [root]:
+        config = CheckpointJobConfig.at(checkpoint)
+        name = checkpoint.relative_to(root).as_posix() if checkpoint != root else root.name
+        jobs.append((checkpoint, config.model_copy(update={"job": name or str(root)})))
+    return jobs
+
+
 def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobConfig]]:
     """The shipped job configs whose checkpoints exist (where `statectl run JOB` keeps them), then
     ``given``; one entry per checkpoint (a given config replaces a shipped one with its checkpoint)."""
@@ -186,11 +241,12 @@ def project_status(request: StatusRequest, fetch: EndOffsets = kafka_end_offsets
                    proc_locks: str | None = None) -> StatusReport:
     """The status of every job of ``request``; Kafka is asked once per cluster."""
     from statectl.checkpoint.lock import checkpoint_for
+    from statectl.config.sections import CheckpointJobConfig
 
     statuses = []
     for path, config in request.jobs:
         status = checkpoint_status(config.job, str(path), checkpoint_for(config, None), proc_locks,
-                                   config.spark.restart_version)
+                                   config.spark.restart_version, required=isinstance(config, CheckpointJobConfig))
         if status.progress is not None:
             status.topics = topics_to_ask(status.progress, inputs_of(config))
             status.cluster = request.cluster_of(config, path)

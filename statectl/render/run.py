@@ -7,20 +7,14 @@ display keeps a small model under a lock; rich redraws it from its own refresh t
 
 from __future__ import annotations
 
-import json
-import sys
 import threading
 import time
-from pathlib import Path
-from typing import IO
 
 from rich.console import Console, Group
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from statectl.errors import UsageError
-from statectl.redact import scrub, scrub_data
 from statectl.paths import display_path
 from statectl.render import emit_json, err, labelled, out
 from statectl.text import human_bytes
@@ -308,35 +302,6 @@ class LiveRunDisplay:
         )
         grid.add_row("total", f"{self.batches:,} batches", f"{self.rows:,} rows", "", "", "")
         return [grid]
-
-
-class EventsWriter:
-    """JSON lines, one event per line, flushed as written (``tail -f`` works). ``-``: stdout."""
-
-    def __init__(self, target: str):
-        self.target = target
-        if target == "-":
-            self.stream: IO[str] = sys.stdout
-            self._owned = False
-        else:
-            path = Path(target).expanduser()
-            if path.is_dir():
-                raise UsageError(f"--events-file {target}: is a directory; give a file to append events to")
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self.stream = open(path, "a", encoding="utf-8")  # appended: restarts add to one history
-            except OSError as exc:
-                raise UsageError(f"--events-file {target}: cannot be written ({exc.strerror})") from None
-            self._owned = True
-
-    def __call__(self, event: dict) -> None:
-        # Error texts in events come from Spark and Kafka clients: secrets are hidden here too.
-        self.stream.write(scrub(json.dumps(scrub_data(event), separators=(",", ":"))) + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self._owned:
-            self.stream.close()
 
 
 def run_display(console: Console | None = None, job: str = "", live: bool | None = None):

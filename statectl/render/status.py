@@ -39,7 +39,8 @@ def status_report(report: StatusReport, as_json: bool) -> None:
         table.add_column(column, justify=justify, overflow="fold" if column == "LAST ERROR" else "ellipsis")
     now = time.time()
     for job in report.jobs:
-        running = f"yes (pid {job.pid})" if job.running else "no"
+        running = (f"active {ago(now - job.active.at)}" if job.active is not None
+                   else f"yes (pid {job.pid})" if job.running else "no")
         batch = str(job.batch) if job.batch is not None else "-"
         committed = "-"
         if job.committed_at is not None:

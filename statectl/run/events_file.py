@@ -8,12 +8,14 @@ models load only when an event is validated: the run writes plain dicts and neve
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any, Iterable
 
 from statectl.errors import UsageError
+from statectl.redact import scrub, scrub_data
 
 # ---------------------------------------------------------------- validation
 _JSON_TYPES = {
@@ -202,3 +204,32 @@ def summarize_file(path: Path) -> dict:
     out["skipped_lines"] = len(read.skipped)
     out["problems"] = read.skipped[:5]
     return out
+
+
+class EventsWriter:
+    """JSON lines, one event per line, flushed as written (``tail -f`` works). ``-``: stdout."""
+
+    def __init__(self, target: str):
+        self.target = target
+        if target == "-":
+            self.stream: IO[str] = sys.stdout
+            self._owned = False
+        else:
+            path = Path(target).expanduser()
+            if path.is_dir():
+                raise UsageError(f"--events-file {target}: is a directory; give a file to append events to")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.stream = open(path, "a", encoding="utf-8")  # appended: restarts add to one history
+            except OSError as exc:
+                raise UsageError(f"--events-file {target}: cannot be written ({exc.strerror})") from None
+            self._owned = True
+
+    def __call__(self, event: dict) -> None:
+        # Error texts in events come from Spark and Kafka clients: secrets are hidden here too.
+        self.stream.write(scrub(json.dumps(scrub_data(event), separators=(",", ":"))) + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._owned:
+            self.stream.close()

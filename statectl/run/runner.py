@@ -158,7 +158,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     topics = _plan_topics(job, config, bootstrap, admin)
     metrics = _serve_metrics(request)
 
-    with CheckpointLock(checkpoint), _closing(metrics), _one_line_errors(name):
+    with CheckpointLock(checkpoint, writes_batches=True), _closing(metrics), _one_line_errors(name):
         from statectl.adapters.spark.session import failure_line, spark_session
         from statectl.adapters.spark.query import kafka_sink_writer
         from statectl.checkpoint.restart_needs import restart_session_conf

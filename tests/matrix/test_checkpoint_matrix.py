@@ -35,7 +35,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -388,6 +388,15 @@ class Outcome:
     restart_ok: bool
     restart_error: str
     verdict_for: str  # the Spark release inspect-state judged for, and how it chose it
+    #: warnings that the restart by this release may fail (it works or fails by chance: a damaged
+    #: LZ4 block Spark 3.5 and 4.0 read from JVM memory): either outcome agrees with those
+    may_fail: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        if self.may_fail and self.exit_code == 0:
+            return True
+        return self.exit_code == (0 if self.restart_ok else 1)
 
     def describe(self) -> str:
         """The case, the Spark version, statectl's verdict (with its error findings) and the
@@ -415,9 +424,12 @@ def outcomes(request, generated, tmp_path_factory) -> dict[str, Outcome]:
         assert proc.returncode in (0, 1), proc.stderr
         doc = json.loads(proc.stdout)
         judged = doc.get("verdict_for") or {}
+        release = ".".join(generated.spark_version.split(".")[:2])
+        maybe = sorted({f["code"] for f in doc["findings"] if f["severity"] == "warning"
+                        and release in ((f.get("spark_versions") or {}).get("may_fail") or [])})
         verdicts[case] = (proc.returncode, [f for f in doc["findings"] if f["severity"] == "error"],
                           sorted({f["code"] for f in doc["findings"] if f["severity"] == "warning"}),
-                          f"{judged.get('version')}, {judged.get('source')}" if judged else "?")
+                          f"{judged.get('version')}, {judged.get('source')}" if judged else "?", maybe)
         specs[case] = f"{_query_kind(kind)}:{copy}:{generated.input_dir(kind)}"
     restarts = {}
     for fmt in (1, 2):
@@ -428,13 +440,13 @@ def outcomes(request, generated, tmp_path_factory) -> dict[str, Outcome]:
             restarts.update(zip(jvm, doc["results"]))
     result = {}
     for case, _, damage in cases:
-        code, errors, warnings, judged = verdicts[case]
+        code, errors, warnings, judged, maybe = verdicts[case]
         restart = restarts[case]
         detail = " / ".join(x for x in (restart.get("error", ""), restart.get("cause", "")) if x)
         detail = detail.replace(f"file:{base / case}/", "").replace(f"{base / case}/", "")  # paths in the copy
         detail = re.sub(r"\s*SQLSTATE: \w+", "", detail)
         outcome = Outcome(case, generated.spark_version, code, errors, warnings, damage, restart["ok"], detail,
-                          judged)
+                          judged, maybe)
         result[case] = outcome
         # printed as the matrix at the end of the session (tests/matrix/conftest.py)
         request.config.__dict__.setdefault("statectl_matrix", []).append(outcome)
@@ -447,8 +459,8 @@ def test_verdict_equals_a_real_restart(generated, outcomes, case):
     if generated.lacks(kind):
         pytest.skip(generated.lacks(kind))
     outcome = outcomes[case]
-    assert outcome.exit_code == (0 if outcome.restart_ok else 1), outcome.describe()
-    if not outcome.restart_ok:
+    assert outcome.agrees, outcome.describe()
+    if not outcome.restart_ok and not outcome.may_fail:
         assert outcome.errors and all(e["message"] for e in outcome.errors), outcome.describe()
         assert {e["code"] for e in outcome.errors} & CAUSES.get(outcome.damage, set()), (
             f"{outcome.describe()}; an error finding must name one of {sorted(CAUSES.get(outcome.damage, set()))}")

@@ -108,3 +108,34 @@ def _starts(consumer: Consumer, topic: str, marks: dict[int, tuple[int, int]], a
         # inside the log; clamp it anyway, a partition may have been truncated in between.
         starts[tp.partition] = high if tp.offset < 0 else min(max(tp.offset, low), high)
     return starts
+
+
+class GroupCommitter:
+    """Commits a query's progress to a Kafka consumer group, as a consumer would: the next offset
+    to read of every partition. The group never has members (no subscribe, no poll): Kafka takes
+    commits to an empty group from any client, which is how reset tools write them too. So
+    ``kafka-consumer-groups --describe``, Burrow and kafka-lag-exporter show the lag."""
+
+    def __init__(self, bootstrap: Target, group: str):
+        self.group = group
+        self._consumer = Consumer(client_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+
+    def commit(self, offsets: dict[str, dict[int, int]], timeout: float = REACH_TIMEOUT) -> None:
+        parts = [TopicPartition(topic, int(p), int(o)) for topic, by_part in offsets.items() for p, o in by_part.items()]
+        if not parts:
+            return
+        try:
+            result = self._consumer.commit(offsets=parts, asynchronous=False)
+        except KafkaException as exc:
+            raise OperationalError(f"committing offsets to consumer group {self.group} failed: {exc.args[0]}") from None
+        failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result or [] if tp.error is not None]
+        if failed:
+            raise OperationalError(f"committing offsets to consumer group {self.group} failed for " + ", ".join(failed))
+
+    def committed(self, topic: str, partitions: list[int], timeout: float = REACH_TIMEOUT) -> dict[int, int]:
+        """The group's committed offset of each partition (-1001: none)."""
+        found = self._consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout)
+        return {tp.partition: tp.offset for tp in found}
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -8,6 +8,13 @@ little-endian ints) — then the block's bytes. The checksum is XXH32 (seed 0x97
 original bytes masked to 28 bits (lz4-java's ``StreamingXXHash32.asChecksum``). An empty raw block
 (both lengths and the checksum 0) ends the stream. ``LZ4BlockInputStream`` fails with "Stream is
 corrupted" on any header, decompression or checksum error; this module reports the same things.
+
+One exception: a match that reaches before the start of its block. lz4-java's Java decoders and
+its "safe" decoder refuse it, but the JNI "fast" decoder of lz4-java 1.8.0 (Spark 3.5 and 4.0
+decompress state files with it) checks no match offset and copies those bytes from whatever JVM
+memory precedes its output buffer. Such a block is read or refused by chance: its XXH32 checksum
+passes only if that memory holds the bytes the writer had there. ``BlockStream(fill_before_start=
+True)`` decodes such blocks with zeros in place of that memory (``MatchBeforeStart`` otherwise).
 """
 
 from __future__ import annotations
@@ -33,12 +40,19 @@ ACCELERATE_FROM: int | None = 256 * 1024
 
 
 class StreamCorrupt(ValueError):
-    """The stream is not what lz4-java's reader accepts; ``offset`` is the byte in the file."""
+    """The stream is not what lz4-java's reader accepts; ``offset`` is the byte in the file.
+    ``before_start``: the only fault is a match reaching before the start of its block (see the
+    module's docstring: lz4-java 1.8.0's JNI decoder does not refuse it)."""
 
-    def __init__(self, offset: int, reason: str):
+    def __init__(self, offset: int, reason: str, before_start: bool = False):
         super().__init__(f"{reason} (at byte {offset:,})")
         self.offset = offset
         self.reason = reason
+        self.before_start = before_start
+
+
+class MatchBeforeStart(ValueError):
+    """An LZ4 match whose offset points before the start of the block's output."""
 
 
 def xxh32(data: bytes, seed: int = 0) -> int:
@@ -171,10 +185,23 @@ def _extended_length(src: bytes, i: int, length: int, what: str) -> tuple[int, i
 def decompress_block(src: bytes, original_length: int) -> bytes:
     """Decode one LZ4 block (the raw block format, no frame) of ``original_length`` bytes.
 
-    Raises ValueError when the block is malformed: a match before the start of the output, an
-    output longer or shorter than ``original_length``, input left over or missing.
+    Raises ValueError when the block is malformed: a match before the start of the output
+    (``MatchBeforeStart``), an output longer or shorter than ``original_length``, input left over
+    or missing.
     """
+    return _decode_block(src, original_length, fill=False)[0]
+
+
+def decompress_block_filled(src: bytes, original_length: int) -> tuple[bytes, int]:
+    """``decompress_block``, but a match reaching before the start of the output copies zeros for
+    the bytes before it, where lz4-java 1.8.0's JNI decoder reads JVM memory; returns the block and
+    how many bytes came from before its start. Every other fault still raises ValueError."""
+    return _decode_block(src, original_length, fill=True)
+
+
+def _decode_block(src: bytes, original_length: int, fill: bool) -> tuple[bytes, int]:
     out = bytearray()
+    filled = 0
     i, n = 0, len(src)
     while True:
         if i >= n:
@@ -199,11 +226,17 @@ def decompress_block(src: bytes, original_length: int) -> bytes:
             length, i = _extended_length(src, i, length, "match length")
         length += 4
         start = len(out) - offset
-        if offset == 0 or start < 0:
+        if offset == 0:  # not a copy at all (the JNI decoder would repeat bytes of its own buffer)
             raise ValueError(f"match offset {offset} points before the start of the block")
+        if start < 0 and not fill:
+            raise MatchBeforeStart(f"match offset {offset} points before the start of the block")
         if len(out) + length > original_length:
             raise ValueError("decompressed data is longer than the block header says")
-        if offset >= length:
+        if start < 0:  # fill: zeros stand for the memory before the output
+            for k in range(start, start + length):
+                out.append(out[k] if k >= 0 else 0)
+            filled += min(length, -start)
+        elif offset >= length:
             out += out[start:start + length]
         else:  # overlapping copy: the match repeats the last `offset` bytes
             chunk = bytes(out[start:])
@@ -211,7 +244,7 @@ def decompress_block(src: bytes, original_length: int) -> bytes:
             out += chunk * reps + chunk[:rest]
     if len(out) != original_length:
         raise ValueError(f"block decompresses to {len(out):,} bytes, its header says {original_length:,}")
-    return bytes(out)
+    return bytes(out), filled
 
 
 @dataclass(frozen=True)
@@ -230,15 +263,22 @@ class BlockStream:
     or the end of the data; it raises StreamCorrupt where lz4-java's reader fails. ``offset`` is
     the position of the next header, ``blocks`` counts the blocks read, ``ended`` tells whether the
     end-of-stream block was seen.
+
+    ``fill_before_start``: decode a match reaching before the start of its block with zeros for the
+    bytes before it (``decompress_block_filled``) instead of failing; ``filled`` maps the index of
+    each such block to (the offset of its header, the bytes filled).
     """
 
-    def __init__(self, data: bytes, verify_checksums: bool = True, fast: bool = False):
+    def __init__(self, data: bytes, verify_checksums: bool = True, fast: bool = False,
+                 fill_before_start: bool = False):
         self.data = data
         self.offset = 0
         self.blocks = 0
         self.ended = False
         self.verify_checksums = verify_checksums
         self.fast = fast
+        self.fill_before_start = fill_before_start
+        self.filled: dict[int, tuple[int, int]] = {}
         # verify_checksums=False: every block read, for checking later (``block_checksums``)
         self.unverified: list[Block] = []
 
@@ -272,6 +312,14 @@ class BlockStream:
         if method == METHOD_LZ4:
             try:
                 block = decompress(body, original, self.fast)
+            except MatchBeforeStart as exc:
+                if not self.fill_before_start:
+                    raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}", before_start=True) from None
+                try:
+                    block, filled = decompress_block_filled(body, original)
+                except ValueError as exc:
+                    raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}") from None
+                self.filled[self.blocks] = (at, filled)
             except ValueError as exc:
                 raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}") from None
         else:
