@@ -101,12 +101,16 @@ def checkpoint_live_sign(checkpoint: Path, now: float | None = None) -> LiveSign
     listings; nothing read)."""
     from statectl.checkpoint.lock import last_release
 
+    from statectl.checkpoint.lock import read_run_lock
+
     now = now if now is not None else time.time()
     beat = heartbeat_sign(checkpoint, now)
     if beat is not None:
         return beat
-    return live_sign(_batch_files(checkpoint / "offsets"), _batch_files(checkpoint / "commits"), now,
-                     last_release(checkpoint))
+    released = last_release(checkpoint)
+    if read_run_lock(checkpoint).stale:
+        released = now  # statectl's own run wrote last, and was killed: it left its lock behind
+    return live_sign(_batch_files(checkpoint / "offsets"), _batch_files(checkpoint / "commits"), now, released)
 
 
 # ---------------------------------------------------------------- the observer's heartbeat

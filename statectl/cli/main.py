@@ -18,6 +18,7 @@ from statectl.cli import repartition_state
 from statectl.cli import reset
 from statectl.cli import relocate_checkpoint
 from statectl.cli import new
+from statectl.cli import check_restart
 from statectl.cli.common import DEBUG
 from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
 
@@ -67,6 +68,7 @@ app.command("status")(status.status)
 app.command("repartition-state")(repartition_state.repartition_state)
 app.command("reset")(reset.reset)
 app.command("relocate-checkpoint")(relocate_checkpoint.relocate_checkpoint)
+app.command("check-restart")(check_restart.check_restart)
 app.add_typer(new.app, name="new", cls=LightGroup)
 # typer reads every command's signature on every run: evaluated once here, not per read.
 resolve_annotations(app)

@@ -172,7 +172,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         # On a secured cluster, a missing READ or WRITE is one line now, not a Spark task failure later.
         require_operations(admin, bootstrap, {t.name: t.operation for t in merged(job.topics(config))})
         if isinstance(job, UserJob):
-            _worker_python_path(job.python_path())
+            worker_python_path(job.python_path())
         spark = spark_session(
             app_name=f"statectl {name}",
             master=master,
@@ -245,7 +245,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     return summary
 
 
-def _worker_python_path(paths: list[str]) -> None:
+def worker_python_path(paths: list[str]) -> None:
     """Spark's Python workers (UDFs, transformWithState processors) unpickle a user job's functions
     by module name: they need the job's folder on PYTHONPATH, which they inherit from this process
     through the JVM."""
@@ -253,9 +253,9 @@ def _worker_python_path(paths: list[str]) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *current]))
 
 
-def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: Path, available_now: bool):
-    """Call the user's build function with its context and make the writer it returns statectl's
-    run: checkpoint location, query name, trigger. Whatever goes wrong is the user's, said plainly."""
+def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, available_now: bool):
+    """Call the user's build function with its context: the unstarted DataStreamWriter it returns.
+    Whatever goes wrong is the user's, said plainly."""
     from jobs.user import user_code_error
     from statectl.adapters.spark.query import WriterShape, writer_shape
     from statectl.job_context import JobContext
@@ -276,6 +276,12 @@ def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: P
         raise UsageError(f"{job.location.describe()}: {call} returned {shape.returned(writer)}; "
                          f"return df.writeStream... without calling start(): statectl sets the checkpoint, "
                          f"trigger and query name and starts it")
+    return writer
+
+
+def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: Path, available_now: bool):
+    """The user's writer made statectl's run: checkpoint location, query name, trigger."""
+    writer = build_user_writer(job, spark, config, bootstrap, checkpoint, available_now)
     _check_output_topic(writer, admin, job)
     writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.job_name)
     if available_now:

@@ -48,3 +48,15 @@ def kafka_cluster(tmp_path_factory):
         yield status
     finally:
         broker_down(data_dir)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The check-restart table (tests/integration/test_check_restart.py): change x verdict x real restart."""
+    rows = getattr(terminalreporter.config, "statectl_check_restart", [])
+    if not rows:
+        return
+    terminalreporter.section("check-restart: the verdict against a real restart")
+    write = terminalreporter.write_line
+    write(f"{'change':32} {'verdict':10} {'real restart':60} findings")
+    for change, verdict, real, findings in rows:
+        write(f"{change:32} {verdict:10} {real[:60]:60} {'; '.join(findings)[:200]}")

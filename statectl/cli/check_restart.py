@@ -1,0 +1,64 @@
+"""`statectl check-restart`: before a deploy, will the new code restart on the checkpoint?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from statectl.cli.common import (
+    BootstrapOpt,
+    ClientConfigOpt,
+    ConfigOpt,
+    ExampleArg,
+    JsonOpt,
+    OptionalJobArg,
+    SetOpt,
+    cluster_for,
+    resolve_job,
+)
+
+
+def check_restart(
+    job: OptionalJobArg = None,
+    example: ExampleArg = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The checkpoint the new code would restart (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
+    master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the trial (default: the config's spark.master).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="How long the trial batch may take.")] = 300.0,
+    bootstrap_servers: BootstrapOpt = None,
+    client_config: ClientConfigOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Before a deploy: will the new code restart on this checkpoint? Asked of Spark itself, without writing to the checkpoint.
+
+    The new query (its config and code) runs one batch against a scratch copy beside the checkpoint
+    (hard links; removed after): the batch after the last committed one, reading nothing new, on
+    the state as it stands, with a no-op sink: nothing is written to the checkpoint or to Kafka. Spark's own restart
+    checks run as on a real restart: the stateful operators, each store's key and value schema,
+    transformWithState's state variables, the number of sources. Then what Spark refused, what it
+    accepts, and what it silently treats otherwise (the checkpoint's number of state partitions
+    wins over the new setting; a state schema it evolves; TTL applies to rows as written).
+
+    Exit 0: the restart works (findings may say what differs); 1: Spark refuses it (or the trial
+    could not run: Kafka, a timeout); 2: usage, config or the new code fails before Spark runs it.
+
+    Examples:
+
+      statectl check-restart --config clicks-v2.yaml
+
+      statectl check-restart --config clicks-v2.yaml --checkpoint-dir /data/checkpoints/clicks --json
+
+      statectl check-restart leaderboard --set leaderboard.layout=sharded
+    """
+    from statectl.render.check_restart import verdict
+    from statectl.run.check_restart import CheckRestartRequest, check_restart as run_check
+
+    resolved = resolve_job(job, example, config, set_)
+    cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
+    result = run_check(CheckRestartRequest(resolved.config, resolved.entry, cluster, checkpoint_dir, master, timeout))
+    verdict(result, json)
+    if result.refused:
+        raise typer.Exit(1)
