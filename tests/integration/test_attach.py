@@ -30,10 +30,10 @@ JOB = textwrap.dedent('''
     from pyspark.sql import SparkSession, functions as F
     from statectl.run.attach import attach
 
-    bootstrap, topic, checkpoint, events, group, stop_file = sys.argv[1:7]
+    bootstrap, topic, checkpoint, events, group, stop_file, events_topic = sys.argv[1:8]
     spark = SparkSession.builder.appName("clicks by spark-submit").getOrCreate()
-    observer = attach(spark, events=events, commit_group=group, bootstrap_servers=bootstrap, name="clicks",
-                      heartbeat_s=2)
+    observer = attach(spark, events=events, topic=events_topic, commit_group=group, bootstrap_servers=bootstrap,
+                      name="clicks", heartbeat_s=2)
     counts = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest").load()
               .groupBy(F.col("value").cast("string")).count())
@@ -73,7 +73,8 @@ def _wait(predicate, timeout: float, what: str, job: subprocess.Popen) -> None:
 
 
 def test_a_spark_submit_job_with_the_observer_is_seen_like_a_statectl_run(tmp_path, bootstrap, unique_topic):
-    create_missing_topics(require_broker(bootstrap), [TopicSpec(unique_topic, 2)])
+    events_topic = f"{unique_topic}-events"
+    create_missing_topics(require_broker(bootstrap), [TopicSpec(unique_topic, 2), TopicSpec(events_topic, 1)])
     _produce(bootstrap, unique_topic, 10)
     script = tmp_path / "clicks_job.py"
     script.write_text(JOB)
@@ -87,7 +88,8 @@ def test_a_spark_submit_job_with_the_observer_is_seen_like_a_statectl_run(tmp_pa
     submit = Path(sys.executable).parent / "spark-submit"
     log = tmp_path / "job.log"
     job = subprocess.Popen([str(submit), "--master", "local[2]", "--properties-file", str(tmp_path / "statectl.conf"),
-                            str(script), bootstrap, unique_topic, str(checkpoint), str(events), group, str(stop)],
+                            str(script), bootstrap, unique_topic, str(checkpoint), str(events), group, str(stop),
+                            events_topic],
                            stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True, env=env, cwd=tmp_path)
     try:
         _wait(lambda: any(e["type"] == "batch_progress" and e["input_rows"] for e in _events(events)), 180,
@@ -122,6 +124,12 @@ def test_a_spark_submit_job_with_the_observer_is_seen_like_a_statectl_run(tmp_pa
     assert summary.returncode == 0, summary.stderr
     runs = json.loads(summary.stdout)["runs"]
     assert runs and runs[-1]["batches"] >= 2, runs
+    # The same events on the Kafka topic, in the same order, keyed by the query id.
+    from statectl.adapters.kafka.consume import read_topic
+
+    on_kafka = [json.loads(r.value) for r in read_topic(bootstrap, events_topic)]
+    assert [e["type"] for e in on_kafka] == kinds
+    assert {r.key.decode() for r in read_topic(bootstrap, events_topic)} == {started["query_id"]}
     after = json.loads(run_statectl("status", str(checkpoint), "-b", bootstrap, "--json").stdout)[0]
     assert after["running"] is False, after  # the heartbeat went with the query
 

@@ -254,3 +254,28 @@ def test_statectl_new_job_writes_a_job_whose_own_tests_pass(tmp_path, bootstrap)
                            capture_output=True, text=True, env=env, timeout=600)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
     assert re.search(r"\b3 passed\b", tests.stdout), tests.stdout[-500:]
+
+
+def test_a_user_job_on_a_secured_cluster_gets_the_security_settings(tmp_path, secure_broker, unique_topic):
+    """SASL_SSL with SCRAM: ctx.kafka_options carries the client config's settings to the user's own
+    Kafka source and sink, and the password appears in no output and no events."""
+    from statectl.cluster.load import load_cluster
+
+    cluster = load_cluster(client_config=Path(secure_broker.client_config), env={})
+    clicks, counts = f"{unique_topic}-clicks", f"{unique_topic}-counts"
+    create_missing_topics(require_broker(cluster), [TopicSpec(clicks, 1)])
+    producer = fast_producer(cluster)
+    for page in ("home", "cart", "home"):
+        producer.produce(clicks, page.encode())
+    assert producer.flush(30) == 0
+    work = _job_dir(tmp_path, clicks, counts)
+    env = {"STATECTL_CLIENT_CONFIG": str(secure_broker.client_config),
+           "KAFKA_BOOTSTRAP_SERVERS": secure_broker.bootstrap_servers}
+    events = tmp_path / "events.jsonl"
+    done = run_statectl("run", "--config", str(work / "clicks.yaml"), "--available-now", "--events-file", str(events),
+                        "--json", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _latest_counts(cluster, counts) == {"home": 2, "cart": 1}
+    secret = next(ln for ln in Path(secure_broker.client_config).read_text().splitlines()
+                  if ln.startswith("sasl.jaas.config")).split('password="', 1)[1].split('"', 1)[0]
+    assert secret and secret not in done.stdout + done.stderr + events.read_text()
