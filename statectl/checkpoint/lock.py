@@ -23,7 +23,7 @@ def checkpoint_for(config: JobConfig, override: Path | None) -> Path:
         return override.expanduser().resolve()
     if config.checkpoint_dir:
         return Path(config.checkpoint_dir).expanduser().resolve()
-    return default_checkpoint_root() / config.job.replace("/", "-")
+    return default_checkpoint_root() / config.job_name.replace("/", "-")
 
 
 def check_checkpoint_location(checkpoint: Path) -> None:

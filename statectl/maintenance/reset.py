@@ -70,10 +70,10 @@ def reset_job(request: ResetRequest) -> ResetPlan:
         if target.starts_over:
             sources = job_sources(request.job, config, layout)
             offsets = _offsets(request.cluster, config, [s.topic for s in sources], target)
-            plan = start_over_plan(config.job, str(checkpoint), layout, files, target, sources, offsets, outputs,
+            plan = start_over_plan(config.job_name, str(checkpoint), layout, files, target, sources, offsets, outputs,
                                    force)
         else:
-            plan = rollback_plan(config.job, layout, files, target.batch, outputs, force)
+            plan = rollback_plan(config.job_name, layout, files, target.batch, outputs, force)
             plan.checkpoint = str(checkpoint)
         plan.dry_run = request.dry_run
         if isinstance(request.job, CheckpointOnlyJob):

@@ -222,7 +222,7 @@ def job_lag(request: LagRequest, fetch: EndOffsets = kafka_end_offsets) -> LagRe
 
     progress = read_progress(checkpoint_for(request.config, request.checkpoint_dir))
     ends = fetch(request.cluster, topics_to_ask(progress, request.inputs))
-    return lag_report(request.config.job, progress, request.inputs, str(request.cluster), ends,
+    return lag_report(request.config.job_name, progress, request.inputs, str(request.cluster), ends,
                       starting_offsets=_starting_offsets(request.config))
 
 

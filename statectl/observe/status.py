@@ -245,7 +245,7 @@ def project_status(request: StatusRequest, fetch: EndOffsets = kafka_end_offsets
 
     statuses = []
     for path, config in request.jobs:
-        status = checkpoint_status(config.job, str(path), checkpoint_for(config, None), proc_locks,
+        status = checkpoint_status(config.job_name, str(path), checkpoint_for(config, None), proc_locks,
                                    config.spark.restart_version, required=isinstance(config, CheckpointJobConfig))
         if status.progress is not None:
             status.topics = topics_to_ask(status.progress, inputs_of(config))

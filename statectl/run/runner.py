@@ -437,7 +437,7 @@ def _serve_metrics(request: RunRequest):
         return None
     from statectl.run.metrics import RunMetrics
 
-    return RunMetrics(request.config.job).serve(request.metrics_port, request.metrics_host)
+    return RunMetrics(request.config.job_name).serve(request.metrics_port, request.metrics_host)
 
 
 def _closing(metrics):
@@ -451,7 +451,7 @@ def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: Cluster, admin):
     ``apply()`` creates and configures them later, once the run is sure to go on."""
     from statectl.topics.declared import plan_job_topics
 
-    return plan_job_topics(job.topics(config), config.job, bootstrap, admin)
+    return plan_job_topics(job.topics(config), config.job_name, bootstrap, admin)
 
 
 def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict):
