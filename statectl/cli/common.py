@@ -107,6 +107,25 @@ def resolve_job(job: str | None, example: str | None, config: Path | None,
     return ResolvedJob(job_id, job_entry(job_id, loaded), path, loaded)
 
 
+#: ``--checkpoint-dir`` on the commands that also take the checkpoint as their argument, so that
+#: every day-2 command names a checkpoint the same way.
+CheckpointDirOpt = Annotated[
+    Optional[Path],
+    typer.Option("--checkpoint-dir", metavar="PATH", help="The checkpoint, as the other day-2 commands take it (instead of CHECKPOINT_DIR)."),
+]
+
+
+def one_checkpoint(argument: Path | None, option: Path | None) -> Path:
+    """CHECKPOINT_DIR or --checkpoint-dir: exactly one (a UsageError otherwise)."""
+    from statectl.errors import UsageError
+
+    if argument is not None and option is not None and argument != option:
+        raise UsageError(f"two checkpoints given ({argument} and --checkpoint-dir {option}): give one")
+    if argument is None and option is None:
+        raise UsageError("name the checkpoint: CHECKPOINT_DIR, or --checkpoint-dir PATH")
+    return argument if argument is not None else option
+
+
 def cluster_for(bootstrap_servers: str | None, client_config: Path | None, job_config=None, job_config_path=None):
     """The cluster a command connects to (see statectl.cluster.load for the precedence), with a
     warning for client properties that statectl does not use."""

@@ -7,11 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import JsonOpt
+from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt
 
 
 def inspect_state(
-    checkpoint_dir: Annotated[Path, typer.Argument(metavar="CHECKPOINT_DIR", help="The query's checkpointLocation directory.", show_default=False)],
+    checkpoint_arg: Annotated[Optional[Path], typer.Argument(metavar="CHECKPOINT_DIR", help="The query's checkpointLocation directory.", show_default=False)] = None,
+    checkpoint_dir: CheckpointDirOpt = None,
     operator: Annotated[Optional[int], typer.Option("--operator", "-o", min=0, help="Zoom to one stateful operator (its id under state/).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, help="Zoom to one partition: every file, per-store restore plan.")] = None,
     verify: Annotated[str, typer.Option("--verify", help="Integrity to check (sidecar checksums, else the files' own: zip CRCs, LZ4 checksums, records): restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state file and SST), none.")] = "restore",
@@ -47,6 +48,7 @@ def inspect_state(
 
       statectl inspect-state ckpt --rows 10 --state-var count
     """
+    checkpoint_dir = one_checkpoint(checkpoint_arg, checkpoint_dir)
     from statectl.checkpoint.inspect import InspectOptions, inspect_checkpoint
     from statectl.render.inspect_state import render
 

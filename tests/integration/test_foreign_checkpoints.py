@@ -112,7 +112,7 @@ def test_inspect_state_and_lag_read_everything_from_the_checkpoint(plain, bootst
     expected_ops = {"agg": {"stateStoreSave"}, "dedup": {"dedupeWithinWatermark", "dedupe"},
                     "join": {"symmetricHashJoin"}, "tws": {"transformWithStateInPandasExec"}}
     for kind in ("agg", "dedup", "join", "tws"):
-        doc = json.loads(run_statectl("inspect-state", str(plain["root"] / kind), "--json").stdout)
+        doc = json.loads(run_statectl("inspect-state", "--checkpoint-dir", str(plain["root"] / kind), "--json").stdout)
         assert doc["healthy"], doc["findings"]
         assert {op["name"] for op in doc["operators"]} & expected_ops[kind], doc["operators"]
 
@@ -174,7 +174,8 @@ def test_roll_back_repartition_and_relocate_on_a_plain_checkpoint(plain, bootstr
 
     tws_copy = tmp_path / "tws-copy"
     shutil.copytree(plain["root"] / "tws", tws_copy)
-    done = run_statectl("relocate-checkpoint", str(tws_copy), "--json", "--backup-dir", str(tmp_path / "rl"))
+    done = run_statectl("relocate-checkpoint", "--checkpoint-dir", str(tws_copy), "--json", "--backup-dir",
+                        str(tmp_path / "rl"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["applied"] is True
 
