@@ -10,7 +10,6 @@ import typer
 from statectl.cli.common import (
     BootstrapOpt,
     ClientConfigOpt,
-    ConfigOpt,
     ExampleArg,
     JsonOpt,
     OptionalJobArg,
@@ -23,7 +22,7 @@ from statectl.cli.common import (
 def check_restart(
     job: OptionalJobArg = None,
     example: ExampleArg = None,
-    config: ConfigOpt = None,
+    configs: Annotated[Optional[list[Path]], typer.Option("--config", "-c", metavar="PATH", help="The new job config (and through its job:, the new code). Repeat it to check several candidate versions in one go (one Spark start); each is checked against its own checkpoint.")] = None,
     set_: SetOpt = None,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The checkpoint the new code would restart (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the trial (default: the config's spark.master).")] = None,
@@ -44,6 +43,7 @@ def check_restart(
 
     Exit 0: the restart works (findings may say what differs); 1: Spark refuses it (or the trial
     could not run: Kafka, a timeout); 2: usage, config or the new code fails before Spark runs it.
+    With several --config, exit 1 when Spark refuses any of them (--json: a list).
 
     Examples:
 
@@ -51,14 +51,27 @@ def check_restart(
 
       statectl check-restart --config clicks-v2.yaml --checkpoint-dir /data/checkpoints/clicks --json
 
+      statectl check-restart --config clicks-v2.yaml --config clicks-v3.yaml
+
       statectl check-restart leaderboard --set leaderboard.layout=sharded
     """
-    from statectl.render.check_restart import verdict
+    from statectl.errors import UsageError
+    from statectl.render.check_restart import verdict, verdicts
     from statectl.run.check_restart import CheckRestartRequest, check_restart as run_check
 
-    resolved = resolve_job(job, example, config, set_)
-    cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
-    result = run_check(CheckRestartRequest(resolved.config, resolved.entry, cluster, checkpoint_dir, master, timeout))
-    verdict(result, json)
-    if result.refused:
+    candidates = configs or [None]
+    if len(candidates) > 1 and checkpoint_dir is not None:
+        raise UsageError("--checkpoint-dir with several --config: each candidate is checked against its own "
+                         "config's checkpoint; give one --config, or set checkpoint_dir in each")
+    results = []
+    for config in candidates:
+        resolved = resolve_job(job, example, config, set_)
+        cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
+        results.append(run_check(CheckRestartRequest(resolved.config, resolved.entry, cluster, checkpoint_dir, master,
+                                                     timeout)))
+    if len(results) == 1:
+        verdict(results[0], json)
+    else:
+        verdicts([(str(c), r) for c, r in zip(candidates, results)], json)
+    if any(r.refused for r in results):
         raise typer.Exit(1)

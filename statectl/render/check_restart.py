@@ -29,3 +29,13 @@ def verdict(result: RestartVerdict, as_json: bool) -> None:
             console.print(Text("             " + finding.detail, style="dim"), soft_wrap=True)
     if not result.findings:
         console.print("  nothing the checkpoint holds differs from what the new query needs")
+
+
+def verdicts(results: list[tuple[str, RestartVerdict]], as_json: bool) -> None:
+    """Several candidate configs: one verdict each, under its config's name."""
+    if as_json:
+        emit_json([{"config": config, **result.to_dict()} for config, result in results])
+        return
+    for config, result in results:
+        out().print(Text(config, style="bold"))
+        verdict(result, False)

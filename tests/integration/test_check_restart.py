@@ -1,11 +1,13 @@
 """`statectl check-restart` against real restarts: for each kind of code change, the verdict (exit 0:
 Spark restarts it; 1: Spark refuses) must equal what a real restart of a copy of the checkpoint
-does (`statectl run --available-now` with the new code, after new records arrived).
+does (the new code started on a copy of the checkpoint, after new records arrived).
 
 The job is tests/integration/check_restart_shop.py, a user's job in versions picked by
 ``params.variant``. Three checkpoints are written by its base versions (an aggregation, two
-dropDuplicates in a row, a transformWithStateInPandas count with a TTL); each change is checked,
-then really restarted. The table of changes and outcomes is printed at the end of the session.
+dropDuplicates in a row, a transformWithStateInPandas count with a TTL); every change is checked by
+one `statectl check-restart` with a --config per change, then a copy of the checkpoint is really
+restarted by that change's code, by plain PySpark (tests/integration/check_restart_real.py). The
+table of changes and outcomes is printed at the end of the session.
 
 Bad inputs tried: a checkpoint that does not exist, and one without a committed batch (exit 2).
 """
@@ -13,7 +15,10 @@ Bad inputs tried: a checkpoint that does not exist, and one without a committed 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -26,22 +31,23 @@ from tests.conftest import REPO, run_statectl
 
 SHOP = REPO / "tests" / "integration" / "check_restart_shop.py"
 
-#: (change, family, variant, extra --set): each checked against the family's base checkpoint.
+#: (change, family, variant, Spark confs of the new config): each checked against the family's base checkpoint.
 CHANGES = [
-    ("a value field added", "agg", "value-added", []),
-    ("a value field removed", "agg", "value-removed", []),
-    ("a value field retyped", "agg", "value-retyped", []),
-    ("a key retyped", "agg", "key-retyped", []),
-    ("an operator added", "agg", "operator-added", []),
-    ("an operator removed", "agg", "operator-removed", []),
-    ("shuffle partitions changed", "agg", "base", ["--set", "spark.conf.spark.sql.shuffle.partitions=5"]),
-    ("a source added", "agg", "source-added", []),
-    ("two operators reordered", "dedup", "dedup-reordered", []),
-    ("a TWS state variable renamed", "tws", "tws-renamed", []),
-    ("a TWS TTL changed", "tws", "tws-ttl-changed", []),
-    ("nothing changed", "agg", "base", []),
+    ("a value field added", "agg", "value-added", {}),
+    ("a value field removed", "agg", "value-removed", {}),
+    ("a value field retyped", "agg", "value-retyped", {}),
+    ("a key retyped", "agg", "key-retyped", {}),
+    ("an operator added", "agg", "operator-added", {}),
+    ("an operator removed", "agg", "operator-removed", {}),
+    ("shuffle partitions changed", "agg", "base", {"spark.sql.shuffle.partitions": "5"}),
+    ("a source added", "agg", "source-added", {}),
+    ("two operators reordered", "dedup", "dedup-reordered", {}),
+    ("a TWS state variable renamed", "tws", "tws-renamed", {}),
+    ("a TWS TTL changed", "tws", "tws-ttl-changed", {}),
+    ("nothing changed", "agg", "base", {}),
 ]
 BASES = {"agg": "base", "dedup": "dedup-base", "tws": "tws-base"}
+REAL = REPO / "tests" / "integration" / "check_restart_real.py"
 
 
 def _produce(bootstrap: str, topic: str, n: int) -> None:
@@ -51,8 +57,18 @@ def _produce(bootstrap: str, topic: str, n: int) -> None:
     assert producer.flush(30) == 0
 
 
+def _config(work: Path, name: str, family: str, variant: str, conf: dict, clicks: str, more: str) -> Path:
+    path = work / f"{name}.yaml"
+    spark = "".join(f"\n    {k}: \"{v}\"" for k, v in conf.items())
+    path.write_text(f"job: ./shop.py:build\ncheckpoint_dir: {work / 'checkpoints' / family}\n"
+                    f"params:\n  variant: {variant}\n  clicks: {clicks}\n  more_clicks: {more}\n"
+                    + (f"spark:\n  conf:{spark}\n" if conf else ""))
+    return path
+
+
 @pytest.fixture(scope="module")
 def shop(bootstrap, tmp_path_factory):
+    """The three base checkpoints, each written by two runs of its base version."""
     work = tmp_path_factory.mktemp("shop")
     shutil.copy(SHOP, work / "shop.py")
     uid = uuid.uuid4().hex[:8]
@@ -61,45 +77,62 @@ def shop(bootstrap, tmp_path_factory):
     _produce(bootstrap, clicks, 12)
     _produce(bootstrap, more, 3)
     for family, variant in BASES.items():
-        (work / f"{family}.yaml").write_text(
-            f"job: ./shop.py:build\ncheckpoint_dir: {work / 'checkpoints' / family}\n"
-            f"params:\n  variant: {variant}\n  clicks: {clicks}\n  more_clicks: {more}\n")
+        config = _config(work, family, family, variant, {}, clicks, more)
         for _ in range(2):  # two runs: the state has versions behind it, as a real job's has
-            done = run_statectl("run", "--config", str(work / f"{family}.yaml"), "--available-now", "-b", bootstrap,
-                                cwd=work)
+            done = run_statectl("run", "--config", str(config), "--available-now", "-b", bootstrap, cwd=work)
             assert done.returncode == 0, done.stderr
             _produce(bootstrap, clicks, 4)
-    return {"work": work, "clicks": clicks, "more": more, "bootstrap": bootstrap, "table": []}
+    return {"work": work, "clicks": clicks, "more": more, "bootstrap": bootstrap}
 
 
-@pytest.mark.parametrize("change,family,variant,extra", CHANGES, ids=[c[0] for c in CHANGES])
-def test_the_verdict_equals_a_real_restart(shop, request, change, family, variant, extra):
+@pytest.fixture(scope="module")
+def outcomes(shop):
+    """check-restart on every change in one invocation (one Spark start), then a real restart of a
+    copy of the checkpoint by every change's code, by plain PySpark in one JVM."""
     work, bootstrap = shop["work"], shop["bootstrap"]
-    config = work / f"{family}-{variant}.yaml"
-    config.write_text((work / f"{family}.yaml").read_text().replace(f"variant: {BASES[family]}", f"variant: {variant}"))
-    checkpoint = work / "checkpoints" / family
-    before = sorted(p.relative_to(checkpoint).as_posix() for p in checkpoint.rglob("*"))
-
-    check = run_statectl("check-restart", "--config", str(config), "-b", bootstrap, "--json", *extra, cwd=work,
-                         timeout=600)
+    configs = [_config(work, f"change-{i}", family, variant, conf, shop["clicks"], shop["more"])
+               for i, (_, family, variant, conf) in enumerate(CHANGES)]
+    listing = {family: sorted(p.relative_to(work / "checkpoints" / family).as_posix()
+                              for p in (work / "checkpoints" / family).rglob("*")) for family in BASES}
+    args = [a for c in configs for a in ("--config", str(c))]
+    check = run_statectl("check-restart", *args, "-b", bootstrap, "--json", cwd=work, timeout=1200)
     assert check.returncode in (0, 1), check.stderr
-    verdict = json.loads(check.stdout)
-    assert sorted(p.relative_to(checkpoint).as_posix() for p in checkpoint.rglob("*")) == before  # untouched
-    assert not list(checkpoint.parent.glob(f".{family}.check-restart-*"))  # the scratch copy is gone
+    verdicts = json.loads(check.stdout)
+    assert [v["config"] for v in verdicts] == [str(c) for c in configs]
+    for family in BASES:  # the checkpoints are untouched and no scratch copy is left
+        checkpoint = work / "checkpoints" / family
+        assert sorted(p.relative_to(checkpoint).as_posix() for p in checkpoint.rglob("*")) == listing[family]
+        assert not list(checkpoint.parent.glob(f".{family}.check-restart-*"))
 
-    copy = work / "restarts" / f"{family}-{variant}-{uuid.uuid4().hex[:4]}"
-    shutil.copytree(checkpoint, copy)
     _produce(bootstrap, shop["clicks"], 3)
-    real = run_statectl("run", "--config", str(config), "--checkpoint-dir", str(copy), "--available-now", "-b",
-                        bootstrap, *extra, cwd=work, timeout=600)
-    assert real.returncode in (0, 1), real.stderr
-    real_error = "" if real.returncode == 0 else real.stderr.strip().splitlines()[-1][:160]
-    row = (change, verdict["verdict"], "restarts" if real.returncode == 0 else f"fails: {real_error}",
+    cases = []
+    for i, (change, family, variant, conf) in enumerate(CHANGES):
+        copy = work / "restarts" / f"change-{i}"
+        shutil.copytree(work / "checkpoints" / family, copy)
+        cases.append({"name": change, "checkpoint": str(copy), "conf": conf,
+                      "params": {"variant": variant, "clicks": shop["clicks"], "more_clicks": shop["more"]}})
+    settings = json.loads(run_statectl("jars", "spark-conf", "--json", "--master", "local[2]").stdout)
+    spec = work / "real.json"
+    spec.write_text(json.dumps({"settings": settings, "bootstrap": bootstrap, "job_dir": str(work), "cases": cases}))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYSPARK_PYTHON"] = sys.executable
+    real = subprocess.run([sys.executable, str(REAL), str(spec)], capture_output=True, text=True, env=env, cwd=work,
+                          timeout=1200)
+    assert real.returncode == 0, real.stderr[-4000:]
+    restarts = [json.loads(line) for line in real.stdout.splitlines() if line.startswith("{")]
+    assert [r["case"] for r in restarts] == [c[0] for c in CHANGES], restarts
+    return dict(zip([c[0] for c in CHANGES], zip(verdicts, restarts)))
+
+
+@pytest.mark.parametrize("change", [c[0] for c in CHANGES])
+def test_the_verdict_equals_a_real_restart(outcomes, request, change):
+    verdict, real = outcomes[change]
+    row = (change, verdict["verdict"], "restarts" if real["ok"] else f"fails: {real['error']}",
            [f"{f['kind']}: {f['what']}" for f in verdict["findings"]])
     request.config.__dict__.setdefault("statectl_check_restart", []).append(row)
-    assert check.returncode == real.returncode, row
-    if check.returncode == 1:
-        assert verdict["findings"] and verdict["findings"][0]["kind"] == "refused", verdict
+    assert verdict["restarts"] == real["ok"], row
+    if not verdict["restarts"]:
+        assert verdict["findings"][0]["kind"] == "refused", verdict
     if "reordered" in change:  # Spark compares key types only: statectl says what changed
         assert any(f["kind"] == "different" and "keyed by" in f["what"] for f in verdict["findings"]), verdict
     if "shuffle" in change:
