@@ -14,7 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.checkpoint_factory import age_log_file, tree_fingerprint
+from tests.checkpoint_factory import age_logs, tree_fingerprint
 from tests.integration.test_leaderboard import Leaderboard, player, score
 
 GAMES = {1: "Tetris", 2: "Doom", 3: "Myst", 4: "Zelda", 5: "Halo", 6: "Mario Kart", 7: "Portal", 8: "Braid"}
@@ -66,7 +66,7 @@ def test_leaderboard_2_to_6_partitions_same_leaderboard_as_a_straight_run(cli, b
     failed = tmp_path / "failed-copy"
     shutil.copytree(lb.checkpoint, failed)
     shutil.copy(failed / "offsets" / str(committed), failed / "offsets" / str(committed + 1))
-    age_log_file(failed / "offsets" / str(committed + 1))  # the crash was a while ago, not a query running now
+    age_logs(failed)  # the crash was a while ago, not a query running now
     failed_before = tree_fingerprint(tmp_path)
     refused = cli(*args, "--checkpoint-dir", str(failed))
     assert refused.exit_code == 1
