@@ -100,7 +100,8 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
         raise UsageError(f"{checkpoint} has no committed batch: nothing to check (any code starts it as a new query)")
     master = request.master or config.spark.master
     require_master(master)
-    require_broker(request.cluster)  # the trial batch reads its offsets from Kafka again
+    if any(source.kind == "kafka" for source in layout.sources):
+        require_broker(request.cluster)  # the trial's Kafka sources ask the broker for their partitions
     name = config.job_name.replace("/", "-")
     verdict = RestartVerdict(str(checkpoint), last)
     with scratch_copy(checkpoint) as copy:
