@@ -207,7 +207,12 @@ class UserJob:
                 raise
             except Exception as exc:
                 raise user_code_error("topics()", exc) from None
-        return [_declared_topic(item, self.module.__name__) for item in declared or []]
+        if declared is None:
+            return []
+        if not isinstance(declared, (list, tuple)):
+            raise UsageError(f"{self.module.__name__}.TOPICS: a list of topics (names or mappings), found "
+                             f"{type(declared).__name__}")
+        return [_declared_topic(item, self.module.__name__) for item in declared]
 
 
 _TOPIC_KEYS = {"name", "partitions", "replication_factor", "configs", "output", "managed", "about"}
@@ -224,6 +229,8 @@ def _declared_topic(item: Any, module: str) -> DeclaredTopic:
     if unknown:
         raise UsageError(f"{where}: topic {item['name']!r}: unknown key(s) {', '.join(unknown)} "
                          f"(known: {', '.join(sorted(_TOPIC_KEYS))})")
+    if not isinstance(item.get("configs") or {}, dict):
+        raise UsageError(f"{where}: topic {item['name']!r}: configs must be a mapping of topic configs")
     partitions = item.get("partitions", 1)
     if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
         raise UsageError(f"{where}: topic {item['name']!r}: partitions must be a whole number of at least 1")

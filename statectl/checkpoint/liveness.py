@@ -85,9 +85,13 @@ def live_sign(logged: dict[int, float], committed: dict[int, float], now: float,
         return now - at <= window and at > ours
 
     last = max(logged)
-    if last not in committed and recent(logged[last]):
+    # A batch in flight can take much longer than the gap between batches (a catch-up, a restore):
+    # a few of the longest recent batches' durations (offsets written to commit written) too.
+    durations = [committed[b] - logged[b] for b in sorted(committed)[-10:] if b in logged and committed[b] >= logged[b]]
+    in_flight = min(MAX_WINDOW_S, max(window, INTERVALS * max(durations, default=0.0)))
+    if last not in committed and now - logged[last] <= in_flight and logged[last] > ours:
         return LiveSign(f"batch {last} was logged and is not committed yet (a query in the middle of it): logged",
-                        logged[last], window)
+                        logged[last], in_flight)
     done = max(committed) if committed else None
     if done is not None and recent(committed[done]):
         return LiveSign(f"batch {done} was committed", committed[done], window)
@@ -96,20 +100,28 @@ def live_sign(logged: dict[int, float], committed: dict[int, float], now: float,
     return None
 
 
-def checkpoint_live_sign(checkpoint: Path, now: float | None = None) -> LiveSign | None:
+def checkpoint_live_sign(checkpoint: Path, now: float | None = None,
+                         stale_since: float | None = None) -> LiveSign | None:
     """The observer's heartbeat, else ``live_sign`` of the checkpoint on disk (two directory
-    listings; nothing read)."""
+    listings; nothing read). ``stale_since``: the caller holds the lock now, and took it over from
+    a killed statectl run that last touched it then (``CheckpointLock.stale_since``)."""
     from statectl.checkpoint.lock import last_release
 
-    from statectl.checkpoint.lock import read_run_lock
+    from statectl.checkpoint.lock import lock_path, read_run_lock
 
     now = now if now is not None else time.time()
     beat = heartbeat_sign(checkpoint, now)
     if beat is not None:
         return beat
-    released = last_release(checkpoint)
-    if read_run_lock(checkpoint).stale:
-        released = now  # statectl's own run wrote last, and was killed: it left its lock behind
+    released = last_release(checkpoint) or 0.0
+    if stale_since is None and read_run_lock(checkpoint).stale:
+        try:
+            stale_since = lock_path(checkpoint).stat().st_mtime
+        except OSError:
+            stale_since = None
+    if stale_since is not None:
+        # statectl's own run was killed and left its lock, last touched after its last batch.
+        released = max(released, stale_since)
     return live_sign(_batch_files(checkpoint / "offsets"), _batch_files(checkpoint / "commits"), now, released)
 
 
@@ -177,12 +189,13 @@ def heartbeat_sign(checkpoint: Path, now: float) -> LiveSign | None:
                     beat["at"], window)
 
 
-def refuse_if_live(checkpoint: Path, force: bool, doing: str) -> LiveSign | None:
+def refuse_if_live(checkpoint: Path, force: bool, doing: str, lock=None) -> LiveSign | None:
     """Raise (exit 1) when a query statectl did not start may be running on ``checkpoint``, unless
-    ``force``; returns the sign it overrode (or None)."""
+    ``force``; returns the sign it overrode (or None). ``lock``: the CheckpointLock the caller
+    holds, if it does."""
     from statectl.errors import OperationalError
 
-    sign = checkpoint_live_sign(checkpoint)
+    sign = checkpoint_live_sign(checkpoint, stale_since=getattr(lock, "stale_since", None))
     if sign is None or force:
         return sign
     raise OperationalError(

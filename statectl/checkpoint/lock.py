@@ -63,6 +63,9 @@ class CheckpointLock:
         #: a run, or Spark's repartitioning: what it logs and commits is statectl's, and the
         #: release says so (``record_release``) so that it is not taken for another query's
         self.writes_batches = writes_batches
+        #: when the run that left a stale lock (killed, crashed) last noted a batch (``touch``):
+        #: None when the lock was free
+        self.stale_since: float | None = None
 
     def __enter__(self) -> "CheckpointLock":
         check_checkpoint_location(self.checkpoint)
@@ -82,6 +85,8 @@ class CheckpointLock:
             if self._is_current(fd):
                 break
             os.close(fd)
+        if os.fstat(fd).st_size:  # a lock file a run left behind: it was killed, or crashed
+            self.stale_since = os.fstat(fd).st_mtime
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self.fd = fd
@@ -100,6 +105,13 @@ class CheckpointLock:
             return os.fstat(fd).st_ino == os.stat(self.path).st_ino
         except FileNotFoundError:
             return False
+
+    def touch(self) -> None:
+        """A run notes each committed batch on its lock file: if it is killed, the lock it leaves
+        says until when the checkpoint's batches were its own (``liveness``)."""
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.utime(self.path)
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:

@@ -63,15 +63,35 @@ def check_restart(
     if len(candidates) > 1 and checkpoint_dir is not None:
         raise UsageError("--checkpoint-dir with several --config: each candidate is checked against its own "
                          "config's checkpoint; give one --config, or set checkpoint_dir in each")
+    resolved = [resolve_job(job, example, config, set_) for config in candidates]
+    _one_process_can_check(resolved)
     results = []
-    for config in candidates:
-        resolved = resolve_job(job, example, config, set_)
-        cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
-        results.append(run_check(CheckRestartRequest(resolved.config, resolved.entry, cluster, checkpoint_dir, master,
-                                                     timeout)))
+    for one in resolved:
+        cluster = cluster_for(bootstrap_servers, client_config, one.config, one.config_path)
+        results.append(run_check(CheckRestartRequest(one.config, one.entry, cluster, checkpoint_dir, master, timeout)))
     if len(results) == 1:
         verdict(results[0], json)
     else:
         verdicts([(str(c), r) for c, r in zip(candidates, results)], json)
     if any(r.refused for r in results):
         raise typer.Exit(1)
+
+
+def _one_process_can_check(resolved) -> None:
+    """Several candidates run in one Python process and one Spark: two modules of one name (say
+    ./v1/clicks.py and ./v2/clicks.py) cannot both be imported, and Spark's Python workers get
+    their path when Spark starts. So every candidate's folder goes on that path first, and two
+    candidates whose code has one module name in different places are refused."""
+    from jobs.user import UserJob
+    from statectl.errors import UsageError
+    from statectl.run.runner import worker_python_path
+
+    users = [r.entry for r in resolved if isinstance(r.entry, UserJob)]
+    seen: dict[str, str] = {}
+    for user in users:
+        name = user.location.file.stem if user.location.file else user.location.module
+        where = str(user.location.file or user.location.module)
+        if seen.setdefault(name, where) != where:
+            raise UsageError(f"two candidates' code is module {name!r} from different places ({seen[name]}, {where}): "
+                             f"one process cannot import both; check them one --config at a time")
+    worker_python_path([p for user in users for p in user.python_path()])

@@ -77,13 +77,13 @@ def apply_relocation(plan: RelocationPlan, force: bool = False) -> RelocationPla
     if not plan.files or plan.refused or plan.backup_dir is None:
         raise UsageError("internal: only a plan that changes something and is not refused can be applied")
     checkpoint, backup = Path(plan.checkpoint), Path(plan.backup_dir)
-    with CheckpointLock(checkpoint):
+    with CheckpointLock(checkpoint) as lock:
         # A run may have started and stopped between the plan and the lock: plan what is there now.
         again = _plan(checkpoint)
         if [(f.path, f.before) for f in again.files] != [(f.path, f.before) for f in plan.files] or again.refused:
             raise OperationalError(f"checkpoint {checkpoint} changed since it was planned (did a run start?); "
                                    "nothing was changed: run relocate-checkpoint again")
-        refuse_if_live(checkpoint, force, "relocate it")
+        refuse_if_live(checkpoint, force, "relocate it", lock)
         _back_up(checkpoint, backup, plan)
         try:
             for f in plan.files:

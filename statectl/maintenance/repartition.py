@@ -390,14 +390,14 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
     checkpoint, backup = Path(plan.checkpoint), Path(plan.backup_dir or "")
     if plan.up_to_date or plan.refused or plan.backup_dir is None:
         raise UsageError("internal: only a plan that changes something and is not refused can be applied")
-    with CheckpointLock(checkpoint, writes_batches=True):
+    with CheckpointLock(checkpoint, writes_batches=True) as lock:
         # A run may have committed a batch between the plan and the lock: plan what is there now.
         again = repartition_plan(read_layout(checkpoint), request.partitions, request.configured)
         if (again.last_committed_batch, again.current, again.retry, again.refusals) != (
                 plan.last_committed_batch, plan.current, plan.retry, plan.refusals):
             raise OperationalError(f"checkpoint {checkpoint} changed since it was planned (did a run commit a batch?); "
                                    "nothing was changed: run repartition-state again")
-        refuse_if_live(checkpoint, request.force, "repartition its state")
+        refuse_if_live(checkpoint, request.force, "repartition its state", lock)
         started = time.monotonic()
         step(f"backing up {checkpoint} to {backup}")
         files, size = backup_checkpoint(checkpoint, backup)

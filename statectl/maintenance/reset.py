@@ -60,9 +60,9 @@ def reset_job(request: ResetRequest) -> ResetPlan:
     outputs = [OutputTopic(t.name, "compact" in t.configs.get("cleanup.policy", ""), t.about)
                for t in declared if t.output]
     # Held while planning too: a run that holds it changes the checkpoint under the plan.
-    with CheckpointLock(checkpoint):
+    with CheckpointLock(checkpoint) as lock:
         # Before anything else (an uncommitted last batch is what a live query looks like too).
-        sign = refuse_if_live(checkpoint, request.force or request.dry_run, "reset it")
+        sign = refuse_if_live(checkpoint, request.force or request.dry_run, "reset it", lock)
         # A dry run under a live query shows what a reset would do now: the batch in flight is its.
         force = request.force or (request.dry_run and sign is not None)
         layout = _layout(checkpoint, required=not target.starts_over)

@@ -9,6 +9,7 @@ every job's topics. A job whose cluster does not answer says so; the others are 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -179,7 +180,15 @@ class StatusReport:
 def is_checkpoint(path: Path) -> bool:
     """A Structured Streaming checkpoint: Spark writes ``metadata`` (the query id) when a query
     starts, then the ``offsets`` and ``commits`` logs."""
-    return (path / "metadata").is_file() or (path / "offsets").is_dir()
+    try:
+        return (path / "metadata").is_file() or (path / "offsets").is_dir()
+    except OSError:  # unreadable: not one we can show (the walk goes on)
+        return False
+
+
+#: Folders statectl itself makes beside a checkpoint: backups (reset, repartition-state,
+#: relocate-checkpoint) and check-restart's scratch copies. They hold checkpoints that are no jobs.
+_OWN_COPIES = re.compile(r"^\.|\.(reset|backup|relocate)-\d{8}T\d{6}Z|\.check-restart-")
 
 
 def checkpoints_under(root: Path, max_depth: int = 6) -> list[Path]:
@@ -193,7 +202,8 @@ def checkpoints_under(root: Path, max_depth: int = 6) -> list[Path]:
         if depth >= max_depth:
             return
         try:
-            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+            children = sorted(p for p in folder.iterdir()
+                              if not _OWN_COPIES.search(p.name) and p.is_dir() and not p.is_symlink())
         except OSError:
             return
         for child in children:

@@ -16,6 +16,7 @@ Nothing here blocks Spark: the listener hands raw events to a thread per query (
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -92,6 +93,7 @@ class Observer:
         spark.streams.addListener(self.listener)
         self._beat = threading.Thread(target=self._heartbeats, name="statectl-heartbeat", daemon=True)
         self._beat.start()
+        atexit.register(self.detach)
 
     # ------------------------------------------------------------ Spark's listener thread
     def _submit(self, raw: tuple) -> None:
@@ -138,7 +140,12 @@ class Observer:
             root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
         except Exception:  # another Spark, Spark Connect: no restore plan, no heartbeat
             return None
-        return root[len("file:"):] if root.startswith("file:") else (root if root.startswith("/") else None)
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(root)
+        if parsed.scheme in ("", "file"):
+            return unquote(parsed.path)
+        return None
 
     def _commit(self, progress: dict) -> None:
         offsets = _end_offsets(progress)
@@ -147,37 +154,50 @@ class Observer:
         except Exception as exc:  # a commit that fails must not touch the query
             self.commit_errors.append(str(exc))
 
-    def _ended(self, query_id: str) -> None:
-        monitor = self.monitors.get(query_id)
+    def _ended(self, query_id: str, terminated: bool = True) -> None:
+        """The query ended (``terminated``), or the observer is taken off a query still running."""
+        with self._lock:
+            monitor = self.monitors.pop(query_id, None)
+            checkpoint = self.checkpoints.pop(query_id, None)
         if monitor is not None:
-            monitor.close(wait=5.0)
-        checkpoint = self.checkpoints.pop(query_id, None)
-        if checkpoint is not None:
+            monitor.close(wait=5.0 if terminated else 0.5)
+        if checkpoint is not None and terminated:
             # The query ended and said so: what it wrote is no sign of a live query any more.
             record_release(Path(checkpoint))
             clear_heartbeat(Path(checkpoint))
-        with self._lock:
-            self.monitors.pop(query_id, None)
+        # Taken off a running query, its heartbeat is left to go stale: the batches it goes on
+        # writing still show it running.
 
     # ------------------------------------------------------------ heartbeats
     def _beat_once(self, query_id: str) -> None:
-        checkpoint = self.checkpoints.get(query_id)
-        if checkpoint is not None:
-            write_heartbeat(Path(checkpoint), query_id, self.heartbeat_s)
+        with self._lock:  # never after _ended cleared it
+            checkpoint = self.checkpoints.get(query_id)
+            if checkpoint is not None:
+                write_heartbeat(Path(checkpoint), query_id, self.heartbeat_s)
 
     def _heartbeats(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
             for query_id in list(self.checkpoints):
                 self._beat_once(query_id)
 
+    def _still_running(self, query_id: str) -> bool:
+        try:
+            query = self.spark.streams.get(query_id)
+            return query is not None and bool(query.isActive)
+        except Exception:  # Spark is stopping or gone: the query is too
+            return False
+
     # ------------------------------------------------------------ the end
     def detach(self) -> None:
-        """Take the listener off, finish every query's events, close the sinks."""
+        """Take the listener off, finish every query's events, close the sinks (flushing the Kafka
+        producer). Also run at interpreter exit, so the last events are not lost without it."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         with contextlib.suppress(Exception):
             self.spark.streams.removeListener(self.listener)
         for query_id in list(self.monitors):
-            self._ended(query_id)
+            self._ended(query_id, terminated=not self._still_running(query_id))
         for sink in self.sinks:
             if hasattr(sink, "close"):
                 with contextlib.suppress(Exception):

@@ -49,6 +49,14 @@ def scratch_copy(checkpoint: Path) -> Iterator[Path]:
         base = Path(tempfile.mkdtemp(prefix="statectl-check-restart-"))
     copy = base / "checkpoint"
     try:
+        _link_tree(checkpoint, copy)
+        yield copy
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _link_tree(checkpoint: Path, copy: Path) -> None:
+    try:
         for root, _dirs, files in os.walk(checkpoint):
             rel = Path(root).relative_to(checkpoint)
             (copy / rel).mkdir(parents=True, exist_ok=True)
@@ -58,9 +66,9 @@ def scratch_copy(checkpoint: Path) -> Iterator[Path]:
                     os.link(src, dst)
                 except OSError:
                     shutil.copy2(src, dst)
-        yield copy
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    except OSError as exc:
+        raise OperationalError(f"cannot make the scratch copy of {checkpoint} ({exc.strerror or exc}: "
+                               f"{exc.filename or ''}); nothing was changed") from None
 
 
 def _log_trial_batch(copy: Path, last: int) -> int:
@@ -68,7 +76,15 @@ def _log_trial_batch(copy: Path, last: int) -> int:
     every source) and no commit: a restart runs that batch first, loading the state as it stands
     after ``last``, with every check a restart makes, and reading no new data."""
     trial = last + 1
-    (copy / "offsets" / str(trial)).write_bytes((copy / "offsets" / str(last)).read_bytes())
+    target = copy / "offsets" / str(trial)
+    if target.exists():
+        # The job stopped in the middle of that batch: a restart re-runs it with its own offsets,
+        # and so does the trial. (Never written to: the copy's files are links to the original's.)
+        return trial
+    data = (copy / "offsets" / str(last)).read_bytes()
+    tmp = target.with_name(f".{trial}.statectl-tmp")
+    tmp.write_bytes(data)  # a new file of the copy's own, then renamed: no link is written through
+    os.replace(tmp, target)
     return trial
 
 

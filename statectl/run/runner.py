@@ -158,7 +158,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     topics = _plan_topics(job, config, bootstrap, admin)
     metrics = _serve_metrics(request)
 
-    with CheckpointLock(checkpoint, writes_batches=True), _closing(metrics), _one_line_errors(name):
+    with CheckpointLock(checkpoint, writes_batches=True) as lock, _closing(metrics), _one_line_errors(name):
         from statectl.adapters.spark.session import failure_line, spark_session
         from statectl.adapters.spark.query import kafka_sink_writer
         from statectl.checkpoint.restart_needs import restart_session_conf
@@ -195,7 +195,12 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         trigger = "available-now" if request.available_now else f"processing-time {config.trigger.processing_time}"
         monitor = None
         if request.listen:
-            monitor = _monitor(spark, metrics, [totals.add, metrics, on_event], restore, [plan_note, topic_note],
+            def note_batch(event: dict) -> None:
+                if event.get("type") == "batch_progress":
+                    lock.touch()  # if this run is killed, its lock says until when the batches were its
+
+            monitor = _monitor(spark, metrics, [totals.add, metrics, on_event, note_batch], restore,
+                               [plan_note, topic_note],
                                {"job": name, "checkpoint": str(checkpoint), "trigger": trigger})
         watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
         started = time.monotonic()
