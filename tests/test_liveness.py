@@ -4,7 +4,6 @@ and check-restart's scratch copy, which must never write into the checkpoint it 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from statectl.checkpoint.liveness import MIN_WINDOW_S, activity_window, checkpoint_live_sign, live_sign
 from statectl.checkpoint.lock import CheckpointLock, lock_path
