@@ -131,8 +131,8 @@ def test_a_damaged_changelog_with_its_crc_fails_in_lz4_decoding_first(tmp_path, 
 
 
 # ---------------------------------------------------------------- lz4-java 1.8.0 reads JVM memory
-@pytest.mark.parametrize("release, severity", [((3, 5), WARNING), ((4, 0), WARNING), ((4, 1), ERROR),
-                                               ((4, 2), ERROR), ((4, 3), ERROR)], ids=lambda v: str(v))
+@pytest.mark.parametrize("release, severity", [((3, 5), "maybe"), ((4, 0), "maybe"), ((4, 1), "fails"),
+                                               ((4, 2), "fails"), ((4, 3), "fails")], ids=lambda v: str(v))
 def test_an_lz4_match_before_its_block_may_fail_only_with_lz4_java_1_8_0(tmp_path, release, severity):
     # The checkpoint matrix's join-flip-no-crc on Spark 3.5.9: a flipped byte turns a match offset
     # into one before the start of the block. Spark 3.5 and 4.0 (lz4-java 1.8.0, JNI fast decoder)
@@ -141,13 +141,13 @@ def test_an_lz4_match_before_its_block_may_fail_only_with_lz4_java_1_8_0(tmp_pat
     (built.root / "state/0/1/5.changelog").write_bytes(MATCH_BEFORE_BLOCK)  # in the replay
     findings = _health(built.root, release)
     (changelog,) = _at(findings, "state/0/1/5.changelog")
-    assert (changelog.severity, changelog.code) == (severity, "unparsable")
+    assert (changelog.severity, changelog.code) == (ERROR, "unparsable")
     assert changelog.fails_on == ("4.1", "4.2", "4.3") and changelog.may_fail_on == ("3.5", "4.0")
     assert changelog.versions == "fails on Spark 4.1+; may fail on 3.5–4.0"
-    assert is_healthy(findings) == (severity == WARNING)
-    fate = "may fail replaying it" if severity == WARNING else "fails replaying it"
+    assert not is_healthy(findings)  # exit 1 either way: a restart that works only by chance is not promised
+    fate = "may fail replaying it, or read it by chance" if severity == "maybe" else "fails replaying it"
     assert f"a restart by Spark {release[0]}.{release[1]} {fate} (IOException: Stream is corrupted)" in changelog.message
-    if severity == WARNING:
+    if severity == "maybe":
         assert "with zeros there the block passes its XXH32 checksum" in changelog.message
 
 

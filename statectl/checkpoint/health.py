@@ -123,11 +123,11 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
             probe.spark = release
             judged = _release_findings(layout, plan, verify, probe, common, minimum)
         for f in judged + sums:
-            if f.severity == ERROR:
+            if f.may_fail_on:  # an error too (exit 1), but one the restart may also get past
+                chance.setdefault((f.code, f.path), []).append(spark_versions.text(release))
+            elif f.severity == ERROR:
                 failing.setdefault((f.code, f.path), []).append(spark_versions.text(release))
                 elsewhere.setdefault((f.code, f.path), f)
-            elif f.may_fail_on:
-                chance.setdefault((f.code, f.path), []).append(spark_versions.text(release))
     probe.spark = spark
     out = [replace(f, fails_on=tuple(failing.get((f.code, f.path), ())),
                    may_fail_on=tuple(chance.get((f.code, f.path), ()))) for f in found + sums]

@@ -24,7 +24,8 @@ Spark 3.5 and 4.0 decompress with lz4-java 1.8.0's JNI decoder, which does not r
 match that reaches before the start of its block: it copies those bytes from the JVM memory before
 its output buffer (``lz4block``). When zeros there give the block its XXH32 checksum, the file is
 read or refused by chance (a restart of the same damaged copy by Spark 3.5.9 worked three times out
-of four): for those releases that is a warning that the restart *may* fail, not an error.
+of four; other files failed): for those releases the finding says the restart *may* fail, and it is
+an error all the same (exit 1: a restart that works only by chance is not one to promise).
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ class StateProblem:
     operator_id: int | None = None
     partition: int | None = None
     replaces: tuple[tuple[str, str], ...] = ()  # (code, path) of health's error findings it stands for
-    maybe: bool = False  # the restart fails or works by chance (a warning that it may fail)
+    maybe: bool = False  # the restart fails or works by chance (an error that it may fail: exit 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -764,8 +765,10 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
     for f, damage, reading in uncertain:
         rel = f"{store.path}/{f.name}"
         where["path"] = rel
-        out.append(StateProblem(WARNING, damage.code, f"{rel} {damage.detail}: a restart by Spark {release} may fail "
-                                f"{reading} it ({damage.spark})", **where, maybe=True))
+        # An error, not a warning: the exit code promises a restart that works, and this one works
+        # only by chance (the matrix saw it fail three times in four on some files, work on others).
+        out.append(StateProblem(ERROR, damage.code, f"{rel} {damage.detail}: a restart by Spark {release} may fail "
+                                f"{reading} it, or read it by chance ({damage.spark})", **where, maybe=True))
     for f, damage in failed_replay:
         if damage.reported_at:
             continue

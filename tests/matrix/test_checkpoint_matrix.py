@@ -388,13 +388,14 @@ class Outcome:
     restart_ok: bool
     restart_error: str
     verdict_for: str  # the Spark release inspect-state judged for, and how it chose it
-    #: warnings that the restart by this release may fail (it works or fails by chance: a damaged
-    #: LZ4 block Spark 3.5 and 4.0 read from JVM memory): either outcome agrees with those
+    #: error findings that the restart by this release may fail (it works or fails by chance: a
+    #: damaged LZ4 block Spark 3.5 and 4.0 read from JVM memory): exit 1, which promises no
+    #: restart, agrees with either outcome
     may_fail: list[str] = field(default_factory=list)
 
     @property
     def agrees(self) -> bool:
-        if self.may_fail and self.exit_code == 0:
+        if self.may_fail and self.exit_code == 1:
             return True
         return self.exit_code == (0 if self.restart_ok else 1)
 
@@ -425,8 +426,8 @@ def outcomes(request, generated, tmp_path_factory) -> dict[str, Outcome]:
         doc = json.loads(proc.stdout)
         judged = doc.get("verdict_for") or {}
         release = ".".join(generated.spark_version.split(".")[:2])
-        maybe = sorted({f["code"] for f in doc["findings"] if f["severity"] == "warning"
-                        and release in ((f.get("spark_versions") or {}).get("may_fail") or [])})
+        maybe = sorted({f["code"] for f in doc["findings"]
+                        if release in ((f.get("spark_versions") or {}).get("may_fail") or [])})
         verdicts[case] = (proc.returncode, [f for f in doc["findings"] if f["severity"] == "error"],
                           sorted({f["code"] for f in doc["findings"] if f["severity"] == "warning"}),
                           f"{judged.get('version')}, {judged.get('source')}" if judged else "?", maybe)
