@@ -126,7 +126,28 @@ def port_in_use(port: int, host: str = HOST) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A free loopback port below the kernel's ephemeral range: every outgoing connection (and every
+    bind to port 0) takes its port from that range, so a broker stopped and started again on its
+    port (a node of a cluster coming back) found it taken by some client's connection."""
+    import random
+
+    top = _ephemeral_start()
+    for _ in range(200):
+        port = random.randrange(max(1024, top - 12000), top)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
