@@ -85,15 +85,10 @@ def parse_reference(reference: str, base_dir: Path) -> CodeLocation:
     return CodeLocation(function, module=target)
 
 
-@dataclass
-class UserJob:
-    """A user's job, as the runner and the day-2 commands use a catalogue entry."""
+class _SingleJob:
+    """What a catalogue entry offers the commands, for a job with no examples: its group is its id."""
 
     id: str
-    location: CodeLocation
-    #: The folders put on sys.path (and the Python workers' PYTHONPATH) for the module to import.
-    paths: list[Path] = field(default_factory=list)
-    check_checkpoint: Callable | None = None  # a user job has no layout history of statectl's
 
     @property
     def group(self) -> str:
@@ -102,6 +97,17 @@ class UserJob:
     @property
     def example(self) -> None:
         return None
+
+
+@dataclass
+class UserJob(_SingleJob):
+    """A user's job, as the runner and the day-2 commands use a catalogue entry."""
+
+    id: str
+    location: CodeLocation
+    #: The folders put on sys.path (and the Python workers' PYTHONPATH) for the module to import.
+    paths: list[Path] = field(default_factory=list)
+    check_checkpoint: Callable | None = None  # a user job has no layout history of statectl's
 
     @classmethod
     def of(cls, config: UserJobConfig) -> "UserJob":
@@ -324,20 +330,12 @@ def python_failure(text: str) -> str | None:
 
 
 @dataclass
-class CheckpointOnlyJob:
+class CheckpointOnlyJob(_SingleJob):
     """A job known only by its checkpoint: it declares no topics (the checkpoint's offset log says
     what each source read) and has no layout history of statectl's to check."""
 
     id: str
     check_checkpoint: Callable | None = None
-
-    @property
-    def group(self) -> str:
-        return self.id
-
-    @property
-    def example(self) -> None:
-        return None
 
     def topics(self, config) -> list[DeclaredTopic]:
         return []
