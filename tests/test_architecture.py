@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.topics",),
     ("statectl.checkpoint",),
     ("statectl.config",),
+    ("statectl.storage",),
     ("statectl.adapters",),
     ("statectl.cluster",),
     ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources",
@@ -277,7 +278,7 @@ BROKEN = [
         "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, jobs import jobs)"]),
     ("adapter-domain", {"statectl/adapters/kafka/x.py": "from statectl.topics.diff import TopicConfigDiff\n"}, [
         "statectl/adapters/kafka/x.py:1: statectl.adapters.kafka.x imports statectl.topics.diff (statectl.adapters "
-        "(layer 9) may not import statectl.topics (layer 6): imports go down the layers)"]),
+        "(layer 10) may not import statectl.topics (layer 6): imports go down the layers)"]),
     ("adapter-peer", {"statectl/adapters/spark/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
         "statectl/adapters/spark/x.py:1: statectl.adapters.spark.x imports statectl.adapters.kafka.admin "
         "(statectl.adapters.spark may import only statectl.adapters.local of the other adapters)"]),

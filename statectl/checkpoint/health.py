@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
+from statectl.storage.files import join, open_binary
 from statectl.checkpoint.decode import checksum
 from statectl.checkpoint import integrity, spark_versions
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
@@ -466,7 +467,7 @@ def _unreferenced_ssts(layout: CheckpointLayout, store: StoreFiles, oid: int, pi
     for files in store.snapshots.values():
         for f in files:
             try:
-                referenced.update(n for n, _ in rocksdb_snapshot_ssts(os.path.join(layout.root, store.path, f.name)))
+                referenced.update(n for n, _ in rocksdb_snapshot_ssts(join(layout.root, store.path, f.name)))
             except Exception:  # an unreadable zip is reported by the restore or checksum checks
                 return []
     stray = sorted(set(store.ssts) - referenced)
@@ -508,23 +509,23 @@ def _verify_file(root: str, rel: str, hadoop: bool, spark_json: bool, oid: int |
                  pid: int | None = None, report: integrity.VerifyReport | None = None) -> list[Finding]:
     if oid is None:
         oid, pid = _ids_from_path(rel)
-    path = os.path.join(root, rel)
+    path = join(root, rel)
     directory, name = os.path.split(path)
     try:
-        with open(path, "rb") as fh:
+        with open_binary(path) as fh:
             data = fh.read()
     except OSError as exc:
         return [Finding(ERROR, UNREADABLE, f"{rel} cannot be read ({exc.strerror})", rel, oid, pid)]
     results = []
     if hadoop:
         try:
-            with open(os.path.join(directory, checksum.hadoop_crc_name(name)), "rb") as fh:
+            with open_binary(join(directory, checksum.hadoop_crc_name(name))) as fh:
                 results.append(("Hadoop .crc", checksum.verify_hadoop_crc(data, fh.read())))
         except OSError:
             pass
     if spark_json:
         try:
-            with open(path + ".crc", "rb") as fh:
+            with open_binary(path + ".crc") as fh:
                 results.append(("checksum file", checksum.verify_spark_checksum(len(data), lambda: data, fh.read())))
         except OSError:
             pass

@@ -3,11 +3,11 @@ optionally read state rows through Spark, and return everything for the renderer
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from statectl.storage.files import join
 from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
 from statectl.checkpoint.decode.javazip import ZipDamage
 from statectl.checkpoint.integrity import VerifyReport, snapshot_metadata
@@ -163,7 +163,7 @@ def writer_of(layout: CheckpointLayout, plan: RestorePlan, snapshots: int = 3) -
             if files is None:
                 continue
             try:
-                metadata = snapshot_metadata(os.path.join(layout.root, files.path, store.snapshot.name))
+                metadata = snapshot_metadata(join(layout.root, files.path, store.snapshot.name))
             except (OSError, ValueError, ZipDamage):
                 continue
             if metadata:

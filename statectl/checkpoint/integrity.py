@@ -39,6 +39,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from statectl.storage.files import join, open_binary
 from statectl.checkpoint import spark_versions
 from statectl.checkpoint.decode import checksum, javazip, lz4block
 from statectl.checkpoint.layout import (
@@ -218,14 +219,14 @@ class _Probe:
 
     def _check(self, rel: str, f: StateFile) -> Damage | None | tuple[bytes, str]:
         """The verdict on one file, or (its bytes, kind) when its LZ4 stream is left to decode."""
-        path = os.path.join(self.root, rel)
+        path = join(self.root, rel)
         is_zip = f.name.endswith(".zip")
         if f.size == 0:
             return Damage(RECORDS, TRUNCATED, "is empty (0 bytes)", reported_at=rel)
         if not self.deep:
             return self._metadata_version(rel, path, None) if is_zip else None
         try:
-            with open(path, "rb") as fh:
+            with open_binary(path) as fh:
                 data = fh.read()
         except OSError as exc:
             return Damage(RECORDS, UNREADABLE, f"cannot be read ({exc.strerror})")
@@ -256,13 +257,13 @@ class _Probe:
         directory, name = os.path.split(path)
         if f.hadoop_crc:
             try:
-                with open(os.path.join(directory, checksum.hadoop_crc_name(name)), "rb") as fh:
+                with open_binary(join(directory, checksum.hadoop_crc_name(name))) as fh:
                     results.append((HADOOP_CRC, "Hadoop .crc", checksum.verify_hadoop_crc(data, fh.read())))
             except OSError:
                 pass
         if f.checksum_file:
             try:
-                with open(path + ".crc", "rb") as fh:
+                with open_binary(path + ".crc") as fh:
                     results.append((CHECKSUM_FILE, "checksum file",
                                     checksum.verify_spark_checksum(len(data), lambda: data, fh.read())))
             except OSError:
@@ -348,10 +349,10 @@ def snapshot_metadata(path: str) -> bytes | None:
     """The ``metadata`` entry of a RocksDB snapshot zip (None: no such entry). Reads the central
     directory first (cheap) and falls back to Spark's way (entry by entry) when it is damaged."""
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(open_binary(path)) as zf:
             return zf.read("metadata")
     except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError):
-        with open(path, "rb") as fh:
+        with open_binary(path) as fh:
             return javazip.read_member(fh.read(), "metadata")
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from statectl.errors import OperationalError
+from statectl.storage.files import as_path, is_object_path, join, prefetch, read_bytes, scandir
 from statectl.text import human_bytes
 
 # Room left free on the temporary directory's filesystem after the copy (Spark writes there too).
@@ -64,7 +65,8 @@ def checkpoint_replica(root: str, operator_id: int | None) -> Iterator[tuple[str
             raise OperationalError(
                 f"--rows copies {human_bytes(plan.bytes)} of the checkpoint for Spark to read, but {tmp} has only "
                 f"{human_bytes(free)} free; point TMPDIR at a larger disk.")
-        dest = os.path.join(tmp, os.path.basename(os.path.abspath(root).rstrip(os.sep)) or "checkpoint")
+        name = as_path(root).name if is_object_path(root) else os.path.basename(os.path.abspath(root).rstrip(os.sep))
+        dest = os.path.join(tmp, name or "checkpoint")
         stats = ReplicaStats()
         start = time.perf_counter()
         try:
@@ -72,8 +74,12 @@ def checkpoint_replica(root: str, operator_id: int | None) -> Iterator[tuple[str
             for rel in plan.dirs:
                 os.mkdir(os.path.join(dest, rel))
             for rel, size in plan.files:
-                # copy2 reads the original and sets the copy's times; it never writes to the original.
-                shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
+                if is_object_path(root):  # one GET per file, nothing else
+                    with open(os.path.join(dest, rel), "wb") as out:
+                        out.write(read_bytes(join(root, rel)))
+                else:
+                    # copy2 reads the original and sets the copy's times; it never writes to the original.
+                    shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
                 stats.copied += 1
                 stats.copied_bytes += size
         except OSError as exc:
@@ -86,7 +92,8 @@ def checkpoint_replica(root: str, operator_id: int | None) -> Iterator[tuple[str
 
 
 def _plan_top(root: str, operator_id: int | None, plan: _Plan) -> None:
-    with os.scandir(root) as it:
+    prefetch(root)
+    with scandir(root) as it:
         for entry in it:
             if entry.name == "state" and entry.is_dir():
                 _plan_state(entry.path, "state", operator_id, plan)
@@ -98,7 +105,7 @@ def _plan_top(root: str, operator_id: int | None, plan: _Plan) -> None:
 
 def _plan_state(src: str, rel: str, operator_id: int | None, plan: _Plan) -> None:
     plan.dirs.append(rel)
-    with os.scandir(src) as ops:
+    with scandir(src) as ops:
         for op in ops:
             if not op.is_dir():
                 continue
@@ -107,7 +114,7 @@ def _plan_state(src: str, rel: str, operator_id: int | None, plan: _Plan) -> Non
                 _plan_tree(op.path, op_rel, plan)
                 continue
             plan.dirs.append(op_rel)  # other operators: only what the state-metadata source reads
-            with os.scandir(op.path) as entries:
+            with scandir(op.path) as entries:
                 for e in entries:
                     if e.name in ("_metadata", "_stateSchema") and e.is_dir():
                         _plan_tree(e.path, os.path.join(op_rel, e.name), plan)
@@ -115,7 +122,7 @@ def _plan_state(src: str, rel: str, operator_id: int | None, plan: _Plan) -> Non
 
 def _plan_tree(src: str, rel: str, plan: _Plan) -> None:
     plan.dirs.append(rel)
-    with os.scandir(src) as it:
+    with scandir(src) as it:
         for entry in it:
             target = os.path.join(rel, entry.name)
             if entry.is_dir():

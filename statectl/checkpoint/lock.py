@@ -16,20 +16,30 @@ from pathlib import Path
 from statectl.config.sections import JobConfig
 from statectl.errors import OperationalError, UsageError
 from statectl.paths import cache_root, default_checkpoint_root
+from statectl.storage.files import AnyPath, checkpoint_path, is_object_path
 
 
-def checkpoint_for(config: JobConfig, override: Path | None) -> Path:
+def checkpoint_for(config: JobConfig, override: "AnyPath | None") -> "AnyPath":
+    """The checkpoint a command works on: ``--checkpoint-dir``, else the config's, else
+    ./.statectl/checkpoints/JOB (a local Path, or an ObjectPath for ``s3a://``)."""
     if override is not None:
-        return override.expanduser().resolve()
+        return checkpoint_path(override)
     if config.checkpoint_dir:
-        return Path(config.checkpoint_dir).expanduser().resolve()
+        return checkpoint_path(config.checkpoint_dir)
     return default_checkpoint_root() / config.job_name.replace("/", "-")
 
 
 def check_checkpoint_location(checkpoint: Path) -> None:
     """Refuse, before anything starts, a checkpoint path Spark could not use as a directory: the
     path or a folder above it is a file, or its folder cannot be created or written (the lock goes
-    beside the checkpoint). Creates the folder the checkpoint goes in, nothing else."""
+    beside the checkpoint). Creates the folder the checkpoint goes in, nothing else. On an object
+    store: the bucket must exist and the path must not be an object."""
+    if is_object_path(checkpoint):
+        checkpoint.store.check_bucket()
+        if checkpoint.is_file():
+            raise UsageError(f"checkpoint {checkpoint} is an object, not a folder; pass a --checkpoint-dir that "
+                             f"is a folder or does not exist yet")
+        return
     if checkpoint.exists() and not checkpoint.is_dir():
         raise UsageError(f"checkpoint {checkpoint} is a file, not a directory; pass a --checkpoint-dir "
                          f"that is a directory or does not exist yet")
@@ -144,7 +154,12 @@ class RunLock:
 
 
 def lock_path(checkpoint: Path) -> Path:
-    """Where CheckpointLock keeps the lock of ``checkpoint`` (beside it, not inside)."""
+    """Where CheckpointLock keeps the lock of ``checkpoint`` (beside it, not inside). An object store
+    has no file locks: the lock of an ``s3a://`` checkpoint is in the per-user cache, so it keeps
+    out the runs and changing commands of this machine only (docs/object-storage.md)."""
+    if is_object_path(checkpoint):
+        key = hashlib.sha256(str(checkpoint).encode()).hexdigest()[:32]
+        return cache_root() / "locks" / f"{key}.lock"
     return checkpoint.with_name(checkpoint.name + ".lock")
 
 

@@ -33,6 +33,8 @@ from statectl.checkpoint.health import (
 )
 from statectl.checkpoint.layout import OffsetEntry, format_ranges
 from statectl.errors import OperationalError, UsageError
+from statectl.storage.files import as_path, is_object_path, join, prefetch, scandir
+from statectl.storage.objects import ObjectPath
 from statectl.text import first_error_line
 
 #: What the quick checks cover (``statectl status``); `statectl inspect-state` runs every check.
@@ -142,9 +144,9 @@ class CheckpointProgress:
         return not any(f.severity == ERROR for f in self.findings)
 
 
-def require_checkpoint(path: str | os.PathLike) -> Path:
+def require_checkpoint(path: "str | os.PathLike | ObjectPath") -> "Path | ObjectPath":
     """``path`` when it is a directory; UsageError (exit 2) saying what it is otherwise."""
-    root = Path(path)
+    root = as_path(path)
     if not root.exists():
         raise UsageError(f"checkpoint {root} does not exist: the job has not run with it yet; pass the "
                          f"--checkpoint-dir (or --config) the job runs with")
@@ -159,7 +161,7 @@ def read_progress(path: str | os.PathLike) -> CheckpointProgress:
     is not a checkpoint directory."""
     root = require_checkpoint(path)
     try:
-        with os.scandir(root) as it:
+        with scandir(root) as it:
             top = {e.name: e.is_dir() for e in it}
         offsets = _names(root / "offsets") if top.get("offsets") else None
         commits = _names(root / "commits") if top.get("commits") else None
@@ -179,8 +181,8 @@ def read_progress(path: str | os.PathLike) -> CheckpointProgress:
     return progress
 
 
-def _names(directory: Path) -> list[str]:
-    with os.scandir(directory) as it:
+def _names(directory: "Path | ObjectPath") -> list[str]:
+    with scandir(directory) as it:
         return [e.name for e in it]
 
 
@@ -234,7 +236,7 @@ def _read_last_commit(progress: CheckpointProgress) -> None:
     batch = progress.last_committed
     if batch is None or batch not in set(progress.batches.offsets):
         return
-    root = Path(progress.root)
+    root = as_path(progress.root)
     commit = root / "commits" / str(batch)
     try:
         progress.committed_at = commit.stat().st_mtime
@@ -259,16 +261,19 @@ def _read_last_commit(progress: CheckpointProgress) -> None:
 
 def _read(progress: CheckpointProgress, rel: str) -> bytes | None:
     try:
-        return (Path(progress.root) / rel).read_bytes()
+        return (as_path(progress.root) / rel).read_bytes()
     except OSError as exc:
         progress.findings.append(Finding(ERROR, UNREADABLE, f"{rel} cannot be read ({exc.strerror})", rel))
         return None
 
 
-def _verify_crc(root: Path, rel: str, data: bytes) -> list[Finding]:
+def _verify_crc(root: "Path | ObjectPath", rel: str, data: bytes) -> list[Finding]:
     directory, _, name = rel.rpartition("/")
+    sidecar_path = root / directory / checksum.hadoop_crc_name(name)
+    if is_object_path(sidecar_path) and not sidecar_path.exists():
+        return []  # object stores have no sidecars (S3A writes none); the listing says so for free
     try:
-        sidecar = (root / directory / checksum.hadoop_crc_name(name)).read_bytes()
+        sidecar = sidecar_path.read_bytes()
     except OSError:
         return []  # no sidecar: a filesystem without checksums (HDFS, object stores)
     result = checksum.verify_hadoop_crc(data, sidecar)
@@ -294,10 +299,11 @@ def state_size(path: str | os.PathLike) -> StateSize:
     """Bytes and files under ``path``/state (checksum sidecars included: they are on disk too); one
     ``stat`` per file, nothing opened."""
     total = files = 0
-    stack = [os.path.join(path, "state")]
+    prefetch(join(path, "state"))
+    stack = [join(path, "state")]
     while stack:
         try:
-            with os.scandir(stack.pop()) as it:
+            with scandir(stack.pop()) as it:
                 for entry in it:
                     try:
                         if entry.is_dir(follow_symlinks=False):

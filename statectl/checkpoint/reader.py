@@ -1,6 +1,6 @@
 """Read a Structured Streaming checkpoint directory into a ``CheckpointLayout``, without Spark.
 
-One pass of ``os.scandir`` over the tree; file sizes come from the directory entries, checksum
+One pass over the tree (``os.scandir``, or one listing of an object store); file sizes come from the directory entries, checksum
 sidecars are recognised by name alone (never stat'ed), and only the small metadata files (query
 metadata, offsets/commits logs, operator metadata, schemas) are opened. Nothing is ever written.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-from pathlib import Path
 
 from statectl.checkpoint.layout import (
     DEFAULT_STORE,
@@ -36,6 +35,7 @@ from statectl.checkpoint.decode.formats import (
 )
 from statectl.checkpoint.operator_kind import infer_kind
 from statectl.errors import OperationalError, UsageError
+from statectl.storage.files import as_path, join, prefetch, read_bytes, scandir, walk_files
 from statectl.text import first_error_line
 
 _SNAPSHOT_EXTENSIONS = ("zip", "snapshot")
@@ -46,13 +46,14 @@ TOP_LEVEL = ("metadata", "offsets", "commits", "sources", "state")
 
 def read_layout(path: str | os.PathLike) -> CheckpointLayout:
     """Scan ``path`` and describe it. Raises UsageError when it is not a checkpoint at all."""
-    root = Path(path)
+    root = as_path(path)
+    prefetch(root)  # an object store: the whole tree in one listing (a request per 1,000 objects)
     if not root.exists():
         raise UsageError(f"{root} does not exist; pass the directory a query used as checkpointLocation.")
     if not root.is_dir():
         raise UsageError(f"{root} is a file, not a directory; pass the directory a query used as checkpointLocation.")
     try:
-        with os.scandir(root) as it:
+        with scandir(root) as it:
             entries = {e.name: e for e in it}
     except PermissionError:
         raise UsageError(f"{root} cannot be read (permission denied).") from None
@@ -125,7 +126,7 @@ def _read_metadata(layout: CheckpointLayout, entry: os.DirEntry, hidden: set[str
 
 
 def _read_log(layout, dir_path, rel, parse, parsed: dict, files: dict) -> None:
-    with os.scandir(dir_path) as it:
+    with scandir(dir_path) as it:
         entries = list(it)
     hidden = {e.name for e in entries if e.name.startswith(".")}
     for e in entries:
@@ -157,7 +158,7 @@ def _read_log(layout, dir_path, rel, parse, parsed: dict, files: dict) -> None:
 
 
 def _read_sources(layout: CheckpointLayout, dir_path: str) -> None:
-    with os.scandir(dir_path) as it:
+    with scandir(dir_path) as it:
         entries = sorted(it, key=lambda e: e.name)
     for e in entries:
         if e.name.startswith("."):
@@ -166,7 +167,7 @@ def _read_sources(layout: CheckpointLayout, dir_path: str) -> None:
             layout.other_entries.append(f"sources/{e.name}")
             continue
         src = SourceLog(index=int(e.name), path=f"sources/{e.name}")
-        with os.scandir(e.path) as it:
+        with scandir(e.path) as it:
             for f in it:
                 layout.total_files += 1
                 if f.name.startswith("."):
@@ -206,7 +207,7 @@ def _infer_source_kinds(layout: CheckpointLayout) -> None:
 
 
 def _read_state(layout: CheckpointLayout, state_dir: str) -> None:
-    with os.scandir(state_dir) as it:
+    with scandir(state_dir) as it:
         entries = sorted(it, key=lambda e: e.name)
     for e in entries:
         if e.name.startswith("."):
@@ -221,7 +222,7 @@ def _read_state(layout: CheckpointLayout, state_dir: str) -> None:
 def _read_operator(layout: CheckpointLayout, op_dir: str, operator_id: int) -> OperatorLayout:
     rel = f"state/{operator_id}"
     op = OperatorLayout(operator_id=operator_id, path=rel)
-    with os.scandir(op_dir) as it:
+    with scandir(op_dir) as it:
         entries = sorted(it, key=lambda e: e.name)
     for e in entries:
         name = e.name
@@ -248,7 +249,7 @@ def _read_operator(layout: CheckpointLayout, op_dir: str, operator_id: int) -> O
 
 def _read_operator_metadata(layout: CheckpointLayout, op: OperatorLayout, meta_dir: str) -> None:
     rel = f"{op.path}/_metadata"
-    with os.scandir(meta_dir) as it:
+    with scandir(meta_dir) as it:
         entries = {e.name: e for e in it}
     hidden = {n for n in entries if n.startswith(".")}
     layout.total_files += sum(1 for e in entries.values() if not e.is_dir())
@@ -257,7 +258,7 @@ def _read_operator_metadata(layout: CheckpointLayout, op: OperatorLayout, meta_d
         layout.crc_sidecars[f"{rel}/metadata"] = ".metadata.crc" in hidden
         candidates.append((1, f"{rel}/metadata", entries["metadata"].path))
     if "v2" in entries and entries["v2"].is_dir():
-        with os.scandir(entries["v2"].path) as it:
+        with scandir(entries["v2"].path) as it:
             v2 = list(it)
         v2_hidden = {e.name for e in v2 if e.name.startswith(".")}
         batches = sorted(int(e.name) for e in v2 if e.name.isdigit())
@@ -267,7 +268,7 @@ def _read_operator_metadata(layout: CheckpointLayout, op: OperatorLayout, meta_d
             layout.crc_sidecars[f"{rel}/v2/{b}"] = f".{b}.crc" in v2_hidden
         if batches:
             # The newest file describes the operator as the last run declared it.
-            candidates.append((2, f"{rel}/v2/{batches[-1]}", os.path.join(entries["v2"].path, str(batches[-1]))))
+            candidates.append((2, f"{rel}/v2/{batches[-1]}", join(entries["v2"].path, str(batches[-1]))))
     for version, relpath, abspath in sorted(candidates, reverse=True):
         data = _read_bytes(layout, abspath, relpath)
         if data is None:
@@ -315,10 +316,10 @@ def _apply_operator_metadata(op: OperatorLayout, text: str) -> None:
 
 
 def _read_state_schema_dir(layout: CheckpointLayout, op: OperatorLayout, schema_dir: str) -> None:
-    with os.scandir(schema_dir) as it:
+    with scandir(schema_dir) as it:
         stores = sorted((e for e in it if e.is_dir()), key=lambda e: e.name)
     for store in stores:
-        with os.scandir(store.path) as it:
+        with scandir(store.path) as it:
             files = sorted(it, key=lambda e: e.name)
         hidden = {f.name for f in files if f.name.startswith(".")}
         for f in files:
@@ -345,7 +346,7 @@ def _apply_schema(layout: CheckpointLayout, op: OperatorLayout) -> None:
     if chosen is None:
         chosen = max(op.schema_files, key=_schema_sort_key)
     relpath = f"{op.path}/{chosen}"
-    data = _read_bytes(layout, os.path.join(layout.root, relpath), relpath)
+    data = _read_bytes(layout, join(layout.root, relpath), relpath)
     if data is None:
         return
     try:
@@ -365,7 +366,7 @@ def _read_store_dir(layout: CheckpointLayout, part: PartitionFiles, dir_path: st
     """Classify the files of one store directory; at the partition level, subdirectories that
     are not RocksDB/metadata folders are further stores (stream-stream joins keep four)."""
     store = StoreFiles(name=store_name, path=rel)
-    with os.scandir(dir_path) as it:
+    with scandir(dir_path) as it:
         entries = list(it)
     names = {e.name for e in entries}
     has_state = False
@@ -399,7 +400,7 @@ def _read_store_dir(layout: CheckpointLayout, part: PartitionFiles, dir_path: st
                 _read_ssts(layout, store, e.path)
                 store.provider = store.provider or ROCKSDB
             elif name == "_metadata":
-                with os.scandir(e.path) as it:
+                with scandir(e.path) as it:
                     meta = {m.name: m for m in it}
                 layout.total_files += len(meta)
                 if "schema" in meta:
@@ -431,7 +432,7 @@ def _read_store_dir(layout: CheckpointLayout, part: PartitionFiles, dir_path: st
 
 
 def _read_ssts(layout: CheckpointLayout, store: StoreFiles, path: str) -> None:
-    with os.scandir(path) as it:
+    with scandir(path) as it:
         entries = list(it)
     names = {e.name for e in entries}
     for e in entries:
@@ -447,11 +448,10 @@ def _read_ssts(layout: CheckpointLayout, store: StoreFiles, path: str) -> None:
 
 def _count_tree(path: str) -> tuple[int, int]:
     files = size = 0
-    for dirpath, _, filenames in os.walk(path):
-        for f in filenames:
-            files += 1
-            if not f.startswith("."):
-                size += os.stat(os.path.join(dirpath, f)).st_size
+    for rel, length in walk_files(path):
+        files += 1
+        if not rel.rpartition("/")[2].startswith("."):
+            size += length
     return files, size
 
 
@@ -461,8 +461,7 @@ def _is_temp(name: str) -> bool:
 
 def _read_bytes(layout: CheckpointLayout, path: str, relpath: str) -> bytes | None:
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return read_bytes(path)
     except OSError as exc:
         layout.problems.append(Problem("unreadable", relpath, f"{relpath} cannot be read ({exc.strerror})"))
         return None

@@ -14,11 +14,11 @@ state version ``V = last committed + 1`` in every partition:
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from statectl.storage.files import join, open_binary
 from statectl.checkpoint.decode import javazip
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, StateFile, StoreFiles
 
@@ -238,7 +238,7 @@ def plan_store(root: str, operator_id: int, partition: int, store: StoreFiles, t
 
 
 def _plan_ssts(root: str, store: StoreFiles, snapshot: StateFile, out: StoreRestore) -> None:
-    path = os.path.join(root, store.path, snapshot.name)
+    path = join(root, store.path, snapshot.name)
     try:
         ssts = rocksdb_snapshot_ssts(path)
     except (OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
@@ -255,11 +255,11 @@ def _plan_ssts(root: str, store: StoreFiles, snapshot: StateFile, out: StoreRest
 def rocksdb_snapshot_ssts(zip_path: str) -> list[tuple[str, int]]:
     """The SST files (name in SSTs/, bytes) a RocksDB snapshot zip refers to, from its `metadata`."""
     try:
-        with zipfile.ZipFile(zip_path) as zf:
+        with zipfile.ZipFile(open_binary(zip_path)) as zf:
             text = zf.read("metadata").decode("utf-8")
     except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError):
         # Spark unzips entry by entry and never reads the central directory: neither must we.
-        with open(zip_path, "rb") as fh:
+        with open_binary(zip_path) as fh:
             metadata = javazip.read_member(fh.read(), "metadata")
         if metadata is None:
             raise KeyError("There is no item named 'metadata' in the archive") from None

@@ -18,6 +18,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from statectl.errors import StatectlError
+from statectl.storage.files import as_path, is_object_path, join
 from statectl.checkpoint.layout import CheckpointLayout
 
 #: The finding code for metadata that names schema files outside the checkpoint.
@@ -78,6 +80,8 @@ def classify(root: str, operator_path: str, recorded: str) -> tuple[str | None, 
     """(local counterpart, status) of one recorded path."""
     local = local_counterpart(operator_path, recorded)
     fs_path = local_file_path(recorded)
+    if is_object_path(root) and fs_path is None:
+        return local, _classify_remote(root, local, recorded)
     if fs_path is None:
         return local, REMOTE
     here = os.path.join(root, local) if local else None
@@ -87,6 +91,24 @@ def classify(root: str, operator_path: str, recorded: str) -> tuple[str | None, 
     except OSError:
         pass
     return local, ELSEWHERE if os.path.isfile(fs_path) else GONE
+
+
+def _classify_remote(root: str, local: str | None, recorded: str) -> str:
+    """HERE/ELSEWHERE/GONE of a recorded object-store path (``s3://`` and ``s3a://`` name the same
+    objects), REMOTE for a scheme other than the checkpoint's."""
+    from statectl.storage.location import parse_location
+    from statectl.storage.objects import ObjectPath
+
+    try:
+        target = ObjectPath(parse_location(recorded))
+    except StatectlError:
+        return REMOTE
+    base = as_path(root)
+    if target.scheme != base.scheme:
+        return REMOTE
+    if local is not None and target == base / local:
+        return HERE
+    return ELSEWHERE if target.is_file() else GONE
 
 
 def recorded_schema_paths(layout: CheckpointLayout) -> list[RecordedSchemaPath]:
@@ -113,7 +135,7 @@ def relocation_problems(layout: CheckpointLayout) -> list[tuple[str, str, str, s
     """
     by_operator: dict[int, list[RecordedSchemaPath]] = {}
     for p in recorded_schema_paths(layout):
-        if p.moved and p.local and os.path.isfile(os.path.join(layout.root, p.local)):
+        if p.moved and p.local and as_path(join(layout.root, p.local)).is_file():
             by_operator.setdefault(p.operator_id, []).append(p)
     out = []
     for oid, paths in by_operator.items():

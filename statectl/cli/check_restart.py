@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import (
+from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, 
     BootstrapOpt,
     ClientConfigOpt,
     ExampleArg,
@@ -24,11 +24,12 @@ def check_restart(
     example: ExampleArg = None,
     configs: Annotated[Optional[list[Path]], typer.Option("--config", "-c", metavar="PATH", help="The new job config (and through its job:, the new code). Repeat it to check several candidate versions in one go (one Spark start); each is checked against its own checkpoint.")] = None,
     set_: SetOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The checkpoint the new code would restart (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The checkpoint the new code would restart (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the trial (default: the config's spark.master).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="How long the trial batch may take.")] = 300.0,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Before a deploy: will the new code restart on this checkpoint? Asked of Spark itself, without writing to the checkpoint.
@@ -64,6 +65,7 @@ def check_restart(
         raise UsageError("--checkpoint-dir with several --config: each candidate is checked against its own "
                          "config's checkpoint; give one --config, or set checkpoint_dir in each")
     resolved = [resolve_job(job, example, config, set_) for config in candidates]
+    use_storage(storage_config, resolved[0].config)
     _one_process_can_check(resolved)
     results = []
     for one in resolved:

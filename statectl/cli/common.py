@@ -42,6 +42,48 @@ ClientConfigOpt = Annotated[
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", "-c", metavar="PATH", help="Job config YAML (see configs/).")
 ]
+
+
+def location_arg(value):
+    """A checkpoint (or backup) location: a local path, ``file://``, or an object-store URL
+    (``s3a://bucket/path``; ``s3://`` too), as the path object statectl's core takes. A malformed
+    URL is a usage error (exit 2)."""
+    from statectl.storage.files import checkpoint_path
+
+    if value is None or not isinstance(value, str):
+        return value
+    try:
+        return checkpoint_path(value)
+    except StatectlError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+LOCATION = location_arg
+StorageConfigOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--storage-config", metavar="FILE",
+        help="Object-store settings for s3a:// checkpoints: a properties file of Hadoop's fs.s3a.* keys "
+             "(endpoint, path.style.access, access.key, secret.key, endpoint.region...). Default: "
+             "$STATECTL_STORAGE_CONFIG, plus the job config's spark.hadoop.fs.s3a.*, then AWS's standard "
+             "environment. See docs/object-storage.md.",
+    ),
+]
+
+
+def use_storage(storage_config: Path | None, job_config: "JobConfig | None" = None) -> None:
+    """Set the object-store settings of this command: the job config's spark.hadoop.fs.s3a.*,
+    then the --storage-config file (or $STATECTL_STORAGE_CONFIG) on top."""
+    from statectl.storage.settings import from_spark_conf, read_storage_config, StorageConfig
+    from statectl.storage.stores import configure
+
+    base = StorageConfig()
+    if job_config is not None:
+        origin = f"{job_config.source} spark.conf" if job_config.source else "the job's spark.conf"
+        base = from_spark_conf(job_config.spark.conf, origin)
+    configure(base.merged(read_storage_config(storage_config)))
+
+
 def _job_helps() -> tuple[str, str]:
     """The JOB and EXAMPLE arguments' help, from the job catalogue."""
     from jobs.registry import examples_of, job_groups
@@ -111,7 +153,7 @@ def resolve_job(job: str | None, example: str | None, config: Path | None,
 #: every day-2 command names a checkpoint the same way.
 CheckpointDirOpt = Annotated[
     Optional[Path],
-    typer.Option("--checkpoint-dir", metavar="PATH", help="The checkpoint, as the other day-2 commands take it (instead of CHECKPOINT_DIR)."),
+    typer.Option("--checkpoint-dir", metavar="PATH", parser=LOCATION, help="The checkpoint, as the other day-2 commands take it (instead of CHECKPOINT_DIR)."),
 ]
 
 

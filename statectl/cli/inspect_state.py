@@ -7,11 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt
+from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt, LOCATION, StorageConfigOpt, use_storage
 
 
 def inspect_state(
-    checkpoint_arg: Annotated[Optional[Path], typer.Argument(metavar="CHECKPOINT_DIR", help="The query's checkpointLocation directory.", show_default=False)] = None,
+    checkpoint_arg: Annotated[Optional[Path], typer.Argument(metavar="CHECKPOINT_DIR", parser=LOCATION, help="The query's checkpointLocation directory.", show_default=False)] = None,
     checkpoint_dir: CheckpointDirOpt = None,
     operator: Annotated[Optional[int], typer.Option("--operator", "-o", min=0, help="Zoom to one stateful operator (its id under state/).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, help="Zoom to one partition: every file, per-store restore plan.")] = None,
@@ -24,6 +24,7 @@ def inspect_state(
     batch_id: Annotated[Optional[int], typer.Option("--batch-id", min=0, help="--rows: read the state as of this committed batch (default: the last).")] = None,
     timers: Annotated[bool, typer.Option("--timers", help="--rows: the registered timers of a transformWithState operator instead of a state variable.")] = False,
     spark_version: Annotated[Optional[str], typer.Option("--spark-version", metavar="X.Y", envvar="STATECTL_SPARK_VERSION", show_envvar=False, help="The Spark release that will restart the checkpoint (3.5, 4.0, 4.1, 4.2, 4.3): the exit code is for a restart by it. Default: $STATECTL_SPARK_VERSION, else the release the checkpoint shows it was written by, else the installed PySpark's.")] = None,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Explain a Structured Streaming checkpoint: layout, restore plan and health.
@@ -49,6 +50,7 @@ def inspect_state(
       statectl inspect-state ckpt --rows 10 --state-var count
     """
     checkpoint_dir = one_checkpoint(checkpoint_arg, checkpoint_dir)
+    use_storage(storage_config)
     from statectl.checkpoint.inspect import InspectOptions, inspect_checkpoint
     from statectl.render.inspect_state import render
 

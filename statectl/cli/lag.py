@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import (BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, cluster_for,
+from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, cluster_for,
                                  resolve_job)
 
 
@@ -15,9 +15,10 @@ def lag(
     job: OptionalJobArg = None,
     example: ExampleArg = None,
     config: ConfigOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run). Alone, without JOB: any checkpoint, its Kafka topics read from its offset log.")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run). Alone, without JOB: any checkpoint, its Kafka topics read from its offset log.")] = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Show how far a job is behind its Kafka input: per topic-partition, the offset its last committed batch read up to (CURRENT-OFFSET, from the checkpoint), the log-end offset (from Kafka) and the LAG between them, with a total per topic.
@@ -42,6 +43,7 @@ def lag(
     from statectl.render.lag import lag_report
 
     resolved = resolve_job(job, example, config, checkpoint_dir=checkpoint_dir, any_checkpoint=True)
+    use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = LagRequest(resolved.config, inputs_of(resolved.config), cluster, checkpoint_dir)
     lag_report(job_lag(request), json)

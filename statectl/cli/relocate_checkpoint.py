@@ -8,15 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt
+from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt, LOCATION, StorageConfigOpt, use_storage
 
 
 def relocate_checkpoint(
-    checkpoint_arg: Annotated[Optional[Path], typer.Argument(metavar="CHECKPOINT_DIR", help="The moved or copied checkpoint (the query's checkpointLocation).", show_default=False)] = None,
+    checkpoint_arg: Annotated[Optional[Path], typer.Argument(metavar="CHECKPOINT_DIR", parser=LOCATION, help="The moved or copied checkpoint (the query's checkpointLocation).", show_default=False)] = None,
     checkpoint_dir: CheckpointDirOpt = None,
-    backup_dir: Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
+    backup_dir: Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Rewrite it even when a query statectl did not start may be running on it (a batch logged or committed within the last few batch intervals).")] = False,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Make a moved or copied checkpoint refer to its own location (transformWithState's schema paths).
@@ -42,6 +43,7 @@ def relocate_checkpoint(
       statectl relocate-checkpoint /restore/ckpt --backup-dir /backups/ckpt-paths --json
     """
     checkpoint_dir = one_checkpoint(checkpoint_arg, checkpoint_dir)
+    use_storage(storage_config)
     from statectl.maintenance.relocate import RelocateRequest, apply_relocation, plan_relocation
     from statectl.errors import OperationalError
     from statectl.render import relocate_checkpoint as render

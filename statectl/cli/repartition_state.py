@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, SetOpt, resolve_job
+from statectl.cli.common import ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, SetOpt, resolve_job, LOCATION, StorageConfigOpt, use_storage
 
 
 def repartition_state(
@@ -17,11 +17,12 @@ def repartition_state(
     partitions: Annotated[int, typer.Option("--partitions", min=1, metavar="N", help="The number of state partitions the checkpoint should have.", show_default=False)] = ...,
     config: ConfigOpt = None,
     set_: SetOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: any checkpoint.")] = None,
-    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: any checkpoint.")] = None,
+    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch logged or committed within the last few batch intervals).")] = False,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master).")] = None,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Change the number of state partitions of a stopped job's checkpoint (Spark 4.2's offline repartitioning).
@@ -62,6 +63,7 @@ def repartition_state(
     from statectl.render import repartition_state as render
 
     cfg = resolve_job(job, example, config, set_, checkpoint_dir=checkpoint_dir, any_checkpoint=True).config
+    use_storage(storage_config, cfg)
     configured = cfg.spark.conf.get(SHUFFLE_PARTITIONS)
     request = RepartitionRequest(
         checkpoint=checkpoint_for(cfg, checkpoint_dir), partitions=partitions, dry_run=dry_run, backup_dir=backup_dir,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import (
+from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, 
     BootstrapOpt,
     ClientConfigOpt,
     ConfigOpt,
@@ -29,13 +29,14 @@ def reset(
     to_batch: Annotated[Optional[int], typer.Option("--to-batch", metavar="N", min=0, help="Roll back to committed batch N: later batches' offsets, commits and state versions are moved out, and the next run re-runs them.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show which files would be moved out and written, and what the job would read next (with --undo: what would be put back); change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it), or on which a query statectl did not start may be running (a batch logged or committed within the last few batch intervals).")] = False,
-    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", help="Put back the checkpoint a reset moved into BACKUP (refused once the job ran a newer batch).")] = None,
-    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run. Alone, without JOB: any checkpoint, its Kafka sources read from its offset log.")] = None,
+    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put back the checkpoint a reset moved into BACKUP (refused once the job ran a newer batch).")] = None,
+    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run. Alone, without JOB: any checkpoint, its Kafka sources read from its offset log.")] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Start a job over from the earliest or latest offsets or a point in time, or roll its checkpoint back to a committed batch.
@@ -76,6 +77,7 @@ def reset(
                              "(and --force, --backup-dir)")
         from statectl.maintenance.reset import undo_reset
 
+        use_storage(storage_config)
         undone(undo_reset(undo, dry_run), json)
         return
     if job is None and config is None and checkpoint_dir is None:
@@ -85,6 +87,7 @@ def reset(
 
     target = reset_target(to_earliest, to_latest, to_datetime, to_batch)
     resolved = resolve_job(job, example, config, set_, checkpoint_dir=checkpoint_dir, any_checkpoint=True)
+    use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = ResetRequest(resolved.config, resolved.entry, target, cluster=cluster, checkpoint_dir=checkpoint_dir,
                            dry_run=dry_run, force=force, backup_dir=backup_dir)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import (
+from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, 
     BootstrapOpt,
     ClientConfigOpt,
     ConfigOpt,
@@ -25,7 +25,7 @@ def run(
     example: ExampleArg = None,
     config: ConfigOpt = None,
     available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", help="Checkpoint location (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="Checkpoint location (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")] = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
@@ -33,6 +33,7 @@ def run(
     events: Annotated[Optional[str], typer.Option("--events-file", "--events", metavar="PATH", help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes there). Schema: docs/events.md.")] = None,
     metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", metavar="N", help="Serve Prometheus metrics on port N while the job runs.")] = None,
     metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="ADDR", help="Address the metrics server binds to.")] = "127.0.0.1",
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Run a stateful job from its config until Ctrl-C (or, with --available-now, until caught up).
@@ -74,6 +75,7 @@ def run(
     if json and events == "-":
         raise UsageError("--json and --events - both write to stdout; choose one (or --events-file PATH)")
     resolved = resolve_job(job, example, config, set_)
+    use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
                          master=master, cluster=cluster, metrics_port=metrics_port, metrics_host=metrics_host)

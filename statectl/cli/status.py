@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_for
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_for, StorageConfigOpt, use_storage
 
 
 def status(
-    configs: Annotated[Optional[list[Path]], typer.Argument(metavar="CONFIG|DIR", help="Job configs to show besides the shipped jobs that have a checkpoint here; a directory: every checkpoint under it (any job's, no YAML).", show_default=False)] = None,
+    configs: Annotated[Optional[list[str]], typer.Argument(metavar="CONFIG|DIR", help="Job configs to show besides the shipped jobs that have a checkpoint here; a directory (or s3a:// folder): every checkpoint under it (any job's, no YAML).", show_default=False)] = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Show every job of the project at a glance: running or not (and its pid), the last committed batch and when, the Kafka lag, the state size, the last error and the checkpoint's health.
@@ -42,12 +42,20 @@ def status(
     from statectl.render.status import status_report
     from statectl.observe.status import StatusRequest, location_jobs, project_jobs, project_status
 
+    from statectl.storage.files import as_path, is_object_path, checkpoint_path
+
+    use_storage(storage_config)
     given = []
-    for path in configs or []:
-        if path.is_dir() or (not path.exists() and path.suffix not in (".yaml", ".yml")):
+    for text in configs or []:
+        path = checkpoint_path(text) if is_object_path(text) else as_path(text)
+        if is_object_path(path) or path.is_dir() or (not path.exists() and path.suffix not in (".yaml", ".yml")):
             given += location_jobs(path)
         else:
             given.append((path, load_job_config(path)))
+    for _, cfg in given:
+        if cfg.spark.conf:
+            use_storage(storage_config, cfg)
+            break
     request = StatusRequest(project_jobs(given),
                             cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path))
     report = project_status(request)
