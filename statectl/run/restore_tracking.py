@@ -24,9 +24,9 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from statectl.storage.files import as_path
 from statectl.checkpoint.restore import StoreTotals
 from statectl.text import first_error_line
 
@@ -161,7 +161,7 @@ def tracked_restore(checkpoint: str | os.PathLike, layout=None) -> tuple[dict[in
     ``layout``: the checkpoint already read, if the caller has it."""
     from statectl.errors import StatectlError
 
-    if not (Path(checkpoint) / "commits").is_dir():
+    if not (as_path(checkpoint) / "commits").is_dir():
         return {}, None  # a new query: nothing to restore
     try:
         from statectl.checkpoint.reader import read_layout

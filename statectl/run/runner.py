@@ -22,6 +22,8 @@ from typing import Callable
 from jobs.registry import JobEntry, job_entry
 from jobs.user import UserJob
 from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location, checkpoint_for
+from statectl.storage.files import is_object_path, scandir
+from statectl.storage.stores import forget_listings, spark_conf_for
 from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
 from statectl.config.sections import JobConfig
@@ -178,8 +180,9 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             master=master,
             # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
             # whose format the session does not match (either way round): set the one it was written in.
-            conf={**config.spark.conf, **restart_session_conf(layout)},
+            conf={**spark_conf_for(checkpoint), **config.spark.conf, **restart_session_conf(layout)},
             ui=config.spark.ui,
+            object_store=is_object_path(checkpoint),
         )
         if isinstance(job, UserJob):
             writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now)
@@ -341,7 +344,12 @@ def _failure(job, exc: BaseException, query) -> str:
 def _in_batch(checkpoint: Path) -> str:
     """`` in batch N``: the failed batch is the last one the offset log holds (Spark logs a batch's
     offsets before it runs it)."""
-    batches = [int(p.name) for p in (checkpoint / "offsets").glob("[0-9]*") if p.name.isdigit()]
+    forget_listings()  # what was listed before the run is not what the run left
+    try:
+        with scandir(checkpoint / "offsets") as it:
+            batches = [int(e.name) for e in it if e.name.isdigit()]
+    except (OSError, StatectlError):
+        batches = []
     return f" in batch {max(batches)}" if batches else ""
 
 

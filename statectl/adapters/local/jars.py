@@ -1,6 +1,7 @@
 """Resolve the JVM jars statectl needs from Maven Central, once, into a local cache.
 
-Two bundles: the Apache Kafka broker runtime (KRaft) and Spark's Kafka connector. Resolution
+Three bundles: the Apache Kafka broker runtime (KRaft), Spark's Kafka connector, and Spark's S3A
+connector (only when a run's checkpoint is on S3). Resolution
 runs ``mvn dependency:copy-dependencies`` on a generated POM; the result lands in a versioned
 directory with a manifest, written atomically, so later runs never touch the network.
 """
@@ -22,10 +23,24 @@ from statectl.paths import jar_cache
 KAFKA_VERSION = "4.3.1"
 LOG4J_VERSION = "2.25.4"
 SPARK_KAFKA_VERSION = "4.2.0"
-# Maven Central has no spark-token-provider-kafka-0-10 after 4.0.0. The connector only calls
-# KafkaConfigUpdater, KafkaTokenUtil and KafkaRedactionUtil from it, whose signatures are
-# unchanged in 4.0.0 (checked with javap), so 4.0.0 stands in for the missing 4.2.0.
-SPARK_TOKEN_PROVIDER_VERSION = "4.0.0"
+SPARK_TOKEN_PROVIDER_VERSION = "4.2.0"
+#: Hadoop's S3A connector, for PySpark 4.2's Hadoop (pyspark/jars/hadoop-client-api-3.5.0.jar).
+HADOOP_VERSION = "3.5.0"
+#: The AWS SDK v2 release hadoop-aws 3.5.0 is built against (its POM's bundle version).
+AWS_SDK_VERSION = "2.35.4"
+#: Maven Central has no spark-hadoop-cloud for 4.2; the 4.1.2 jar alone (no dependencies) holds the
+#: abortable-stream checkpoint file manager, unchanged for 4.2 (it only uses Hadoop's public API).
+SPARK_HADOOP_CLOUD_VERSION = "4.1.2"
+
+# What PySpark's own jars already are (Hadoop 3.5.0, Scala, slf4j 2, lz4, snappy, netty, the
+# Apache HTTP client, commons-codec/logging): a bundle leaves them out so no second, older copy
+# lands on the classpath (or in the cache).
+_SHIPPED_BY_SPARK = (("org.apache.hadoop", "*"), ("org.slf4j", "*"), ("org.scala-lang", "*"),
+                     ("org.scala-lang.modules", "*"), ("at.yawk.lz4", "*"), ("org.lz4", "*"),
+                     ("org.xerial.snappy", "*"), ("com.google.code.findbugs", "*"),
+                     ("org.apache.spark", "spark-tags_2.13"))
+_SHIPPED_BY_SPARK_SDK = (("io.netty", "*"), ("org.apache.httpcomponents", "*"), ("commons-codec", "*"),
+                         ("commons-logging", "*"), ("org.slf4j", "*"))
 
 
 @dataclass(frozen=True)
@@ -74,19 +89,32 @@ KAFKA_BROKER = JarBundle(
 
 SPARK_KAFKA = JarBundle(
     "spark-kafka",
-    SPARK_KAFKA_VERSION,
+    # "-2": the bundle without the jars Spark ships, and the token provider of its own release
+    f"{SPARK_KAFKA_VERSION}-2",
     (
-        Artifact(
-            "org.apache.spark",
-            "spark-sql-kafka-0-10_2.13",
-            SPARK_KAFKA_VERSION,
-            exclusions=(("org.apache.spark", "spark-token-provider-kafka-0-10_2.13"),),
-        ),
-        Artifact("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", SPARK_TOKEN_PROVIDER_VERSION),
+        Artifact("org.apache.spark", "spark-sql-kafka-0-10_2.13", SPARK_KAFKA_VERSION, exclusions=_SHIPPED_BY_SPARK),
+        Artifact("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", SPARK_TOKEN_PROVIDER_VERSION,
+                 exclusions=_SHIPPED_BY_SPARK),
     ),
 )
 
-BUNDLES = {b.name: b for b in (KAFKA_BROKER, SPARK_KAFKA)}
+#: What Spark needs for s3a:// checkpoints, resolved only when a run uses one: hadoop-aws and the
+#: individual AWS SDK modules S3A calls (s3, the transfer manager, sts for assumed roles) instead
+#: of the SDK bundle (all of AWS's services), and the rename-free checkpoint file manager.
+SPARK_S3 = JarBundle(
+    "spark-s3",
+    f"{HADOOP_VERSION}-{AWS_SDK_VERSION}",
+    (
+        Artifact("org.apache.hadoop", "hadoop-aws", HADOOP_VERSION,
+                 exclusions=(("software.amazon.awssdk", "bundle"), ("org.wildfly.openssl", "*"),
+                             *_SHIPPED_BY_SPARK_SDK)),
+        *(Artifact("software.amazon.awssdk", name, AWS_SDK_VERSION, exclusions=_SHIPPED_BY_SPARK_SDK)
+          for name in ("s3", "s3-transfer-manager", "sts")),
+        Artifact("org.apache.spark", "spark-hadoop-cloud_2.13", SPARK_HADOOP_CLOUD_VERSION, exclusions=(("*", "*"),)),
+    ),
+)
+
+BUNDLES = {b.name: b for b in (KAFKA_BROKER, SPARK_KAFKA, SPARK_S3)}
 
 
 def _pom(bundle: JarBundle) -> str:

@@ -63,12 +63,14 @@ def default_shuffle_partitions(master: str) -> int:
     return max(2, cores)
 
 
-def connector_jars() -> list[Path]:
-    """The Kafka connector bundle minus what PySpark already ships (same artifact, any version)."""
-    from statectl.adapters.local.jars import SPARK_KAFKA, artifact_base, ensure_bundle, pyspark_jars_dir
+def connector_jars(object_store: bool = False) -> list[Path]:
+    """The Kafka connector bundle (and with ``object_store``, the S3A one) minus what PySpark
+    already ships (same artifact, any version)."""
+    from statectl.adapters.local.jars import SPARK_KAFKA, SPARK_S3, artifact_base, ensure_bundle, pyspark_jars_dir
 
     shipped = {artifact_base(p.name) for p in pyspark_jars_dir().glob("*.jar")}
-    return [j for j in ensure_bundle(SPARK_KAFKA) if artifact_base(j.name) not in shipped]
+    bundles = (SPARK_KAFKA, SPARK_S3) if object_store else (SPARK_KAFKA,)
+    return [j for b in bundles for j in ensure_bundle(b) if artifact_base(j.name) not in shipped]
 
 
 def spark_log_file() -> Path:
@@ -86,8 +88,10 @@ def spark_session(
     conf: dict[str, str] | None = None,
     ui: bool = False,
     log_file: Path | None = None,
+    object_store: bool = False,
 ):
-    """Create (or reuse, in this process) the SparkSession statectl runs on.
+    """Create (or reuse, in this process) the SparkSession statectl runs on. ``object_store``: the
+    checkpoint is on S3, so the S3A connector's jars go on the classpath (resolved on first use).
 
     Static settings (jars, master, logging) only take effect when the JVM starts; a later call
     in the same process reuses that JVM and applies only the SQL confs it is given.
@@ -122,7 +126,7 @@ def spark_session(
         executor_opts = (java_opts, settings.get("spark.executor.extraJavaOptions"))
         options = {
             "spark.app.name": app_name, "spark.master": master,
-            "spark.jars": ",".join(str(j) for j in connector_jars()),
+            "spark.jars": ",".join(str(j) for j in connector_jars(object_store)),
             **settings,
             # A job's own JVM options come after statectl's (logging, the class-data archive), not instead.
             "spark.driver.extraJavaOptions": " ".join(o for o in driver_opts if o),
