@@ -5,6 +5,7 @@ conversion and the Spark driver's class-data archive all use."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -44,7 +45,10 @@ def default_log_dir() -> Path:
 
 def display_path(path: str | os.PathLike) -> str:
     """A path as a person would type it here: relative when it lies below the working directory
-    (``.statectl/kafka/broker.log``), absolute otherwise."""
+    (``.statectl/kafka/broker.log``), absolute otherwise; a URL (``s3a://bucket/x``) as it is."""
+    text = str(path)
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
+        return text
     full = Path(path).expanduser().resolve()
     try:
         return str(full.relative_to(Path.cwd().resolve()))

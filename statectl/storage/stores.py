@@ -18,13 +18,13 @@ _stores: dict[tuple[str, str], object] = {}
 
 
 def configure(config: StorageConfig) -> None:
-    """Use ``config`` for every object-store path from now on; its secrets are hidden in all output."""
+    """Use ``config`` for every object-store path from now on; its secrets are hidden in all output.
+    Each command starts afresh: no listing kept from an earlier one in the same process."""
     global _config
     redact.register(*config.secret_values())
     with _lock:
-        if config != _config:
-            _config = config
-            _stores.clear()
+        _config = config
+        _stores.clear()
 
 
 def current_config() -> StorageConfig:

@@ -60,3 +60,37 @@ def pytest_terminal_summary(terminalreporter):
     write(f"{'change':32} {'verdict':10} {'real restart':60} findings")
     for change, verdict, real, findings in rows:
         write(f"{change:32} {verdict:10} {real[:60]:60} {'; '.join(findings)[:200]}")
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A local S3 server (statectl.adapters.local.s3_server: moto in server mode, IAM
+    authentication on) for the whole session; stopped at its end. Yields its LocalS3:
+    ``endpoint``, ``properties`` (the fs.s3a.* settings that reach it), ``client()`` (boto3),
+    ``requests_since(mark)`` (its request log). Make your own bucket (the ``s3`` fixture does)."""
+    from statectl.adapters.local.s3_server import start_local_s3
+
+    server = start_local_s3(tmp_path_factory.mktemp("s3-server"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, tmp_path, request):
+    """A bucket of this test's own on the session's S3 server, and a --storage-config file for
+    it: yields a namespace with ``server``, ``bucket``, ``url`` (``s3a://BUCKET``), ``config``
+    (the properties file) and ``env`` (os.environ with $STATECTL_STORAGE_CONFIG set to it)."""
+    import os
+    import re
+    import types
+    import uuid
+
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-")
+    bucket = f"{name}-{uuid.uuid4().hex[:8]}"
+    s3_server.create_bucket(bucket)
+    config = s3_server.write_properties(tmp_path / "s3.properties")
+    env = {**os.environ, "STATECTL_STORAGE_CONFIG": str(config)}
+    yield types.SimpleNamespace(server=s3_server, bucket=bucket, url=f"s3a://{bucket}", config=config, env=env,
+                                client=s3_server.client())

@@ -1,8 +1,10 @@
 """A local S3-compatible server (moto in server mode) on 127.0.0.1, for the tests, the
 benchmarks and trying statectl's object-storage support without an AWS account.
 
-Path-style only; any access key is accepted (moto checks signatures, not identities). Every
-request it answers is one line in its log, which is how the request costs are counted.
+Path-style. Credentials are checked as S3 checks them: the server starts with IAM
+authentication on, makes one user with one access key, and refuses any other key or a wrong
+secret (InvalidAccessKeyId, SignatureDoesNotMatch). It does not check regions. Every request it
+answers is one line in its log, which is how the request costs are counted.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from pathlib import Path
 from statectl.adapters.local.broker import free_port
 from statectl.errors import OperationalError
 
-ACCESS_KEY = "statectl-test-access"
-SECRET_KEY = "statectl-test-secret-key"
 REGION = "us-east-1"
+# Requests the server answers before it checks credentials: the three that make the user.
+_SETUP_REQUESTS = 3
+_ALLOW_ALL = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}'
 _REQUEST = re.compile(r'"([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})')
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -59,13 +62,15 @@ class LocalS3:
     endpoint: str
     log: Path
     process: subprocess.Popen
+    access_key: str
+    secret_key: str
     _mark: int = field(default=0)
 
     @property
     def properties(self) -> dict[str, str]:
         """The fs.s3a.* settings of this server (what a --storage-config file holds)."""
         return {"fs.s3a.endpoint": self.endpoint, "fs.s3a.path.style.access": "true",
-                "fs.s3a.access.key": ACCESS_KEY, "fs.s3a.secret.key": SECRET_KEY,
+                "fs.s3a.access.key": self.access_key, "fs.s3a.secret.key": self.secret_key,
                 "fs.s3a.endpoint.region": REGION, "fs.s3a.connection.ssl.enabled": "false"}
 
     def write_properties(self, path: Path) -> Path:
@@ -75,8 +80,8 @@ class LocalS3:
     def client(self):
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
-                            aws_secret_access_key=SECRET_KEY, region_name=REGION)
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
+                            aws_secret_access_key=self.secret_key, region_name=REGION)
 
     def create_bucket(self, name: str) -> str:
         self.client().create_bucket(Bucket=name)
@@ -111,7 +116,8 @@ def start_local_s3(workdir: Path, port: int | None = None, timeout: float = 30.0
     workdir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     log = workdir / "s3-server.log"
-    env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true", "PYTHONUNBUFFERED": "1",
+           "INITIAL_NO_AUTH_ACTION_COUNT": str(_SETUP_REQUESTS)}
     with open(log, "ab") as out:
         process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
@@ -122,8 +128,24 @@ def start_local_s3(workdir: Path, port: int | None = None, timeout: float = 30.0
             raise OperationalError(f"the local S3 server exited at start (code {process.returncode}); see {log}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return LocalS3(f"http://127.0.0.1:{port}", log, process)
+                pass
         except OSError:
             time.sleep(0.1)
+            continue
+        endpoint = f"http://127.0.0.1:{port}"
+        access, secret = _make_user(endpoint)
+        return LocalS3(endpoint, log, process, access, secret)
     process.kill()
     raise OperationalError(f"the local S3 server did not answer on 127.0.0.1:{port} in {timeout:.0f} s; see {log}")
+
+
+def _make_user(endpoint: str) -> tuple[str, str]:
+    """The one user the server knows, allowed everything: (access key, secret key)."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=endpoint, aws_access_key_id="setup", aws_secret_access_key="setup",
+                       region_name=REGION)
+    iam.create_user(UserName="statectl")
+    iam.put_user_policy(UserName="statectl", PolicyName="everything", PolicyDocument=_ALLOW_ALL)
+    key = iam.create_access_key(UserName="statectl")["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
