@@ -54,13 +54,13 @@ CHECKPOINTS = {
 def _damage(kind: str, root: Path) -> None:
     if kind == "flipped-changelog":
         flip_byte(next(root.glob("state/0/0/*.changelog")), 40)
-    elif kind == "missing-changelog":
-        max(root.glob("state/0/1/*.changelog"), key=lambda p: int(p.name.split(".")[0])).unlink()
+    elif kind == "missing-commit":
+        (root / "commits" / "2").unlink()
     elif kind == "empty-offsets":
         (root / "offsets" / "3").write_bytes(b"")
 
 
-@pytest.mark.parametrize("name", [*CHECKPOINTS, "flipped-changelog", "missing-changelog", "empty-offsets"])
+@pytest.mark.parametrize("name", [*CHECKPOINTS, "flipped-changelog", "missing-commit", "empty-offsets"])
 def test_inspect_state_on_s3_says_what_it_says_on_a_local_disk(s3, tmp_path, name):
     local = tmp_path / "ck"
     build_checkpoint(local, **CHECKPOINTS.get(name, dict(batches=6)), crc=False)
@@ -81,7 +81,7 @@ def test_inspect_state_on_s3_says_what_it_says_on_a_local_disk(s3, tmp_path, nam
             b["finding_counts"]["warning"] -= 1
             b["healthy"] = a["healthy"]
         assert b == a
-    if name in ("flipped-changelog", "missing-changelog", "empty-offsets"):
+    if name in ("flipped-changelog", "missing-commit", "empty-offsets"):
         assert a["findings"], "the damage is found (and the same way on S3)"
 
 
