@@ -15,7 +15,7 @@ MASK = "***"
 
 #: Property names whose values are secret wherever they appear (Java and librdkafka names).
 _SECRET_KEY = re.compile(r"(?i)(password|secret|jaas|sasl\.oauthbearer\.config|ssl\.key\.pem|"
-                         r"ssl\.keystore\.key|ssl_key|private|token|credential|api[._-]?key)")
+                         r"ssl\.keystore\.key|ssl_key|private|token|credential|api[._-]?key|access[._-]?key)")
 
 _lock = threading.Lock()
 _secrets: set[str] = set()

@@ -23,7 +23,8 @@ from jobs.registry import JobEntry, job_entry
 from jobs.user import UserJob
 from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location, checkpoint_for
 from statectl.storage.files import is_object_path, scandir
-from statectl.storage.stores import forget_listings, spark_conf_for
+from statectl.storage.spark_conf import spark_conf_for
+from statectl.storage.stores import forget_listings
 from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
 from statectl.config.sections import JobConfig
