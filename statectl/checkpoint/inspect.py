@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from statectl.storage.files import join
+from statectl.storage.files import is_object_path, join
+from statectl.checkpoint.decode.formats import parse_state_file_name
 from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
 from statectl.checkpoint.decode.javazip import ZipDamage
 from statectl.checkpoint.integrity import VerifyReport, snapshot_metadata
@@ -145,7 +146,7 @@ def inspect_checkpoint(options: InspectOptions) -> InspectResult:
             layout, options.rows, operator=options.operator, store=options.store, state_var=options.state_var,
             join_side=options.join_side, changes=options.changes, batch_id=options.batch_id, timers=options.timers,
         )
-        result.rows = _read_rows(request)
+        result.rows = _read_rows(request, _files_the_reader_needs(plan, options))
     return result
 
 
@@ -173,7 +174,30 @@ def writer_of(layout: CheckpointLayout, plan: RestorePlan, snapshots: int = 3) -
                            [op.metadata_version for op in layout.operators.values()])
 
 
-def _read_rows(request):
+def _files_the_reader_needs(plan: RestorePlan, options: InspectOptions):
+    """On an object store, the replica holds of each store only the snapshot and changelogs the
+    reader loads for the last committed batch (the restore plan's), not every version kept: a
+    predicate on paths relative to the checkpoint. None (copy all) on a local disk, and for
+    --batch-id/--changes, which read other versions."""
+    if not is_object_path(options.path) or options.batch_id is not None or options.changes is not None:
+        return None
+    wanted = {}
+    for op in plan.operators.values():
+        for store in op.stores:
+            wanted[store.path] = (store.snapshot.version if store.snapshot else 0, store.target_version)
+
+    def keep(rel: str) -> bool:
+        folder, _, name = rel.rpartition("/")
+        parsed = parse_state_file_name(name)
+        if folder not in wanted or parsed is None:
+            return True
+        low, high = wanted[folder]
+        return low <= parsed[0] <= high
+
+    return keep
+
+
+def _read_rows(request, keep=None):
     """Spark reads a copy of the checkpoint, never the checkpoint itself. When the copy or the read
     fails, the rows carry the error and the rest of the result stands (exit 1)."""
     from statectl.adapters.spark.state_source import read_state_rows
@@ -181,7 +205,7 @@ def _read_rows(request):
 
     rows = StateRows(request=request)
     try:
-        with checkpoint_replica(request.path, request.operator_id) as (path, stats):
+        with checkpoint_replica(request.path, request.operator_id, keep) as (path, stats):
             # linked_files stays in the JSON (fields are only ever added); the replica is never linked now.
             rows.replica = {"linked_files": 0, "copied_files": stats.copied, "copied_bytes": stats.copied_bytes,
                             "copy_seconds": round(stats.seconds, 3)}

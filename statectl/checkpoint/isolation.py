@@ -13,12 +13,13 @@ temporary directory (the free space is checked first) and time (see docs/command
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from statectl.errors import OperationalError
 from statectl.storage.files import as_path, is_object_path, join, prefetch, read_bytes, scandir
@@ -48,14 +49,18 @@ class _Plan:
 
 
 @contextmanager
-def checkpoint_replica(root: str, operator_id: int | None) -> Iterator[tuple[str, ReplicaStats]]:
+def checkpoint_replica(root: str, operator_id: int | None,
+                       keep: Callable[[str], bool] | None = None) -> Iterator[tuple[str, ReplicaStats]]:
     """Yield (path, stats) of a copy of ``root`` holding its logs, every operator's metadata and
-    the state files of ``operator_id`` (all operators when None); removed afterwards.
+    the state files of ``operator_id`` (all operators when None); removed afterwards. ``keep``:
+    which files to copy (a path relative to ``root``), all when None.
 
     Raises OperationalError when the temporary directory lacks the space for the copy."""
     plan = _Plan()
     try:
         _plan_top(root, operator_id, plan)
+        if keep is not None:
+            plan.files = [(rel, size) for rel, size in plan.files if keep(rel)]
     except OSError as exc:
         raise OperationalError(f"{exc.filename or root} cannot be read to copy it for Spark ({exc.strerror or exc}).") from exc
     tmp = tempfile.mkdtemp(prefix="statectl-inspect-")
@@ -76,7 +81,7 @@ def checkpoint_replica(root: str, operator_id: int | None) -> Iterator[tuple[str
             for rel, size in plan.files:
                 if is_object_path(root):  # one GET per file, nothing else
                     with open(os.path.join(dest, rel), "wb") as out:
-                        out.write(read_bytes(join(root, rel)))
+                        out.write(_local_schema_paths(rel, read_bytes(join(root, rel)), str(root), dest))
                 else:
                     # copy2 reads the original and sets the copy's times; it never writes to the original.
                     shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
@@ -89,6 +94,18 @@ def checkpoint_replica(root: str, operator_id: int | None) -> Iterator[tuple[str
         yield dest, stats
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_OPERATOR_METADATA_V2 = re.compile(r"^state/\d+/_metadata/v2/\d+$")
+
+
+def _local_schema_paths(rel: str, data: bytes, root: str, dest: str) -> bytes:
+    """A transformWithState operator's metadata names its schema files by their full URI
+    (``s3a://bkt/ck/state/0/_stateSchema/...``); in a local replica of an object-store checkpoint
+    it must name the replica's, which is all the JVM that reads the replica can open."""
+    if not _OPERATOR_METADATA_V2.match(rel):
+        return data
+    return data.replace(f'"{root.rstrip("/")}/'.encode(), f'"file:{dest}/'.encode())
 
 
 def _plan_top(root: str, operator_id: int | None, plan: _Plan) -> None:

@@ -1,0 +1,143 @@
+"""The leaderboard with its checkpoint on S3: Spark writes the checkpoint and the RocksDB state
+to the local S3 server through S3A; the results equal the oracle of test_faults.py, after an
+available-now run, a continuous run stopped gracefully, and SIGKILLs at random points followed by
+a restart from S3. The day-2 commands then read that checkpoint where it is.
+
+Marked ``object_storage``: CI runs these beside the checkpoint matrix (.ci/run), not in the
+main suite (each Spark run against S3 takes 15-40 s); ``scripts/test.sh -m object_storage`` runs
+them alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from tests.integration.test_faults import (SEED, Job, LeaderboardInput, assert_leaderboard_matches,
+                                           leaderboard_job)
+
+pytestmark = [pytest.mark.integration, pytest.mark.object_storage]
+
+
+class S3Job:
+    """A test_faults Job whose checkpoint is ``s3a://BUCKET/jobs/NAME``: every run is a process
+    of its own (S3A's jars join the JVM when it starts), given the bucket's --storage-config."""
+
+    def __init__(self, job: Job, s3):
+        self.job, self.s3 = job, s3
+        self.prefix = f"jobs/{job.checkpoint.name}"
+        self.url = f"{s3.url}/{self.prefix}"
+        text = job.config_file.read_text().replace(f"checkpoint_dir: {job.checkpoint}", f"checkpoint_dir: {self.url}")
+        assert self.url in text
+        job.config_file.write_text(text)
+        job.checkpoint = self.url  # assert_leaderboard_matches reads the state with inspect-state --rows
+        self.runs = 0
+
+    def spawn(self, *args: str):
+        os.environ["STATECTL_STORAGE_CONFIG"] = str(self.s3.config)  # inherited by the run
+        return self.job.spawn(*args)
+
+    def commits(self) -> int:
+        page = self.s3.client.list_objects_v2(Bucket=self.s3.bucket, Prefix=f"{self.prefix}/commits/")
+        return sum(1 for o in page.get("Contents", []) if o["Key"].rpartition("/")[2].isdigit())
+
+    def wait_for_commits(self, n: int, proc, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while self.commits() < n:
+            if proc.poll() is not None:
+                raise AssertionError(f"seed {SEED}: the run exited ({proc.returncode}) before batch {n}: "
+                                     f"{self.job.stderr()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"seed {SEED}: no {n} committed batches within {timeout} s")
+            time.sleep(0.5)
+
+    def run_to_the_end(self) -> str:
+        proc = self.spawn("--available-now")
+        rc = proc.wait(600)
+        assert rc == 0, f"seed {SEED}: {self.job.stderr()[-3000:]}"
+        return self.job.stderr()
+
+
+@pytest.fixture
+def storage_env(s3, monkeypatch):
+    monkeypatch.setenv("STATECTL_STORAGE_CONFIG", str(s3.config))
+    return s3
+
+
+def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equals_the_oracle(
+        cli, bootstrap, tmp_path, storage_env):
+    s3 = storage_env
+    data = LeaderboardInput(SEED, events=20_000)
+    job = S3Job(leaderboard_job(bootstrap, tmp_path), s3)
+    # Half the events, available-now; then the rest while a continuous run follows them.
+    scores = data.scores
+    data.scores = scores[:10_000]
+    data.produce(job.job)
+    first = data.placed
+    job.run_to_the_end()
+    assert job.commits() >= 1
+    local_files = list(tmp_path.rglob("ckpt-*"))
+    assert not local_files, f"the checkpoint went to the local disk: {local_files}"
+
+    from tests.integration.test_faults import T0, produce
+
+    done = job.commits()
+    proc = job.spawn()
+    try:
+        data.placed = first + produce(job.job.bootstrap, job.job.topics["score_events"], [
+            (None, json.dumps({"score": s, "product_id": g, "player_id": p}), T0 + 1 + (10_000 + i) // 100)
+            for i, (p, g, s) in enumerate(scores[10_000:])])
+        data.scores = scores
+        job.wait_for_commits(done + 1, proc)
+        deadline = time.monotonic() + 240
+        while True:  # until the continuous run has caught up with everything produced
+            lag = cli("lag", "--checkpoint-dir", job.url, "-b", bootstrap, "--json")
+            if lag.exit_code == 0 and json.loads(lag.stdout)["lag"] == 0:
+                break
+            assert proc.poll() is None, job.job.stderr()[-3000:]
+            assert time.monotonic() < deadline, f"seed {SEED}: the continuous run did not catch up: {lag.stdout}"
+            time.sleep(2)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: the batch in flight finishes, the query stops
+        assert proc.wait(180) == 0, job.job.stderr()[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    job.run_to_the_end()  # whatever the continuous run had not reached
+    assert_leaderboard_matches(cli, job.job, data)
+
+    # The day-2 commands on the checkpoint where Spark left it.
+    result = cli("inspect-state", job.url, "--verify", "all", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["healthy"] and report["checkpoint"] == job.url
+    assert any(op["provider"] == "rocksdb" for op in report["operators"])
+    lag = cli("lag", "--checkpoint-dir", job.url, "-b", bootstrap, "--json")
+    assert lag.exit_code == 0, lag.stderr
+    assert json.loads(lag.stdout)["lag"] == 0
+
+
+def test_leaderboard_on_s3_killed_at_random_points_restarts_from_s3_and_ends_with_the_oracle(
+        cli, bootstrap, tmp_path, storage_env):
+    rng = random.Random(SEED)
+    data = LeaderboardInput(SEED, events=40_000)
+    job = S3Job(leaderboard_job(bootstrap, tmp_path), storage_env)
+    data.produce(job.job)
+    committed = []
+    for _ in range(2):
+        proc = job.spawn()
+        try:
+            job.wait_for_commits(job.commits() + rng.randint(1, 2), proc)
+            time.sleep(rng.uniform(0.0, 1.5))
+            assert proc.poll() is None, job.job.stderr()[-2000:]
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(60)
+        committed.append(job.commits())
+    assert committed == sorted(committed)
+    job.run_to_the_end()
+    assert_leaderboard_matches(cli, job.job, data)
