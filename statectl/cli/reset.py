@@ -30,6 +30,7 @@ def reset(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show which files would be moved out and written, and what the job would read next (with --undo: what would be put back); change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it), or on which a query statectl did not start may be running (a batch logged or committed within the last few batch intervals).")] = False,
     undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put back the checkpoint a reset moved into BACKUP (refused once the job ran a newer batch).")] = None,
+    resume: Annotated[Optional[Path], typer.Option("--resume", metavar="BACKUP", parser=LOCATION, help="Finish a reset of an s3a:// checkpoint that was cut short (killed, network lost), from the journal in its BACKUP; --undo BACKUP puts it back instead.")] = None,
     backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run. Alone, without JOB: any checkpoint, its Kafka sources read from its offset log.")] = None,
     config: ConfigOpt = None,
@@ -71,6 +72,16 @@ def reset(
     from statectl.errors import UsageError
     from statectl.render.reset import plan, undone
 
+    if resume is not None:
+        if undo is not None or job or to_earliest or to_latest or to_datetime or to_batch is not None or backup_dir:
+            raise UsageError("--resume BACKUP finishes the reset its journal describes: leave out JOB, --undo and the "
+                             "--to-* options")
+        from statectl.maintenance.reset import resume_reset
+        from statectl.render.reset import resumed
+
+        use_storage(storage_config)
+        resumed(resume_reset(resume), json)
+        return
     if undo is not None:
         if job or to_earliest or to_latest or to_datetime or to_batch is not None or force or backup_dir:
             raise UsageError("--undo BACKUP puts back what the backup holds: leave out JOB and the --to-* options "

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from statectl.errors import UsageError
+from statectl.storage.files import is_object_path
 
 
 def default_backup_dir(checkpoint: Path, command: str, now: datetime | None = None) -> Path:
@@ -26,8 +27,14 @@ def default_backup_dir(checkpoint: Path, command: str, now: datetime | None = No
 
 def backup_dir_for(checkpoint: Path, given: Path | None, command: str, now: datetime | None = None) -> Path:
     """The backup directory a command will use: ``given`` (absolute) or the default, checked."""
-    backup = Path(os.path.abspath(given.expanduser())) if given is not None else default_backup_dir(
-        checkpoint, command, now)
+    if given is not None and is_object_path(given):
+        backup = given
+    else:
+        backup = Path(os.path.abspath(given.expanduser())) if given is not None else default_backup_dir(
+            checkpoint, command, now)
+    if is_object_path(checkpoint) != is_object_path(backup):
+        raise UsageError(f"backup directory {backup} must be on the store of the checkpoint {checkpoint} (files move "
+                         f"into it without a download)")
     check_backup_dir(checkpoint, backup)
     return backup
 

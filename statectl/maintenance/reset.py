@@ -38,6 +38,7 @@ from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
 from statectl.checkpoint.lock import CheckpointLock, checkpoint_for
+from statectl.storage.files import as_path, is_object_path
 
 
 @dataclass
@@ -91,6 +92,8 @@ def reset_job(request: ResetRequest) -> ResetPlan:
 def undo_reset(backup: Path, dry_run: bool = False) -> UndoResult:
     """Put back the checkpoint a reset moved into ``backup``, unless it moved on since;
     ``dry_run``: say what would be put back, change nothing."""
+    if is_object_path(backup):
+        return _journal_undo(backup, dry_run)
     backup = backup.expanduser().resolve()
     manifest = read_manifest(backup)
     checkpoint = Path(manifest.checkpoint)
@@ -98,6 +101,37 @@ def undo_reset(backup: Path, dry_run: bool = False) -> UndoResult:
         current = _layout(checkpoint, required=False)
         refuse_undo_if_moved_on(manifest, current)
         return undo(backup, manifest, dry_run)
+
+
+def _journal_undo(backup, dry_run: bool) -> UndoResult:
+    from statectl.maintenance import journal
+    from statectl.maintenance.reset_plan import ResetManifest
+
+    done = journal.load(backup)
+    manifest = ResetManifest.from_dict(done.extra, str(backup / journal.JOURNAL))
+    checkpoint = as_path(done.checkpoint)
+    with CheckpointLock(checkpoint):
+        current = _layout(checkpoint, required=False)
+        refuse_undo_if_moved_on(manifest, current)
+        result = UndoResult(str(checkpoint), str(backup), manifest.kind, dry_run=dry_run)
+        result.restored_files = sum(1 for s in done.steps if s.before is not None)
+        result.removed_written = sorted(s.path for s in done.steps if s.op == "write" and s.before is None)
+        if not dry_run:
+            journal.undo(done)
+    return result
+
+
+def resume_reset(backup) -> ResetPlan | None:
+    """Finish a reset of an object-store checkpoint that was cut short (its journal in ``backup``)."""
+    from statectl.maintenance import journal
+
+    if not is_object_path(backup):
+        raise UsageError("--resume finishes a reset of an object-store checkpoint (s3a://); a reset on a local disk "
+                         "is undone with --undo BACKUP and run again")
+    done = journal.load(backup)
+    with CheckpointLock(as_path(done.checkpoint)):
+        journal.apply(done)
+    return done
 
 
 def job_sources(job: JobEntry, config: JobConfig, layout) -> list[SourceTopic]:

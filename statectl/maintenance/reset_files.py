@@ -17,6 +17,7 @@ from pathlib import Path
 from statectl.maintenance.backup import check_backup_dir
 from statectl.maintenance.reset_plan import MANIFEST, ResetManifest, ResetPlan, manifest_for
 from statectl.errors import OperationalError, UsageError
+from statectl.storage.files import as_path, is_object_path, walk_files
 
 #: Where a backup keeps the files a roll-back moved out, and the directory a start-over moved.
 FILES_DIR = "files"
@@ -27,6 +28,8 @@ AFTER_RESET_DIR = "after-reset"
 
 def list_files(root: Path) -> list[tuple[str, int]]:
     """Every file below ``root`` (hidden ones included), as (path relative to it, bytes), sorted."""
+    if is_object_path(root):
+        return list(walk_files(root))
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -38,6 +41,9 @@ def list_files(root: Path) -> list[tuple[str, int]]:
 
 def apply_plan(plan: ResetPlan, backup: Path, now_ms: int) -> None:
     """Move what the plan removes into ``backup`` and write what it writes; ``plan.backup`` is set."""
+    if is_object_path(plan.checkpoint):
+        _apply_on_object_store(plan, backup, now_ms)
+        return
     checkpoint = Path(plan.checkpoint)
     check_backup_dir(checkpoint, backup)
     try:
@@ -59,6 +65,25 @@ def apply_plan(plan: ResetPlan, backup: Path, now_ms: int) -> None:
         where = f"; the backup so far is in {backup} (statectl reset --undo {backup} puts it back)" if plan.backup else ""
         raise OperationalError(f"the reset of {checkpoint} failed: {exc.strerror or exc} "
                                f"({exc.filename or checkpoint}){where}") from exc
+    plan.applied = True
+
+
+def _apply_on_object_store(plan: ResetPlan, backup, now_ms: int) -> None:
+    """The same reset through a journal (statectl.maintenance.journal): copies and deletes, no
+    renames; ``reset --resume``/``--undo BACKUP`` finish or undo one cut short anywhere."""
+    from statectl.maintenance import journal
+
+    checkpoint = as_path(plan.checkpoint)
+    check_backup_dir(checkpoint, backup)
+    if plan.moves_checkpoint:
+        removes = [rel for rel, _ in list_files(checkpoint)]
+    else:
+        removes = [rel for action in plan.remove for rel in action.paths]
+    writes = {w.path: w.content for w in plan.write}
+    manifest = manifest_for(plan, now_ms)
+    done = journal.begin("reset", checkpoint, backup, removes, writes, extra=manifest)
+    plan.backup = str(backup)
+    journal.apply(done)
     plan.applied = True
 
 

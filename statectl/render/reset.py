@@ -160,3 +160,14 @@ def undone(result: UndoResult, as_json: bool) -> None:
                       soft_wrap=True)
     if result.backup_removed:
         console.print(f"the backup {result.backup} is empty now and was removed", soft_wrap=True)
+
+
+def resumed(journal, as_json: bool) -> None:
+    """A reset finished from its journal (``reset --resume``)."""
+    if as_json:
+        emit_json({"checkpoint": journal.checkpoint, "backup": journal.backup, "status": journal.status,
+                   "steps": len(journal.steps)})
+        return
+    out().print(Text.assemble(("Resumed", "bold"), f": the reset of {journal.checkpoint} is finished "
+                              f"({plural(len(journal.steps), 'step')}); the backup is {journal.backup} "
+                              f"(statectl reset --undo {journal.backup} puts the checkpoint back)"), soft_wrap=True)

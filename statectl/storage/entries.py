@@ -19,10 +19,12 @@ class ObjectEntry:
     """One child of a listed folder, shaped like ``os.DirEntry`` (``name``, ``path``, ``is_dir()``,
     ``stat()``), so code written for ``os.scandir`` takes it as is."""
 
-    __slots__ = ("name", "path", "_dir", "size", "mtime")
+    __slots__ = ("name", "path", "_dir", "size", "mtime", "etag")
 
-    def __init__(self, name: str, path: str, is_dir: bool, size: int = 0, mtime: float = 0.0):
+    def __init__(self, name: str, path: str, is_dir: bool, size: int = 0, mtime: float = 0.0, etag: str | None = None):
         self.name, self.path, self._dir, self.size, self.mtime = name, path, is_dir, size, mtime
+        #: the store's ETag (the MD5 of the bytes for an object written in one part), unquoted
+        self.etag = etag
 
     def is_dir(self, follow_symlinks: bool = True) -> bool:
         return self._dir

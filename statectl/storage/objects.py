@@ -191,6 +191,25 @@ class ObjectPath:
             raise _not_found(self)
         self.store.delete(self.key)
 
+    def copy_to(self, target: "ObjectPath") -> None:
+        """A server-side copy to ``target`` (same bucket): the bytes never come through here."""
+        if (target.scheme, target.bucket) != (self.scheme, self.bucket):
+            raise ValueError(f"{target} is not in the bucket of {self}")
+        found = self.entry()
+        self.store.copy(self.key, target.key, found.size if found else None)
+
+    def md5(self) -> str | None:
+        """The MD5 of the object's bytes (hex): its ETag when it was written in one part (no
+        request beyond the listing), else read and hashed. None when there is no such object."""
+        import hashlib
+
+        found = self.entry()
+        if found is None or found.is_dir():
+            return None
+        if found.etag and "-" not in found.etag and len(found.etag) == 32:
+            return found.etag
+        return hashlib.md5(self.read_bytes()).hexdigest()
+
     def mkdir(self, mode: int = 0o777, parents: bool = False, exist_ok: bool = False) -> None:
         """Folders on an object store exist while something is in them: nothing to create."""
 

@@ -121,12 +121,12 @@ class S3Store:
                 self._folder(parent).setdefault(name, ObjectEntry(name, self.uri(key), True))
         return self._folders[key]
 
-    def _add_object(self, key: str, size: int, mtime: float) -> None:
+    def _add_object(self, key: str, size: int, mtime: float, etag: str | None = None) -> None:
         if key.endswith("/"):  # a folder marker
             self._folder(key.rstrip("/"))
             return
         parent, _, name = key.rpartition("/")
-        self._folder(parent)[name] = ObjectEntry(name, self.uri(key), False, size, mtime)
+        self._folder(parent)[name] = ObjectEntry(name, self.uri(key), False, size, mtime, etag)
 
     def _pages(self, operation: str, key: str, **kwargs) -> Iterable[dict]:
         token = None
@@ -147,13 +147,13 @@ class S3Store:
             if self._under_complete(key):
                 return
             prefix = f"{key}/" if key else ""
-            objects = [(obj["Key"], obj.get("Size", 0), obj["LastModified"].timestamp())
+            objects = [(obj["Key"], obj.get("Size", 0), obj["LastModified"].timestamp(), _etag(obj))
                        for page in self._pages("ListObjectsV2", key, Prefix=prefix)
                        for obj in page.get("Contents", [])]
             for stale in [k for k in self._folders if k == key or k.startswith(prefix)]:
                 del self._folders[stale]
-            for name, size, mtime in objects:
-                self._add_object(name, size, mtime)
+            for name, size, mtime, etag in objects:
+                self._add_object(name, size, mtime, etag)
             self._complete.add(key)
 
     def list_dir(self, key: str) -> dict[str, ObjectEntry]:
@@ -177,7 +177,7 @@ class S3Store:
                         continue
                     name = obj["Key"][len(prefix):]
                     children[name] = ObjectEntry(name, self.uri(obj["Key"]), False, obj.get("Size", 0),
-                                                 obj["LastModified"].timestamp())
+                                                 obj["LastModified"].timestamp(), _etag(obj))
             if not seen and key:
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory", self.uri(key))
             folder = self._folder(key)
@@ -221,19 +221,21 @@ class S3Store:
         return self._call("GetObject", key, get)
 
     def write(self, key: str, data: bytes) -> None:
-        self._call("PutObject", key, lambda: self.client.put_object(Bucket=self.bucket, Key=key, Body=data))
-        self._remember(key, len(data))
+        response = self._call("PutObject", key, lambda: self.client.put_object(Bucket=self.bucket, Key=key, Body=data))
+        self._remember(key, len(data), _etag(response))
 
     def copy(self, source: str, target: str, size: int | None = None) -> None:
         """Server-side: the bytes never come through this machine."""
         where = {"Bucket": self.bucket, "Key": source}
+        etag = None
         if size is not None and size >= _COPY_LIMIT:
             self._call("UploadPartCopy", target, lambda: self.client.copy(where, self.bucket, target))
         else:
-            self._call("CopyObject", target,
-                       lambda: self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=where))
+            response = self._call("CopyObject", target,
+                                  lambda: self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=where))
+            etag = _etag(response.get("CopyObjectResult", {}))
         found = self.entry_if_known(source)
-        self._remember(target, found.size if found else (size or 0))
+        self._remember(target, found.size if found else (size or 0), etag)
 
     def delete(self, key: str) -> None:
         self._call("DeleteObject", key, lambda: self.client.delete_object(Bucket=self.bucket, Key=key))
@@ -257,13 +259,13 @@ class S3Store:
         parent, _, name = key.rpartition("/")
         return self._folders.get(parent, {}).get(name)
 
-    def _remember(self, key: str, size: int) -> None:
+    def _remember(self, key: str, size: int, etag: str | None = None) -> None:
         import time
 
         with self._lock:
             parent, _, name = key.rpartition("/")
             # Folders above learn that this one now exists (a folder not listed yet stays unlisted).
-            self._folder(parent)[name] = ObjectEntry(name, self.uri(key), False, size, time.time())
+            self._folder(parent)[name] = ObjectEntry(name, self.uri(key), False, size, time.time(), etag)
 
     def _drop(self, key: str) -> None:
         with self._lock:
@@ -279,6 +281,11 @@ class S3Store:
                 folder = self._folders.get(parent)
                 if folder is not None:
                     folder.pop(name, None)
+
+
+def _etag(doc: dict) -> str | None:
+    value = doc.get("ETag")
+    return value.strip('"') if value else None
 
 
 def _make_client(settings: S3Settings, fail: Callable):
