@@ -17,6 +17,8 @@ def relocate_checkpoint(
     backup_dir: Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Rewrite it even when a query statectl did not start may be running on it (a batch logged or committed within the last few batch intervals).")] = False,
+    resume: Annotated[Optional[Path], typer.Option("--resume", metavar="BACKUP", parser=LOCATION, help="Finish a relocation of an s3a:// checkpoint that was cut short, from the journal in its BACKUP.")] = None,
+    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put an s3a:// checkpoint back as it was before the relocation whose BACKUP this is (also one cut short).")] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -42,6 +44,16 @@ def relocate_checkpoint(
 
       statectl relocate-checkpoint /restore/ckpt --backup-dir /backups/ckpt-paths --json
     """
+    if resume is not None or undo is not None:
+        from statectl.errors import UsageError
+        from statectl.maintenance.relocate import resume_or_undo_relocation
+        from statectl.render.reset import journal_done
+
+        if (resume is not None and undo is not None) or checkpoint_arg or checkpoint_dir or dry_run:
+            raise UsageError("--resume BACKUP and --undo BACKUP take the backup alone (the checkpoint is in its journal)")
+        use_storage(storage_config)
+        journal_done(resume_or_undo_relocation(resume or undo, undo is not None), json)
+        return
     checkpoint_dir = one_checkpoint(checkpoint_arg, checkpoint_dir)
     use_storage(storage_config)
     from statectl.maintenance.relocate import RelocateRequest, apply_relocation, plan_relocation

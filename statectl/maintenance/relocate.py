@@ -20,6 +20,7 @@ from pathlib import Path
 
 from statectl.maintenance.backup import backup_dir_for
 from statectl.maintenance.relocate_plan import RelocationPlan, relocation_plan
+from statectl.storage.files import as_path, checkpoint_path, is_object_path
 from statectl.errors import OperationalError, UsageError
 
 #: What a backup directory keeps: the files as they were, at their paths in the checkpoint.
@@ -58,7 +59,7 @@ def plan_relocation(request: RelocateRequest, now: datetime | None = None) -> Re
     """Read the checkpoint and plan; refusals are in the plan, not raised."""
     from statectl.checkpoint.liveness import refuse_if_live
 
-    checkpoint = Path(os.path.abspath(request.checkpoint.expanduser()))
+    checkpoint = checkpoint_path(request.checkpoint)
     if not request.dry_run:
         refuse_if_live(checkpoint, request.force, "relocate it")
     plan = _plan(checkpoint)
@@ -76,7 +77,7 @@ def apply_relocation(plan: RelocationPlan, force: bool = False) -> RelocationPla
 
     if not plan.files or plan.refused or plan.backup_dir is None:
         raise UsageError("internal: only a plan that changes something and is not refused can be applied")
-    checkpoint, backup = Path(plan.checkpoint), Path(plan.backup_dir)
+    checkpoint, backup = as_path(plan.checkpoint), as_path(plan.backup_dir)
     with CheckpointLock(checkpoint) as lock:
         # A run may have started and stopped between the plan and the lock: plan what is there now.
         again = _plan(checkpoint)
@@ -84,6 +85,10 @@ def apply_relocation(plan: RelocationPlan, force: bool = False) -> RelocationPla
             raise OperationalError(f"checkpoint {checkpoint} changed since it was planned (did a run start?); "
                                    "nothing was changed: run relocate-checkpoint again")
         refuse_if_live(checkpoint, force, "relocate it", lock)
+        if is_object_path(checkpoint):
+            _rewrite_on_object_store(checkpoint, backup, plan)
+            plan.applied = True
+            return plan
         _back_up(checkpoint, backup, plan)
         try:
             for f in plan.files:
@@ -101,6 +106,37 @@ def apply_relocation(plan: RelocationPlan, force: bool = False) -> RelocationPla
                                f"are in {backup / FILES_DIR}")
     plan.applied = True
     return plan
+
+
+def _rewrite_on_object_store(checkpoint, backup, plan: RelocationPlan) -> None:
+    """The rewrite through a journal (statectl.maintenance.journal): the old files are copied into
+    the backup, the new bytes staged there, then copied over; ``relocate-checkpoint --resume`` or
+    ``--undo BACKUP`` finish or undo one cut short."""
+    from statectl.maintenance import journal
+
+    writes = {}
+    for f in plan.files:
+        writes[f.path] = f.after
+        if f.crc_path and f.crc_after is not None:
+            writes[f.crc_path] = f.crc_after
+    done = journal.begin("relocate-checkpoint", checkpoint, backup, [], writes,
+                         extra={"new_root": plan.new_root, "old_roots": plan.old_roots})
+    journal.apply(done)
+
+
+def resume_or_undo_relocation(backup, undo: bool):
+    """Finish (or undo) a relocation of an object-store checkpoint from the journal in ``backup``."""
+    from statectl.checkpoint.lock import CheckpointLock
+    from statectl.maintenance import journal
+
+    if not is_object_path(backup):
+        raise UsageError("--resume and --undo take the backup of a relocation of an s3a:// checkpoint; on a local "
+                         "disk, copy the backup's files/ back (its manifest.json says how)")
+    done = journal.load(backup)
+    if done.command != "relocate-checkpoint":
+        raise UsageError(f"{backup} is the backup of a {done.command}, not of relocate-checkpoint")
+    with CheckpointLock(as_path(done.checkpoint)):
+        return journal.undo(done) if undo else journal.apply(done)
 
 
 def _back_up(checkpoint: Path, backup: Path, plan: RelocationPlan) -> None:

@@ -22,6 +22,7 @@ from statectl.checkpoint.decode import checksum
 from statectl.checkpoint.decode.formats import parse_operator_metadata
 from statectl.checkpoint.layout import CheckpointLayout
 from statectl.checkpoint.schema_paths import HERE, classify, recorded_root
+from statectl.storage.files import as_path, is_object_path, join
 from statectl.text import plural
 
 
@@ -46,7 +47,10 @@ class FileRewrite:
 
 
 def checkpoint_uri(root: str) -> str:
-    """How Spark spells a local checkpoint directory in the paths it records."""
+    """How Spark spells a checkpoint directory in the paths it records: ``file:/abs/path`` for a
+    local one, the URL itself (``s3a://bucket/path``) for one on an object store."""
+    if is_object_path(root):
+        return str(root).rstrip("/")
     return "file:" + os.path.abspath(root).rstrip("/")
 
 
@@ -73,7 +77,7 @@ def rewrite_metadata(text: bytes, operator_path: str, root: str, new_root_uri: s
             if local is None:
                 refusals.append(f"it records {recorded}, which is not a path under an operator's _stateSchema/")
                 continue
-            if not os.path.isfile(os.path.join(root, local)):
+            if not as_path(join(root, local)).is_file():
                 refusals.append(f"it records {recorded}, but {local} is not in this checkpoint either (copy it from "
                                 f"the original first)")
                 continue
@@ -145,7 +149,7 @@ def relocation_plan(layout: CheckpointLayout, read_file) -> RelocationPlan:
     v2 metadata file of every operator is rewritten, not only the newest: the state reader reads
     the one of the batch it is asked for, and a batch's file is never written again by Spark.
     """
-    root = os.path.abspath(layout.root)
+    root = layout.root if is_object_path(layout.root) else os.path.abspath(layout.root)
     plan = RelocationPlan(checkpoint=root, new_root=checkpoint_uri(root))
     old_roots: set[str] = set()
     for oid in sorted(layout.operators):

@@ -111,8 +111,8 @@ def _journal_undo(backup, dry_run: bool) -> UndoResult:
     manifest = ResetManifest.from_dict(done.extra, str(backup / journal.JOURNAL))
     checkpoint = as_path(done.checkpoint)
     with CheckpointLock(checkpoint):
-        current = _layout(checkpoint, required=False)
-        refuse_undo_if_moved_on(manifest, current)
+        if done.status == "applied":  # one cut short left the checkpoint part way: nothing ran on it
+            refuse_undo_if_moved_on(manifest, _layout(checkpoint, required=False))
         result = UndoResult(str(checkpoint), str(backup), manifest.kind, dry_run=dry_run)
         result.restored_files = sum(1 for s in done.steps if s.before is not None)
         result.removed_written = sorted(s.path for s in done.steps if s.op == "write" and s.before is None)

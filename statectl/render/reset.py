@@ -164,10 +164,20 @@ def undone(result: UndoResult, as_json: bool) -> None:
 
 def resumed(journal, as_json: bool) -> None:
     """A reset finished from its journal (``reset --resume``)."""
+    journal_done(journal, as_json)
+
+
+def journal_done(journal, as_json: bool) -> None:
+    """A change of an object-store checkpoint finished (``--resume``) or undone (``--undo``) from
+    its journal."""
     if as_json:
-        emit_json({"checkpoint": journal.checkpoint, "backup": journal.backup, "status": journal.status,
-                   "steps": len(journal.steps)})
+        emit_json({"command": journal.command, "checkpoint": journal.checkpoint, "backup": journal.backup,
+                   "status": journal.status, "steps": len(journal.steps)})
         return
-    out().print(Text.assemble(("Resumed", "bold"), f": the reset of {journal.checkpoint} is finished "
+    if journal.status == "undone":
+        out().print(Text.assemble(("Undone", "bold"), f": {journal.checkpoint} is back as before the "
+                                  f"{journal.command} ({plural(len(journal.steps), 'step')} undone)"), soft_wrap=True)
+        return
+    out().print(Text.assemble(("Resumed", "bold"), f": the {journal.command} of {journal.checkpoint} is finished "
                               f"({plural(len(journal.steps), 'step')}); the backup is {journal.backup} "
-                              f"(statectl reset --undo {journal.backup} puts the checkpoint back)"), soft_wrap=True)
+                              f"(--undo {journal.backup} puts the checkpoint back)"), soft_wrap=True)

@@ -6,6 +6,8 @@ and what to do."""
 from __future__ import annotations
 
 import errno
+import os
+import signal
 import threading
 from typing import Callable, Iterable
 
@@ -25,6 +27,20 @@ _CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToke
                      "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
 _REGION_CODES = {"AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException",
                  "InvalidRegion"}
+
+
+_WRITES = {"PutObject", "CopyObject", "UploadPartCopy", "DeleteObject", "DeleteObjects"}
+#: Fault tests: the process kills itself (SIGKILL) instead of making its (N+1)th write to an
+#: object store, so a test can stop a change at every point there is, not only where a timer lands.
+FAULT_ENV = "STATECTL_FAULT_AFTER_WRITES"
+_writes_made = [0]
+
+
+def _fault_point() -> None:
+    limit = os.environ.get(FAULT_ENV)
+    if limit is not None and limit.isdigit() and _writes_made[0] >= int(limit):
+        os.kill(os.getpid(), signal.SIGKILL)
+    _writes_made[0] += 1
 
 
 class S3Store:
@@ -56,6 +72,8 @@ class S3Store:
         return f"{self.scheme}://{self.bucket}/{key}" if key else f"{self.scheme}://{self.bucket}"
 
     def _call(self, operation: str, key: str, fn: Callable):
+        if operation in _WRITES:
+            _fault_point()
         self.requests[operation] = self.requests.get(operation, 0) + 1
         try:
             return fn()
