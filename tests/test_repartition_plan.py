@@ -285,7 +285,7 @@ def test_backup_copies_every_file_hidden_crc_included(tmp_path):
 
 
 def _spark_that_fails(after_writing: bool):
-    def repartition_checkpoint(path, partitions, format_version, master="local[*]"):
+    def repartition_checkpoint(path, partitions, format_version, master="local[*]", conf=None, object_store=False):
         if after_writing:  # as Spark does: the repartition batch first, then the state
             root = Path(path)
             write(root / "offsets" / "2", (root / "offsets" / "1").read_text().replace(":\"2\"", ":\"4\""))
@@ -387,7 +387,7 @@ def test_already_there_is_exit_0(cli, tmp_path):
 
 @pytest.mark.parametrize("args,code,message", [
     pytest.param(["--partitions", "0"], 2, "Invalid value for '--partitions'", id="zero-partitions"),
-    pytest.param([], 2, "Missing option '--partitions'", id="no-partitions"),
+    pytest.param([], 2, "--partitions N is required", id="no-partitions"),
     pytest.param(["--partitions", "3", "--checkpoint-dir", "{tmp}/nowhere"], 2, "does not exist", id="no-checkpoint"),
     pytest.param(["--partitions", "3", "--checkpoint-dir", "{tmp}"], 2, "is empty: not a Structured Streaming",
                  id="not-a-checkpoint"),

@@ -14,7 +14,7 @@ from statectl.cli.common import ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, 
 def repartition_state(
     job: OptionalJobArg = None,
     example: ExampleArg = None,
-    partitions: Annotated[int, typer.Option("--partitions", min=1, metavar="N", help="The number of state partitions the checkpoint should have.", show_default=False)] = ...,
+    partitions: Annotated[Optional[int], typer.Option("--partitions", min=1, metavar="N", help="The number of state partitions the checkpoint should have (required, but with --undo).", show_default=False)] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: any checkpoint.")] = None,
@@ -22,6 +22,7 @@ def repartition_state(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch logged or committed within the last few batch intervals).")] = False,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master).")] = None,
+    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put an s3a:// checkpoint back as the BACKUP of a repartition holds it (after one, or one cut short).")] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -61,7 +62,18 @@ def repartition_state(
         plan_repartition,
     )
     from statectl.render import repartition_state as render
+    from statectl.errors import UsageError
 
+    if undo is not None:
+        if job or partitions is not None or checkpoint_dir or backup_dir or dry_run:
+            raise UsageError("--undo BACKUP takes the backup alone (the checkpoint is in its manifest)")
+        from statectl.maintenance.repartition import undo_repartition
+
+        use_storage(storage_config)
+        render.undone(*undo_repartition(undo), str(undo), json)
+        return
+    if partitions is None:
+        raise UsageError("--partitions N is required: the number of state partitions the checkpoint should have")
     cfg = resolve_job(job, example, config, set_, checkpoint_dir=checkpoint_dir, any_checkpoint=True).config
     use_storage(storage_config, cfg)
     configured = cfg.spark.conf.get(SHUFFLE_PARTITIONS)

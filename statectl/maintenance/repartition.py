@@ -29,6 +29,10 @@ from statectl.checkpoint.layout import (
     OperatorLayout,
     format_ranges,
 )
+from statectl.maintenance.object_backup import checkpoint_of, copy_checkpoint, restore_checkpoint
+from statectl.storage.files import as_path, is_object_path, walk_files
+from statectl.storage.spark_conf import spark_conf_for
+from statectl.storage.stores import forget_listings
 from statectl.errors import OperationalError, StatectlError, UsageError
 from statectl.maintenance.backup import backup_dir_for
 from statectl.text import human_bytes, plural
@@ -387,7 +391,7 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
     from statectl.checkpoint.lock import CheckpointLock
 
     step = on_step or (lambda _text: None)
-    checkpoint, backup = Path(plan.checkpoint), Path(plan.backup_dir or "")
+    checkpoint, backup = as_path(plan.checkpoint), as_path(plan.backup_dir or "")
     if plan.up_to_date or plan.refused or plan.backup_dir is None:
         raise UsageError("internal: only a plan that changes something and is not refused can be applied")
     with CheckpointLock(checkpoint, writes_batches=True) as lock:
@@ -400,7 +404,10 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
         refuse_if_live(checkpoint, request.force, "repartition its state", lock)
         started = time.monotonic()
         step(f"backing up {checkpoint} to {backup}")
-        files, size = backup_checkpoint(checkpoint, backup)
+        if is_object_path(checkpoint):
+            files, size = copy_checkpoint(checkpoint, backup, "repartition-state")
+        else:
+            files, size = backup_checkpoint(checkpoint, backup)
         backup_seconds = time.monotonic() - started
         step(f"backed up {plural(files, 'file')} ({human_bytes(size)}) in {backup_seconds:.1f} s; repartitioning with Spark "
              f"({plan.current} → {plan.partitions} partitions at batch {plan.repartition_batch})")
@@ -409,9 +416,11 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
         try:
             from statectl.adapters.spark.state_repartition import repartition_checkpoint
 
-            repartition_checkpoint(str(checkpoint), plan.partitions, plan.format_version, request.master)
+            repartition_checkpoint(str(checkpoint), plan.partitions, plan.format_version, request.master,
+                                   spark_conf_for(checkpoint), is_object_path(checkpoint))
         except StatectlError as exc:
             raise OperationalError(f"{exc}; {_restore(checkpoint, backup, before)}") from exc
+        forget_listings()  # Spark wrote: what was listed before is not what is there
         spark_seconds = time.monotonic() - started
         after = read_layout(checkpoint)
     result = RepartitionResult(
@@ -444,6 +453,20 @@ def verify_result(result: RepartitionResult) -> list[str]:
     return problems
 
 
+def undo_repartition(backup) -> tuple[str, int, int]:
+    """Put an object-store checkpoint back as the backup a repartition made of it holds (after a
+    repartition, or one cut short by a kill); (checkpoint, objects copied back, objects deleted)."""
+    from statectl.checkpoint.lock import CheckpointLock
+
+    if not is_object_path(backup):
+        raise UsageError("--undo BACKUP puts back an s3a:// checkpoint; on a local disk the backup is a copy of the "
+                         "checkpoint directory: move it back in place of the checkpoint")
+    checkpoint = checkpoint_of(backup)
+    with CheckpointLock(checkpoint):
+        copied, deleted = restore_checkpoint(backup)
+    return str(checkpoint), copied, deleted
+
+
 def backup_checkpoint(checkpoint: Path, backup: Path) -> tuple[int, int]:
     """Copy the whole checkpoint (hidden .crc files too) to ``backup``; (files, bytes).
 
@@ -471,6 +494,9 @@ def backup_checkpoint(checkpoint: Path, backup: Path) -> tuple[int, int]:
 
 def _listing(root: Path) -> set[tuple[str, int, int]]:
     """(relative path, size, mtime) of every file under ``root``: enough to tell whether Spark wrote."""
+    if is_object_path(root):
+        forget_listings()
+        return {(rel, size, 0) for rel, size in walk_files(root)}
     out = set()
     for dirpath, _dirs, names in os.walk(root):
         for name in names:
@@ -485,6 +511,9 @@ def _restore(checkpoint: Path, backup: Path, before: set) -> str:
     left half-done stops every later run of the job); says what was done."""
     if checkpoint.exists() and _listing(checkpoint) == before:
         return f"the checkpoint was not changed (backup: {backup})"
+    if is_object_path(checkpoint):
+        restore_checkpoint(backup)
+        return f"the checkpoint was restored from the backup {backup}"
     aside = checkpoint.with_name(checkpoint.name + ".failed-repartition")
     shutil.rmtree(aside, ignore_errors=True)
     if checkpoint.exists():

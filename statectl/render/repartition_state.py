@@ -9,7 +9,7 @@ from rich.text import Text
 
 from statectl.maintenance.repartition import RepartitionPlan, RepartitionResult
 from statectl.render import emit_json, err, labelled, out
-from statectl.text import human_bytes
+from statectl.text import human_bytes, plural
 
 _ACTION_STYLE = {"create": "green", "replace": "yellow", "keep": "dim"}
 
@@ -85,3 +85,12 @@ def applied(result: RepartitionResult, as_json: bool) -> None:
     err().print(f"Repartitioned {result.plan.current} → {result.plan.partitions} in {result.spark_seconds:.1f} s. "
                 f"Backup ({result.backup_files:,} files, {human_bytes(result.backup_bytes)}): {result.backup_dir} — "
                 "delete it once the job has run fine on the new partitions.", soft_wrap=True)
+
+
+def undone(checkpoint: str, copied: int, deleted: int, backup: str, as_json: bool) -> None:
+    """An object-store checkpoint put back from a repartition's backup."""
+    if as_json:
+        emit_json({"checkpoint": checkpoint, "backup": backup, "copied_back": copied, "deleted": deleted})
+        return
+    out().print(f"Undone: {checkpoint} is back as the backup {backup} holds it ({plural(copied, 'object')} copied "
+                f"back, {plural(deleted, 'object')} Spark had written deleted)", soft_wrap=True)

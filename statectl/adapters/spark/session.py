@@ -175,7 +175,7 @@ exec %s "$@"
 
 
 @contextmanager
-def session_with_conf(app_name: str, master: str, conf: dict[str, str]) -> Iterator:
+def session_with_conf(app_name: str, master: str, conf: dict[str, str], object_store: bool = False) -> Iterator:
     """A session with the SQL confs ``conf`` for the block (see ``spark_session``).
 
     In a process that already runs Spark (tests, notebooks) the session is the running one, so the
@@ -184,8 +184,8 @@ def session_with_conf(app_name: str, master: str, conf: dict[str, str]) -> Itera
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
-    previous = {k: active.conf.get(k, None) for k in conf} if active is not None else {}
-    spark = spark_session(app_name=app_name, master=master, conf=conf)
+    previous = {k: active.conf.get(k, None) for k in conf if k.startswith("spark.sql.")} if active is not None else {}
+    spark = spark_session(app_name=app_name, master=master, conf=conf, object_store=object_store)
     try:
         yield spark
     finally:

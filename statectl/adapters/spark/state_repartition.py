@@ -20,7 +20,8 @@ from statectl.text import first_error_line
 FORMAT_VERSION_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
 
-def repartition_checkpoint(path: str, partitions: int, format_version: int, master: str = "local[*]") -> None:
+def repartition_checkpoint(path: str, partitions: int, format_version: int, master: str = "local[*]",
+                           conf: dict[str, str] | None = None, object_store: bool = False) -> None:
     """Repartition the stopped query's checkpoint at ``path`` to ``partitions`` state partitions.
 
     Always with ``enforceExactlyOnceSink``: Spark refuses a checkpoint whose last batch did not
@@ -28,7 +29,8 @@ def repartition_checkpoint(path: str, partitions: int, format_version: int, mast
     Spark's reason in one line."""
     from statectl.adapters.spark.session import session_with_conf
 
-    with session_with_conf("statectl-repartition-state", master, {FORMAT_VERSION_CONF: str(format_version)}) as spark:
+    settings = {**(conf or {}), FORMAT_VERSION_CONF: str(format_version)}
+    with session_with_conf("statectl-repartition-state", master, settings, object_store) as spark:
         manager = getattr(spark, "_streamingCheckpointManager", None)
         if manager is None:
             import pyspark
