@@ -7,7 +7,9 @@ A change is a list of steps on files of the checkpoint:
 - ``remove``: the file leaves the checkpoint; it is copied into the backup first
   (``files/<path>``), then deleted;
 - ``write``: the file gets new bytes (staged in the backup as ``new/<path>`` before the journal
-  is written); what was there before is copied into the backup first.
+  is written); what was there before is copied into the backup first;
+- ``marker``: an empty folder marker (``path/``, as S3A writes them) is deleted (undo puts an
+  empty one back).
 
 Every file is named with the MD5 of its bytes (its ETag when it was written in one part, so no
 byte is read to check it). Each step looks at what is there now and does only what is left, so
@@ -34,7 +36,7 @@ STAGED = "new"
 
 @dataclass(frozen=True)
 class Step:
-    op: str  # "remove" | "write"
+    op: str  # "remove" | "write" | "marker"
     path: str  # relative to the checkpoint
     before: str | None  # MD5 of the file there before (None: there was none)
     after: str | None = None  # "write": MD5 of the new bytes
@@ -68,7 +70,7 @@ class Journal:
                 raise ValueError("not a statectl journal of this format")
             steps = [Step(str(s["op"]), str(s["path"]), s["before"], s.get("after")) for s in doc["steps"]]
             for s in steps:
-                if s.op not in ("remove", "write") or s.path.startswith("/") or ".." in s.path.split("/"):
+                if s.op not in ("remove", "write", "marker") or s.path.startswith("/") or ".." in s.path.split("/"):
                     raise ValueError(f"step {s.op} {s.path!r} is not one statectl writes")
             return cls(str(doc["command"]), str(doc["checkpoint"]), str(doc["backup"]), steps, str(doc["status"]),
                        str(doc.get("created", "")), dict(doc.get("extra") or {}))
@@ -81,15 +83,19 @@ def md5(data: bytes) -> str:
 
 
 def begin(command: str, checkpoint: ObjectPath, backup: ObjectPath, removes: list[str],
-          writes: dict[str, bytes], extra: dict[str, Any] | None = None) -> Journal:
+          writes: dict[str, bytes], extra: dict[str, Any] | None = None, markers: list[str] = ()) -> Journal:
     """Stage the new bytes and write the journal into ``backup``; nothing in the checkpoint has
-    changed yet. ``removes``: paths that leave the checkpoint; ``writes``: path -> new bytes."""
+    changed yet. ``removes``: paths that leave the checkpoint; ``writes``: path -> new bytes;
+    ``markers``: folder markers to delete (after the files)."""
     if (backup.scheme, backup.bucket) != (checkpoint.scheme, checkpoint.bucket):
         raise UsageError(f"backup {backup} must be in the bucket of the checkpoint ({checkpoint.bucket}): files move "
                          f"into it by server-side copies")
-    steps = [Step("remove", rel, _md5_of(checkpoint / rel)) for rel in removes]
+    # A file removed and written again (a start-over writes the new checkpoint where the old one
+    # was) is one step: its new bytes replace the old, which are kept in the backup.
+    steps = [Step("remove", rel, _md5_of(checkpoint / rel)) for rel in removes if rel not in writes]
     for rel, data in writes.items():
         steps.append(Step("write", rel, _md5_of(checkpoint / rel), md5(data)))
+    steps += [Step("marker", rel, "marker") for rel in sorted(markers, key=lambda m: -m.count("/"))]
     missing = [s.path for s in steps if s.op == "remove" and s.before is None]
     if missing:
         raise OperationalError(f"{checkpoint} lacks {missing[0]} (it changed since it was read); nothing was changed")
@@ -130,6 +136,10 @@ def apply(journal: Journal, progress: Callable[[int, int], None] | None = None) 
     checkpoint, backup = ObjectPath(journal.checkpoint), ObjectPath(journal.backup)
     for i, step in enumerate(journal.steps):
         here, saved = checkpoint / step.path, backup / SAVED / step.path
+        if step.op == "marker":
+            if _marker_there(checkpoint, step.path):
+                checkpoint.store.delete_marker(_marker_key(checkpoint, step.path))
+            continue
         now = here.md5()
         if step.op == "remove":
             if now is not None:
@@ -169,6 +179,8 @@ def undo(journal: Journal, progress: Callable[[int, int], None] | None = None) -
     checkpoint, backup = ObjectPath(journal.checkpoint), ObjectPath(journal.backup)
     conflicts = []
     for step in journal.steps:  # check everything before changing anything
+        if step.op == "marker":
+            continue
         now = (checkpoint / step.path).md5()
         allowed = {step.before, step.after} if step.op == "write" else {step.before, None}
         if now not in allowed:
@@ -180,6 +192,10 @@ def undo(journal: Journal, progress: Callable[[int, int], None] | None = None) -
                          f"wrote them after the {journal.command}; undo refused, nothing was changed")
     for i, step in enumerate(reversed(journal.steps)):
         here, saved = checkpoint / step.path, backup / SAVED / step.path
+        if step.op == "marker":
+            if not _marker_there(checkpoint, step.path):
+                checkpoint.store.put_marker(_marker_key(checkpoint, step.path))
+            continue
         now = here.md5()
         if now == step.before:
             pass
@@ -194,6 +210,15 @@ def undo(journal: Journal, progress: Callable[[int, int], None] | None = None) -
     return journal
 
 
+def _marker_key(checkpoint: ObjectPath, rel: str) -> str:
+    return "/".join(p for p in (checkpoint.key, rel) if p)
+
+
+def _marker_there(checkpoint: ObjectPath, rel: str) -> bool:
+    key = _marker_key(checkpoint, rel)
+    return key in checkpoint.store.markers(key)
+
+
 def _changed(checkpoint: ObjectPath, step: Step, backup: ObjectPath) -> OperationalError:
     return OperationalError(f"{checkpoint / step.path} is not what the journal in {backup} expects (a run changed "
                             f"it?); stopped: `--undo {backup}` puts back what was done so far")
@@ -202,8 +227,9 @@ def _changed(checkpoint: ObjectPath, step: Step, backup: ObjectPath) -> Operatio
 def state_of(journal: Journal) -> str:
     """``old``, ``new`` or ``between``: where the checkpoint is, by the journal's files."""
     checkpoint = ObjectPath(journal.checkpoint)
-    ids = [(checkpoint / s.path).md5() for s in journal.steps]
-    if all(now == s.before for now, s in zip(ids, journal.steps)):
+    steps = [s for s in journal.steps if s.op != "marker"]
+    ids = [(checkpoint / s.path).md5() for s in steps]
+    if all(now == s.before for now, s in zip(ids, steps)):
         return "old"
-    new = [None if s.op == "remove" else s.after for s in journal.steps]
+    new = [None if s.op == "remove" else s.after for s in steps]
     return "new" if ids == new else "between"

@@ -17,7 +17,7 @@ from pathlib import Path
 from statectl.maintenance.backup import check_backup_dir
 from statectl.maintenance.reset_plan import MANIFEST, ResetManifest, ResetPlan, manifest_for
 from statectl.errors import OperationalError, UsageError
-from statectl.storage.files import as_path, is_object_path, walk_files
+from statectl.storage.files import as_path, folder_markers, is_object_path, walk_files
 
 #: Where a backup keeps the files a roll-back moved out, and the directory a start-over moved.
 FILES_DIR = "files"
@@ -75,13 +75,16 @@ def _apply_on_object_store(plan: ResetPlan, backup, now_ms: int) -> None:
 
     checkpoint = as_path(plan.checkpoint)
     check_backup_dir(checkpoint, backup)
+    markers: list[str] = []
     if plan.moves_checkpoint:
         removes = [rel for rel, _ in list_files(checkpoint)]
+        # Spark takes a state/ folder that still has S3A's marker for one that is not empty.
+        markers = [m for m in folder_markers(checkpoint) if m]
     else:
         removes = [rel for action in plan.remove for rel in action.paths]
     writes = {w.path: w.content for w in plan.write}
     manifest = manifest_for(plan, now_ms)
-    done = journal.begin("reset", checkpoint, backup, removes, writes, extra=manifest)
+    done = journal.begin("reset", checkpoint, backup, removes, writes, extra=manifest, markers=markers)
     plan.backup = str(backup)
     journal.apply(done)
     plan.applied = True

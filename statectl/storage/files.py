@@ -107,6 +107,19 @@ def walk_files(root: "str | os.PathLike | ObjectPath") -> Iterator[tuple[str, in
     return iter(sorted(out))
 
 
+def folder_markers(root: "str | os.PathLike | ObjectPath") -> list[str]:
+    """The empty "folder" objects (``key/``) under an object-store path, relative to it ('' for
+    the root's own); none on a local disk. Spark's S3A connector writes them, and Spark takes a
+    folder that has one for a folder that exists."""
+    if not is_object_path(root):
+        return []
+    path = as_path(root)
+    out = []
+    for marker in path.store.markers(path.key):
+        out.append("" if marker == path.key else marker[len(path.key) + 1:] if path.key else marker)
+    return out
+
+
 def display(path: object) -> str:
     """A path as statectl prints it: an object-store path as its URL."""
     return str(path)

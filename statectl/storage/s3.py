@@ -58,6 +58,8 @@ class S3Store:
         self._complete: set[str] = set()
         #: folder keys listed on their own (one level)
         self._listed: set[str] = set()
+        #: folders that exist as a marker object (``key/``, as S3A writes them), without the slash
+        self._markers: set[str] = set()
         #: requests made, by operation (for --json and the request-cost figures)
         self.requests: dict[str, int] = {}
 
@@ -142,6 +144,7 @@ class S3Store:
     def _add_object(self, key: str, size: int, mtime: float, etag: str | None = None) -> None:
         if key.endswith("/"):  # a folder marker
             self._folder(key.rstrip("/"))
+            self._markers.add(key.rstrip("/"))
             return
         parent, _, name = key.rpartition("/")
         self._folder(parent)[name] = ObjectEntry(name, self.uri(key), False, size, mtime, etag)
@@ -192,6 +195,7 @@ class S3Store:
                 for obj in page.get("Contents", []):
                     seen = True
                     if obj["Key"] == prefix:
+                        self._markers.add(key)
                         continue
                     name = obj["Key"][len(prefix):]
                     children[name] = ObjectEntry(name, self.uri(obj["Key"]), False, obj.get("Size", 0),
@@ -230,6 +234,7 @@ class S3Store:
             self._folders.clear()
             self._complete.clear()
             self._listed.clear()
+            self._markers.clear()
 
     # -- objects -------------------------------------------------------------------------------
     def read(self, key: str) -> bytes:
@@ -272,6 +277,21 @@ class S3Store:
                                        f"{self.uri(first.get('Key', ''))}: {first.get('Message') or first.get('Code')}")
             for key in batch:
                 self._drop(key)
+
+    def markers(self, key: str) -> list[str]:
+        """The folder markers under ``key`` (keys without their slash), from the listing of it."""
+        self.prefetch(key)
+        prefix = f"{key}/" if key else ""
+        return sorted(m for m in self._markers if m == key or m.startswith(prefix))
+
+    def delete_marker(self, key: str) -> None:
+        self._call("DeleteObject", key + "/", lambda: self.client.delete_object(Bucket=self.bucket, Key=key + "/"))
+        self._markers.discard(key)
+
+    def put_marker(self, key: str) -> None:
+        self._call("PutObject", key + "/", lambda: self.client.put_object(Bucket=self.bucket, Key=key + "/", Body=b""))
+        self._markers.add(key)
+        self._folder(key)
 
     def entry_if_known(self, key: str) -> ObjectEntry | None:
         parent, _, name = key.rpartition("/")

@@ -141,3 +141,64 @@ def test_leaderboard_on_s3_killed_at_random_points_restarts_from_s3_and_ends_wit
     assert committed == sorted(committed)
     job.run_to_the_end()
     assert_leaderboard_matches(cli, job.job, data)
+
+
+def _spawn_statectl(job: Job, *args: str):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    log = job.tmp / f"cmd-{time.monotonic_ns()}"
+    return subprocess.Popen([sys.executable, "-m", "statectl", *args], cwd=REPO, env=dict(os.environ),
+                            stdout=open(log.with_suffix(".out"), "w"), stderr=open(log.with_suffix(".err"), "w"),
+                            start_new_session=True), log
+
+
+def test_repartition_and_reset_of_a_spark_checkpoint_on_s3(cli, bootstrap, tmp_path, storage_env):
+    """repartition-state killed while Spark rewrites the state is put back with --undo (every object
+    as it was); a full repartition changes the state's partitions on S3; a reset to the earliest
+    offsets (the whole checkpoint moved into the backup by copies) and a new run end with the oracle."""
+    from tests.s3_support import object_hashes
+
+    s3 = storage_env
+    rng = random.Random(SEED)
+    data = LeaderboardInput(SEED, events=10_000)
+    job = S3Job(leaderboard_job(bootstrap, tmp_path), s3)
+    data.produce(job.job)
+    job.run_to_the_end()
+    old = object_hashes(s3.client, s3.bucket, job.prefix)
+
+    # 1. Killed while Spark repartitions (after statectl's backup is complete), then undone.
+    backup = f"{job.url}.repartition-killed"
+    proc, log = _spawn_statectl(job.job, "repartition-state", "--checkpoint-dir", job.url, "--partitions", "3",
+                                "--force", "--backup-dir", backup)
+    try:
+        deadline = time.monotonic() + 120
+        manifest = f"{job.prefix}.repartition-killed/statectl-backup.json"
+        while "Contents" not in s3.client.list_objects_v2(Bucket=s3.bucket, Prefix=manifest):
+            assert proc.poll() is None, log.with_suffix(".err").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the backup was not made in 120 s"
+            time.sleep(0.2)
+        time.sleep(rng.uniform(0.5, 6.0))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(60)
+    undo = cli("repartition-state", "--undo", backup, "--json")
+    assert undo.exit_code == 0, undo.stderr
+    assert object_hashes(s3.client, s3.bucket, job.prefix) == old, f"seed {SEED}: not the checkpoint as it was"
+
+    # 2. A full repartition on S3.
+    proc, log = _spawn_statectl(job.job, "repartition-state", "--checkpoint-dir", job.url, "--partitions", "3",
+                                "--force", "--backup-dir", f"{job.url}.repartition")
+    assert proc.wait(600) == 0, log.with_suffix(".err").read_text()[-3000:]
+    report = json.loads(cli("inspect-state", job.url, "--json").stdout)
+    assert {op["num_partitions"] for op in report["operators"]} == {3}
+
+    # 3. Start over from the earliest offsets: a new run computes the same leaderboard.
+    reset = cli("reset", "--checkpoint-dir", job.url, "--to-earliest", "--force", "-b", bootstrap, "--json")
+    assert reset.exit_code == 0, reset.stderr
+    assert json.loads(reset.stdout)["backup"].startswith(f"{job.url}.reset-")
+    job.run_to_the_end()
+    assert_leaderboard_matches(cli, job.job, data)
