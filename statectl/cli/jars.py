@@ -6,7 +6,7 @@ import typer
 
 from typing import Annotated
 
-from statectl.cli.common import JsonOpt
+from statectl.cli.common import JsonOpt, StorageConfigOpt
 
 app = typer.Typer(help="Resolve the Kafka broker and Spark Kafka connector jars into the local cache, and make the "
                   "Spark driver's class-data archive.", no_args_is_help=True)
@@ -96,6 +96,8 @@ def list_jars(json: JsonOpt = False) -> None:
 def spark_conf(
     fmt: Annotated[str, typer.Option("--format", metavar="conf|submit|python", help="conf: spark-defaults.conf lines (spark-submit --properties-file FILE); submit: --conf arguments; python: SparkSession.builder calls.")] = "conf",
     master: Annotated[str, typer.Option("--master", help="The master the job runs on (sets spark.sql.shuffle.partitions as statectl would).")] = "local[*]",
+    object_store: Annotated[bool, typer.Option("--object-store", help="The job's checkpoint is on S3 (s3a://): add S3A's jars, the rename-free checkpoint file manager and the fs.s3a.* settings in force (--storage-config), credentials left out.")] = False,
+    storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Print the Spark settings statectl runs jobs with, for your own job started outside statectl.
@@ -112,6 +114,8 @@ def spark_conf(
       statectl jars spark-conf --format submit
 
       statectl jars spark-conf --format python
+
+      statectl jars spark-conf --object-store --storage-config s3.properties
     """
     from statectl.errors import UsageError
     from statectl.render import emit_json, out
@@ -119,7 +123,17 @@ def spark_conf(
 
     if fmt not in ("conf", "submit", "python"):
         raise UsageError(f"--format {fmt!r}: expected conf, submit or python")
-    settings = own_job_settings(master)
+    if object_store:
+        from statectl.cli.common import use_storage
+
+        use_storage(storage_config)
+    settings = own_job_settings(master, object_store)
+    if object_store:
+        from statectl.render import message
+
+        message("note: no access key, secret key or session token is printed: give Spark the credentials through "
+                "AWS's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE) or your own "
+                "spark.hadoop.fs.s3a.* settings")
     if json:
         emit_json(settings)
     else:

@@ -19,15 +19,23 @@ SETTINGS_FOR_OWN_JOBS = (
 )
 
 
-def own_job_settings(master: str = "local[*]") -> dict[str, str]:
+def own_job_settings(master: str = "local[*]", object_store: bool = False) -> dict[str, str]:
     """``spark.jars`` (the cached connector bundle minus every artifact PySpark already ships, in
     any version: two copies of one library on the class path is how a job fails with a
-    NoSuchMethodError) and the settings statectl gives its own sessions."""
+    NoSuchMethodError) and the settings statectl gives its own sessions. ``object_store``: also
+    S3A's jars and the settings of a checkpoint on S3, without the secret ones."""
     from statectl.adapters.spark.session import BASE_CONF, connector_jars, default_shuffle_partitions
+    from statectl.redact import is_secret_key
 
     conf = {**BASE_CONF, "spark.sql.shuffle.partitions": str(default_shuffle_partitions(master))}
-    settings = {"spark.jars": ",".join(str(jar) for jar in connector_jars())}
+    settings = {"spark.jars": ",".join(str(jar) for jar in connector_jars(object_store))}
     settings.update({key: conf[key] for key in SETTINGS_FOR_OWN_JOBS})
+    if object_store:
+        from statectl.storage.objects import ObjectPath
+        from statectl.storage.spark_conf import spark_conf_for
+
+        store_conf = spark_conf_for(ObjectPath("s3a://bucket/checkpoint"))
+        settings.update({k: v for k, v in store_conf.items() if not is_secret_key(k)})
     return settings
 
 

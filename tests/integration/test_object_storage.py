@@ -182,9 +182,9 @@ def test_the_secret_key_is_never_shown(s3, tmp_path):
     build_checkpoint(tmp_path / "ck", batches=2, crc=False)
     upload_tree(s3.client, s3.bucket, "ck", tmp_path / "ck")
     for args in (["inspect-state", f"{s3.url}/ck", "--json"], ["status", f"{s3.url}/ck", "--json"],
-                 ["inspect-state", f"{s3.url}/ck", "--debug"], ["jars", "spark-conf", "--checkpoint-dir",
-                                                                  f"{s3.url}/ck"]):
+                 ["inspect-state", f"{s3.url}/ck", "--debug"], ["jars", "spark-conf", "--object-store"]):
         out = statectl(*args, env=s3.env)
+        assert out.returncode == 0, (args, out.stderr)
         for secret in (s3.server.secret_key, s3.server.access_key):
             assert secret not in out.stdout + out.stderr, args
 

@@ -71,6 +71,8 @@ def storage_env(s3, monkeypatch):
 
 def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equals_the_oracle(
         cli, bootstrap, tmp_path, storage_env):
+    from tests.s3_support import object_hashes
+
     s3 = storage_env
     data = LeaderboardInput(SEED, events=20_000)
     job = S3Job(leaderboard_job(bootstrap, tmp_path), s3)
@@ -87,7 +89,7 @@ def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equa
     from tests.integration.test_faults import T0, produce
 
     done = job.commits()
-    proc = job.spawn()
+    proc = job.spawn("--events-file", str(tmp_path / "events.jsonl"))
     try:
         data.placed = first + produce(job.job.bootstrap, job.job.topics["score_events"], [
             (None, json.dumps({"score": s, "product_id": g, "player_id": p}), T0 + 1 + (10_000 + i) // 100)
@@ -119,6 +121,20 @@ def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equa
     lag = cli("lag", "--checkpoint-dir", job.url, "-b", bootstrap, "--json")
     assert lag.exit_code == 0, lag.stderr
     assert json.loads(lag.stdout)["lag"] == 0
+
+    # No key in anything the runs wrote: their output, Spark's logs, the events file, every object
+    # of the bucket (the checkpoint). The storage config holds them: finding them there proves the
+    # search finds them.
+    secrets = [s3.server.secret_key, s3.server.access_key]
+    assert all(x in s3.config.read_text() for x in secrets)
+    assert (tmp_path / "events.jsonl").stat().st_size > 0
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path != s3.config:
+            data = path.read_bytes()
+            assert not any(x.encode() in data for x in secrets), f"a key in {path}"
+    for key in object_hashes(s3.client, s3.bucket, job.prefix):
+        body = s3.client.get_object(Bucket=s3.bucket, Key=f"{job.prefix}/{key}")["Body"].read()
+        assert not any(x.encode() in body for x in secrets), f"a key in {job.url}/{key}"
 
 
 def test_leaderboard_on_s3_killed_at_random_points_restarts_from_s3_and_ends_with_the_oracle(
