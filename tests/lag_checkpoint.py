@@ -46,16 +46,18 @@ def offsets_text(batch: int, offsets: list) -> str:
 
 def build_kafka_checkpoint(root: Path, batches: int, *, sources=LEADERBOARD_SOURCES, per_batch: int = 10,
                            commit_last: bool = True, crc: bool = True, state_versions: int = 0,
-                           state_partitions: int = 2, metadata: bool = True) -> Path:
+                           state_partitions: int = 2, metadata: bool = True, first_batch: int = 0) -> Path:
     """A checkpoint after ``batches`` micro-batches (0..batches-1) of a job reading ``sources``;
     ``commit_last=False`` leaves the last batch logged without its commit. ``state_versions``:
-    the last N state versions of one operator, a 2 KiB changelog each and a zip every 10."""
+    the last N state versions of one operator, a 2 KiB changelog each and a zip every 10.
+    ``first_batch``: the oldest batch whose logs are kept (Spark deletes older ones: with its
+    default minBatchesToRetain, the last 100 stay)."""
     root = Path(root)
     if metadata:
         write(root / "metadata", '{"id":"5eed0000-0000-0000-0000-00000000cafe"}', crc)
     (root / "offsets").mkdir(parents=True, exist_ok=True)
     (root / "commits").mkdir(parents=True, exist_ok=True)
-    for b in range(batches):
+    for b in range(first_batch, batches):
         write(root / "offsets" / str(b), offsets_text(b, offsets_at(b, sources, per_batch)), crc)
         if b < batches - 1 or commit_last:
             write(root / "commits" / str(b), 'v1\n{"nextBatchWatermarkMs":0}', crc)

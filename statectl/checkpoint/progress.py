@@ -33,7 +33,7 @@ from statectl.checkpoint.health import (
 )
 from statectl.checkpoint.layout import OffsetEntry, format_ranges
 from statectl.errors import OperationalError, UsageError
-from statectl.storage.files import as_path, is_object_path, join, prefetch, scandir
+from statectl.storage.files import as_path, is_object_path, join, scandir
 from statectl.storage.objects import ObjectPath
 from statectl.text import first_error_line
 
@@ -293,13 +293,24 @@ class StateSize:
 
     bytes: int = 0
     files: int = 0
+    #: on an object store, only the first STATE_SIZE_PAGES thousand objects were counted
+    partial: bool = False
+
+
+#: Listings (of 1,000 objects each) ``state_size`` makes at most on an object store: ``status``
+#: stays within a few requests however large the state is.
+STATE_SIZE_PAGES = 4
 
 
 def state_size(path: str | os.PathLike) -> StateSize:
     """Bytes and files under ``path``/state (checksum sidecars included: they are on disk too); one
-    ``stat`` per file, nothing opened."""
+    ``stat`` per file, nothing opened. On an object store, from at most STATE_SIZE_PAGES
+    listings (``partial`` when there is more)."""
+    if is_object_path(path):
+        state = as_path(path) / "state"
+        files, total, partial = state.store.sizes_under(state.key, STATE_SIZE_PAGES)
+        return StateSize(total, files, partial)
     total = files = 0
-    prefetch(join(path, "state"))
     stack = [join(path, "state")]
     while stack:
         try:

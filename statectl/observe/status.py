@@ -55,6 +55,7 @@ class JobStatus:
     kafka_error: str | None = None
     state_bytes: int = 0
     state_files: int = 0
+    state_size_partial: bool = False  # an object store's state counted up to STATE_SIZE_PAGES listings
     #: the Spark release the health verdict is for (the quick checks status runs come out the same
     #: for every release; inspect-state plays out the state files' restart for it)
     verdict_for: VerdictTarget | None = None
@@ -84,6 +85,7 @@ class JobStatus:
             "committed_at": _iso(self.committed_at), "pending_batch": self.pending_batch,
             "lag": self.lag, "lag_unknown_partitions": self.lag_unknown_partitions, "kafka_error": self.kafka_error,
             "state_bytes": self.state_bytes, "state_files": self.state_files,
+            "state_size_partial": self.state_size_partial,
             "verdict_for": self.verdict_for.to_dict() if self.verdict_for else None,
             "health": self.health, "findings": [f.to_dict() for f in self.findings],
             "last_error": self.last_error, "ok": self.ok,
@@ -133,7 +135,7 @@ def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: 
     status.batch, status.pending_batch = progress.last_committed, progress.pending
     status.batch_timestamp_ms, status.committed_at = progress.batch_timestamp_ms, progress.committed_at
     size = state_size(checkpoint)
-    status.state_bytes, status.state_files = size.bytes, size.files
+    status.state_bytes, status.state_files, status.state_size_partial = size.bytes, size.files, size.partial
     status.last_error = last_error(findings, progress.pending, lock, status.running)
     status.progress = progress
     return status

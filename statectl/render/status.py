@@ -53,6 +53,8 @@ def status_report(report: StatusReport, as_json: bool) -> None:
         else:
             lag = f"{job.lag:,}" + (f" (+{job.lag_unknown_partitions} unknown)" if job.lag_unknown_partitions else "")
         state = human_bytes(job.state_bytes) if job.exists else "-"
+        if job.exists and job.state_size_partial:
+            state = f">= {state}"  # the first few thousand objects of a large state on S3
         health = job.health + (f" ({plural(job.warnings, 'warning')})" if job.warnings and job.health == HEALTHY else "")
         table.add_row(job.job, running, batch, committed, lag, state,
                       Text(health, style=_HEALTH_STYLE.get(job.health, "bold red")), job.last_error or "")

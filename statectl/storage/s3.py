@@ -177,6 +177,21 @@ class S3Store:
                 self._add_object(name, size, mtime, etag)
             self._complete.add(key)
 
+    def sizes_under(self, key: str, max_pages: int) -> tuple[int, int, bool]:
+        """(objects, bytes, cut short) of everything under ``key``, from at most ``max_pages``
+        listings of 1,000 objects: the cost of a look at a large state stays bounded."""
+        prefix = f"{key}/" if key else ""
+        files = total = pages = 0
+        for page in self._pages("ListObjectsV2", key, Prefix=prefix):
+            pages += 1
+            for obj in page.get("Contents", []):
+                if not obj["Key"].endswith("/"):
+                    files += 1
+                    total += obj.get("Size", 0)
+            if page.get("IsTruncated") and pages >= max_pages:
+                return files, total, True
+        return files, total, False
+
     def list_dir(self, key: str) -> dict[str, ObjectEntry]:
         """The children of folder ``key`` (FileNotFoundError when nothing is under it)."""
         with self._lock:
@@ -220,10 +235,24 @@ class S3Store:
             parent_known = key.rpartition("/")[0]
             return self._folders.get(parent_known, {}).get(key.rpartition("/")[2])
         parent, _, name = key.rpartition("/")
+        if parent in self._listed or self._under_complete(parent):
+            try:
+                return self.list_dir(parent).get(name)
+            except FileNotFoundError:
+                return None
+        # The folder above is not known (it may hold thousands of other things): look at the key
+        # itself, as a folder (its listing is kept for what comes next), then as an object.
         try:
-            return self.list_dir(parent).get(name)
+            self.list_dir(key)
+            return ObjectEntry(name, self.uri(key), True)
+        except FileNotFoundError:
+            pass
+        try:
+            head = self._call("HeadObject", key, lambda: self.client.head_object(Bucket=self.bucket, Key=key))
         except FileNotFoundError:
             return None
+        return ObjectEntry(name, self.uri(key), False, head.get("ContentLength", 0),
+                           head["LastModified"].timestamp() if head.get("LastModified") else 0.0, _etag(head))
 
     def check_bucket(self) -> None:
         self._call("HeadBucket", "", lambda: self.client.head_bucket(Bucket=self.bucket))

@@ -122,6 +122,11 @@ class FsspecStore:
     def forget(self) -> None:
         self.fs.invalidate_cache()
 
+    def sizes_under(self, key: str, max_pages: int) -> tuple[int, int, bool]:
+        self._count("find")
+        found = self.fs.find(self._path(key), detail=True)
+        return len(found), sum(int(i.get("size") or 0) for i in found.values()), False
+
     def read(self, key: str) -> bytes:
         self._count("get")
         return self.fs.cat_file(self._path(key))

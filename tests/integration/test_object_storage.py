@@ -181,11 +181,15 @@ def test_each_failure_to_reach_a_checkpoint_is_one_line_in_seconds(s3, tmp_path)
 def test_the_secret_key_is_never_shown(s3, tmp_path):
     build_checkpoint(tmp_path / "ck", batches=2, crc=False)
     upload_tree(s3.client, s3.bucket, "ck", tmp_path / "ck")
-    for args in (["inspect-state", f"{s3.url}/ck", "--json"], ["status", f"{s3.url}/ck", "--json"],
-                 ["inspect-state", f"{s3.url}/ck", "--debug"], ["jars", "spark-conf", "--object-store"]):
-        out = statectl(*args, env=s3.env)
-        assert out.returncode == 0, (args, out.stderr)
-        for secret in (s3.server.secret_key, s3.server.access_key):
+    wrong = _with(s3, tmp_path, **{"fs.s3a.secret.key": "the-wrong-secret-1234"})
+    cases = [(["inspect-state", f"{s3.url}/ck", "--json"], s3.env, 0),
+             (["status", f"{s3.url}/ck", "--json"], s3.env, 0),
+             (["jars", "spark-conf", "--object-store"], s3.env, 0),
+             (["--debug", "inspect-state", f"{s3.url}/ck"], wrong, 1)]  # --debug: the traceback too
+    for args, env, code in cases:
+        out = statectl(*args, env=env)
+        assert out.returncode == code, (args, out.stderr)
+        for secret in (s3.server.secret_key, s3.server.access_key, "the-wrong-secret-1234"):
             assert secret not in out.stdout + out.stderr, args
 
 
