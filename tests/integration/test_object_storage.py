@@ -85,18 +85,28 @@ def test_inspect_state_on_s3_says_what_it_says_on_a_local_disk(s3, tmp_path, nam
         assert a["findings"], "the damage is found (and the same way on S3)"
 
 
-def test_lag_and_status_on_s3_equal_local_in_a_few_requests(s3, tmp_path):
-    local = tmp_path / "ck"
-    build_checkpoint(local, batches=8, crc=False)
+def test_lag_and_status_on_a_10000_batch_checkpoint_take_a_few_requests(s3, tmp_path, bootstrap):
+    """The checkpoint as Spark leaves it after 10,000 batches (the last 100 batches' logs, 100 state
+    versions), its topics on the session broker: lag and status on S3 say what they say on the
+    local disk, in at most 10 requests, none of them a write."""
+    from tests.lag_checkpoint import build_kafka_checkpoint
+
+    topic = f"s3-lag-{tmp_path.name[-20:]}".replace("_", "-")
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+    from statectl.adapters.kafka.connect import require_broker
+
+    create_missing_topics(require_broker(bootstrap), [TopicSpec(topic, 2)])
+    local = build_kafka_checkpoint(tmp_path / "ck", 10_000, sources=({topic: 2},), per_batch=0, crc=False,
+                                   state_versions=100, state_partitions=2, first_batch=9_900)
     upload_tree(s3.client, s3.bucket, "jobs/ck", local)
     remote = f"{s3.url}/jobs/ck"
     results = {}
-    for cmd in (["lag", "--json", "--checkpoint-dir"], ["status", "--json"]):
+    for cmd in (["lag", "--json", "-b", bootstrap, "--checkpoint-dir"], ["status", "--json", "-b", bootstrap]):
         on_disk = statectl(*cmd, str(local), env=s3.env)
         mark = s3.server.mark()
         on_s3 = statectl(*cmd, remote, env=s3.env)
         requests = s3.server.requests_since(mark)
-        assert on_s3.returncode == on_disk.returncode, on_s3.stderr
+        assert on_s3.returncode == on_disk.returncode == 0, on_s3.stderr
         a, b = _same_json(on_disk.stdout, local, on_s3.stdout, remote)
         if cmd[0] == "status":  # an upload a moment ago looks like a live query; the local copy is older
             for doc in (a, b):
