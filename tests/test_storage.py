@@ -160,3 +160,20 @@ def test_access_keys_are_secret_settings():
 
     assert is_secret_key("fs.s3a.access.key") and is_secret_key("fs.s3a.secret.key")
     assert is_secret_key("spark.hadoop.fs.s3a.session.token") and not is_secret_key("fs.s3a.endpoint")
+
+
+def test_a_replica_holds_only_the_versions_a_restart_loads(tmp_path):
+    """What --rows and check-restart download of an object-store checkpoint: of each store, the
+    snapshot the restore plan loads and the changelogs after it, nothing older or newer."""
+    from statectl.checkpoint.reader import read_layout
+    from statectl.checkpoint.restore import files_a_restart_reads, restore_plan
+    from tests.checkpoint_factory import build_checkpoint
+
+    build_checkpoint(tmp_path / "ck", batches=9, snapshot_every=4, crc=False)  # versions 1..9, zips at 4 and 8
+    layout = read_layout(tmp_path / "ck")
+    keep = files_a_restart_reads(restore_plan(layout))
+    files = sorted(p.relative_to(tmp_path / "ck").as_posix() for p in (tmp_path / "ck").rglob("*") if p.is_file())
+    state = [f for f in files if f.startswith("state/0/0/") and f.count("/") == 3]
+    kept = [f.split("/")[-1] for f in state if keep(f)]
+    assert kept == ["8.zip", "9.changelog"], kept
+    assert keep("offsets/3") and keep("state/0/_metadata/metadata") and keep("state/0/0/SSTs/000001.sst")

@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from statectl.storage.files import is_object_path, join
-from statectl.checkpoint.decode.formats import parse_state_file_name
 from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
 from statectl.checkpoint.decode.javazip import ZipDamage
 from statectl.checkpoint.integrity import VerifyReport, snapshot_metadata
 from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, _ranges
 from statectl.checkpoint.reader import read_layout
-from statectl.checkpoint.restore import OperatorRestore, RestorePlan, restore_plan
+from statectl.checkpoint.restore import OperatorRestore, RestorePlan, files_a_restart_reads, restore_plan
 from statectl.checkpoint.restart_needs import restart_needs
 from statectl.checkpoint.spark_versions import VerdictTarget, WriterEvidence, verdict_target, writer_evidence
 from statectl.checkpoint.state_read import StateRows, state_read_request
@@ -181,20 +180,7 @@ def _files_the_reader_needs(plan: RestorePlan, options: InspectOptions):
     --batch-id/--changes, which read other versions."""
     if not is_object_path(options.path) or options.batch_id is not None or options.changes is not None:
         return None
-    wanted = {}
-    for op in plan.operators.values():
-        for store in op.stores:
-            wanted[store.path] = (store.snapshot.version if store.snapshot else 0, store.target_version)
-
-    def keep(rel: str) -> bool:
-        folder, _, name = rel.rpartition("/")
-        parsed = parse_state_file_name(name)
-        if folder not in wanted or parsed is None:
-            return True
-        low, high = wanted[folder]
-        return low <= parsed[0] <= high
-
-    return keep
+    return files_a_restart_reads(plan)
 
 
 def _read_rows(request, keep=None):

@@ -281,3 +281,27 @@ def state_lineage(layout: CheckpointLayout) -> dict[tuple[int, int], dict[int, s
             for pid, ids in enumerate(parts):
                 out.setdefault((oid, pid), {})[batch + 1] = set(ids)
     return out
+
+
+def files_a_restart_reads(plan: RestorePlan):
+    """A predicate on paths relative to the checkpoint: False for the state files (snapshots,
+    changelogs, deltas) of each store that the plan's restore does not load (older or newer
+    versions), True for everything else. What a local replica of an object-store checkpoint
+    needs to hold for Spark to restart it, or to read its state as of the last committed batch."""
+    from statectl.checkpoint.decode.formats import parse_state_file_name
+
+    wanted = {store.path: (store.snapshot.version if store.snapshot else 0, store.target_version)
+              for op in plan.operators.values() for store in op.stores}
+
+    def keep(rel: str) -> bool:
+        folder, _, name = rel.rpartition("/")
+        parsed = parse_state_file_name(name)
+        if folder not in wanted or parsed is None:
+            return True
+        snapshot, target = wanted[folder]
+        version, _, ext = parsed
+        if ext in ("zip", "snapshot"):
+            return version == snapshot
+        return snapshot < version <= target
+
+    return keep

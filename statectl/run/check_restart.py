@@ -23,6 +23,7 @@ from typing import Iterator
 
 from jobs.user import UserJob
 from statectl.checkpoint.lock import checkpoint_for
+from statectl.storage.files import is_object_path
 from statectl.checkpoint.restart_check import SHUFFLE_PARTITIONS, RestartVerdict, judge, state_keys_in_plan
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
@@ -53,6 +54,23 @@ def scratch_copy(checkpoint: Path) -> Iterator[Path]:
         yield copy
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _scratch(checkpoint, layout) -> Iterator[Path]:
+    """``scratch_copy`` on a local disk; for an object-store checkpoint, a local replica of what a
+    restart reads (the logs, and of each store the snapshot and changelogs of the restore plan),
+    its schema paths pointing at itself: the trial runs on this machine, nothing goes to S3."""
+    if not is_object_path(checkpoint):
+        with scratch_copy(checkpoint) as copy:
+            yield copy
+        return
+    from statectl.checkpoint.isolation import checkpoint_replica
+    from statectl.checkpoint.restore import files_a_restart_reads, restore_plan
+
+    keep = files_a_restart_reads(restore_plan(layout))
+    with checkpoint_replica(str(checkpoint), None, keep) as (copy, _stats):
+        yield Path(copy)
 
 
 def _link_tree(checkpoint: Path, copy: Path) -> None:
@@ -120,7 +138,7 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
         require_broker(request.cluster)  # the trial's Kafka sources ask the broker for their partitions
     name = config.job_name.replace("/", "-")
     verdict = RestartVerdict(str(checkpoint), last)
-    with scratch_copy(checkpoint) as copy:
+    with _scratch(checkpoint, layout) as copy:
         verdict.batch = _log_trial_batch(copy, last)
         if isinstance(request.job, UserJob):
             from statectl.run.runner import worker_python_path

@@ -85,6 +85,9 @@ def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equa
     assert job.commits() >= 1
     local_files = list(tmp_path.rglob("ckpt-*"))
     assert not local_files, f"the checkpoint went to the local disk: {local_files}"
+    from tests.conftest import REPO
+
+    assert not (REPO / "s3a:").exists(), "a path type folded s3a:// into a local folder"
 
     from tests.integration.test_faults import T0, produce
 
@@ -184,6 +187,14 @@ def test_repartition_and_reset_of_a_spark_checkpoint_on_s3(cli, bootstrap, tmp_p
     data.produce(job.job)
     job.run_to_the_end()
     old = object_hashes(s3.client, s3.bucket, job.prefix)
+
+    # 0. check-restart of the same code: a trial batch on a local replica; S3 is only read.
+    mark = s3.server.mark()
+    check = cli("check-restart", "--config", str(job.job.config_file), "-b", bootstrap, "--json")
+    assert check.exit_code == 0, check.stderr
+    assert json.loads(check.stdout)["restarts"] is True
+    assert all(r.method in ("GET", "HEAD") for r in s3.server.requests_since(mark))
+    assert object_hashes(s3.client, s3.bucket, job.prefix) == old
 
     # 1. Killed while Spark repartitions (after statectl's backup is complete), then undone.
     backup = f"{job.url}.repartition-killed"
