@@ -135,3 +135,46 @@ def test_relocate_on_s3_and_killed_at_random_points(s3, tmp_path):
     assert new != old
     change = ["relocate-checkpoint", url, "--force", "--backup-dir", f"{url}.backup"]  # an upload looks live
     _kill_and_recover(s3, tmp_path, range(6), change, ["relocate-checkpoint"], prefix, old, new, make)
+
+
+@pytest.mark.parametrize("target", [["--to-batch", "12"], ["--to-earliest"], ["--to-latest"],
+                                    ["--to-datetime", "2020-01-01T00:00:00Z"]],
+                         ids=["to-batch", "to-earliest", "to-latest", "to-datetime"])
+def test_each_reset_target_on_s3_does_what_it_does_on_a_local_copy(s3, tmp_path, bootstrap, target):
+    """A Kafka job's checkpoint (its topics on the session broker): the dry run's plan, the reset's
+    files and the undo are the same on S3 as on a local copy."""
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+    from statectl.adapters.kafka.connect import require_broker
+    from tests.lag_checkpoint import build_kafka_checkpoint
+
+    topic = f"s3-reset-{tmp_path.name[-24:]}".replace("_", "-")
+    create_missing_topics(require_broker(bootstrap), [TopicSpec(topic, 2)])
+    local = build_kafka_checkpoint(tmp_path / "ck", 20, sources=({topic: 2},), per_batch=0, crc=False,
+                                   state_versions=20, state_partitions=2)
+    upload_tree(s3.client, s3.bucket, "jobs/ck", local)
+    copy = tmp_path / "copy" / "ck"
+    shutil.copytree(local, copy)
+    url = f"{s3.url}/jobs/ck"
+    old = tree_hashes(local)
+    common = [*target, "--force", "-b", bootstrap, "--json"]
+    dry_disk = statectl("reset", "--checkpoint-dir", str(copy), "--dry-run", *common, env=s3.env)
+    dry_s3 = statectl("reset", "--checkpoint-dir", url, "--dry-run", *common, env=s3.env)
+    assert dry_s3.returncode == dry_disk.returncode == 0, dry_s3.stderr
+    a = json.loads(dry_disk.stdout.replace(str(copy), "ROOT"))
+    b = json.loads(dry_s3.stdout.replace(url, "ROOT"))
+    for doc in (a, b):
+        doc.pop("backup", None)
+        # the upload is a moment old, so S3's copy may look like a live query (the local copy's
+        # times are the build's): a note of the dry run, not part of the plan
+        doc["notes"] = [n for n in doc["notes"] if "may be running" not in n]
+    assert b == a
+    assert object_hashes(s3.client, s3.bucket, "jobs/ck") == old, "a dry run changed the checkpoint"
+
+    on_disk = statectl("reset", "--checkpoint-dir", str(copy), "--backup-dir", str(tmp_path / "copy" / "ck.bk"), *common,
+                       env=s3.env)
+    on_s3 = statectl("reset", "--checkpoint-dir", url, "--backup-dir", f"{url}.bk", *common, env=s3.env)
+    assert on_s3.returncode == on_disk.returncode == 0, on_s3.stderr
+    assert object_hashes(s3.client, s3.bucket, "jobs/ck") == tree_hashes(copy)
+    undo = statectl("reset", "--undo", f"{url}.bk", "--json", env=s3.env)
+    assert undo.returncode == 0, undo.stderr
+    assert object_hashes(s3.client, s3.bucket, "jobs/ck") == old
