@@ -8,6 +8,9 @@ Bad inputs tried: a malformed URL (upper-case bucket, no bucket, '..'), a malfor
 (path.style.access=maybe, an endpoint with a path, a secret without an access key), a bucket
 that does not exist, an unknown access key, a wrong secret, an endpoint nobody listens on, a
 prefix that holds objects but no checkpoint, a prefix that holds nothing.
+
+Marked ``object_storage``: CI runs them beside the checkpoint matrix (.ci/run);
+``scripts/test.sh -m object_storage`` runs every object-storage test.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import pytest
 from tests.checkpoint_factory import OperatorSpec, build_checkpoint, flip_byte
 from tests.s3_support import upload_tree
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.object_storage]
 
 
 def statectl(*args: str, env: dict) -> subprocess.CompletedProcess:

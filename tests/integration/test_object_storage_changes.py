@@ -7,6 +7,9 @@ Against the session's local S3 server; no JVM. Each seed kills the command at a 
 S3 ($STATECTL_FAULT_AFTER_WRITES=N: the process SIGKILLs itself instead of making its N+1th
 write), from before the journal to after the last step; each test prints where its kills
 landed.
+
+Marked ``object_storage``: CI runs them beside the checkpoint matrix (.ci/run);
+``scripts/test.sh -m object_storage`` runs every object-storage test.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import pytest
 from tests.checkpoint_factory import OperatorSpec, build_checkpoint
 from tests.s3_support import object_hashes, tree_hashes, upload_tree
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.object_storage]
 
 
 def statectl(*args: str, env: dict) -> subprocess.CompletedProcess:
