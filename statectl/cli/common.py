@@ -46,14 +46,17 @@ ConfigOpt = Annotated[
 
 def location_arg(value):
     """A checkpoint (or backup) location: a local path, ``file://``, or an object-store URL
-    (``s3a://bucket/path``; ``s3://`` too), as the path object statectl's core takes. A malformed
-    URL is a usage error (exit 2)."""
+    (``s3a://bucket/path``; ``s3://`` too), as the path object statectl's core takes (a local
+    one as given, like Typer's own Path). A malformed URL is a usage error (exit 2)."""
+    from pathlib import Path
+
     from statectl.storage.files import checkpoint_path
+    from statectl.storage.location import is_remote, local_path_of
 
     if value is None or not isinstance(value, str):
         return value
     try:
-        return checkpoint_path(value)
+        return checkpoint_path(value) if is_remote(value) else Path(local_path_of(value))
     except StatectlError as exc:
         raise typer.BadParameter(str(exc)) from None
 

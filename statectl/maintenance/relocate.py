@@ -20,7 +20,7 @@ from pathlib import Path
 
 from statectl.maintenance.backup import backup_dir_for
 from statectl.maintenance.relocate_plan import RelocationPlan, relocation_plan
-from statectl.storage.files import as_path, checkpoint_path, is_object_path
+from statectl.storage.files import as_path, is_object_path
 from statectl.errors import OperationalError, UsageError
 
 #: What a backup directory keeps: the files as they were, at their paths in the checkpoint.
@@ -59,7 +59,10 @@ def plan_relocation(request: RelocateRequest, now: datetime | None = None) -> Re
     """Read the checkpoint and plan; refusals are in the plan, not raised."""
     from statectl.checkpoint.liveness import refuse_if_live
 
-    checkpoint = checkpoint_path(request.checkpoint)
+    if is_object_path(request.checkpoint):
+        checkpoint = as_path(request.checkpoint)
+    else:  # the path as given, links not resolved: the location the recorded paths should name
+        checkpoint = Path(os.path.abspath(request.checkpoint.expanduser()))
     if not request.dry_run:
         refuse_if_live(checkpoint, request.force, "relocate it")
     plan = _plan(checkpoint)

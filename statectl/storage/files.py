@@ -17,14 +17,14 @@ AnyPath = Union[Path, ObjectPath]
 
 def checkpoint_path(text: "str | os.PathLike | ObjectPath") -> AnyPath:
     """A location as given on the command line or in a config: ``s3a://b/x`` (``s3://`` too) as an
-    ObjectPath, ``file:///x`` and plain paths as an absolute Path (``~`` expanded). UsageError
+    ObjectPath, ``file:///x`` and plain paths as an absolute Path (``~`` expanded, links resolved). UsageError
     (exit 2) for a malformed URL."""
     if isinstance(text, ObjectPath):
         return text
     raw = os.fspath(text) if not isinstance(text, str) else text
     if is_remote(raw):
         return ObjectPath(raw)
-    return Path(os.path.abspath(os.path.expanduser(local_path_of(raw))))
+    return Path(local_path_of(raw)).expanduser().resolve()
 
 
 def as_path(value: "str | os.PathLike | ObjectPath") -> AnyPath:
