@@ -92,6 +92,7 @@ def begin(command: str, checkpoint: ObjectPath, backup: ObjectPath, removes: lis
                          f"into it by server-side copies")
     # A file removed and written again (a start-over writes the new checkpoint where the old one
     # was) is one step: its new bytes replace the old, which are kept in the backup.
+    _listed(checkpoint)
     steps = [Step("remove", rel, _md5_of(checkpoint / rel)) for rel in removes if rel not in writes]
     for rel, data in writes.items():
         steps.append(Step("write", rel, _md5_of(checkpoint / rel), md5(data)))
@@ -129,11 +130,18 @@ def _md5_of(path: ObjectPath) -> str | None:
     return path.md5()
 
 
+def _listed(*folders: ObjectPath) -> None:
+    """One listing of each folder (a request per 1,000 objects): every MD5 after it comes from it."""
+    for folder in folders:
+        folder.store.prefetch(folder.key)
+
+
 def apply(journal: Journal, progress: Callable[[int, int], None] | None = None) -> Journal:
     """Carry the journal out, or finish it (``--resume``): each step does what is left of it."""
     if journal.status == "undone":
         raise UsageError(f"the {journal.command} in {journal.backup} was undone; it cannot be resumed")
     checkpoint, backup = ObjectPath(journal.checkpoint), ObjectPath(journal.backup)
+    _listed(checkpoint, backup)
     for i, step in enumerate(journal.steps):
         here, saved = checkpoint / step.path, backup / SAVED / step.path
         if step.op == "marker":
@@ -177,6 +185,7 @@ def undo(journal: Journal, progress: Callable[[int, int], None] | None = None) -
     if journal.status == "undone":
         raise UsageError(f"the {journal.command} in {journal.backup} was undone already")
     checkpoint, backup = ObjectPath(journal.checkpoint), ObjectPath(journal.backup)
+    _listed(checkpoint, backup)
     conflicts = []
     for step in journal.steps:  # check everything before changing anything
         if step.op == "marker":

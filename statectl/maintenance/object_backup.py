@@ -22,6 +22,7 @@ def copy_checkpoint(checkpoint: ObjectPath, backup: ObjectPath, command: str,
     """Copy every object of ``checkpoint`` under ``backup``; (objects, bytes)."""
     if (backup.scheme, backup.bucket) != (checkpoint.scheme, checkpoint.bucket):
         raise UsageError(f"backup {backup} must be in the bucket of the checkpoint ({checkpoint.bucket})")
+    backup.store.prefetch(backup.key)
     files = list(walk_files(checkpoint))
     ids: dict[str, str | None] = {}
     for i, (rel, _size) in enumerate(files):
@@ -55,6 +56,7 @@ def restore_checkpoint(backup: ObjectPath) -> tuple[int, int]:
     deleted)."""
     doc = read_backup(backup)
     checkpoint = ObjectPath(doc["checkpoint"])
+    backup.store.prefetch(backup.key)
     wanted: dict[str, str] = doc["files"]
     extra = [rel for rel, _ in walk_files(checkpoint) if rel not in wanted]
     copied = 0

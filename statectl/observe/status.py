@@ -23,6 +23,7 @@ from statectl.checkpoint.progress import CheckpointProgress, read_progress, stat
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import StatectlError, UsageError
+from statectl.storage.files import is_object_path, scandir
 from statectl.observe.lag import EndOffsets, inputs_of, kafka_end_offsets, lag_report, topics_to_ask
 
 HEALTHY = "healthy"
@@ -183,6 +184,10 @@ def is_checkpoint(path: Path) -> bool:
     """A Structured Streaming checkpoint: Spark writes ``metadata`` (the query id) when a query
     starts, then the ``offsets`` and ``commits`` logs."""
     try:
+        if is_object_path(path):  # one listing of the folder, not a request per name
+            with scandir(path) as it:
+                kinds = {e.name: e.is_dir() for e in it}
+            return kinds.get("metadata") is False or kinds.get("offsets") is True
         return (path / "metadata").is_file() or (path / "offsets").is_dir()
     except OSError:  # unreadable: not one we can show (the walk goes on)
         return False
