@@ -25,7 +25,7 @@ def run(
     example: ExampleArg = None,
     config: ConfigOpt = None,
     available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="Checkpoint location (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")] = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
