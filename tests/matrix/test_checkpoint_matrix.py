@@ -351,7 +351,10 @@ def _damage(gen: Generated, case_dir: Path, kind: str, damage: str) -> Path:
         # without the first changelog (as after cleanup) there is nothing to rebuild from.
         _drop_versions_before(copy, _restore_snapshot(copy))
     elif damage == "moved-relocated":
-        proc = run_statectl("relocate-checkpoint", str(copy), "--backup-dir", str(case_dir / "backup"), timeout=120)
+        # --force: the query that wrote it stopped a moment ago, which looks like a live one for a
+        # minute (liveness.py); when the cases come within that minute, relocate would refuse.
+        proc = run_statectl("relocate-checkpoint", str(copy), "--force", "--backup-dir", str(case_dir / "backup"),
+                            timeout=120)
         assert proc.returncode == 0, proc.stderr
     return copy
 
