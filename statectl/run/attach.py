@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,10 @@ from statectl.checkpoint.lock import record_release
 from statectl.errors import UsageError
 from statectl.run.monitor import RunMonitor
 
+
+
+#: How long ``detach`` waits for Spark to report the end of a query that stopped.
+DETACH_WAIT_S = 10.0
 
 class KafkaEventSink:
     """Events as JSON records of a Kafka topic, keyed by query id (one partition keeps a query's
@@ -89,6 +94,8 @@ class Observer:
         self.commit_errors: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        #: the threads finishing queries that said they terminated (joined by ``detach``)
+        self._endings: list[threading.Thread] = []
         self.listener = make_listener(self._submit)
         spark.streams.addListener(self.listener)
         self._beat = threading.Thread(target=self._heartbeats, name="statectl-heartbeat", daemon=True)
@@ -114,7 +121,9 @@ class Observer:
         if kind == "progress":
             self._beat_once(query_id)
         if kind == "terminated":
-            threading.Thread(target=self._ended, args=(query_id,), daemon=True).start()
+            ending = threading.Thread(target=self._ended, args=(query_id,), daemon=True)
+            self._endings.append(ending)
+            ending.start()
 
     def _started(self, raw: tuple) -> None:
         from statectl.run.restore_tracking import tracked_restore
@@ -194,8 +203,15 @@ class Observer:
         if self._stop.is_set():
             return
         self._stop.set()
+        # Spark tells the listener of a stop asynchronously: a job that stops its query and exits
+        # at once would otherwise lose the terminated event (and the release with it).
+        deadline = time.monotonic() + DETACH_WAIT_S
+        while time.monotonic() < deadline and any(not self._still_running(q) for q in list(self.monitors)):
+            time.sleep(0.05)
         with contextlib.suppress(Exception):
             self.spark.streams.removeListener(self.listener)
+        for ending in list(self._endings):
+            ending.join(max(0.0, deadline + 5.0 - time.monotonic()))
         for query_id in list(self.monitors):
             self._ended(query_id, terminated=not self._still_running(query_id))
         for sink in self.sinks:
