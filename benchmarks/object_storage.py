@@ -18,7 +18,6 @@ its own, ``--json``); the time is the median of ``--rounds`` runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
