@@ -77,10 +77,10 @@ def reset(
             raise UsageError("--resume BACKUP finishes the reset its journal describes: leave out JOB, --undo and the "
                              "--to-* options")
         from statectl.maintenance.reset import resume_reset
-        from statectl.render.reset import resumed
+        from statectl.render.reset import journal_done
 
         use_storage(storage_config)
-        resumed(resume_reset(resume), json)
+        journal_done(resume_reset(resume), json)
         return
     if undo is not None:
         if job or to_earliest or to_latest or to_datetime or to_batch is not None or force or backup_dir:

@@ -23,7 +23,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from statectl.errors import OperationalError, UsageError
 from statectl.storage.objects import ObjectPath
@@ -93,9 +93,9 @@ def begin(command: str, checkpoint: ObjectPath, backup: ObjectPath, removes: lis
     # A file removed and written again (a start-over writes the new checkpoint where the old one
     # was) is one step: its new bytes replace the old, which are kept in the backup.
     _listed(checkpoint)
-    steps = [Step("remove", rel, _md5_of(checkpoint / rel)) for rel in removes if rel not in writes]
+    steps = [Step("remove", rel, (checkpoint / rel).md5()) for rel in removes if rel not in writes]
     for rel, data in writes.items():
-        steps.append(Step("write", rel, _md5_of(checkpoint / rel), md5(data)))
+        steps.append(Step("write", rel, (checkpoint / rel).md5(), md5(data)))
     steps += [Step("marker", rel, "marker") for rel in sorted(markers, key=lambda m: -m.count("/"))]
     missing = [s.path for s in steps if s.op == "remove" and s.before is None]
     if missing:
@@ -126,23 +126,19 @@ def load(backup: ObjectPath) -> Journal:
     return Journal.from_dict(doc, str(path))
 
 
-def _md5_of(path: ObjectPath) -> str | None:
-    return path.md5()
-
-
 def _listed(*folders: ObjectPath) -> None:
     """One listing of each folder (a request per 1,000 objects): every MD5 after it comes from it."""
     for folder in folders:
         folder.store.prefetch(folder.key)
 
 
-def apply(journal: Journal, progress: Callable[[int, int], None] | None = None) -> Journal:
+def apply(journal: Journal) -> Journal:
     """Carry the journal out, or finish it (``--resume``): each step does what is left of it."""
     if journal.status == "undone":
         raise UsageError(f"the {journal.command} in {journal.backup} was undone; it cannot be resumed")
     checkpoint, backup = ObjectPath(journal.checkpoint), ObjectPath(journal.backup)
     _listed(checkpoint, backup)
-    for i, step in enumerate(journal.steps):
+    for step in journal.steps:
         here, saved = checkpoint / step.path, backup / SAVED / step.path
         if step.op == "marker":
             if _marker_there(checkpoint, step.path):
@@ -173,14 +169,12 @@ def apply(journal: Journal, progress: Callable[[int, int], None] | None = None) 
                 if staged.md5() != step.after:
                     raise OperationalError(f"the new bytes of {step.path} are missing from {backup}; run --undo")
                 staged.copy_to(here)
-        if progress:
-            progress(i + 1, len(journal.steps))
     journal.status = "applied"
     save(journal)
     return journal
 
 
-def undo(journal: Journal, progress: Callable[[int, int], None] | None = None) -> Journal:
+def undo(journal: Journal) -> Journal:
     """Put the checkpoint back as it was before the journal's command, from any point it reached."""
     if journal.status == "undone":
         raise UsageError(f"the {journal.command} in {journal.backup} was undone already")
@@ -199,7 +193,7 @@ def undo(journal: Journal, progress: Callable[[int, int], None] | None = None) -
     if conflicts:
         raise UsageError(f"{checkpoint} has other files where the backup's go ({', '.join(conflicts[:5])}): a run "
                          f"wrote them after the {journal.command}; undo refused, nothing was changed")
-    for i, step in enumerate(reversed(journal.steps)):
+    for step in reversed(journal.steps):
         here, saved = checkpoint / step.path, backup / SAVED / step.path
         if step.op == "marker":
             if not _marker_there(checkpoint, step.path):
@@ -212,8 +206,6 @@ def undo(journal: Journal, progress: Callable[[int, int], None] | None = None) -
             here.unlink(missing_ok=True)  # a file the command wrote where there was none
         else:
             saved.copy_to(here)
-        if progress:
-            progress(i + 1, len(journal.steps))
     journal.status = "undone"
     save(journal)
     return journal
@@ -231,14 +223,3 @@ def _marker_there(checkpoint: ObjectPath, rel: str) -> bool:
 def _changed(checkpoint: ObjectPath, step: Step, backup: ObjectPath) -> OperationalError:
     return OperationalError(f"{checkpoint / step.path} is not what the journal in {backup} expects (a run changed "
                             f"it?); stopped: `--undo {backup}` puts back what was done so far")
-
-
-def state_of(journal: Journal) -> str:
-    """``old``, ``new`` or ``between``: where the checkpoint is, by the journal's files."""
-    checkpoint = ObjectPath(journal.checkpoint)
-    steps = [s for s in journal.steps if s.op != "marker"]
-    ids = [(checkpoint / s.path).md5() for s in steps]
-    if all(now == s.before for now, s in zip(ids, steps)):
-        return "old"
-    new = [None if s.op == "remove" else s.after for s in steps]
-    return "new" if ids == new else "between"

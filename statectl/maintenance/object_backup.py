@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Callable
-
 from statectl.errors import OperationalError, UsageError
 from statectl.storage.files import walk_files
 from statectl.storage.objects import ObjectPath
@@ -17,21 +15,18 @@ from statectl.storage.objects import ObjectPath
 MANIFEST = "statectl-backup.json"
 
 
-def copy_checkpoint(checkpoint: ObjectPath, backup: ObjectPath, command: str,
-                    progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
+def copy_checkpoint(checkpoint: ObjectPath, backup: ObjectPath, command: str) -> tuple[int, int]:
     """Copy every object of ``checkpoint`` under ``backup``; (objects, bytes)."""
     if (backup.scheme, backup.bucket) != (checkpoint.scheme, checkpoint.bucket):
         raise UsageError(f"backup {backup} must be in the bucket of the checkpoint ({checkpoint.bucket})")
     backup.store.prefetch(backup.key)
     files = list(walk_files(checkpoint))
     ids: dict[str, str | None] = {}
-    for i, (rel, _size) in enumerate(files):
+    for rel, _size in files:
         (checkpoint / rel).copy_to(backup / rel)
         ids[rel] = (backup / rel).md5()
         if ids[rel] != (checkpoint / rel).md5():
             raise OperationalError(f"the copy of {rel} in {backup} differs from the checkpoint's; nothing was changed")
-        if progress:
-            progress(i + 1, len(files))
     doc = {"tool": "statectl", "format": 1, "command": command, "checkpoint": str(checkpoint),
            "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "files": ids}
     (backup / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")

@@ -121,8 +121,8 @@ def _journal_undo(backup, dry_run: bool) -> UndoResult:
     return result
 
 
-def resume_reset(backup) -> ResetPlan | None:
-    """Finish a reset of an object-store checkpoint that was cut short (its journal in ``backup``)."""
+def resume_reset(backup):
+    """Finish a reset of an object-store checkpoint that was cut short (its journal in ``backup``); the journal."""
     from statectl.maintenance import journal
 
     if not is_object_path(backup):

@@ -162,11 +162,6 @@ def undone(result: UndoResult, as_json: bool) -> None:
         console.print(f"the backup {result.backup} is empty now and was removed", soft_wrap=True)
 
 
-def resumed(journal, as_json: bool) -> None:
-    """A reset finished from its journal (``reset --resume``)."""
-    journal_done(journal, as_json)
-
-
 def journal_done(journal, as_json: bool) -> None:
     """A change of an object-store checkpoint finished (``--resume``) or undone (``--undo``) from
     its journal."""

@@ -120,11 +120,6 @@ def folder_markers(root: "str | os.PathLike | ObjectPath") -> list[str]:
     return out
 
 
-def display(path: object) -> str:
-    """A path as statectl prints it: an object-store path as its URL."""
-    return str(path)
-
-
 def open_binary(path: "str | os.PathLike | ObjectPath"):
     """``open(path, "rb")`` for both kinds (an object is read whole, one GET, into memory)."""
     if is_object_path(path):

@@ -60,8 +60,6 @@ class S3Store:
         self._listed: set[str] = set()
         #: folders that exist as a marker object (``key/``, as S3A writes them), without the slash
         self._markers: set[str] = set()
-        #: requests made, by operation (for --json and the request-cost figures)
-        self.requests: dict[str, int] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
     @property
@@ -76,7 +74,6 @@ class S3Store:
     def _call(self, operation: str, key: str, fn: Callable):
         if operation in _WRITES:
             _fault_point()
-        self.requests[operation] = self.requests.get(operation, 0) + 1
         try:
             return fn()
         except Exception as exc:  # botocore's families, turned into one line each

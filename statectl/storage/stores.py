@@ -49,15 +49,6 @@ def store_for(location: Location):
         return store
 
 
-def request_counts() -> dict[str, int]:
-    """Requests made to object stores so far in this process, by operation."""
-    out: dict[str, int] = {}
-    for store in list(_stores.values()):
-        for op, n in getattr(store, "requests", {}).items():
-            out[op] = out.get(op, 0) + n
-    return out
-
-
 def forget_listings() -> None:
     """Drop the listings every store keeps, so the next look sees the stores as they are now
     (a --watch loop, or a wait for a job to write)."""
@@ -78,7 +69,6 @@ class FsspecStore:
             raise UsageError(f"{scheme}:// needs fsspec and its {scheme} library ({exc}); statectl tests "
                              f"s3a:// only") from None
         self.scheme, self.bucket = scheme, bucket
-        self.requests: dict[str, int] = {}
 
     def _path(self, key: str) -> str:
         return f"{self.bucket}/{key}" if key else self.bucket
@@ -86,11 +76,8 @@ class FsspecStore:
     def uri(self, key: str) -> str:
         return f"{self.scheme}://{self._path(key)}"
 
-    def _count(self, op: str) -> None:
-        self.requests[op] = self.requests.get(op, 0) + 1
 
     def list_dir(self, key: str) -> dict[str, ObjectEntry]:
-        self._count("list")
         try:
             found = self.fs.ls(self._path(key), detail=True)
         except FileNotFoundError:
@@ -123,24 +110,19 @@ class FsspecStore:
         self.fs.invalidate_cache()
 
     def sizes_under(self, key: str, max_pages: int) -> tuple[int, int, bool]:
-        self._count("find")
         found = self.fs.find(self._path(key), detail=True)
         return len(found), sum(int(i.get("size") or 0) for i in found.values()), False
 
     def read(self, key: str) -> bytes:
-        self._count("get")
         return self.fs.cat_file(self._path(key))
 
     def write(self, key: str, data: bytes) -> None:
-        self._count("put")
         self.fs.pipe_file(self._path(key), data)
 
     def copy(self, source: str, target: str, size: int | None = None) -> None:
-        self._count("copy")
         self.fs.copy(self._path(source), self._path(target))
 
     def delete(self, key: str) -> None:
-        self._count("delete")
         self.fs.rm_file(self._path(key))
 
     def delete_many(self, keys: list[str]) -> None:
