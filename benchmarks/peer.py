@@ -64,7 +64,18 @@ from benchmarks._common import mib, process_tree, throwaway_broker  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 TWIN_DIR = REPO / "benchmarks" / "kafka_streams"
 TWIN_JAR = TWIN_DIR / "target" / "leaderboard-twin.jar"
-SYSTEMS = ("statectl", "twin-book", "twin-defaults")
+SYSTEMS = ("statectl", "statectl-engine", "twin-book", "twin-defaults", "twin-book-2t", "twin-defaults-2t")
+#: what a twin system name means: its settings and the Kafka Streams properties it adds
+TWIN_VARIANTS = {
+    "twin-book": ("book", []),
+    "twin-defaults": ("defaults", []),
+    "twin-book-2t": ("book", ["num.stream.threads=2"]),
+    "twin-defaults-2t": ("defaults", ["num.stream.threads=2"]),
+}
+
+
+def is_statectl(system: str) -> bool:
+    return system.startswith("statectl")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -457,6 +468,30 @@ def measured(cmd: list[str], env: dict, log: Path, broker_pid: int, timeout: flo
     return proc.returncode, out.decode(errors="replace"), wall, started_epoch, cpu, broker, peak.peak, note
 
 
+def statectl_command(config: Path, checkpoint: Path, bootstrap: str, overrides: list[str],
+                     remote: str | None = None) -> list[str]:
+    """The statectl run the harness times: the whole input with --available-now, a JSON summary."""
+    cmd = [str(REPO / ".venv" / "bin" / "statectl"), "run", "leaderboard", "--config", str(config),
+           "--available-now", "--checkpoint-dir", str(checkpoint), "-b", bootstrap, "--json"]
+    if remote:
+        cmd += ["--remote", remote]
+    for override in overrides:
+        cmd += ["--set", override]
+    return cmd
+
+
+def twin_command(jar: Path, java_opts: list[str], properties: Path, settings: str, app_id: str, state_dir: Path,
+                 overrides: list[str]) -> list[str]:
+    """The twin run the harness times. Its parser takes ``--set KEY=VALUE`` as two arguments."""
+    cmd = ["java", *java_opts, "-jar", str(jar), "--properties", str(properties), "--settings", settings,
+           "--application-id", app_id, "--state-dir", str(state_dir), "--exit-when-done"]
+    for override in overrides:
+        if "=" not in override.strip("=") or override.startswith("="):
+            raise SystemExit(f"--twin-set {override!r}: expected KEY=VALUE (e.g. num.stream.threads=2)")
+        cmd += ["--set", override]
+    return cmd
+
+
 def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, bootstrap: str, broker_pid: int,
             events: int) -> Result:
     tag = f"{system}-{rnd}-{uuid.uuid4().hex[:6]}"
@@ -481,23 +516,21 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
     env = dict(os.environ, STATECTL_HOME=str(run_dir / "home"), PYTHONUNBUFFERED="1")
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     app_id = f"twin-{tag}"
-    if system == "statectl":
-        cmd = [str(REPO / ".venv" / "bin" / "statectl"), "run", "leaderboard", "--config", str(yaml_path),
-               "--available-now", "--checkpoint-dir", str(run_dir / "checkpoint"), "-b", bootstrap, "--json"]
-        cmd += [f"--set={s}" for s in args.set]
+    if is_statectl(system):
+        remote = args.remote if system == "statectl-engine" else None
+        cmd = statectl_command(yaml_path, run_dir / "checkpoint", bootstrap, args.set, remote)
     else:
         props = run_dir / "twin.properties"
         props.write_text(twin_properties(config, bootstrap))
-        cmd = ["java", *args.twin_java_opt, "-jar", str(args.jar), "--properties", str(props),
-               "--settings", system.removeprefix("twin-"), "--application-id", app_id,
-               "--state-dir", str(run_dir / "state"), "--exit-when-done"]
-        cmd += [f"--set={s}" for s in args.twin_set]
+        settings, variant = TWIN_VARIANTS[system]
+        cmd = twin_command(args.jar, args.twin_java_opt, props, settings, app_id, run_dir / "state",
+                           [*variant, *args.twin_set])
     rc, out, wall, started, cpu, broker_cpu, peak, note = measured(
         cmd, env, run_dir / "stderr.log", broker_pid, args.timeout)
     ok = rc == 0
     twin, summary = {}, {}
     lines = [ln for ln in out.splitlines() if ln.strip().startswith("{")]
-    if system == "statectl":
+    if is_statectl(system):
         with contextlib.suppress(ValueError):
             summary = json.loads(out)
         if summary.get("status") != "finished" or summary.get("input_rows", 0) < events:
@@ -507,7 +540,7 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
     elif lines:
         with contextlib.suppress(ValueError):
             twin = json.loads(lines[-1])
-    if system != "statectl":
+    if not is_statectl(system):
         repartition = [t for t in topics_with_prefix(bootstrap, app_id + "-") if t.endswith("-repartition")]
         done, behind = committed_at_log_end(bootstrap, app_id, [config.topics.score_events, config.topics.players,
                                                                  *repartition])
@@ -566,7 +599,7 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
     print(f"{events:,} score events; {'median of ' + str(rounds) + ' rounds (by wall time)' if rounds > 1 else '1 round'}"
           f"; load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
-    head = (f"{'system':<15}{'wall s':>8}{'events/s':>11}{'1st out s':>11}{'CPU s':>8}{'broker CPU s':>14}"
+    head = (f"{'system':<18}{'wall s':>8}{'events/s':>11}{'1st out s':>11}{'CPU s':>8}{'broker CPU s':>14}"
             f"{'CPU s/M ev':>12}{'peak RSS':>13}{'out recs':>12}  ok")
     print(head)
     for s in SYSTEMS:
@@ -574,14 +607,14 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
         if r is None:
             continue
         per_m = (r.cpu + r.broker_cpu) / events * 1e6 if events >= 10_000 else None
-        print(f"{s:<15}{r.wall:>8.1f}{events / r.wall:>11,.0f}{_fmt(r.first_output, '>11.1f'):>11}{r.cpu:>8.1f}"
+        print(f"{s:<18}{r.wall:>8.1f}{events / r.wall:>11,.0f}{_fmt(r.first_output, '>11.1f'):>11}{r.cpu:>8.1f}"
               f"{r.broker_cpu:>14.1f}{_fmt(per_m, '>12.1f'):>12}{mib(r.peak_rss):>13}{r.output_records:>12,}  "
               f"{'yes' if r.ok else 'NO'}{' (' + r.note + ')' if r.note else ''}")
     if rounds > 1:
         print("every round (wall s): " + "; ".join(
             f"{s} " + ", ".join(f"{r.wall:.1f}" for r in by_system[s]) for s in SYSTEMS if s in by_system))
     print("(CPU s/M ev: the tree's CPU seconds plus the broker's, per million score events)")
-    for s in ("twin-book", "twin-defaults"):
+    for s in TWIN_VARIANTS:
         r = rows.get(s)
         if r and r.twin:
             print(f"{s}: statestore.cache.max.bytes={r.twin.get('statestore_cache_max_bytes')}, "
@@ -590,18 +623,21 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
                   f"{'a regular commit' if r.twin.get('finished_by') == 'commit' else 'the commit of its close once caught up'}"
                   f" at {r.twin.get('seconds_to_done', 0):.1f} s, {r.twin.get('records_processed', 0):,} records "
                   f"processed (scores, players, both repartition topics)")
-    st = rows.get("statectl")
-    if st and st.summary:
-        print(f"statectl: {st.summary.get('batches')} batch(es), {st.summary.get('input_rows', 0):,} input rows "
-              f"(score events and table records); the batches' own time (triggerExecution) "
-              f"{st.summary.get('processing_seconds', 0):.1f} s of {st.wall:.1f} s")
-    if st:
-        for s in ("twin-book", "twin-defaults"):
-            r = rows.get(s)
-            if r:
-                print(f"ratio statectl / {s}: events/s {r.wall / st.wall:.2f}, CPU s (tree) {st.cpu / r.cpu:.2f}, "
-                      f"CPU s with the broker's {(st.cpu + st.broker_cpu) / (r.cpu + r.broker_cpu):.2f}, "
-                      f"peak RSS {st.peak_rss / max(r.peak_rss, 1):.2f}")
+    twins = {s: r for s, r in rows.items() if not is_statectl(s)}
+    best = min(twins, key=lambda s: twins[s].wall) if twins else None
+    for name in ("statectl", "statectl-engine"):
+        st = rows.get(name)
+        if st and st.summary:
+            print(f"{name}: {st.summary.get('batches')} batch(es), {st.summary.get('input_rows', 0):,} input rows "
+                  f"(score events and table records); the batches' own time (triggerExecution) "
+                  f"{st.summary.get('processing_seconds', 0):.1f} s of {st.wall:.1f} s")
+        if not st:
+            continue
+        for s, r in twins.items():
+            print(f"ratio {name} / {s}{' (the best twin)' if s == best else ''}: events/s {r.wall / st.wall:.2f}, "
+                  f"CPU s (tree) {st.cpu / r.cpu:.2f}, "
+                  f"CPU s with the broker's {(st.cpu + st.broker_cpu) / (r.cpu + r.broker_cpu):.2f}, "
+                  f"peak RSS {st.peak_rss / max(r.peak_rss, 1):.2f}")
     print()
     games = sorted(set(o.full) | {g for r in results for g in r.view}, key=lambda g: (len(g), g))
     tied = sum(has_tie(o, g) for g in o.full)
@@ -610,7 +646,7 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
           f"(two players with one of the top {top_n} distinct scores), and in {shorter} of them the book's set keeps "
           f"one of the tied players where statectl's list keeps both")
     for r in results:
-        if r.system == "statectl":
+        if is_statectl(r.system):
             counts = {"agree": 0, "tie-order": 0, "disagree": 0}
             for g in games:
                 counts[check_full(r.view.get(g), o, g)] += 1
@@ -624,7 +660,7 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
                   f"book's rule; {tie_games} of them with a tie), {len(games) - agree} disagree")
     st_runs = by_system.get("statectl", [])
     for r in results:
-        if r.system == "statectl" or not st_runs:
+        if is_statectl(r.system) or not st_runs:
             continue
         st_view = st_runs[0].view
         same = sum(_entries(st_view.get(g, [])) == _entries(r.view.get(g, [])) for g in games)
@@ -644,7 +680,7 @@ def show(results: list[Result]) -> None:
         for r in results:
             entries = ", ".join(f"{e.get('playerName')} ({e.get('playerId')}) {float(e.get('score')):g}"
                                 for e in r.view.get(g, []))
-            print(f"  {r.system:<14} [{entries}]  {r.view.get(g, [{}])[0].get('gameName', '')}")
+            print(f"  {r.system:<18} [{entries}]  {r.view.get(g, [{}])[0].get('gameName', '')}")
 
 
 def main() -> None:
@@ -666,6 +702,9 @@ def main() -> None:
                     help="a Kafka Streams property for the twin (both settings), e.g. num.stream.threads=2")
     ap.add_argument("--twin-java-opt", action="append", default=[], metavar="OPT", help="a JVM option for the twin")
     ap.add_argument("--jar", type=Path, default=TWIN_JAR)
+    ap.add_argument("--remote", metavar="sc://HOST:PORT",
+                    help="the Spark Connect engine statectl-engine runs on (default: the local engine, "
+                         "`statectl engine up`)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a run may take before it is killed")
     ap.add_argument("--show", action="store_true", help="print every game's list from each run (small datasets)")
     ap.add_argument("--keep", action="store_true", help="keep each run's directory (logs, state) in the temp dir")
@@ -679,7 +718,7 @@ def main() -> None:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if unknown := [s for s in systems if s not in SYSTEMS]:
         ap.error(f"unknown system(s) {unknown}; known: {', '.join(SYSTEMS)}")
-    if any(s != "statectl" for s in systems) and not args.jar.exists():
+    if any(not is_statectl(s) for s in systems) and not args.jar.exists():
         sys.exit(f"{args.jar} is missing: build it with scripts/setup.sh --bench "
                  f"(or: cd {TWIN_DIR.relative_to(REPO)} && mvn -q package)")
     config = load_config(args.config, args.set)

@@ -62,6 +62,15 @@ def location_arg(value):
 
 
 LOCATION = location_arg
+RemoteOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--remote", metavar="sc://HOST:PORT",
+        help="Run on this Spark Connect engine instead of a Spark driver in statectl's process ('none': in "
+             "this process). Default: $SPARK_REMOTE, the config's spark.remote, else the project's engine "
+             "when it is up (statectl engine up), else in this process.",
+    ),
+]
 StorageConfigOpt = Annotated[
     Optional[Path],
     typer.Option(

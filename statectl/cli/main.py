@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from statectl import __version__
-from statectl.cli import jars, kafka, produce, query, run
+from statectl.cli import engine, jars, kafka, produce, query, run
 from statectl.cli import topic_config
 from statectl.cli import inspect_state
 from statectl.cli import events
@@ -54,6 +54,7 @@ def root(
 
 
 app.add_typer(kafka.app, name="kafka", cls=LightGroup)
+app.add_typer(engine.app, name="engine", cls=LightGroup)
 app.add_typer(jars.app, name="jars", cls=LightGroup)
 app.command("produce-test-data")(produce.produce_test_data)
 app.command("topic-config")(topic_config.topic_config)

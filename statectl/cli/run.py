@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, 
+from statectl.cli.common import (LOCATION, RemoteOpt, StorageConfigOpt, use_storage,
     BootstrapOpt,
     ClientConfigOpt,
     ConfigOpt,
@@ -27,6 +27,7 @@ def run(
     available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
     checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")] = None,
+    remote: RemoteOpt = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
@@ -62,6 +63,10 @@ def run(
 
       statectl run my_pkg.clicks:build --set params.threshold=5
 
+      statectl engine up && statectl run leaderboard --available-now   (on the warm engine: starts in seconds)
+
+      statectl run leaderboard --remote sc://spark-connect.internal:15002
+
     Your own job is a function that takes a job context (ctx.spark, ctx.params, ctx.kafka_options)
     and returns an unstarted DataStreamWriter; statectl sets its checkpoint, trigger and query
     name and runs it like the built-in jobs (docs/own-jobs.md).
@@ -78,7 +83,8 @@ def run(
     use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
-                         master=master, cluster=cluster, metrics_port=metrics_port, metrics_host=metrics_host)
+                         master=master, remote=remote, cluster=cluster, metrics_port=metrics_port,
+                         metrics_host=metrics_host)
     writer = EventsWriter(events) if events else None
     display = run_display(err(), job=resolved.config.job_name)
     sinks = [s for s in (display, writer) if s is not None]

@@ -55,8 +55,17 @@ def _release(value: str | None) -> str | None:
     return None if value is None else str(value).strip()
 
 
+def _remote(value: str | None) -> str | None:
+    """A Spark Connect endpoint, sc://HOST[:PORT]."""
+    if value is not None and not re.fullmatch(r"sc://[^\s/]+/?(;\S*)?", str(value).strip()):
+        raise ValueError(f"takes a Spark Connect endpoint such as sc://localhost:15002, not {value!r}")
+    return None if value is None else str(value).strip()
+
+
 class SparkConfig(Section):
     master: Text = "local[*]"
+    #: A Spark Connect engine to run on (sc://HOST:PORT) instead of a driver in statectl's process.
+    remote: Annotated[Text, AfterValidator(_remote)] | None = None
     ui: bool = False
     conf: SparkConf = Field(default_factory=dict)
     #: The Spark release that restarts this job's checkpoint (3.5 ... 4.3): the release inspect-state

@@ -41,6 +41,9 @@ class RunRequest:
     available_now: bool = False
     checkpoint_dir: Path | None = None
     master: str | None = None
+    #: a Spark Connect engine (sc://HOST:PORT; "none": a driver in this process); None: chosen as
+    #: statectl.run.engine_choice says ($SPARK_REMOTE, the config's spark.remote, the project's engine)
+    remote: str | None = None
     #: where Kafka is and how to connect; None: from the job config and the environment alone
     cluster: Cluster | None = None
     stop_after_seconds: float | None = None  # continuous mode: stop by itself (tests, demos)
@@ -66,6 +69,7 @@ class RunSummary:
     state_rows: int = 0
     error: str | None = None
     processing_seconds: float = 0.0  # the batches' own time (triggerExecution), without start-up
+    engine: str | None = None  # the Spark Connect engine it ran on (None: a driver in statectl's process)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,23 +149,31 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     from statectl.adapters.kafka.connect import require_broker, require_operations
     from statectl.topics.declared import merged
     from statectl.adapters.spark.session import require_master
+    from statectl.run.engine_choice import engine_for
 
     config = request.config
     job = request.job or job_entry(config.job, config)
     name = config.job_name
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     master = request.master or config.spark.master
+    engine = engine_for(request.remote, request.master, config)
     # Refused in a second, before Spark starts (which takes many): a checkpoint path that cannot
-    # be a directory, a master nobody answers at, the broker, a metrics port in use.
+    # be a directory, a master or engine nobody answers at, the broker, a metrics port in use.
     check_checkpoint_location(checkpoint)
-    require_master(master)
+    if engine.on_engine:
+        from statectl.adapters.spark.remote import require_remote
+
+        require_remote(engine.remote)
+    else:
+        require_master(master)
     bootstrap = request.cluster or load_cluster(config_bootstrap=config.kafka.bootstrap_servers,
                                                 config_properties=config.kafka.properties)
     admin = require_broker(bootstrap)
     topics = _plan_topics(job, config, bootstrap, admin)
     metrics = _serve_metrics(request)
 
-    with CheckpointLock(checkpoint, writes_batches=True) as lock, _closing(metrics), _one_line_errors(name):
+    with CheckpointLock(checkpoint, writes_batches=True) as lock, _closing(metrics), _one_line_errors(name), \
+            contextlib.ExitStack() as session_scope:
         from statectl.adapters.spark.session import failure_line, spark_session
         from statectl.adapters.spark.query import kafka_sink_writer
         from statectl.checkpoint.restart_needs import restart_session_conf
@@ -174,17 +186,21 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         topic_note = topics.apply()
         # On a secured cluster, a missing READ or WRITE is one line now, not a Spark task failure later.
         require_operations(admin, bootstrap, {t.name: t.operation for t in merged(job.topics(config))})
-        if isinstance(job, UserJob):
-            worker_python_path(job.python_path())
-        spark = spark_session(
-            app_name=f"statectl {name}",
-            master=master,
-            # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
-            # whose format the session does not match (either way round): set the one it was written in.
-            conf={**spark_conf_for(checkpoint), **config.spark.conf, **restart_session_conf(layout)},
-            ui=config.spark.ui,
-            object_store=is_object_path(checkpoint),
-        )
+        # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
+        # whose format the session does not match (either way round): set the one it was written in.
+        conf = {**spark_conf_for(checkpoint), **config.spark.conf, **restart_session_conf(layout)}
+        link = None
+        if engine.on_engine:
+            from statectl.adapters.spark.remote import close_session
+
+            spark, link, engine_notes = _engine_session(engine, name, conf, job)
+            session_scope.callback(close_session, spark)  # its queries end with it on the engine
+        else:
+            if isinstance(job, UserJob):
+                worker_python_path(job.python_path())
+            spark = spark_session(app_name=f"statectl {name}", master=master, conf=conf, ui=config.spark.ui,
+                                  object_store=is_object_path(checkpoint))
+            engine_notes = []
         if isinstance(job, UserJob):
             writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now)
             output_topics: list[str] = []
@@ -204,8 +220,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                     lock.touch()  # if this run is killed, its lock says until when the batches were its
 
             monitor = _monitor(spark, metrics, [totals.add, metrics, on_event, note_batch], restore,
-                               [plan_note, topic_note],
-                               {"job": name, "checkpoint": str(checkpoint), "trigger": trigger})
+                               [*engine_notes, plan_note, topic_note],
+                               {"job": name, "checkpoint": str(checkpoint), "trigger": trigger}, engine, link)
         watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
         started = time.monotonic()
         signals = StopSignals().install()
@@ -213,6 +229,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         error = None
         start_error = None
         interrupted = False
+        query = None
         try:
             try:
                 query = writer.start()
@@ -221,7 +238,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                 raise _query_error(job, f"the {name} query did not start", exc) from exc
             lost = kafka_lost_error(bootstrap, config.kafka.unavailable_timeout)
             status = _follow(query, signals, request, started, monitor.stopping if monitor is not None else None,
-                             watch, monitor.fail if monitor is not None else None, lost)
+                             watch, monitor.fail if monitor is not None else None, lost, link)
             exc = query.exception()
             if status == KAFKA_LOST:
                 status, error = "failed", lost
@@ -233,6 +250,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         finally:
             signals.restore()
             watch.close()
+            if engine.on_engine and interrupted:
+                _stop_now(query)  # the engine would run it on until the session times out
             if monitor is not None:
                 monitor.close(error=start_error, wait=0.5 if interrupted else 5.0)
                 with contextlib.suppress(Exception):  # a JVM on its way out must not hide why
@@ -248,10 +267,39 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
         outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(output_topics)},
         state_rows=totals.last_state_rows, error=error, processing_seconds=round(totals.processing_ms / 1000, 2),
+        engine=engine.remote,
     )
     if status == "failed":
         raise OperationalError(f"the {name} query failed{_in_batch(checkpoint)}: {error}")
     return summary
+
+
+def _engine_session(engine, name: str, conf: dict[str, str], job):
+    """A Connect session on ``engine`` for this run, with the code its Python workers need: the
+    session, statectl's link to the engine (None on an engine statectl did not start), the notes
+    the run shows about it."""
+    from statectl.adapters.spark.remote import (engine_link, remote_session, runtime_settings, ship_python,
+                                                ship_statectl)
+
+    spark = remote_session(engine.remote, conf, app_name=f"statectl {name}")
+    link = engine_link(engine.remote)
+    if isinstance(job, UserJob):
+        ship_python(spark, job.python_path(), "job-code")
+    elif link is None:
+        ship_statectl(spark)  # an engine elsewhere has the jobs' Python only if it is sent
+    notes = [f"on the Spark Connect engine {engine.remote} ({engine.why})"]
+    ignored = sorted(set(conf) - set(runtime_settings(conf)))
+    if ignored:
+        notes.append(f"the engine keeps its own {', '.join(ignored)} (set when it started; only spark.sql.* "
+                     "settings apply to a run on an engine)")
+    return spark, link, notes
+
+
+def _stop_now(query) -> None:
+    if query is None:
+        return
+    with contextlib.suppress(Exception):
+        query.stop()
 
 
 def worker_python_path(paths: list[str]) -> None:
@@ -375,7 +423,7 @@ def kafka_lost_error(bootstrap, unavailable_timeout: str | None) -> str:
 
 def _follow(query, signals: StopSignals, request: RunRequest, started: float,
             on_stopping: Callable[[int | None, str], None] | None = None, watch: KafkaWatch | None = None,
-            on_kafka_lost: Callable[[str], None] | None = None, kafka_lost: str = "") -> str:
+            on_kafka_lost: Callable[[str], None] | None = None, kafka_lost: str = "", link=None) -> str:
     """Wait for the query to end, or for a stop request; stop between batches. Stop at once when
     ``watch`` says no broker answered for too long (Spark's source would wait forever)."""
     from statectl.adapters.spark.query import ended_within
@@ -390,7 +438,7 @@ def _follow(query, signals: StopSignals, request: RunRequest, started: float,
             return KAFKA_LOST
         reason = _stop_reason(signals, request, started)
         if reason is not None:
-            _stop_between_batches(query, reason, on_stopping)
+            _stop_between_batches(query, reason, on_stopping, link=link)
             return "stopped"
         if request.available_now and caught_up(query.lastProgress):
             # Spark ends an AvailableNow query by itself, except when a processing-time stateful
@@ -431,14 +479,17 @@ def _offsets(value):
 
 
 def _stop_between_batches(query, reason: str, on_stopping: Callable[[int | None, str], None] | None,
-                          patience: float = 600.0) -> None:
+                          patience: float = 600.0, link=None) -> None:
     """Let the running batch finish and commit, start no other, and wait for the query to end.
 
     Waiting for a moment with no batch running does not work under a backlog: the next batch
-    starts as soon as one ends, and batch after batch ran before such a moment came."""
-    from statectl.adapters.spark.query import StopBetweenBatches
+    starts as soon as one ends, and batch after batch ran before such a moment came. On statectl's
+    engine the engine does it (``link``); on another Spark Connect engine the query is stopped once
+    the running batch's progress arrives, which interrupts a batch that started meanwhile (the
+    next run re-runs it)."""
+    from statectl.adapters.spark.query import StopBetweenBatches, StopOnEngine
 
-    stopper = StopBetweenBatches(query)
+    stopper = StopOnEngine(query, link, patience) if link is not None else StopBetweenBatches(query)
     batch = stopper.request()
     if on_stopping is not None:
         on_stopping(batch, reason)
@@ -468,7 +519,8 @@ def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: Cluster, admin):
     return plan_job_topics(job.topics(config), config.job_name, bootstrap, admin)
 
 
-def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict):
+def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict, engine=None,
+             link=None):
     """The listener and the thread that turns what it hears into events (statectl.run.monitor)."""
     from statectl.adapters.spark.progress import StagePoller, local_log_file
     from statectl.adapters.spark.log_tail import LogTail
@@ -478,14 +530,24 @@ def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None]
     notes = [note for note in notes if note]
     if metrics is not None:
         notes.append(f"Prometheus metrics at {metrics.url}")
-    log_tail = None
-    if restore:
+    log_tail = stage_poll = None
+    if restore and engine is not None and engine.on_engine:
+        # Over Spark Connect: the engine's log and stage progress when it is statectl's own engine
+        # on this machine, else only the first batch's state-store metrics.
+        if link is not None and link.log_file is not None:
+            log_tail = LogTail(link.log_file)
+            stage_poll = link.stages
+        else:
+            notes.append(f"the engine at {engine.remote} is not statectl's local one: restore progress comes from "
+                         "the first batch's state-store metrics only (no log, no stage progress)")
+    elif restore:
         log = local_log_file(spark)
         if log is not None:
             log_tail = LogTail(log)  # from its current end: only this run's lines
         else:
             notes.append("the Spark log is not local: restore progress comes from the status tracker only")
-    monitor = RunMonitor(sinks, restore, log_tail=log_tail, stage_poll=StagePoller(spark) if restore else None,
+        stage_poll = StagePoller(spark)
+    monitor = RunMonitor(sinks, restore, log_tail=log_tail, stage_poll=stage_poll,
                          context=context, notes=notes).start()
     monitor.listener = make_listener(monitor.submit)
     spark.streams.addListener(monitor.listener)

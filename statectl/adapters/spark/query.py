@@ -130,6 +130,31 @@ class StopBetweenBatches:
         return int(last["batchId"]) + 1 if last else None
 
 
+class StopOnEngine:
+    """``StopBetweenBatches`` for a query on statectl's Spark Connect engine: the engine does the
+    stop (its driver runs the same code through Py4J), and this waits for the query to end."""
+
+    def __init__(self, query, link, patience: float = 600.0):
+        self.query = query
+        self.link = link
+        self.patience = patience
+        self.batch_id: int | None = None
+
+    def request(self) -> int | None:
+        try:
+            answer = self.link.stop_between_batches(str(self.query.id), str(self.query.runId), self.patience)
+        except Exception:  # the engine's control channel is gone: a plain stop still ends the query
+            fallback = StopBetweenBatches(self.query)
+            self.batch_id = fallback.request()
+            self.ended_within = fallback.ended_within  # type: ignore[method-assign]
+            return self.batch_id
+        self.batch_id = answer.get("batch")
+        return self.batch_id
+
+    def ended_within(self, seconds: float) -> bool:
+        return ended_within(self.query, seconds)
+
+
 def _execution(query):
     """The JVM StreamExecution behind a classic PySpark query; None elsewhere (Spark Connect)."""
     try:

@@ -96,6 +96,9 @@ def spark_session(
     Static settings (jars, master, logging) only take effect when the JVM starts; a later call
     in the same process reuses that JVM and applies only the SQL confs it is given.
     """
+    # A driver in this process, whatever $SPARK_REMOTE says (which would make the builder a Spark
+    # Connect client: statectl chose not to run on an engine before it came here).
+    os.environ.pop("SPARK_REMOTE", None)
     # Python workers must run this interpreter (it has pandas, pyarrow, statectl, the jobs).
     if "PYSPARK_PYTHON" not in os.environ:
         local = master.strip().startswith("local")

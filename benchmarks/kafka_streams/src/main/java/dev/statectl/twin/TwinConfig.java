@@ -65,6 +65,12 @@ final class TwinConfig {
     List<String> rest = new ArrayList<>(List.of(args));
     while (!rest.isEmpty()) {
       String arg = rest.remove(0);
+      int split = arg.indexOf('=');
+      if (arg.startsWith("--") && split > 2) {
+        // --flag=value, as GNU-style tools (and Python's argparse) accept it
+        rest.add(0, arg.substring(split + 1));
+        arg = arg.substring(0, split);
+      }
       switch (arg) {
         case "--properties" -> properties = Path.of(value(arg, rest));
         case "--settings" -> c.settings = Settings.valueOf(value(arg, rest).toUpperCase());

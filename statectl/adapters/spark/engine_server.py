@@ -1,0 +1,217 @@
+"""The local engine's process: one Spark driver (statectl's session settings, the class-data
+archive, the Kafka connector) serving Spark Connect, plus a small control channel on loopback.
+
+    python -m statectl.adapters.spark.engine_server --port 15002 --state-file DIR/engine.json
+
+Spark Connect has no way to stop a query between micro-batches, nor to see a driver's stage
+progress: a client can only ``stop()`` (which interrupts the running batch) and read progress
+events. This process runs the driver through Py4J, so it can do both for the clients that ask,
+over HTTP on 127.0.0.1 (the port is in the state file, which only this user can read):
+
+- ``POST /stop``  ``{"query_id", "run_id"}``: the running batch finishes and commits and no other
+  starts (the same ``StopBetweenBatches`` as a per-process run); answers the batch it waits for;
+- ``GET /stages?run_id=``: the tasks of the run's current stages (restore progress);
+- ``GET /health``: pid, uptime, RSS, Spark version.
+
+Queries of a client that went away end with its Connect session: the session manager closes a
+session nobody used for ``spark.connect.session.manager.defaultSessionTimeout`` and stops its
+queries. A client that runs a query keeps using its session (it polls the query), so it is never
+closed under it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+HOST = "127.0.0.1"
+
+
+def _rss_bytes(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+class Engine:
+    """The driver and what the control channel does with it."""
+
+    def __init__(self, spark, java_pid: int | None):
+        self.spark = spark
+        self.java_pid = java_pid
+        self.started = time.time()
+        self.stops: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def _query(self, query_id: str, run_id: str):
+        """The classic PySpark query behind a Connect client's query id and run id (None if gone)."""
+        from pyspark.sql.streaming.query import StreamingQuery
+
+        package = self.spark._jvm.org.apache.spark.sql.connect.service
+        service = getattr(getattr(package, "SparkConnectService$"), "MODULE$")
+        cache = service.streamingSessionManager()
+        found = cache.getCachedValue(query_id, run_id)
+        if found.isEmpty():
+            return None
+        return StreamingQuery(found.get().query())
+
+    def stop_between_batches(self, query_id: str, run_id: str, patience: float) -> dict:
+        from statectl.adapters.spark.query import StopBetweenBatches
+
+        query = self._query(query_id, run_id)
+        if query is None or not query.isActive:
+            return {"found": query is not None, "active": False, "batch": None, "graceful": False}
+        stopper = StopBetweenBatches(query)
+        batch = stopper.request()
+
+        def finish() -> None:
+            deadline = time.monotonic() + patience
+            while time.monotonic() < deadline:
+                if stopper.ended_within(0.2):
+                    return
+            query.stop()  # the batch never finished: interrupt it (the next run re-runs it)
+
+        threading.Thread(target=finish, name=f"stop-{query_id}", daemon=True).start()
+        return {"found": True, "active": True, "batch": batch, "graceful": stopper._graceful}
+
+    def stages(self, run_id: str) -> list[dict]:
+        from statectl.adapters.spark.progress import StagePoller
+
+        return StagePoller(self.spark)(run_id)
+
+    def health(self) -> dict:
+        return {"pid": os.getpid(), "java_pid": self.java_pid, "uptime_s": round(time.time() - self.started, 1),
+                "rss_bytes": sum(r for r in (_rss_bytes(os.getpid()), _rss_bytes(self.java_pid or -1)) if r),
+                "spark_version": self.spark.version}
+
+
+def _handler(engine: Engine):
+    class Control(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # the engine's log is Spark's; no access lines on stderr
+            pass
+
+        def _answer(self, code: int, body: dict | list) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            try:
+                if url.path == "/health":
+                    self._answer(200, engine.health())
+                elif url.path == "/stages":
+                    run_id = (parse_qs(url.query).get("run_id") or [""])[0]
+                    self._answer(200, engine.stages(run_id))
+                else:
+                    self._answer(404, {"error": f"no {url.path}"})
+            except Exception as exc:  # one request's failure must not end the engine
+                self._answer(500, {"error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__})
+
+        def do_POST(self) -> None:
+            url = urlparse(self.path)
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if url.path == "/stop":
+                    self._answer(200, engine.stop_between_batches(str(body["query_id"]), str(body["run_id"]),
+                                                                  float(body.get("patience", 600))))
+                else:
+                    self._answer(404, {"error": f"no {url.path}"})
+            except (KeyError, ValueError, TypeError) as exc:
+                self._answer(400, {"error": f"bad request: {exc}"})
+            except Exception as exc:
+                self._answer(500, {"error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__})
+
+    return Control
+
+
+def _java_pid() -> int | None:
+    """The driver JVM's pid (a child of this process)."""
+    from pyspark import SparkContext
+
+    try:
+        return int(SparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:
+        return None
+
+
+def serve(port: int, state_file: Path, session_timeout_s: float, object_store: bool, master: str) -> None:
+    from statectl.adapters.spark.session import spark_session
+
+    started = time.monotonic()
+    conf = {
+        "spark.connect.grpc.binding.address": HOST,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.connect.grpc.port.maxRetries": "0",
+        "spark.connect.session.manager.defaultSessionTimeout": f"{int(session_timeout_s * 1000)}ms",
+        "spark.connect.session.manager.maintenanceInterval": f"{int(max(1.0, min(10.0, session_timeout_s / 3)) * 1000)}ms",
+        # Each client's session has its own state stores; a second job must not wait for the first's.
+        "spark.scheduler.mode": "FAIR",
+    }
+    spark = spark_session(app_name="statectl engine", master=master, conf=conf, object_store=object_store)
+    jvm = spark._jvm
+    jvm.org.apache.spark.sql.connect.service.SparkConnectService.start(spark._jsc.sc())
+    engine = Engine(spark, _java_pid())
+    control = ThreadingHTTPServer((HOST, 0), _handler(engine))
+    threading.Thread(target=control.serve_forever, name="engine-control", daemon=True).start()
+
+    stopping = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    state = {"pid": os.getpid(), "java_pid": engine.java_pid, "port": port, "control_port": control.server_address[1],
+             "started_at": time.time(), "ready_seconds": round(time.monotonic() - started, 2),
+             "spark_version": spark.version, "session_timeout_s": session_timeout_s, "object_store": object_store,
+             "master": master}
+    tmp = state_file.with_name(f".{state_file.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(state))
+    os.chmod(tmp, 0o600)
+    tmp.replace(state_file)  # written last: the engine answers once this file names its pid
+    stopping.wait()
+    control.shutdown()
+    try:
+        jvm.org.apache.spark.sql.connect.service.SparkConnectService.stop(
+            jvm.scala.Option.apply(None), jvm.scala.Option.apply(None))
+    except Exception:
+        pass
+    for query in spark.streams.active:
+        try:
+            query.stop()
+        except Exception:
+            pass
+    spark.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="statectl-engine")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--state-file", type=Path, required=True)
+    ap.add_argument("--session-timeout", type=float, default=60.0)
+    ap.add_argument("--object-store", action="store_true")
+    ap.add_argument("--master", default="local[*]")
+    args = ap.parse_args(argv)
+    serve(args.port, args.state_file, args.session_timeout, args.object_store, args.master)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Running on a Spark Connect engine (``sc://HOST:PORT``) instead of a driver in this process.
+
+The session is a fresh Connect session per run (two runs on one engine never share SQL settings,
+temporary views or queries). What a per-process run does through Py4J has to come from
+elsewhere here:
+
+- settings: only the session's SQL settings can be set (the engine's static ones are its own);
+- code: the Python workers run on the engine, so a user's job folder is sent to the session as
+  an artifact, and on an engine statectl did not start, statectl's own code too;
+- stopping between batches, stage progress, the log: from statectl's own engine over its control
+  channel and its log file (``EngineLink``); other engines have neither, which the run says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import tempfile
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from statectl.errors import OperationalError, UsageError
+
+_REMOTE = re.compile(r"sc://(?P<host>\[[^\]]+\]|[^:/;]+)(?::(?P<port>\d+))?/?(?P<params>(;[^;=]+=[^;]*)*)")
+NO_ENGINE = ("none", "off", "local")
+
+
+def parse_remote(remote: str) -> tuple[str, int]:
+    """Host and port of a Spark Connect URL (``sc://host[:port][;param=value...]``; 15002 by default)."""
+    text = remote.strip()
+    match = _REMOTE.fullmatch(text)
+    if not match:
+        raise UsageError(f"--remote {remote!r}: expected sc://HOST:PORT (a Spark Connect endpoint, e.g. "
+                         f"sc://localhost:15002), or 'none' for a Spark driver in this process")
+    port = int(match["port"] or 15002)
+    if not 0 < port < 65536:
+        raise UsageError(f"--remote {remote!r}: port {port} is not a port")
+    return match["host"].strip("[]"), port
+
+
+def require_remote(remote: str, timeout: float = 3.0) -> None:
+    """Refuse an endpoint nobody answers at, in a second (gRPC would retry for minutes)."""
+    host, port = parse_remote(remote)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as exc:
+        hint = " (start one with: statectl engine up)" if host in ("localhost", "127.0.0.1") else ""
+        raise OperationalError(f"no Spark Connect engine answers at {remote} ({exc.strerror or exc}){hint}") from None
+
+
+@dataclass
+class EngineLink:
+    """What statectl's own engine offers a client beside Spark Connect."""
+
+    control_url: str
+    log_file: Path | None
+
+    def _call(self, path: str, body: dict | None = None, timeout: float = 10.0):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.control_url + path, data=data,
+                                         headers={"Content-Type": "application/json"} if data else {})
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return json.loads(answer.read() or b"null")
+
+    def stop_between_batches(self, query_id: str, run_id: str, patience: float = 600.0) -> dict:
+        return self._call("/stop", {"query_id": query_id, "run_id": run_id, "patience": patience})
+
+    def stages(self, run_id: str) -> list[dict]:
+        from urllib.parse import quote
+
+        return self._call(f"/stages?run_id={quote(run_id)}", timeout=2.0)
+
+    def health(self) -> dict:
+        return self._call("/health", timeout=2.0)
+
+
+def engine_link(remote: str) -> EngineLink | None:
+    """The control channel and log of ``remote`` when it is statectl's local engine."""
+    from statectl.adapters.local.engine import engine_for_remote
+
+    status = engine_for_remote(remote)
+    if status is None or status.control_url is None:
+        return None
+    log = Path(status.log_file) if status.log_file else None
+    return EngineLink(status.control_url, log if log is not None and log.exists() else None)
+
+
+def runtime_settings(conf: dict[str, str]) -> dict[str, str]:
+    """The settings a Connect session can take: SQL settings (the rest are the engine's, fixed when
+    it started). ``spark.hadoop.*`` go too: Spark reads them from the session for file systems."""
+    return {k: str(v) for k, v in conf.items() if k.startswith(("spark.sql.", "spark.hadoop."))}
+
+
+def remote_session(remote: str, conf: dict[str, str], app_name: str = "statectl"):
+    """A new Spark Connect session on ``remote`` with statectl's SQL settings and ``conf``'s."""
+    from pyspark.sql import SparkSession
+
+    from statectl.adapters.spark.session import BASE_CONF
+
+    require_remote(remote)
+    settings = runtime_settings({**BASE_CONF, "spark.sql.shuffle.partitions": str(_engine_shuffle_partitions()),
+                                 **conf})
+    try:
+        spark = SparkSession.builder.remote(remote).appName(app_name).create()
+        spark.conf._set_all(settings, silent=False)
+    except Exception as exc:
+        from statectl.adapters.spark.session import failure_line
+
+        raise OperationalError(f"the Spark Connect engine at {remote} refused the session: {failure_line(exc)}") from exc
+    return spark
+
+
+def _engine_shuffle_partitions() -> int:
+    """Shuffle partitions for a new checkpoint on the engine: one per core of this machine, as a
+    per-process run on local[*] (an engine elsewhere: a job's config sets its own)."""
+    from statectl.adapters.spark.session import default_shuffle_partitions
+
+    return default_shuffle_partitions("local[*]")
+
+
+def ship_python(spark, folders: list[str], name: str) -> None:
+    """Send the Python files under ``folders`` to the session, for its Python workers to import."""
+    paths = [Path(f) for f in folders if Path(f).is_dir()]
+    if not paths:
+        return
+    with tempfile.TemporaryDirectory(prefix="statectl-code-") as tmp:
+        archive = Path(tmp) / f"{name}.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+            for root in paths:
+                for path in sorted(root.rglob("*.py")):
+                    if any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(root).parts):
+                        continue
+                    zf.write(path, path.relative_to(root))
+        spark.addArtifacts(str(archive), pyfile=True)
+
+
+def ship_statectl(spark) -> None:
+    """statectl's own packages (the jobs and what they import), for an engine that lacks them."""
+    root = Path(__file__).resolve().parents[3]
+    with tempfile.TemporaryDirectory(prefix="statectl-code-") as tmp:
+        archive = Path(tmp) / "statectl-code.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+            for package in ("statectl", "jobs"):
+                for path in sorted((root / package).rglob("*.py")):
+                    zf.write(path, path.relative_to(root))
+        spark.addArtifacts(str(archive), pyfile=True)
+
+
+def close_session(spark) -> None:
+    """Release the session on the engine (its queries, if any still run, stop with it)."""
+    try:
+        spark.stop()
+    except Exception:
+        pass
+
+
+def spark_remote_from_env() -> str | None:
+    value = os.environ.get("SPARK_REMOTE", "").strip()
+    return value or None

@@ -1,0 +1,32 @@
+"""Renderer for `statectl engine up | down | status`."""
+
+from __future__ import annotations
+
+from statectl.paths import display_path
+from statectl.render import emit_json, err, out
+from statectl.text import human_bytes
+
+
+def engine_report(status, as_json: bool, action: str) -> None:
+    """``status``: the engine's EngineStatus (its ``to_dict()`` is the JSON)."""
+    if as_json:
+        emit_json({"action": action, **status.to_dict()})
+        return
+    if action == "up":
+        if status.already_running:
+            err().print(f"The engine is already running (pid {status.pid}).")
+        else:
+            err().print(f"Spark {status.spark_version} engine is up in {status.ready_seconds:.1f} s (pid {status.pid}); "
+                        f"log: {display_path(status.log_file)}", soft_wrap=True)
+        out().print(status.remote)
+    elif action == "down":
+        if status.running:
+            err().print(f"Engine (pid {status.pid}) stopped.")
+        else:
+            err().print(f"No engine is running for {display_path(status.data_dir)}.")
+    elif status.running:
+        out().print(f"running  {status.remote}  pid {status.pid}  RSS {human_bytes(status.rss_bytes or 0)}  "
+                    f"up {status.uptime_s:.0f} s  session time-out {status.session_timeout_s:g} s  "
+                    f"log {display_path(status.log_file)}", soft_wrap=True)
+    else:
+        out().print(f"stopped  data {display_path(status.data_dir)}", soft_wrap=True)

@@ -1,0 +1,88 @@
+"""The benchmark harness's command lines: what benchmarks/peer.py runs must be what the twin and
+statectl parse. The twin's flags are read from its Java source, so a flag renamed there fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks import peer
+
+TWIN_CONFIG = Path(__file__).resolve().parents[1] / "benchmarks/kafka_streams/src/main/java/dev/statectl/twin/TwinConfig.java"
+
+
+def twin_flags() -> dict[str, bool]:
+    """The twin's flags, each with whether it takes a value (its case calls value(arg, rest))."""
+    flags = {}
+    for line in TWIN_CONFIG.read_text().splitlines():
+        match = re.match(r'\s*case ("--[\w-]+"(?:, "-+\w+")*) -> (.*)', line)
+        if match:
+            for flag in re.findall(r'"(-+[\w-]+)"', match.group(1)):
+                flags[flag] = "value(arg, rest)" in match.group(2) or match.group(2).strip() == "{"
+    return flags
+
+
+def parse_like_the_twin(cmd: list[str]) -> dict[str, list[str]]:
+    """The twin's arguments (after ``-jar JAR``) parsed as TwinConfig.parse does."""
+    flags = twin_flags()
+    rest = cmd[cmd.index("-jar") + 2:]
+    seen: dict[str, list[str]] = {}
+    while rest:
+        arg = rest.pop(0)
+        assert arg in flags, f"the twin does not know {arg!r}"
+        value = rest.pop(0) if flags[arg] else ""
+        assert not value.startswith("--"), f"{arg} took the flag {value!r} as its value"
+        seen.setdefault(arg, []).append(value)
+    return seen
+
+
+def test_twin_flags_are_read_from_its_source():
+    flags = twin_flags()
+    assert flags["--set"] and flags["--properties"] and not flags["--exit-when-done"]
+
+
+def test_twin_set_is_passed_as_flag_and_value():
+    cmd = peer.twin_command(Path("twin.jar"), ["-Xmx1g"], Path("t.properties"), "book", "app", Path("state"),
+                            ["num.stream.threads=2", "commit.interval.ms=100"])
+    parsed = parse_like_the_twin(cmd)
+    assert parsed["--set"] == ["num.stream.threads=2", "commit.interval.ms=100"]
+    assert parsed["--settings"] == ["book"]
+    assert cmd[:3] == ["java", "-Xmx1g", "-jar"]
+
+
+@pytest.mark.parametrize("system, settings, threads", [
+    ("twin-book", "book", None), ("twin-defaults", "defaults", None),
+    ("twin-book-2t", "book", "num.stream.threads=2"), ("twin-defaults-2t", "defaults", "num.stream.threads=2"),
+])
+def test_twin_variants(system, settings, threads):
+    base, extra = peer.TWIN_VARIANTS[system]
+    cmd = peer.twin_command(Path("j"), [], Path("p"), base, "a", Path("s"), extra)
+    parsed = parse_like_the_twin(cmd)
+    assert parsed["--settings"] == [settings]
+    assert parsed.get("--set", []) == ([threads] if threads else [])
+    assert system in peer.SYSTEMS and not peer.is_statectl(system)
+
+
+@pytest.mark.parametrize("bad", ["num.stream.threads", "=2", ""])
+def test_twin_set_without_key_value_is_refused(bad):
+    """Bad input tried: no '=', no key, empty."""
+    with pytest.raises(SystemExit, match="expected KEY=VALUE"):
+        peer.twin_command(Path("j"), [], Path("p"), "book", "a", Path("s"), [bad])
+
+
+def test_statectl_command_parses_with_statectl_cli():
+    """statectl's own parser takes what the harness builds: --set as flag and value, --remote."""
+    from typer.main import get_command
+
+    from statectl.cli.main import app
+
+    cmd = peer.statectl_command(Path("l.yaml"), Path("cp"), "localhost:1", ["trigger.processing_time=1 second"],
+                                "sc://localhost:15002")
+    assert cmd[cmd.index("--set") + 1] == "trigger.processing_time=1 second"
+    assert cmd[cmd.index("--remote") + 1] == "sc://localhost:15002"
+    run = get_command(app).commands["run"]
+    ctx = run.make_context("run", cmd[2:])
+    assert ctx.params["remote"] == "sc://localhost:15002"
+    assert peer.is_statectl("statectl-engine")
