@@ -25,6 +25,51 @@ def throwaway_broker():
         shutil.rmtree(data, ignore_errors=True)
 
 
+class BenchEngine:
+    """The engine a benchmark runs statectl-engine on: one it started, or one it was given."""
+
+    def __init__(self, remote: str, status=None):
+        self.remote = remote
+        self.status = status  # EngineStatus when this benchmark started it
+
+    @property
+    def started_in(self) -> float | None:
+        return self.status.ready_seconds if self.status is not None else None
+
+    def rss_now(self) -> int:
+        if self.status is None:
+            return 0
+        from statectl.adapters.local.engine import engine_status
+
+        return engine_status(Path(self.status.data_dir)).rss_bytes or 0
+
+    rss_after = rss_now
+
+
+@contextlib.contextmanager
+def local_engine(remote: str | None, wanted: bool = True):
+    """``remote`` as it is, or (None) a statectl engine of its own in a temp dir, stopped after;
+    None when no engine is ``wanted``."""
+    if not wanted:
+        yield None
+        return
+    if remote:
+        yield BenchEngine(remote)
+        return
+    from statectl.adapters.local.broker import free_port
+    from statectl.adapters.local.engine import engine_down, engine_up
+
+    data = Path(tempfile.mkdtemp(prefix="statectl-bench-engine-"))
+    status = engine_up(data, port=free_port())
+    print(f"engine up in {status.ready_seconds:.1f} s, RSS idle {status.rss_bytes / 2**20:,.0f} MiB "
+          f"({status.remote})", flush=True)
+    try:
+        yield BenchEngine(status.remote, status)
+    finally:
+        engine_down(data)
+        shutil.rmtree(data, ignore_errors=True)
+
+
 def _children(pid: int) -> list[int]:
     out = []
     try:

@@ -59,7 +59,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import mib, process_tree, throwaway_broker  # noqa: E402
+from benchmarks._common import local_engine, mib, process_tree, throwaway_broker, tree_rss_bytes  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TWIN_DIR = REPO / "benchmarks" / "kafka_streams"
@@ -445,11 +445,12 @@ class Result:
     summary: dict = field(default_factory=dict, repr=False)
 
 
-def measured(cmd: list[str], env: dict, log: Path, broker_pid: int, timeout: float
+def measured(cmd: list[str], env: dict, log: Path, broker_pid: int, timeout: float, also_exclude: tuple = ()
              ) -> tuple[int, str, float, float, float, float, int, str]:
     """Run ``cmd`` to its end: (exit code, stdout, wall seconds, start as epoch seconds, CPU
-    seconds of its tree, broker CPU seconds, peak tree RSS, note)."""
-    exclude = {broker_pid}
+    seconds of its tree, broker CPU seconds, peak tree RSS, note). ``also_exclude``: other
+    processes of this script's (the engine) left out of the tree."""
+    exclude = {broker_pid, *also_exclude}
     cpu0, broker0 = children_cpu_seconds(), proc_cpu_seconds(broker_pid)
     with TreePeak(exclude) as peak, open(log, "wb") as err:
         started_epoch, started = time.time(), time.monotonic()
@@ -525,8 +526,14 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
         settings, variant = TWIN_VARIANTS[system]
         cmd = twin_command(args.jar, args.twin_java_opt, props, settings, app_id, run_dir / "state",
                            [*variant, *args.twin_set])
+    engine_pids = [p for p in getattr(args, "engine_pids", []) if p]
+    engine_cpu0 = sum(proc_cpu_seconds(p) for p in engine_pids)
     rc, out, wall, started, cpu, broker_cpu, peak, note = measured(
-        cmd, env, run_dir / "stderr.log", broker_pid, args.timeout)
+        cmd, env, run_dir / "stderr.log", broker_pid, args.timeout, tuple(engine_pids[:1]))
+    if system == "statectl-engine" and engine_pids:
+        # The engine did the run's Spark work: its CPU and memory are the run's too.
+        cpu += sum(proc_cpu_seconds(p) for p in engine_pids) - engine_cpu0
+        peak += sum(tree_rss_bytes(p) for p in engine_pids[:1])
     ok = rc == 0
     twin, summary = {}, {}
     lines = [ln for ln in out.splitlines() if ln.strip().startswith("{")]
@@ -727,7 +734,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="statectl-bench-peer-"))
     results: list[Result] = []
     try:
-        with throwaway_broker() as bootstrap:
+        with throwaway_broker() as bootstrap, local_engine(args.remote, "statectl-engine" in systems) as engine:
+            if engine is not None:
+                args.remote = engine.remote
+                if engine.status is not None:
+                    args.engine_pids = [engine.status.pid, engine.status.java_pid]
             from statectl.adapters.local.broker import broker_on_port
 
             broker = broker_on_port(int(bootstrap.rsplit(":", 1)[1]))

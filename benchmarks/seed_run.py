@@ -14,11 +14,15 @@ other, each as a new process:
                   sink, availableNow, on a new checkpoint: no parsing, no state, no Python worker
   floor-cold      the same with the archive off
   session         statectl's Spark session started and stopped, nothing else (archive on)
+  statectl-engine the statectl run on a warm engine (`--remote`; the script starts its engine
+                  once, before the rounds, unless --remote names one)
+  floor-engine    the floor's query from a bare Spark Connect client on the same engine
 
 Prints per kind the median wall time (process start to exit) and the spread, and for statectl's
 run the phases from its events file and the run's own clock: process start to query start
 (Python, checks, JVM, session, the job's plan), the batch's phases as Spark reports them, and
-the rest (shutdown). The target: the seed run in 5 s or less on a quiet 2-core machine.
+the rest (shutdown). The targets: the seed run in 5 s or less on a quiet 2-core machine, and
+in 2.5 s or less on a warm engine.
 """
 
 from __future__ import annotations
@@ -35,10 +39,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import throwaway_broker  # noqa: E402
+from benchmarks._common import local_engine, throwaway_broker  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 STATECTL = str(Path(sys.executable).parent / "statectl")
+
+_FLOOR_ENGINE = r"""
+import sys
+from pyspark.sql import SparkSession
+remote, bootstrap, checkpoint = sys.argv[1:4]
+spark = SparkSession.builder.remote(remote).create()
+frames = [spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", t).option("startingOffsets", "earliest").load() for t in
+          ("score-events", "players", "products")]
+union = frames[0].unionByName(frames[1]).unionByName(frames[2])
+q = (union.writeStream.format("noop").option("checkpointLocation", checkpoint)
+     .trigger(availableNow=True).start())
+q.awaitTermination()
+assert sum(p["numInputRows"] for p in q.recentProgress) == 14, q.recentProgress
+spark.stop()
+"""
 
 _FLOOR = r"""
 import sys
@@ -67,7 +87,7 @@ def timed(cmd: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess
     return elapsed, proc
 
 
-def run_once(kind: str, bootstrap: str, work: Path, round_: int) -> tuple[float, dict]:
+def run_once(kind: str, bootstrap: str, work: Path, round_: int, remote: str | None = None) -> tuple[float, dict]:
     env = {**os.environ, "STATECTL_HOME": str(work / "home")}
     if kind.endswith("-cold"):
         env["STATECTL_JVM_ARCHIVE"] = "off"
@@ -75,9 +95,13 @@ def run_once(kind: str, bootstrap: str, work: Path, round_: int) -> tuple[float,
     if kind.startswith("statectl"):
         events = work / f"{kind}-{round_}.jsonl"
         wall_start = time.time()
+        where = ["--remote", remote] if kind == "statectl-engine" else ["--remote", "none"]
         seconds, _ = timed([STATECTL, "run", "leaderboard", "--bootstrap-servers", bootstrap, "--checkpoint-dir",
-                            str(checkpoint), "--available-now", "--events-file", str(events)], env)
+                            str(checkpoint), "--available-now", "--events-file", str(events), *where], env)
         return seconds, phases(events, wall_start, seconds)
+    if kind == "floor-engine":
+        seconds, _ = timed([sys.executable, "-c", _FLOOR_ENGINE, remote, bootstrap, str(checkpoint)], env)
+        return seconds, {}
     mode = "floor" if kind.startswith("floor") else "session"
     seconds, _ = timed([sys.executable, "-c", _FLOOR, bootstrap, str(checkpoint), mode], env)
     return seconds, {}
@@ -108,24 +132,36 @@ def _epoch(value) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--remote", help="the engine statectl-engine and floor-engine run on (default: one this script "
+                                     "starts)")
+    ap.add_argument("--no-engine", action="store_true", help="leave out the engine kinds")
     args = ap.parse_args()
     kinds = ("statectl", "statectl-cold", "floor", "floor-cold", "session")
+    if not args.no_engine:
+        kinds += ("statectl-engine", "floor-engine")
     subprocess.run([STATECTL, "jars", "archive"], check=True, cwd=REPO, capture_output=True)
     times: dict[str, list[float]] = {k: [] for k in kinds}
     statectl_phases: list[dict] = []
-    with throwaway_broker() as bootstrap, tempfile.TemporaryDirectory(prefix="statectl-seed-run-") as tmp:
+    engine_phases: list[dict] = []
+    with throwaway_broker() as bootstrap, tempfile.TemporaryDirectory(prefix="statectl-seed-run-") as tmp, \
+            local_engine(args.remote, not args.no_engine) as engine:
         work = Path(tmp)
         subprocess.run([STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap], check=True,
                        capture_output=True, cwd=REPO)
         load_before = os.getloadavg()
         for round_ in range(args.rounds + 1):  # round 0 warms the page cache and is discarded
             for kind in kinds:
-                seconds, detail = run_once(kind, bootstrap, work, round_)
+                seconds, detail = run_once(kind, bootstrap, work, round_, engine.remote if engine else None)
                 if round_:
                     times[kind].append(seconds)
                     if kind == "statectl":
                         statectl_phases.append(detail)
+                    if kind == "statectl-engine":
+                        engine_phases.append(detail)
         load_after = os.getloadavg()
+        if engine is not None and engine.status is not None:
+            print(f"engine: started in {engine.started_in:.1f} s; RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
+                  f"after the rounds {engine.rss_now() / 2**20:,.0f} MiB")
     print(f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
           f"after {' '.join(f'{x:.2f}' for x in load_after)}; {args.rounds} rounds (+1 discarded)")
     print(f"{'kind':15} {'median s':>9} {'min':>6} {'max':>6}")
@@ -140,6 +176,13 @@ def main() -> None:
     print("statectl's run, median per phase (s):")
     for key in statectl_phases[0]:
         print(f"  {key:24} {statistics.median(p[key] for p in statectl_phases):6.2f}")
+    if engine_phases:
+        print(f"on the engine: statectl {med['statectl-engine']:.2f} s against {med['statectl']:.2f} s in its own "
+              f"process ({med['statectl'] / med['statectl-engine']:.2f}x); the engine's floor {med['floor-engine']:.2f} s; "
+              f"statectl above it {med['statectl-engine'] - med['floor-engine']:.2f} s")
+        print("statectl's run on the engine, median per phase (s):")
+        for key in engine_phases[0]:
+            print(f"  {key:24} {statistics.median(p[key] for p in engine_phases):6.2f}")
 
 
 if __name__ == "__main__":
