@@ -34,6 +34,9 @@ Both as p50 / p95 / p99 / max, with how many events were never shown before the 
   floor-tws           the same through one transformWithStateInPandas operator keyed by game
                       that emits each game's last event per batch (no state kept): the least a
                       Python stateful operator pays
+  floor-realtime      floor-stateless in Spark's real-time mode (trigger realTime, 4.1+: stateless
+                      queries only; its tasks run for the whole checkpoint interval, so the
+                      score topic gets as many partitions as the engine has cores)
 
 The low-latency profile is docs/performance.md's: trigger.processing_time=0 seconds (a new
 batch as soon as one ends), spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows=false,
@@ -67,7 +70,7 @@ from benchmarks.peer import (REPO, TWIN_JAR, TWIN_VARIANTS, create_topics, delet
 LOW_LATENCY = ["trigger.processing_time=0 seconds"]
 LOW_LATENCY_CONF = {"spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false"}
 SYSTEMS = ("statectl", "statectl-engine", "statectl-default", "twin-book", "twin-defaults", "twin-book-2t",
-           "twin-defaults-2t", "floor-stateless", "floor-tws")
+           "twin-defaults-2t", "floor-stateless", "floor-tws", "floor-realtime")
 
 _FLOOR = r"""
 import sys, time
@@ -100,8 +103,13 @@ if mode == "tws":
     events = events.groupBy("product_id").transformWithStateInPandas(LastPerGame(), "score double, product_id int",
                                                                      "append", "None")
 out = events.select(F.col("product_id").cast("string").alias("key"), F.to_json(F.array(F.struct("score"))).alias("value"))
-query = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", out_topic)
-         .option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start())
+writer = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", out_topic)
+          .option("checkpointLocation", checkpoint))
+if mode == "realtime":
+    writer = writer.outputMode("update").trigger(realTime="5 minutes")
+else:
+    writer = writer.trigger(processingTime="0 seconds")
+query = writer.start()
 try:
     query.awaitTermination()
 except KeyboardInterrupt:
@@ -272,7 +280,8 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
     tag = f"{system}-{rate}-{uuid.uuid4().hex[:6]}"
     work = Path(tempfile.mkdtemp(prefix=f"statectl-bench-latency-{tag}-"))
     scores, high_scores, dlq = f"scores-{tag}", f"high-scores-{tag}", f"dlq-{tag}"
-    create_topics(bootstrap, [(scores, 4, {}), (high_scores, 4, {"message.timestamp.type": "LogAppendTime",
+    partitions = (os.cpu_count() or 2) if system == "floor-realtime" else 4
+    create_topics(bootstrap, [(scores, partitions, {}), (high_scores, 4, {"message.timestamp.type": "LogAppendTime",
                                                                   "cleanup.policy": "delete"}),
                               (dlq, 1, {})])
     load0 = os.getloadavg()

@@ -47,7 +47,6 @@ import os
 import resource
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import local_engine, mib, process_tree, throwaway_broker, tree_rss_bytes  # noqa: E402
+from benchmarks._common import local_engine, mib, throwaway_broker, tree_rss_bytes  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TWIN_DIR = REPO / "benchmarks" / "kafka_streams"
@@ -89,7 +88,7 @@ def load_config(path: Path, overrides: list[str]):
 
 def twin_properties(config, bootstrap: str | None = None) -> str:
     """What the twin reads: the job config's keys it needs, flattened with dots, as properties."""
-    lines = [f"# written by benchmarks/peer.py from the leaderboard job config"]
+    lines = ["# written by benchmarks/peer.py from the leaderboard job config"]
     lines += [f"topics.{k}={v}" for k, v in config.topics.model_dump().items()]
     lines.append(f"leaderboard.top_n={config.leaderboard.top_n}")
     lines.append(f"kafka.bootstrap_servers={bootstrap or config.kafka.bootstrap_servers}")
@@ -745,6 +744,11 @@ def main() -> None:
             if broker is None or broker.pid is None:
                 sys.exit(f"cannot find the broker process of {bootstrap}")
             events = produce(bootstrap, args, config)
+            if "statectl-engine" in systems:
+                # A warm engine is the point of one: a first run of the job (not counted) loads its
+                # classes, compiles its hot code and starts its Python workers.
+                warm = run_one("statectl-engine", -1, args, args.config.resolve(), work, bootstrap, broker.pid, events)
+                print(f"warm-up statectl-engine (not counted): {warm.wall:.1f} s", flush=True)
             for rnd in range(args.rounds):
                 for system in systems:
                     r = run_one(system, rnd, args, args.config.resolve(), work, bootstrap, broker.pid, events)
@@ -755,6 +759,9 @@ def main() -> None:
                           f"records{'' if r.ok else ', NOT OK: ' + r.note}", flush=True)
                     time.sleep(1)
             o = oracle(bootstrap, config)
+            if engine is not None and engine.status is not None:
+                print(f"engine: started in {engine.started_in:.1f} s, RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
+                      f"after the runs {engine.rss_now() / 2**20:,.0f} MiB", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True) if not args.keep else print(f"runs kept in {work}")
     report(results, events, o, config.leaderboard.top_n, load_before, os.getloadavg())

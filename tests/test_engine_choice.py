@@ -1,4 +1,4 @@
-"""Where a run's Spark runs (statectl.run.engine_choice) and what an sc:// URL may be: pure, no JVM.
+"""Where a run's Spark runs (statectl.config.engine_choice) and what an sc:// URL may be: pure, no JVM.
 
 Bad inputs tried: an http:// URL, a URL without a host, a port out of range, --remote with
 --master, a config spark.remote that is not an sc:// URL."""
@@ -9,7 +9,7 @@ import pytest
 
 from statectl.adapters.spark.remote import parse_remote, runtime_settings
 from statectl.errors import UsageError
-from statectl.run.engine_choice import choose_engine
+from statectl.config.engine_choice import choose_engine
 
 ENGINE = "sc://127.0.0.1:15002"
 
@@ -63,3 +63,41 @@ def test_the_config_takes_only_an_sc_url_for_spark_remote(tmp_path):
     assert SparkConfig(remote="sc://h:15002").remote == "sc://h:15002"
     with pytest.raises(ValueError, match="takes a Spark Connect endpoint"):
         SparkConfig(remote="http://h:15002")
+
+
+def test_a_job_folder_too_big_to_send_is_refused_before_anything_is_sent(tmp_path, monkeypatch):
+    """Bad input tried: a job whose folder is a whole tree of Python (a home directory)."""
+    from statectl.adapters.spark import remote
+
+    monkeypatch.setattr(remote, "MAX_SHIPPED_FILES", 3)
+    for i in range(5):
+        (tmp_path / f"m{i}.py").write_text("x = 1\n")
+
+    class NoSession:
+        def addArtifacts(self, *args, **kwargs):
+            raise AssertionError("nothing may be sent")
+
+    with pytest.raises(UsageError, match="holds more than 3 Python files"):
+        remote.ship_python(NoSession(), [str(tmp_path)], "job-code")
+
+
+def test_a_job_folder_is_sent_without_caches_and_hidden_folders(tmp_path):
+    import zipfile
+
+    from statectl.adapters.spark import remote
+
+    (tmp_path / "job.py").write_text("x = 1\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("y = 2\n")
+    for hidden in (".venv", "__pycache__"):
+        (tmp_path / hidden).mkdir()
+        (tmp_path / hidden / "junk.py").write_text("z = 3\n")
+    sent = {}
+
+    class Session:
+        def addArtifacts(self, path, pyfile=False):
+            sent["names"] = sorted(zipfile.ZipFile(path).namelist())
+            sent["pyfile"] = pyfile
+
+    remote.ship_python(Session(), [str(tmp_path)], "job-code")
+    assert sent == {"names": ["job.py", "pkg/mod.py"], "pyfile": True}

@@ -256,7 +256,7 @@ def spark_fails(monkeypatch):
 
     seen = {}
 
-    def fail(request, master="local[*]"):
+    def fail(request, master="local[*]", remote=None):
         seen["path"] = request.path
         raise OperationalError(f"Spark could not read the state ({request.description}): "
                                + first_error_line(PY4J_TEXT.format(path=request.path), 400))
@@ -385,7 +385,7 @@ def test_timers_flag_reaches_the_reader(tmp_path, cli, monkeypatch):
 
     seen = {}
 
-    def read(request, master="local[*]"):
+    def read(request, master="local[*]", remote=None):
         seen["options"] = dict(request.options)
         return state_source.StateSourceRows(columns=["key", "expiration_timestamp_ms", "partition_id"],
                                             rows=[{"key": {"k": "k0"}, "expiration_timestamp_ms": 1, "partition_id": 0}],

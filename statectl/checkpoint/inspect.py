@@ -38,6 +38,7 @@ class InspectOptions:
     batch_id: int | None = None
     timers: bool = False  # --timers: transformWithState's registered timers instead of a state variable
     spark_version: str | None = None  # --spark-version: the release whose restart the verdict is for
+    remote: str | None = None  # --rows on this Spark Connect engine (on this machine: it reads a local copy)
 
 
 @dataclass
@@ -145,7 +146,7 @@ def inspect_checkpoint(options: InspectOptions) -> InspectResult:
             layout, options.rows, operator=options.operator, store=options.store, state_var=options.state_var,
             join_side=options.join_side, changes=options.changes, batch_id=options.batch_id, timers=options.timers,
         )
-        result.rows = _read_rows(request, _files_the_reader_needs(plan, options))
+        result.rows = _read_rows(request, _files_the_reader_needs(plan, options), options.remote)
     return result
 
 
@@ -183,7 +184,7 @@ def _files_the_reader_needs(plan: RestorePlan, options: InspectOptions):
     return files_a_restart_reads(plan)
 
 
-def _read_rows(request, keep=None):
+def _read_rows(request, keep=None, remote: str | None = None):
     """Spark reads a copy of the checkpoint, never the checkpoint itself. When the copy or the read
     fails, the rows carry the error and the rest of the result stands (exit 1)."""
     from statectl.adapters.spark.state_source import read_state_rows
@@ -196,7 +197,7 @@ def _read_rows(request, keep=None):
             rows.replica = {"linked_files": 0, "copied_files": stats.copied, "copied_bytes": stats.copied_bytes,
                             "copy_seconds": round(stats.seconds, 3)}
             try:
-                read = read_state_rows(replace(request, path=path))
+                read = read_state_rows(replace(request, path=path), remote=remote)
             except StatectlError as exc:  # name the user's checkpoint, not the replica, in the message
                 raise type(exc)(str(exc).replace(path, str(request.path))) from exc
     except OperationalError as exc:

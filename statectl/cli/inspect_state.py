@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt, LOCATION, StorageConfigOpt, use_storage
+from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt, LOCATION, RemoteOpt, StorageConfigOpt, use_storage
 
 
 def inspect_state(
@@ -23,6 +23,7 @@ def inspect_state(
     changes: Annotated[Optional[str], typer.Option("--changes", metavar="FROM..TO", help="--rows: the change feed between two batch ids instead of the state itself.")] = None,
     batch_id: Annotated[Optional[int], typer.Option("--batch-id", min=0, help="--rows: read the state as of this committed batch (default: the last).")] = None,
     timers: Annotated[bool, typer.Option("--timers", help="--rows: the registered timers of a transformWithState operator instead of a state variable.")] = False,
+    remote: RemoteOpt = None,
     spark_version: Annotated[Optional[str], typer.Option("--spark-version", metavar="X.Y", envvar="STATECTL_SPARK_VERSION", show_envvar=False, help="The Spark release that will restart the checkpoint (3.5, 4.0, 4.1, 4.2, 4.3): the exit code is for a restart by it. Default: $STATECTL_SPARK_VERSION, else the release the checkpoint shows it was written by, else the installed PySpark's.")] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
@@ -54,10 +55,13 @@ def inspect_state(
     from statectl.checkpoint.inspect import InspectOptions, inspect_checkpoint
     from statectl.render.inspect_state import render
 
+    from statectl.config.engine_choice import engine_for
+
     options = InspectOptions(
         path=checkpoint_dir, operator=operator, partition=partition, verify=verify, rows=rows, store=store,
         state_var=state_var, join_side=join_side, changes=changes, batch_id=batch_id,
         timers=timers, spark_version=spark_version,
+        remote=engine_for(remote, None, None).remote if rows is not None else None,
     )
     result = inspect_checkpoint(options)
     render(result, json)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, SetOpt, resolve_job, LOCATION, StorageConfigOpt, use_storage
+from statectl.cli.common import ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, SetOpt, resolve_job, LOCATION, RemoteOpt, StorageConfigOpt, use_storage
 
 
 def repartition_state(
@@ -22,6 +22,7 @@ def repartition_state(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch logged or committed within the last few batch intervals).")] = False,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master).")] = None,
+    remote: RemoteOpt = None,
     undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put an s3a:// checkpoint back as the BACKUP of a repartition holds it (after one, or one cut short).")] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
@@ -77,9 +78,12 @@ def repartition_state(
     cfg = resolve_job(job, example, config, set_, checkpoint_dir=checkpoint_dir, any_checkpoint=True).config
     use_storage(storage_config, cfg)
     configured = cfg.spark.conf.get(SHUFFLE_PARTITIONS)
+    from statectl.config.engine_choice import engine_for
+
     request = RepartitionRequest(
         checkpoint=checkpoint_for(cfg, checkpoint_dir), partitions=partitions, dry_run=dry_run, backup_dir=backup_dir,
         master=master or cfg.spark.master, configured=None if configured is None else str(configured), force=force,
+        remote=engine_for(remote, master, cfg).remote,
     )
     plan = plan_repartition(request)
     render.plan(plan, json, final=dry_run or plan.up_to_date or plan.refused)

@@ -333,6 +333,7 @@ class RepartitionRequest:
     dry_run: bool = False
     backup_dir: Path | None = None  # default: beside the checkpoint, named by the time
     master: str = "local[*]"
+    remote: str | None = None  # a Spark Connect engine (statectl's) that does the rewrite
     configured: str | None = None  # the job config's spark.sql.shuffle.partitions, if set
     force: bool = False  # change it even when a query statectl did not start may be running on it
 
@@ -417,7 +418,7 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
             from statectl.adapters.spark.state_repartition import repartition_checkpoint
 
             repartition_checkpoint(str(checkpoint), plan.partitions, plan.format_version, request.master,
-                                   spark_conf_for(checkpoint), is_object_path(checkpoint))
+                                   spark_conf_for(checkpoint), is_object_path(checkpoint), request.remote)
         except StatectlError as exc:
             raise OperationalError(f"{exc}; {_restore(checkpoint, backup, before)}") from exc
         forget_listings()  # Spark wrote: what was listed before is not what is there

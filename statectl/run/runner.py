@@ -42,7 +42,7 @@ class RunRequest:
     checkpoint_dir: Path | None = None
     master: str | None = None
     #: a Spark Connect engine (sc://HOST:PORT; "none": a driver in this process); None: chosen as
-    #: statectl.run.engine_choice says ($SPARK_REMOTE, the config's spark.remote, the project's engine)
+    #: statectl.config.engine_choice says ($SPARK_REMOTE, the config's spark.remote, the project's engine)
     remote: str | None = None
     #: where Kafka is and how to connect; None: from the job config and the environment alone
     cluster: Cluster | None = None
@@ -149,7 +149,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     from statectl.adapters.kafka.connect import require_broker, require_operations
     from statectl.topics.declared import merged
     from statectl.adapters.spark.session import require_master
-    from statectl.run.engine_choice import engine_for
+    from statectl.config.engine_choice import engine_for
 
     config = request.config
     job = request.job or job_entry(config.job, config)
@@ -161,9 +161,10 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     # be a directory, a master or engine nobody answers at, the broker, a metrics port in use.
     check_checkpoint_location(checkpoint)
     if engine.on_engine:
-        from statectl.adapters.spark.remote import require_remote
+        from statectl.adapters.spark.remote import import_client_in_background, require_remote
 
         require_remote(engine.remote)
+        import_client_in_background()
     else:
         require_master(master)
     bootstrap = request.cluster or load_cluster(config_bootstrap=config.kafka.bootstrap_servers,

@@ -32,6 +32,8 @@ from tests.integration.test_leaderboard import SEED_EXPECTED, Leaderboard, _wait
 
 SESSION_TIMEOUT_S = 10.0
 
+pytestmark = pytest.mark.engine
+
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
@@ -222,13 +224,13 @@ def test_two_jobs_at_once_on_one_engine_keep_their_own_state(engine, bootstrap, 
         lb = Leaderboard(bootstrap, tmp_path / f"job-{seed}", "kafka.max_offsets_per_trigger=500")
         lb.produce("players", [(k.decode(), v, None) for k, v in player_records(50)])
         lb.produce("products", [(k.decode(), v, None) for k, v in product_records(10)])
-        lb.produce("score_events", [(None, v, None) for _, v in score_events(3000, players=50, products=10, seed=seed)])
+        lb.produce("score_events", [(None, v, None) for _, v in score_events(1000, players=50, products=10, seed=seed)])
         boards.append(lb)
     procs = [_spawn(lb, "--remote", engine.remote, "--available-now", "--json", tmp=lb.tmp) for lb in boards]
     outputs = [_finish(p) for p in procs]
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err
-        assert json.loads(out)["input_rows"] == 3060
+        assert json.loads(out)["input_rows"] == 1060
     for lb in boards:
         reference = lb.reading_the_same_input(lb.tmp)
         reference.run()
@@ -290,3 +292,96 @@ def test_engine_up_status_down_from_the_command_line(engine, tmp_path):
     after = run_statectl("engine", "status", "--data-dir", str(data_dir), "--json")
     assert after.returncode == 1 and json.loads(after.stdout)["running"] is False
     assert not Path(f"/proc/{started['java_pid']}").exists(), "the engine's JVM outlived it"
+
+
+def test_inspect_rows_and_repartition_on_the_engine(engine, bootstrap, tmp_path):
+    """The two other commands that start Spark: --rows reads the state on the engine (a local
+    copy of the checkpoint), repartition-state has the engine run Spark's repartitioning (Spark
+    Connect has no API for it); the next run on the engine continues with the new partitions."""
+    lb = Leaderboard(bootstrap, tmp_path)
+    _seed(lb)
+    first = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
+                         "--remote", engine.remote)
+    assert first.returncode == 0, first.stderr
+    rows = run_statectl("inspect-state", str(lb.checkpoint), "--rows", "5", "--json", "--remote", engine.remote)
+    assert rows.returncode == 0, rows.stderr
+    doc = json.loads(rows.stdout)["rows"]
+    assert doc["error"] is None and doc["total_rows"] > 0 and len(doc["rows"]) == min(5, doc["total_rows"])
+
+    changed = run_statectl("repartition-state", "--checkpoint-dir", str(lb.checkpoint), "--partitions", "3",
+                           "--json", "--remote", engine.remote)
+    assert changed.returncode == 0, changed.stderr
+    result = json.loads(changed.stdout)["result"]
+    assert result["pinned_partitions"] == 3 and {op["num_partitions"] for op in result["operators"]} == {3}
+
+    lb.produce("score_events", [(None, {"score": 99999, "product_id": 6, "player_id": 3}, None)])
+    again = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
+                         "--remote", engine.remote)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["input_rows"] == 1
+    assert lb.ranked()["6"][0] == ("Isabelle", 99999.0)
+
+
+@pytest.fixture(scope="module")
+def plain_connect_server(tmp_path_factory):
+    """A Spark Connect server started as a cluster's is (spark-submit, the Kafka connector on
+    --jars, RocksDB for state): an engine statectl did not start."""
+    from statectl.adapters.local.broker import free_port
+    from statectl.adapters.spark.session import ROCKSDB_PROVIDER, connector_jars
+
+    work = tmp_path_factory.mktemp("plain-connect")
+    port = free_port()
+    submit = Path(sys.executable).parent / "spark-submit"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    env.pop("SPARK_REMOTE", None)
+    cmd = [str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+           "--jars", ",".join(str(j) for j in connector_jars()),
+           "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+           "--conf", f"spark.sql.streaming.stateStore.providerClass={ROCKSDB_PROVIDER}",
+           "--conf", "spark.ui.enabled=false", "spark-internal"]
+    log = open(work / "server.log", "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env, cwd=work, start_new_session=True)
+    from statectl.adapters.local.engine import port_answers
+
+    deadline = time.monotonic() + 120
+    while not port_answers(port) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert port_answers(port), (work / "server.log").read_text()[-3000:]
+    yield f"sc://127.0.0.1:{port}"
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_plain_spark_connect_server_runs_the_job_and_says_what_it_cannot_do(plain_connect_server, bootstrap,
+                                                                             tmp_path):
+    """statectl's code goes to the session; restore progress comes from the state-store metrics only;
+    Ctrl-C still ends the run with exit 0; repartition-state is refused (no Spark Connect API)."""
+    from tests.integration.test_leaderboard import score
+
+    lb = Leaderboard(bootstrap, tmp_path)
+    _seed(lb)
+    first = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
+                         "--remote", plain_connect_server)
+    assert first.returncode == 0, first.stderr
+    assert lb.ranked() == SEED_EXPECTED
+
+    lb.produce("score_events", [(None, score(3, 6, 99999), None)])
+    events_file = tmp_path / "restart.jsonl"
+    proc = _spawn(lb, "--remote", plain_connect_server, "--events-file", str(events_file), tmp=tmp_path)
+    try:
+        _wait_for_commits(lb.checkpoint, 2, proc)
+        proc.send_signal(signal.SIGINT)
+    finally:
+        out, err = _finish(proc)
+    assert proc.returncode == 0, err
+    events = _events(events_file)
+    assert any("not statectl's local one" in n for n in events[0]["notes"])
+    finished = [e for e in events if e["type"] == "restore_finished"]
+    assert finished and all(e["replay_files_source"] != "log" for e in finished)
+    assert lb.ranked()["6"][0] == ("Isabelle", 99999.0)
+    refused = run_statectl("repartition-state", "--checkpoint-dir", str(lb.checkpoint), "--partitions", "3",
+                           "--remote", plain_connect_server)
+    assert refused.returncode == 2 and "has no offline state repartitioning" in refused.stderr

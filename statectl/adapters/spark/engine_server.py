@@ -86,6 +86,20 @@ class Engine:
         threading.Thread(target=finish, name=f"stop-{query_id}", daemon=True).start()
         return {"found": True, "active": True, "batch": batch, "graceful": stopper._graceful}
 
+    def repartition(self, path: str, partitions: int, settings: dict[str, str]) -> dict:
+        """Spark's offline repartitioning (no Spark Connect API in 4.2), in a session of its own."""
+        from statectl.adapters.spark.state_repartition import repartition_in_session
+        from statectl.errors import StatectlError
+
+        session = self.spark.newSession()
+        for key, value in settings.items():
+            session.conf.set(key, value)
+        try:
+            repartition_in_session(session, path, partitions)
+        except StatectlError as exc:
+            return {"error": str(exc).removeprefix("Spark could not repartition the state: ")}
+        return {"error": None}
+
     def stages(self, run_id: str) -> list[dict]:
         from statectl.adapters.spark.progress import StagePoller
 
@@ -131,6 +145,9 @@ def _handler(engine: Engine):
                 if url.path == "/stop":
                     self._answer(200, engine.stop_between_batches(str(body["query_id"]), str(body["run_id"]),
                                                                   float(body.get("patience", 600))))
+                elif url.path == "/repartition":
+                    settings = {str(k): str(v) for k, v in dict(body.get("settings") or {}).items()}
+                    self._answer(200, engine.repartition(str(body["path"]), int(body["partitions"]), settings))
                 else:
                     self._answer(404, {"error": f"no {url.path}"})
             except (KeyError, ValueError, TypeError) as exc:

@@ -203,9 +203,15 @@ def writer_shape(value) -> WriterShape:
 
 
 def writer_options(writer) -> tuple[str | None, dict[str, str]]:
-    """The sink format and options a classic DataStreamWriter was given (read from the JVM object's
-    private fields; PySpark keeps no copy). ``(None, {})`` where they cannot be read (Spark Connect,
-    another Spark), which callers treat as unknown."""
+    """The sink format and options a DataStreamWriter was given: a Spark Connect writer's from the
+    plan it builds, a classic one's from the JVM object's private fields (PySpark keeps no copy).
+    ``(None, {})`` where they cannot be read (another Spark), which callers treat as unknown."""
+    proto = getattr(writer, "_write_proto", None)
+    if proto is not None:  # Spark Connect: the writer is a plan being built, options and all
+        try:
+            return (str(proto.format) or None), {str(k): str(v) for k, v in proto.options.items()}
+        except Exception:
+            return None, {}
     jwrite = getattr(writer, "_jwrite", None)
     if jwrite is None:
         return None, {}

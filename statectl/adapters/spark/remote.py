@@ -18,6 +18,7 @@ import os
 import re
 import socket
 import tempfile
+import urllib.error
 import urllib.request
 import zipfile
 from dataclasses import dataclass
@@ -27,6 +28,21 @@ from statectl.errors import OperationalError, UsageError
 
 _REMOTE = re.compile(r"sc://(?P<host>\[[^\]]+\]|[^:/;]+)(?::(?P<port>\d+))?/?(?P<params>(;[^;=]+=[^;]*)*)")
 NO_ENGINE = ("none", "off", "local")
+
+
+def import_client_in_background() -> None:
+    """Import Spark Connect's client (pandas, pyarrow, grpc: about half a second) on a thread, while
+    the run checks Kafka and its checkpoint; ``remote_session`` then finds it imported."""
+    import importlib
+    import threading
+
+    global _importing
+    _importing = threading.Thread(target=importlib.import_module, args=("pyspark.sql.connect.session",),
+                                  name="import-spark-connect", daemon=True)
+    _importing.start()
+
+
+_importing = None  # the thread of import_client_in_background, joined before PySpark is used here
 
 
 def parse_remote(remote: str) -> tuple[str, int]:
@@ -75,6 +91,17 @@ class EngineLink:
 
         return self._call(f"/stages?run_id={quote(run_id)}", timeout=2.0)
 
+    def repartition(self, path: str, partitions: int, settings: dict[str, str]) -> dict:
+        """Spark's offline repartitioning, run by the engine in a session of its own."""
+        try:
+            return self._call("/repartition", {"path": path, "partitions": partitions, "settings": settings},
+                              timeout=3600)
+        except urllib.error.HTTPError as exc:
+            try:
+                return json.loads(exc.read() or b"{}")
+            except ValueError:
+                return {"error": f"the engine answered {exc.code}"}
+
     def health(self) -> dict:
         return self._call("/health", timeout=2.0)
 
@@ -98,6 +125,8 @@ def runtime_settings(conf: dict[str, str]) -> dict[str, str]:
 
 def remote_session(remote: str, conf: dict[str, str], app_name: str = "statectl"):
     """A new Spark Connect session on ``remote`` with statectl's SQL settings and ``conf``'s."""
+    if _importing is not None:
+        _importing.join()  # never two threads importing PySpark at once (module locks, half-made modules)
     from pyspark.sql import SparkSession
 
     from statectl.adapters.spark.session import BASE_CONF
@@ -123,19 +152,31 @@ def _engine_shuffle_partitions() -> int:
     return default_shuffle_partitions("local[*]")
 
 
+#: A job folder with more Python than this is not a job's code (a home directory, a virtualenv).
+MAX_SHIPPED_FILES = 2000
+
+
 def ship_python(spark, folders: list[str], name: str) -> None:
-    """Send the Python files under ``folders`` to the session, for its Python workers to import."""
+    """Send the Python files under ``folders`` to the session, for its Python workers to import
+    (hidden folders, ``__pycache__`` and virtualenvs left out)."""
     paths = [Path(f) for f in folders if Path(f).is_dir()]
     if not paths:
         return
+    files = []
+    for root in paths:
+        for path in sorted(root.rglob("*.py")):
+            parts = path.relative_to(root).parts
+            if any(p.startswith(".") or p in ("__pycache__", "site-packages", "node_modules") for p in parts):
+                continue
+            files.append((path, path.relative_to(root)))
+            if len(files) > MAX_SHIPPED_FILES:
+                raise UsageError(f"the job's folder {root} holds more than {MAX_SHIPPED_FILES} Python files, all of "
+                                 "which a run on an engine would send: keep the job's code in a folder of its own")
     with tempfile.TemporaryDirectory(prefix="statectl-code-") as tmp:
         archive = Path(tmp) / f"{name}.zip"
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-            for root in paths:
-                for path in sorted(root.rglob("*.py")):
-                    if any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(root).parts):
-                        continue
-                    zf.write(path, path.relative_to(root))
+            for path, arcname in files:
+                zf.write(path, arcname)
         spark.addArtifacts(str(archive), pyfile=True)
 
 

@@ -34,8 +34,23 @@ class StateSourceRows:
     total: int | None = None
 
 
-def read_state_rows(request: StateSourceRead, master: str = "local[*]") -> StateSourceRows:
-    """Read `state-metadata` and the first ``request.limit`` state rows the request describes."""
+def read_state_rows(request: StateSourceRead, master: str = "local[*]", remote: str | None = None) -> StateSourceRows:
+    """Read `state-metadata` and the first ``request.limit`` state rows the request describes.
+    ``remote``: on that Spark Connect engine, which must run on this machine (the path is local)."""
+    if remote is not None:
+        from statectl.adapters.spark.remote import close_session, parse_remote, remote_session
+        from statectl.errors import UsageError
+
+        host, _ = parse_remote(remote)
+        if host not in ("localhost", "127.0.0.1", "::1"):
+            raise UsageError(f"inspect-state --rows --remote {remote}: the engine reads a copy of the checkpoint "
+                             "statectl makes on this machine, so it must run here (sc://localhost:PORT); use "
+                             "--remote none for a driver in this process")
+        spark = remote_session(remote, request.conf, app_name="statectl-inspect-state")
+        try:
+            return _read(spark, request)
+        finally:
+            close_session(spark)
     from statectl.adapters.spark.session import session_with_conf
 
     with session_with_conf("statectl-inspect-state", master, request.conf) as spark:

@@ -42,8 +42,7 @@ def choose_engine(flag: str | None, master_flag: str | None, env_remote: str | N
     if config_remote:
         return EngineChoice(config_remote, "spark.remote in the config")
     if project_engine and config_master.strip().startswith("local"):
-        return EngineChoice(project_engine, "the project's engine is up (statectl engine up; --remote none runs "
-                                            "in this process)")
+        return EngineChoice(project_engine, "the project's engine is up; --remote none runs in this process")
     return EngineChoice(None, "no engine is up")
 
 
