@@ -9,8 +9,9 @@ score-events topic and a fresh LogAppendTime output topic; the system started in
 mode; score events produced at the fixed rate for --warmup seconds (not measured: start-up and
 its backlog), then --duration seconds (measured); the system stopped; its output read back.
 
-Each event's creation time travels in the record: its score is ``created_ms * 1000 + n``, and
-scores only grow, so every event goes to the top of its game's list. Two figures per run:
+Each event's creation time travels in the record: its score is ``created_ms * 1000 + n`` (n
+counts the events of that millisecond), so scores only grow and every event goes to the top of
+its game's list. Two figures per run:
 
 - **output latency**, per output record: its broker timestamp (LogAppendTime: when the record
   landed) minus the creation time of the newest event it shows (its top entry);
@@ -20,7 +21,8 @@ scores only grow, so every event goes to the top of its game's list. Two figures
   for every event that batch folded in.
 
 Both as p50 / p95 / p99 / max, with how many events were never shown before the run stopped
-(``unseen``: a system that fell behind). Systems:
+(``unseen``: a system that fell behind). Events go on for --tail seconds after the measured
+window: the measured ones are followed by more, as in a stream that keeps flowing. Systems:
 
   statectl            `statectl run leaderboard` in its own process, the low-latency profile
   statectl-engine     the same on the engine (`--remote`)
@@ -142,9 +144,10 @@ class Result:
 
 
 def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, measure_from: float,
-         stop: threading.Event) -> int:
-    """Produce ``rate`` score events per second for ``seconds``; the events created at or after
-    ``measure_from`` (epoch seconds) are recorded in ``events``. Returns how many were sent."""
+         stop: threading.Event, measure_until: float = float("inf")) -> int:
+    """Produce ``rate`` score events per second for ``seconds``; the events created in
+    [``measure_from``, ``measure_until``) (epoch seconds) are recorded in ``events``. Returns how
+    many were sent."""
     import random
 
     from confluent_kafka import Producer
@@ -153,18 +156,22 @@ def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, 
                          "queue.buffering.max.messages": 2_000_000})
     rnd = random.Random(7)
     started = time.monotonic()
-    sent = n = 0
+    sent = n = last_ms = 0
     while not stop.is_set():
         elapsed = time.monotonic() - started
         if elapsed >= seconds:
             break
         due = int(rate * elapsed) - sent
         now = time.time()
-        created_ms = int(now * 1000)
-        record = now >= measure_from
+        created_ms = max(int(now * 1000), last_ms)
+        if created_ms != last_ms:
+            n, last_ms = 0, created_ms
+        record = measure_from <= now < measure_until
         for _ in range(due):
             player, game = rnd.randrange(1, PLAYERS + 1), rnd.randrange(1, PRODUCTS + 1)
-            n = (n + 1) % 1000
+            # Strictly growing scores: n counts the events of this millisecond (under 1,000 at any
+            # rate here), so every event is its game's best so far.
+            n += 1
             value = float(created_ms * 1000 + n)
             producer.produce(topic, json.dumps({"score": value, "product_id": game, "player_id": player}).encode())
             if record:
@@ -178,7 +185,8 @@ def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, 
     return sent
 
 
-def latencies(bootstrap: str, topic: str, events: Events, measure_from_ms: int) -> tuple[list[float], list[float], int, int]:
+def latencies(bootstrap: str, topic: str, events: Events, measure_from_ms: int,
+              measure_until_ms: int | None = None) -> tuple[list[float], list[float], int, int]:
     """Output latencies (ms, per record created in the window), event latencies (ms, per event
     recorded), how many recorded events no output showed, and the output records read."""
     per_game: dict[int, list[tuple[int, float]]] = {}  # game -> [(broker ts, top score)] in offset order
@@ -195,7 +203,7 @@ def latencies(bootstrap: str, topic: str, events: Events, measure_from_ms: int) 
         game = game_of_key(key)
         per_game.setdefault(game, []).append((ts, top))
         created = int(top) // 1000
-        if created >= measure_from_ms:
+        if created >= measure_from_ms and (measure_until_ms is None or created < measure_until_ms):
             output.append(ts - created)
     event: list[float] = []
     unseen = 0
@@ -213,7 +221,7 @@ def latencies(bootstrap: str, topic: str, events: Events, measure_from_ms: int) 
             best_so_far.append((ts, running))
         for position, i in enumerate(indices):
             score = events.score[i]
-            while j < len(best_so_far) and best_so_far[j][1] < score:
+            while j < len(best_so_far) and (best_so_far[j][1] < score or best_so_far[j][0] < events.created[i]):
                 j += 1
             if j == len(best_so_far):
                 unseen += len(indices) - position
@@ -290,13 +298,17 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
     stop = threading.Event()
     measure_from = time.time() + args.warmup
     try:
-        sent = pace(bootstrap, scores, rate, args.warmup + args.duration, events, measure_from, stop)
+        # The load goes on for --tail seconds after the measured window: an event is measured in a
+        # stream that keeps flowing (a system may hold the last records of an input that stops).
+        sent = pace(bootstrap, scores, rate, args.warmup + args.duration + args.tail, events, measure_from, stop,
+                    measure_from + args.duration)
         time.sleep(args.drain)  # what was produced last gets its chance to show
         note = "" if proc.poll() is None else f"exited early with {proc.returncode}"
     finally:
         stop_system(proc)
     load = os.getloadavg()
-    output, event, unseen, count = latencies(bootstrap, high_scores, events, int(measure_from * 1000))
+    output, event, unseen, count = latencies(bootstrap, high_scores, events, int(measure_from * 1000),
+                                             int((measure_from + args.duration) * 1000))
     if proc.returncode not in (0, 130, 143, -2, -15) and not note:
         note = f"exit {proc.returncode}"
     if note:
@@ -344,7 +356,9 @@ def main() -> None:
                     help=f"comma-separated: {','.join(SYSTEMS)}")
     ap.add_argument("--duration", type=float, default=120, help="measured seconds per run (default 120)")
     ap.add_argument("--warmup", type=float, default=30, help="seconds produced before measuring (default 30)")
-    ap.add_argument("--drain", type=float, default=10, help="seconds to wait after the last event (default 10)")
+    ap.add_argument("--tail", type=float, default=10,
+                    help="seconds produced after the measured window, not measured (default 10)")
+    ap.add_argument("--drain", type=float, default=5, help="seconds to wait after the last event (default 5)")
     ap.add_argument("--config", type=Path, default=REPO / "configs" / "leaderboard.yaml")
     ap.add_argument("--jar", type=Path, default=TWIN_JAR)
     ap.add_argument("--remote", help="the engine statectl-engine runs on (default: one this script starts)")

@@ -86,12 +86,15 @@ def _batch_files(folder: Path) -> list[int]:
 def test_the_seed_run_on_the_engine_matches_and_says_where_it_ran(engine, bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path)
     _seed(lb)
+    lb.produce("score_events", [(None, "not json", None)])  # a dead letter: counted and warned of
     events_file = tmp_path / "run.jsonl"
     result = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
                           "--remote", engine.remote, "--events-file", str(events_file))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert (summary["status"], summary["input_rows"], summary["engine"]) == ("finished", 14, engine.remote)
+    assert (summary["status"], summary["input_rows"], summary["engine"]) == ("finished", 15, engine.remote)
+    assert summary["dropped"] == {"malformed_json": 1} and len(lb.dead_letters()) == 1
+    assert "1 of 15 records (6.7 %) went to the dead-letter topic" in result.stderr
     assert summary["outputs"][lb.topics["high_scores"]] == 2 and summary["state_rows"] > 0
     assert lb.ranked() == SEED_EXPECTED
     events = _events(events_file)
@@ -293,6 +296,18 @@ def test_engine_up_status_down_from_the_command_line(engine, tmp_path):
     assert after.returncode == 1 and json.loads(after.stdout)["running"] is False
     assert not Path(f"/proc/{started['java_pid']}").exists(), "the engine's JVM outlived it"
 
+    # An engine whose driver JVM dies (killed, out of memory) goes too: status says stopped.
+    up = run_statectl("engine", "up", "--data-dir", str(data_dir), "--port", str(port), "--json")
+    assert up.returncode == 0, up.stderr
+    os.kill(json.loads(up.stdout)["java_pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        after = run_statectl("engine", "status", "--data-dir", str(data_dir), "--json")
+        if after.returncode == 1:
+            break
+        time.sleep(1)
+    assert after.returncode == 1 and json.loads(after.stdout)["running"] is False
+
 
 def test_inspect_rows_and_repartition_on_the_engine(engine, bootstrap, tmp_path):
     """The two other commands that start Spark: --rows reads the state on the engine (a local
@@ -385,3 +400,29 @@ def test_a_plain_spark_connect_server_runs_the_job_and_says_what_it_cannot_do(pl
     refused = run_statectl("repartition-state", "--checkpoint-dir", str(lb.checkpoint), "--partitions", "3",
                            "--remote", plain_connect_server)
     assert refused.returncode == 2 and "has no offline state repartitioning" in refused.stderr
+
+
+def test_on_a_secured_cluster_no_secret_reaches_the_engine_or_anything_the_run_wrote(engine, secure_broker, tmp_path):
+    """The run's Kafka settings (SASL_SSL, SCRAM) travel to the engine in the query's plan. Searched
+    for every password of the broker: what statectl printed, the events file, the checkpoint, and
+    everything in the engine's directory (its Spark log, its stdout). The client config holds the
+    secret: finding it there proves the search can find it."""
+    from tests.integration.secure_broker import secrets_of
+    from tests.integration.test_secure_tour import SecuredTour
+
+    tour = SecuredTour(secure_broker, tmp_path)
+    tour.run("produce-test-data", "leaderboard")
+    summary = json.loads(tour.run("run", "leaderboard", "--available-now", "--checkpoint-dir", str(tmp_path / "cp"),
+                                  "--events-file", str(tour.events), "--json", "--remote", engine.remote).stdout)
+    assert summary["status"] == "finished" and summary["input_rows"] >= 14 and summary["engine"] == engine.remote
+    secrets = [s for s in secrets_of(secure_broker.data_dir) if len(s) >= 8]
+    assert secrets and any(s in Path(secure_broker.client_config).read_text() for s in secrets)
+    for text in tour.printed:
+        for secret in secrets:
+            assert secret not in text
+    files = [p for root in (tmp_path, Path(engine.data_dir)) for p in root.rglob("*") if p.is_file()]
+    assert tour.events in files and any(p.name == "engine.log" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        for secret in secrets:
+            assert secret.encode() not in data, f"a secret in {path}"

@@ -168,6 +168,14 @@ def _java_pid() -> int | None:
         return None
 
 
+def _driver_answers(jvm) -> bool:
+    try:
+        jvm.java.lang.System.currentTimeMillis()
+        return True
+    except Exception:
+        return False
+
+
 def serve(port: int, state_file: Path, session_timeout_s: float, object_store: bool, master: str) -> None:
     from statectl.adapters.spark.session import spark_session
 
@@ -203,7 +211,12 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
     tmp.write_text(json.dumps(state))
     os.chmod(tmp, 0o600)
     tmp.replace(state_file)  # written last: the engine answers once this file names its pid
-    stopping.wait()
+    while not stopping.wait(5.0):
+        if not _driver_answers(jvm):
+            # The driver JVM died (killed, out of memory): an engine without it serves nothing, so
+            # it goes too, and `engine status` says stopped instead of running.
+            print("the driver JVM no longer answers: the engine stops", file=sys.stderr, flush=True)
+            os._exit(1)
     control.shutdown()
     try:
         jvm.org.apache.spark.sql.connect.service.SparkConnectService.stop(
