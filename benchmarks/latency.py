@@ -38,7 +38,8 @@ window: the measured ones are followed by more, as in a stream that keeps flowin
                       Python stateful operator pays
   floor-realtime      floor-stateless in Spark's real-time mode (trigger realTime, 4.1+: stateless
                       queries only; its tasks run for the whole checkpoint interval, so the
-                      score topic gets as many partitions as the engine has cores)
+                      score topic gets as many partitions as the engine has cores), behind the
+                      advanced-state jobs' record checks (jobs/advanced/common.read_records)
 
 The low-latency profile is docs/performance.md's: trigger.processing_time=0 seconds (a new
 batch as soon as one ends), spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows=false,
@@ -100,7 +101,15 @@ spark.conf.set("spark.sql.streaming.stateStore.providerClass",
 spark.conf.set("spark.sql.shuffle.partitions", "2")
 src = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", scores)
        .option("startingOffsets", "earliest").load())
-events = src.select(F.from_json(F.col("value").cast("string"), "score double, product_id int").alias("e")).select("e.*")
+if mode == "realtime":
+    # The advanced-state jobs' stateless part, their record checks (size, null value: JVM
+    # expressions only), in front: the usable records parsed, as a real-time front stage would.
+    from jobs.advanced.common import read_records
+
+    records = read_records(src, 1 << 20, need_key=False).where(F.col("reason").isNull())
+    events = records.select(F.from_json(F.col("text"), "score double, product_id int").alias("e")).select("e.*")
+else:
+    events = src.select(F.from_json(F.col("value").cast("string"), "score double, product_id int").alias("e")).select("e.*")
 if mode == "tws":
     events = events.groupBy("product_id").transformWithStateInPandas(LastPerGame(), "score double, product_id int",
                                                                      "append", "None")
@@ -334,6 +343,11 @@ def fmt_ms(v: float | None) -> str:
     return f"{v:,.0f}" if v < 10_000 else f"{v / 1000:,.1f} s"
 
 
+def with_unit(v: float | None) -> str:
+    text = fmt_ms(v)
+    return text if text.endswith(" s") or text == "-" else f"{text} ms"
+
+
 def report(results: list[Result]) -> None:
     print()
     print(f"{'rate/s':>7}  {'system':<18}{'out recs':>10}  {'output p50':>10}{'p95':>9}{'p99':>9}{'max':>9}  "
@@ -388,8 +402,8 @@ def main() -> None:
             for system in systems:
                 r = run_one(system, rate, args, bootstrap, engine.remote if engine else None)
                 results.append(r)
-                print(f"{rate:,}/s {system}: output p99 {fmt_ms(pct(r.output, .99))} ms, event p99 "
-                      f"{fmt_ms(pct(r.event, .99))} ms, {r.unseen:,} unseen, {r.achieved_rate:,.0f} events/s "
+                print(f"{rate:,}/s {system}: output p99 {with_unit(pct(r.output, .99))}, event p99 "
+                      f"{with_unit(pct(r.event, .99))}, {r.unseen:,} unseen, {r.achieved_rate:,.0f} events/s "
                       f"measured, load {r.load[0]:.2f}{', ' + r.note if r.note else ''}", flush=True)
         if engine is not None:
             print(f"engine: RSS after the runs {engine.rss_after() / 2**20:,.0f} MiB", flush=True)

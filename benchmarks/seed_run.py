@@ -56,8 +56,7 @@ union = frames[0].unionByName(frames[1]).unionByName(frames[2])
 q = (union.writeStream.format("noop").option("checkpointLocation", checkpoint)
      .trigger(availableNow=True).start())
 q.awaitTermination()
-import json
-assert sum(json.loads(p.json)["numInputRows"] for p in q.recentProgress) == 14, q.recentProgress
+assert sum(p.numInputRows for p in q.recentProgress) == 14, q.recentProgress
 spark.stop()
 """
 

@@ -285,7 +285,8 @@ def test_backup_copies_every_file_hidden_crc_included(tmp_path):
 
 
 def _spark_that_fails(after_writing: bool):
-    def repartition_checkpoint(path, partitions, format_version, master="local[*]", conf=None, object_store=False):
+    def repartition_checkpoint(path, partitions, format_version, master="local[*]", conf=None, object_store=False,
+                               remote=None):
         if after_writing:  # as Spark does: the repartition batch first, then the state
             root = Path(path)
             write(root / "offsets" / "2", (root / "offsets" / "1").read_text().replace(":\"2\"", ":\"4\""))
