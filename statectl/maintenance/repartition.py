@@ -395,6 +395,10 @@ def apply_repartition(plan: RepartitionPlan, request: RepartitionRequest,
     checkpoint, backup = as_path(plan.checkpoint), as_path(plan.backup_dir or "")
     if plan.up_to_date or plan.refused or plan.backup_dir is None:
         raise UsageError("internal: only a plan that changes something and is not refused can be applied")
+    if request.remote is not None:
+        from statectl.adapters.spark.state_repartition import require_repartitioning_engine
+
+        require_repartitioning_engine(request.remote)  # before the lock and the backup: nothing changed
     with CheckpointLock(checkpoint, writes_batches=True) as lock:
         # A run may have committed a batch between the plan and the lock: plan what is there now.
         again = repartition_plan(read_layout(checkpoint), request.partitions, request.configured)

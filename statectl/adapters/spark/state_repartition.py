@@ -56,7 +56,10 @@ def repartition_in_session(spark, path: str, partitions: int) -> None:
         raise OperationalError(f"Spark could not repartition the state: {spark_error_line(exc)}") from exc
 
 
-def _repartition_on_engine(remote: str, path: str, partitions: int, settings: dict[str, str]) -> None:
+def require_repartitioning_engine(remote: str):
+    """statectl's link to ``remote``, which must be statectl's engine: Spark Connect 4.2 has no
+    offline state repartitioning of its own (UsageError otherwise; OperationalError when nothing
+    answers there)."""
     from statectl.adapters.spark.remote import engine_link, require_remote
     from statectl.errors import UsageError
 
@@ -65,7 +68,12 @@ def _repartition_on_engine(remote: str, path: str, partitions: int, settings: di
     if link is None:
         raise UsageError(f"repartition-state on {remote}: Spark Connect 4.2 has no offline state repartitioning "
                          "(no StreamingCheckpointManager); use statectl's engine (statectl engine up) or "
-                         "--remote none")
+                         "--remote none; nothing was changed")
+    return link
+
+
+def _repartition_on_engine(remote: str, path: str, partitions: int, settings: dict[str, str]) -> None:
+    link = require_repartitioning_engine(remote)
     answer = link.repartition(path, partitions, settings)
     if answer.get("error"):
         raise OperationalError(f"Spark could not repartition the state: {answer['error']}")
