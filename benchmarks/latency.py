@@ -121,10 +121,13 @@ if mode == "realtime":
 else:
     writer = writer.trigger(processingTime="0 seconds")
 query = writer.start()
-try:
-    query.awaitTermination()
-except KeyboardInterrupt:
-    query.stop()
+import signal, threading
+stop = threading.Event()
+signal.signal(signal.SIGINT, lambda *_: stop.set())
+while not stop.wait(0.5) and query.isActive:
+    pass
+query.stop()
+spark.stop()
 """
 PLAYERS, PRODUCTS = 1000, 100
 
@@ -398,6 +401,7 @@ def main() -> None:
         for k, v in product_records(PRODUCTS):
             producer.produce(config.topics.products, v, k)
         producer.flush(30)
+        del producer  # no client left to log the broker's going away
         for rate in rates:
             for system in systems:
                 r = run_one(system, rate, args, bootstrap, engine.remote if engine else None)
