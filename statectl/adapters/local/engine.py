@@ -79,7 +79,8 @@ def _pid_is_engine(pid: int, state_file: Path | None = None) -> bool:
             and (state_file is None or os.fsencode(str(state_file)) in cmdline))
 
 
-def _rss(pid: int | None) -> int:
+def rss_bytes(pid: int | None) -> int:
+    """Resident memory of a live process (0 when it is gone)."""
     if not pid:
         return 0
     try:
@@ -109,7 +110,7 @@ def engine_status(data_dir: Path) -> EngineStatus:
         running=True, data_dir=str(data_dir), remote=f"sc://{HOST}:{state['port']}", pid=pid, java_pid=java_pid,
         port=int(state["port"]), control_port=int(state["control_port"]), log_file=str(data_dir / "engine.log"),
         spark_version=state.get("spark_version"), session_timeout_s=state.get("session_timeout_s"),
-        ready_seconds=state.get("ready_seconds"), rss_bytes=_rss(pid) + _rss(java_pid),
+        ready_seconds=state.get("ready_seconds"), rss_bytes=rss_bytes(pid) + rss_bytes(java_pid),
         uptime_s=round(time.time() - float(state.get("started_at", time.time())), 1),
     )
 

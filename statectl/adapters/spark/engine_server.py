@@ -35,16 +35,6 @@ from urllib.parse import parse_qs, urlparse
 HOST = "127.0.0.1"
 
 
-def _rss_bytes(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 class Engine:
     """The driver and what the control channel does with it."""
 
@@ -106,8 +96,10 @@ class Engine:
         return StagePoller(self.spark)(run_id)
 
     def health(self) -> dict:
+        from statectl.adapters.local.engine import rss_bytes
+
         return {"pid": os.getpid(), "java_pid": self.java_pid, "uptime_s": round(time.time() - self.started, 1),
-                "rss_bytes": sum(r for r in (_rss_bytes(os.getpid()), _rss_bytes(self.java_pid or -1)) if r),
+                "rss_bytes": rss_bytes(os.getpid()) + rss_bytes(self.java_pid),
                 "spark_version": self.spark.version}
 
 
