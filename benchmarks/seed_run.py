@@ -44,27 +44,15 @@ from benchmarks._common import local_engine, throwaway_broker  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 STATECTL = str(Path(sys.executable).parent / "statectl")
 
-_FLOOR_ENGINE = r"""
-import sys
-from pyspark.sql import SparkSession
-remote, bootstrap, checkpoint = sys.argv[1:4]
-spark = SparkSession.builder.remote(remote).create()
-frames = [spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-          .option("subscribe", t).option("startingOffsets", "earliest").load() for t in
-          ("score-events", "players", "products")]
-union = frames[0].unionByName(frames[1]).unionByName(frames[2])
-q = (union.writeStream.format("noop").option("checkpointLocation", checkpoint)
-     .trigger(availableNow=True).start())
-q.awaitTermination()
-assert sum(p.numInputRows for p in q.recentProgress) == 14, q.recentProgress
-spark.stop()
-"""
-
 _FLOOR = r"""
 import sys
-from statectl.adapters.spark.session import spark_session
-bootstrap, checkpoint, mode = sys.argv[1:4]
-spark = spark_session(app_name="floor", master="local[*]")
+bootstrap, checkpoint, mode, remote = sys.argv[1:5]
+if remote == "-":  # a driver in this process, with statectl's session
+    from statectl.adapters.spark.session import spark_session
+    spark = spark_session(app_name="floor", master="local[*]")
+else:  # a bare Spark Connect client
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.remote(remote).create()
 if mode == "floor":
     frames = [spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", t).option("startingOffsets", "earliest").load() for t in
@@ -73,7 +61,7 @@ if mode == "floor":
     q = (union.writeStream.format("noop").option("checkpointLocation", checkpoint)
          .trigger(availableNow=True).start())
     q.awaitTermination()
-    assert sum(p["numInputRows"] for p in q.recentProgress) == 14, q.recentProgress
+    assert sum(p.numInputRows for p in q.recentProgress) == 14, q.recentProgress
 spark.stop()
 """
 
@@ -99,11 +87,9 @@ def run_once(kind: str, bootstrap: str, work: Path, round_: int, remote: str | N
         seconds, _ = timed([STATECTL, "run", "leaderboard", "--bootstrap-servers", bootstrap, "--checkpoint-dir",
                             str(checkpoint), "--available-now", "--events-file", str(events), *where], env)
         return seconds, phases(events, wall_start, seconds)
-    if kind == "floor-engine":
-        seconds, _ = timed([sys.executable, "-c", _FLOOR_ENGINE, remote, bootstrap, str(checkpoint)], env)
-        return seconds, {}
     mode = "floor" if kind.startswith("floor") else "session"
-    seconds, _ = timed([sys.executable, "-c", _FLOOR, bootstrap, str(checkpoint), mode], env)
+    where = remote if kind == "floor-engine" else "-"
+    seconds, _ = timed([sys.executable, "-c", _FLOOR, bootstrap, str(checkpoint), mode, where], env)
     return seconds, {}
 
 

@@ -357,12 +357,12 @@ def plain_connect_server(tmp_path_factory):
            "--conf", "spark.ui.enabled=false", "spark-internal"]
     log = open(work / "server.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env, cwd=work, start_new_session=True)
-    from statectl.adapters.local.engine import port_answers
+    from statectl.adapters.local.broker import port_in_use
 
     deadline = time.monotonic() + 120
-    while not port_answers(port) and time.monotonic() < deadline and proc.poll() is None:
+    while not port_in_use(port) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    assert port_answers(port), (work / "server.log").read_text()[-3000:]
+    assert port_in_use(port), (work / "server.log").read_text()[-3000:]
     yield f"sc://127.0.0.1:{port}"
     os.killpg(proc.pid, signal.SIGTERM)
     try:

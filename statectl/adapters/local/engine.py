@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from statectl.adapters.local.broker import port_in_use
 from statectl.errors import OperationalError, UsageError
 from statectl.text import wait_until
 
@@ -92,14 +92,6 @@ def rss_bytes(pid: int | None) -> int:
     return 0
 
 
-def port_answers(port: int, host: str = HOST, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def engine_status(data_dir: Path) -> EngineStatus:
     data_dir = data_dir.resolve()
     state = _read_state(data_dir)
@@ -163,7 +155,7 @@ def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
         raise UsageError(f"--session-timeout {session_timeout_s:g}: at least 5 seconds (a client polls its query "
                          "every 0.2 s; a shorter time-out stops live runs under load)")
     port = port or DEFAULT_PORT
-    if port_answers(port):
+    if port_in_use(port):
         raise UsageError(f"port {port} is in use on {HOST}; pass another --port")
     data_dir.mkdir(parents=True, exist_ok=True)
     state_file = _state_file(data_dir)
@@ -184,7 +176,7 @@ def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
     def ready() -> bool:
         if proc.poll() is not None:
             return True
-        return state_file.exists() and port_answers(port)
+        return state_file.exists() and port_in_use(port)
 
     wait_until(ready, timeout, interval=0.1)
     if proc.poll() is not None:

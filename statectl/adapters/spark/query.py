@@ -139,19 +139,21 @@ class StopOnEngine:
         self.link = link
         self.patience = patience
         self.batch_id: int | None = None
+        self._fallback: StopBetweenBatches | None = None
 
     def request(self) -> int | None:
         try:
             answer = self.link.stop_between_batches(str(self.query.id), str(self.query.runId), self.patience)
         except Exception:  # the engine's control channel is gone: a plain stop still ends the query
-            fallback = StopBetweenBatches(self.query)
-            self.batch_id = fallback.request()
-            self.ended_within = fallback.ended_within  # type: ignore[method-assign]
+            self._fallback = StopBetweenBatches(self.query)
+            self.batch_id = self._fallback.request()
             return self.batch_id
         self.batch_id = answer.get("batch")
         return self.batch_id
 
     def ended_within(self, seconds: float) -> bool:
+        if self._fallback is not None:
+            return self._fallback.ended_within(seconds)
         return ended_within(self.query, seconds)
 
 

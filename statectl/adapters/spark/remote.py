@@ -182,14 +182,10 @@ def ship_python(spark, folders: list[str], name: str) -> None:
 
 def ship_statectl(spark) -> None:
     """statectl's own packages (the jobs and what they import), for an engine that lacks them."""
-    root = Path(__file__).resolve().parents[3]
+    from statectl.adapters.spark.session import code_archive
+
     with tempfile.TemporaryDirectory(prefix="statectl-code-") as tmp:
-        archive = Path(tmp) / "statectl-code.zip"
-        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-            for package in ("statectl", "jobs"):
-                for path in sorted((root / package).rglob("*.py")):
-                    zf.write(path, path.relative_to(root))
-        spark.addArtifacts(str(archive), pyfile=True)
+        spark.addArtifacts(str(code_archive(Path(tmp))), pyfile=True)
 
 
 def close_session(spark) -> None:
