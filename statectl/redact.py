@@ -53,6 +53,23 @@ def forget_all() -> None:
         _pattern = None
 
 
+#: A credential written inline, as in a JAAS line (``password="..."``) or a properties line: the
+#: name, ``=``, and the value (quoted, or up to a space, ``;`` or ``,``).
+_INLINE_SECRET = re.compile(r"""(?i)((?:password|secret|token|api[._-]?key|access[._-]?key)\s*=\s*)"""
+                            r"""("[^"]*"|'[^']*'|[^\s;,"']+)""")
+
+
+def mask_inline(text: str) -> str:
+    """``text`` with every inline ``password=...`` (and secret, token, key) value replaced by
+    ``***``: for text that may quote a value the user put on the wrong line, whose secret was
+    therefore never registered."""
+    def masked(m: re.Match) -> str:
+        placeholder = m.group(2).strip("\"'") in ("...", MASK)  # an example of the syntax, not a value
+        return m.group(0) if placeholder else m.group(1) + MASK
+
+    return _INLINE_SECRET.sub(masked, text)
+
+
 def scrub(text: str) -> str:
     """``text`` with every registered secret replaced by ``***``."""
     pattern = _pattern

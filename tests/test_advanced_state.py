@@ -385,10 +385,11 @@ def test_window_processor_closes_expires_and_dead_letters_late_pulses():
     spec = WindowSpec(60_000, 5_000, 180_000)
     # The job projects the watermarked column away, so Spark never filters late rows itself; an
     # extractor that always says "on time" gives TwsTester the same behaviour.
-    tester = TwsTester(WindowCounts(spec, "final", "counts", "dlq", "pulse-events"), timeMode="EventTime",
+    tester = TwsTester(WindowCounts(spec, "final", "counts", "dlq"), timeMode="EventTime",
                        eventTimeExtractor=lambda row: 2**62)
     t0 = 1_704_067_200_000
-    pulses = lambda *secs: _rows(event_ms=[t0 + s * 1000 for s in secs], raw=["{}"] * len(secs))  # noqa: E731
+    record = '{"sourceTopic":"pulse-events","sourcePartition":0,"sourceOffset":1}'  # as Spark writes it, in short
+    pulses = lambda *secs: _rows(event_ms=[t0 + s * 1000 for s in secs], raw=[record] * len(secs))  # noqa: E731
     assert tester.testInPandas("7", pulses(1, 2, 59, 60)).empty  # emit: final — nothing until a window closes
     assert {k[0] - t0: v for k, v in tester.peekMapState("windows", "7").items()} == {0: (3, False), 60_000: (1, False)}
 

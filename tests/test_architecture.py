@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.__main__",),
     ("statectl.cli",),
     ("statectl.render",),
-    ("statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query", "statectl.produce"),
+    ("statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query", "statectl.produce", "statectl.dlq"),
     ("jobs",),
     ("statectl.topics",),
     ("statectl.checkpoint",),
@@ -51,7 +51,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.adapters",),
     ("statectl.cluster",),
     ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources",
-     "statectl.job_context"),
+     "statectl.job_context", "statectl.signals"),
 ]
 LAYER_OF = {package: number for number, layer in enumerate(LAYERS, 1) for package in layer}
 

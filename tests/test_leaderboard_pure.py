@@ -27,7 +27,16 @@ def operator_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
     codes = {name: code for code, name in enumerate(KIND_NAMES)} | {"dlq": KIND_NAMES.index("dead_letter")}
     text = frame["name"] if "dlq" not in frame else frame["name"].where(frame["name"].notna(), frame["dlq"])
-    rows = frame.assign(kind=frame["kind"].map(codes).astype("int8"), text=text.astype(object))
+    # A bad score's ``dlq`` is JSON of its value: the operator gets the value's bytes (``raw``),
+    # and a score the bytes it was parsed from.
+    kind = frame["kind"].tolist()
+    raw = [json.dumps({"score": sc, "product_id": g, "player_id": p}).encode() if k == "score"
+           else (json.loads(t)["value"].encode() if k == "bad_score" else None)
+           for k, t, sc, g, p in zip(kind, text.tolist(), frame["score"].tolist(), frame["product_id"].tolist(),
+                                     frame["player_id"].tolist())]
+    text = pd.Series([None if k == "bad_score" else t for k, t in zip(kind, text.tolist())], index=frame.index)
+    rows = frame.assign(kind=frame["kind"].map(codes).astype("int8"), text=text.astype(object),
+                        raw=pd.Series(raw, index=frame.index, dtype=object))
     return rows[COLUMNS]
 
 
@@ -698,20 +707,22 @@ def test_a_bad_score_letter_has_the_shape_of_sparks_letters():
     from jobs.leaderboard.frames import bad_score_letter, parse_dead_letters
     from jobs.leaderboard.kinds import KIND_BAD_SCORE, KIND_DEAD_LETTER
 
-    raw = json.dumps({"key": "k1", "value": '{"score": "é", "player_id": 1}', "bytes": 33})
-    letter, reason = bad_score_letter(raw, "scores", 2, 7, 1024)
+    meta = json.dumps({"k": "azE=", "h": None})  # key b"k1", as Spark writes a binary key
+    letter, reason = bad_score_letter(meta, '{"score": "é", "player_id": 1}'.encode(), "scores", 2, 7, 99, 1024)
     assert reason == "missing_field"
     assert letter == ('{"reason":"missing_field","detail":"missing product_id","sourceTopic":"scores",'
-                      '"sourcePartition":2,"sourceOffset":7,"sourceKey":"k1","value":"{\\"score\\": \\"é\\", '
-                      '\\"player_id\\": 1}"}')
-    # A null value and no key: Spark's JSON of the record has neither; the letter says null.
-    letter, reason = bad_score_letter("{}", "scores", 0, 1, 1024)
+                      '"sourcePartition":2,"sourceOffset":7,"sourceTimestamp":99,"sourceKey":"k1",'
+                      '"sourceKeyEncoding":"utf8","value":"{\\"score\\": \\"é\\", \\"player_id\\": 1}",'
+                      '"valueEncoding":"utf8","valueTruncated":false,"headers":[]}')
+    # A null value and no key: the letter says null.
+    letter, reason = bad_score_letter(None, None, "scores", 0, 1, 5, 1024)
     assert reason == "null_value"
     assert letter == ('{"reason":"null_value","detail":"the record has no value","sourceTopic":"scores",'
-                      '"sourcePartition":0,"sourceOffset":1,"sourceKey":null,"value":null}')
+                      '"sourcePartition":0,"sourceOffset":1,"sourceTimestamp":5,"sourceKey":null,'
+                      '"sourceKeyEncoding":null,"value":null,"valueEncoding":null,"valueTruncated":false,"headers":[]}')
     frame = pd.DataFrame({"kind": np.array([KIND_DEAD_LETTER, KIND_BAD_SCORE], dtype=np.int8),
-                          "text": ['{"reason":"invalid_key"}', json.dumps({"value": "[]", "bytes": 2})],
-                          "part": np.array([0, 1], dtype=np.int32), "off": np.array([5, 6])})
+                          "text": ['{"reason":"invalid_key"}', None], "raw": [None, b"[]"],
+                          "part": np.array([0, 1], dtype=np.int32), "off": np.array([5, 6]), "ts": np.array([1, 2])})
     letters, reasons = parse_dead_letters(frame, "scores", 1024)
     assert reasons == ["invalid_key", "malformed_json"]
     assert letters[0] == '{"reason":"invalid_key"}' and json.loads(letters[1])["sourceOffset"] == 6

@@ -173,3 +173,16 @@ def test_problems_do_not_quote_secret_values():
         settings("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
                  f"sasl.jaas.config={SCRAM} required username=alice password=leak@me;\n")
     assert "leak@me" not in str(err.value)
+
+
+def test_an_inline_password_is_masked_in_text_that_quotes_a_misplaced_line():
+    """Found by fuzzing client.properties: a lost line break put the JAAS line into
+    sasl.mechanism's value, and the error quoted it, password and all."""
+    from statectl.redact import mask_inline
+
+    text = "'sasl.jaas.config=x required username=\"app\" password=\"s3cr3t\";' is not supported"
+    assert "s3cr3t" not in mask_inline(text) and 'password="***"' not in mask_inline(text)
+    assert mask_inline("ssl.truststore.password=hunter22 and token = abc,") == (
+        "ssl.truststore.password=*** and token = ***,")
+    assert mask_inline('(<LoginModule> required username="..." password="...";)').endswith('password="...";)')
+    assert mask_inline("ssl.truststore.password: cannot be empty") == "ssl.truststore.password: cannot be empty"

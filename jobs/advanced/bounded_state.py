@@ -119,7 +119,7 @@ def build(spark, config: BoundedStateConfig, bootstrap: str) -> JobPlan:
     t, k, s = config.topics, config.kafka, config.bounded_state
     src = kafka_source(spark, bootstrap, [t.input], k.starting_offsets, k.max_offsets_per_trigger, k.min_partitions)
     rows = read_records(src, s.max_record_bytes)
-    dlq = dead_letter_columns(record_detail(F.col("reason"), s.max_record_bytes))
+    dlq = dead_letter_columns(record_detail(F.col("reason"), s.max_record_bytes), s.max_record_bytes)
     if s.variant == "lru":
         output = rows.select(
             group_key(F.lit(STORE_GROUP)).alias("store"), "key", "ts",

@@ -9,7 +9,7 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.common import dlq_value
+from jobs.common import dlq_value, source_record
 
 #: Reasons every keyed job may give a record it cannot use, before its own checks.
 RECORD_REASONS = ["null_key", "null_value", "oversized"]
@@ -21,10 +21,11 @@ _RECORD_DETAIL = {
 
 
 def read_records(src: DataFrame, max_bytes: int, need_key: bool = True) -> DataFrame:
-    """Kafka rows -> ``topic, partition, offset, key, ts, text, raw, reason``.
+    """Kafka rows -> ``topic, partition, offset, key, ts, text, reason`` and the original
+    record for a dead letter (``timestamp``, ``headers``, ``key_bytes``, ``value_bytes``).
 
-    ``text`` is the value as a string when it is usable, ``raw`` what a dead letter carries (the
-    value, cut to 1 KiB when oversized), ``reason`` the first problem found (null when none).
+    ``text`` is the value as a string when it is usable, ``reason`` the first problem found (null
+    when none).
     """
     value = F.col("value")
     small = F.length(value) <= max_bytes
@@ -38,8 +39,8 @@ def read_records(src: DataFrame, max_bytes: int, need_key: bool = True) -> DataF
         key.alias("key"),
         F.unix_millis("timestamp").alias("ts"),
         F.when(small, as_text).alias("text"),
-        F.when(small, as_text).otherwise(F.substring(as_text, 1, 1024)).alias("raw"),
         reason.alias("reason"),
+        "timestamp", "headers", F.col("key").alias("key_bytes"), F.col("value").alias("value_bytes"),
     )
 
 
@@ -62,14 +63,19 @@ def group_key(good: Column) -> Column:
     return F.when(F.col("reason").isNull(), good).otherwise(F.lit(DEAD_LETTERS))
 
 
-def dead_letter_columns(detail: Column) -> list[Column]:
+def dead_letter_columns(detail: Column, max_bytes: int) -> list[Column]:
     """``dlq_key``, ``dlq`` (the dead-letter JSON) and ``reason``: null on usable rows."""
     bad = F.col("reason").isNotNull()
     return [
         F.when(bad, F.col("key")).alias("dlq_key"),
-        F.when(bad, dlq_value(F.col("reason"), detail, F.col("raw"))).alias("dlq"),
+        F.when(bad, dlq_value(F.col("reason"), detail, max_bytes, "key_bytes", "value_bytes")).alias("dlq"),
         F.col("reason"),
     ]
+
+
+def original_record(max_bytes: int) -> Column:
+    """A ``read_records`` row's original record as a dead letter holds it (``source_record``)."""
+    return source_record(max_bytes, "key_bytes", "value_bytes")
 
 
 def dead_letter_output(pdf: pd.DataFrame, dlq_topic: str) -> pd.DataFrame:

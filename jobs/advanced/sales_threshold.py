@@ -124,7 +124,7 @@ def build(spark, config: SalesThresholdConfig, bootstrap: str) -> JobPlan:
     )
     sales = rows.select(
         group_key(s_["product"]).alias("product"), F.when(r.isNull(), s_["value"]).alias("amount"), "ts",
-        F.col("partition").alias("part"), F.col("offset").alias("off"), *dead_letter_columns(detail),
+        F.col("partition").alias("part"), F.col("offset").alias("off"), *dead_letter_columns(detail, s.max_record_bytes),
     )
     output = sales.groupBy("product").transformWithStateInPandas(
         statefulProcessor=SalesTotals(s.threshold, s.reset_after_notify, t.notifications, t.totals, t.dlq),

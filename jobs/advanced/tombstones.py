@@ -89,7 +89,7 @@ def build(spark, config: TombstonesConfig, bootstrap: str) -> JobPlan:
                         F.when(F.col("reason") == "empty_value", F.lit("the event text is blank")))
     events = rows.select(
         group_key(F.col("key")).alias("patient"), F.col("text").alias("event"), "ts",
-        F.col("partition").alias("part"), F.col("offset").alias("off"), *dead_letter_columns(detail),
+        F.col("partition").alias("part"), F.col("offset").alias("off"), *dead_letter_columns(detail, s.max_record_bytes),
     )
     output = events.groupBy("patient").transformWithStateInPandas(
         statefulProcessor=PatientVisits(s.checkout_event, t.output, t.dlq),

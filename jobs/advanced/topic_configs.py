@@ -30,7 +30,7 @@ def build(spark, config: TopicConfigsConfig, bootstrap: str) -> JobPlan:
     t, k, o = config.topics, config.kafka, config.output_topic
     src = kafka_source(spark, bootstrap, [t.input], k.starting_offsets, k.max_offsets_per_trigger, k.min_partitions)
     rows = read_records(src, o.max_record_bytes)
-    dlq = dead_letter_columns(record_detail(F.col("reason"), o.max_record_bytes))
+    dlq = dead_letter_columns(record_detail(F.col("reason"), o.max_record_bytes), o.max_record_bytes)
     output = rows.select(group_key(F.col("key")).alias("group"), *dlq).groupBy("group").transformWithStateInPandas(
         statefulProcessor=KeyCounts(None, t.output, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",

@@ -36,10 +36,10 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from jobs.advanced.common import (
-    DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, output_rows, read_records,
-    record_detail,
+    DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, original_record, output_rows,
+    read_records, record_detail,
 )
-from jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_json, kafka_source
+from jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_from_record, kafka_source
 from jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
 from statectl.text import human_ms
 from jobs.advanced.config import WindowedRetentionConfig
@@ -58,12 +58,11 @@ def count_json(patient: str, spec: WindowSpec, start: int, count: int, final: bo
 class WindowCounts(StatefulProcessor):
     """Keyed by patient: counts per tumbling window, closed and expired by event-time timers."""
 
-    def __init__(self, spec: WindowSpec, emit: str, output_topic: str, dlq_topic: str, source_topic: str):
+    def __init__(self, spec: WindowSpec, emit: str, output_topic: str, dlq_topic: str):
         self.spec = spec
         self.emit_updates = emit == "updates"
         self.output_topic = output_topic
         self.dlq_topic = dlq_topic
-        self.source_topic = source_topic
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -117,8 +116,7 @@ class WindowCounts(StatefulProcessor):
         stream_time = watermark + self.spec.watermark_delay_ms
         detail = (f"its window closed: stream time {iso_ms(stream_time)} passed the window's end + grace "
                   f"({human_ms(self.spec.grace_ms)})")
-        values = [dead_letter_json("late", detail, self.source_topic, int(p), int(o), patient, raw)
-                  for p, o, raw in zip(late["part"], late["off"], late["raw"])]
+        values = [dead_letter_from_record("late", detail, record) for record in late["raw"]]
         return output_rows(self.dlq_topic, [patient] * len(values), values, ["late"] * len(values))
 
     def close(self) -> None:
@@ -157,14 +155,14 @@ def build(spark, config: WindowedRetentionConfig, bootstrap: str) -> JobPlan:
             F.when(good, F.col("event_ms")).alias("event_ms"),
             F.timestamp_millis(F.when(good, F.col("event_ms"))).alias("event_time"),
             F.col("partition").alias("part"), F.col("offset").alias("off"),
-            F.when(good, F.col("raw")).alias("raw"), *dead_letter_columns(detail),
+            F.when(good, original_record(w.max_record_bytes)).alias("raw"), *dead_letter_columns(detail, w.max_record_bytes),
         )
         .withWatermark("event_time", f"{spec.watermark_delay_ms} milliseconds")
         # Without the watermarked column the operator gets late rows too, and can say so.
         .drop("event_time")
     )
     output = pulses.groupBy("patient").transformWithStateInPandas(
-        statefulProcessor=WindowCounts(spec, w.emit, t.output, t.dlq, t.input),
+        statefulProcessor=WindowCounts(spec, w.emit, t.output, t.dlq),
         outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime",
     )
     return JobPlan(

@@ -6,6 +6,7 @@ them.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from typing import Iterator
@@ -31,15 +32,30 @@ SCORE_COLUMNS = ("player_id", "product_id", "score", "ts", "part", "off")
 CUT_BY_PASSES_UP_TO = 8
 
 
+def record_meta(text: str | None) -> tuple[bytes | None, list[tuple[str, bytes | None]]]:
+    """A score's key and headers from its ``text`` (``topology._record_meta``: JSON with the
+    bytes in base64, or None for a record with neither)."""
+    if text is None:
+        return None, []
+    meta = json.loads(text)
+    key = meta.get("k")
+    headers = [(h["key"], None if h.get("value") is None else base64.b64decode(h["value"])) for h in meta.get("h") or ()]
+    return (None if key is None else base64.b64decode(key)), headers
+
+
+def score_letter(reason: str, detail: str, topic: str, part: int, off: int, ts: int, meta: str | None,
+                 raw: bytes | None, max_bytes: int | None = None) -> str:
+    """The dead letter of a score event: ``reason`` and ``detail``, and the original record (its
+    key and headers from ``meta``, its value ``raw``, where it was and its timestamp)."""
+    key, headers = record_meta(meta)
+    return dead_letter_json(reason, detail, topic, int(part), int(off), int(ts), key,
+                            None if raw is None else bytes(raw), headers, max_bytes)
+
+
 def dead_letter(reason: str, detail: str, topic: str, row) -> str:
-    """A dead letter's JSON for a valid score row that could not be joined (``SCORE_COLUMNS`` and
-    ``key``). Its value is the score as the job read it, written again (compact JSON): the
-    operator does not carry the original text of every score."""
-    score = float(row.score)
-    value = {"score": int(score) if score.is_integer() else score, "product_id": int(row.product_id),
-             "player_id": int(row.player_id)}
-    return dead_letter_json(reason, detail, topic, int(row.part), int(row.off),
-                            row.key if isinstance(row.key, str) else None, json.dumps(value, separators=(",", ":")))
+    """A dead letter's JSON for a valid score row that could not be joined (``SCORE_COLUMNS``,
+    ``key``: its key and headers, ``raw``: its value)."""
+    return score_letter(reason, detail, topic, row.part, row.off, row.ts, row.key, row.raw)
 
 
 SCORE_FIELDS = ("player_id", "product_id", "score")
@@ -89,24 +105,25 @@ def _non_finite(score) -> bool:
     return False
 
 
-def bad_score_letter(raw: str, score_topic: str, part: int, off: int, max_bytes: int) -> tuple[str, str]:
-    """A ``KIND_BAD_SCORE`` row's dead letter and reason. ``raw`` is the JSON Spark wrote of the
-    record (``key``, ``value``: the value's text or its first 1024 characters, ``bytes``; absent
-    when null). The letter has the fields, order and form of those Spark writes for bad table rows."""
-    record = json.loads(raw)
-    reason, detail = explain_bad_score(record.get("value"), record.get("bytes"), max_bytes)
-    text = dead_letter_json(reason, detail, score_topic, int(part), int(off), record.get("key"), record.get("value"))
-    return text, reason
+def bad_score_letter(meta: str | None, raw: bytes | None, score_topic: str, part: int, off: int, ts: int,
+                     max_bytes: int) -> tuple[str, str]:
+    """A ``KIND_BAD_SCORE`` row's dead letter and reason: ``meta`` its key and headers
+    (``record_meta``), ``raw`` its value's bytes (None: a null value)."""
+    value = None if raw is None else bytes(raw)
+    text = None if value is None else value.decode("utf-8", errors="replace")
+    reason, detail = explain_bad_score(text, None if value is None else len(value), max_bytes)
+    return score_letter(reason, detail, score_topic, part, off, ts, meta, value, max_bytes), reason
 
 
 def parse_dead_letters(pdf: pd.DataFrame, score_topic: str, max_bytes: int) -> tuple[list[str], list[str]]:
     """The dead letters of parsing (rows of kinds ``KIND_DEAD_LETTER`` and ``KIND_BAD_SCORE``), in
     the frame's order: ``(letters, reasons)``."""
     letters, reasons = [], []
-    rows = zip(pdf["kind"].tolist(), pdf["text"].tolist(), pdf["part"].tolist(), pdf["off"].tolist())
-    for kind, text, part, off in rows:
+    rows = zip(pdf["kind"].tolist(), pdf["text"].tolist(), pdf["raw"].tolist(), pdf["part"].tolist(),
+               pdf["off"].tolist(), pdf["ts"].tolist())
+    for kind, text, raw, part, off, ts in rows:
         if kind == KIND_BAD_SCORE:
-            text, reason = bad_score_letter(text, score_topic, part, off, max_bytes)
+            text, reason = bad_score_letter(text, raw, score_topic, part, off, ts, max_bytes)
         else:
             reason = json.loads(text)["reason"]
         letters.append(text)
@@ -274,15 +291,15 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None
     before the batch (see ``as_of_table``). Returns ``(joined, unknown_player, unknown_product,
     player_finals, game_finals)``: the scores with a known player and game (``SCORE_COLUMNS``,
     ``name`` and ``game_name``); the scores whose player was unknown at the time; those whose
-    player was known but game was not (both ``SCORE_COLUMNS`` and ``key``: a score's ``text`` is
-    its record's key); and each table's updates ``[(id, name or None)]`` (None: deleted).
+    player was known but game was not (both ``SCORE_COLUMNS``, ``key``: a score's ``text``, its
+    record's key and headers, and ``raw``: its value); and each table's updates ``[(id, name or None)]`` (None: deleted).
 
     With ``top_n``, ``joined`` holds only the joined scores that can rank (at least their game's
     ``top_n``-th best distinct score, see ``_rows_at_least_the_cut``): the ranking needs no
     other, and the names are looked up only for those.
     """
     kind = pdf["kind"].to_numpy()
-    cols = {c: pdf[c].to_numpy() for c in (*SCORE_COLUMNS, "text")}
+    cols = {c: pdf[c].to_numpy() for c in (*SCORE_COLUMNS, "text", "raw")}
     scores = np.flatnonzero(kind == KIND_SCORE)
     # Per score an index into a pool of names (and whether that name is known), per table.
     name_at, names, name_known, player_finals = _as_of_sources(kind, cols, scores, "player_id", KIND_PLAYER,
@@ -303,7 +320,7 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None
     joined = rows(ok, name=names[name_at[ok]], game_name=games[game_at[ok]])
 
     def unjoined_rows(selected) -> pd.DataFrame:
-        return rows(selected, key=cols["text"][scores[selected]])
+        return rows(selected, key=cols["text"][scores[selected]], raw=cols["raw"][scores[selected]])
 
     return joined, unjoined_rows(~has_player), unjoined_rows(has_player & ~has_game), player_finals, game_finals
 

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Iterator
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import ByteType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, ByteType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from statectl.adapters.spark import tws as spark_tws
 from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
@@ -31,9 +31,11 @@ ROW_SCHEMA = StructType(
         StructField("player_id", LongType()),  # a score's player, a players-table row's key; else PASS_THROUGH
         StructField("product_id", LongType()),  # a score's game, a products-table row's key; else PASS_THROUGH
         StructField("score", DoubleType()),
-        # A table row's name (null: deleted); a score's record key (null: none); a dead letter's
-        # JSON (DEAD_LETTER_FIELDS); a bad score's raw record as JSON (key, value, bytes).
+        # A table row's name (null: deleted); a score's record key and headers as JSON (null:
+        # neither); a dead letter's JSON (DEAD_LETTER_FIELDS).
         StructField("text", StringType()),
+        # A score's value, the original bytes: what its dead letter keeps. Null for other rows.
+        StructField("raw", BinaryType()),
         StructField("ts", LongType()),
         StructField("part", IntegerType()),
         StructField("off", LongType()),

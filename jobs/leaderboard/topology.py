@@ -49,7 +49,8 @@ are non-negative integers.
 
 Each row crosses into Python (Arrow, then pandas), so the operator's input is kept narrow: a
 byte for what the row is, the ids, the score, one text column (a table row's name, a score's
-key, a dead letter, or a bad score's raw record) and the processing-order fields (see ``ROW_SCHEMA``).
+key and headers, or a dead letter), a score's value bytes (a dead letter keeps the original
+record) and the processing-order fields (see ``ROW_SCHEMA``).
 
 The processor lives in ``jobs/leaderboard/operators.py`` and its batch logic (numpy, pandas) in
 ``jobs/leaderboard/frames.py``.
@@ -126,10 +127,12 @@ class Routing:
         return _keys(SHARD_KEYS if self.sharded else GAME_BUCKET_KEYS)
 
 
-def _raw_text(max_bytes: int) -> Column:
-    """The value as text for a dead letter: whole up to ``max_bytes``, else its first 1024 characters."""
-    value = F.col("value").cast("string")
-    return F.when(F.length("value") <= max_bytes, value).otherwise(F.substring(value, 1, 1024))
+def _record_meta() -> Column:
+    """A score's key and headers for the dead letter it may become: JSON ``{"k": key, "h":
+    headers}`` (bytes in base64, as Spark writes binary), or null, and free, for the usual
+    record with neither. Its value travels as bytes beside it (``raw``)."""
+    has_meta = F.col("key").isNotNull() | (F.size("headers") > 0)
+    return F.when(has_meta, F.to_json(F.struct(F.col("key").alias("k"), F.col("headers").alias("h"))))
 
 
 def _parse_scores(src: DataFrame, max_bytes: int, routing: Routing) -> DataFrame:
@@ -140,11 +143,12 @@ def _parse_scores(src: DataFrame, max_bytes: int, routing: Routing) -> DataFrame
     (kind ``KIND_BAD_SCORE``; ``text``: its key, value and size) and the operator says why
     (``leaderboard_frames.explain_bad_score``). Spark's ``from_json`` cannot be compiled into
     whole-stage generated code: a second, diagnostic parse here took this projection, which every
-    event goes through, out of it, only to explain the few that fail. A good score's ``text`` is
-    its record's key, for the dead letter it may become (null, and free, for unkeyed events).
+    event goes through, out of it, only to explain the few that fail. Every score carries its
+    original record for the dead letter it may become: ``raw`` its value's bytes, ``text`` its
+    key and headers (``_record_meta``).
     """
     small = F.length("value") <= max_bytes
-    typed = src.select("key", "value", "partition", "offset", F.unix_millis("timestamp").alias("ts"),
+    typed = src.select("key", "value", "headers", "partition", "offset", F.unix_millis("timestamp").alias("ts"),
                        F.from_json(F.when(small, F.col("value").cast("string")), SCORE_SCHEMA).alias("s"))
     s = F.col("s")
     ok = F.coalesce(
@@ -152,8 +156,6 @@ def _parse_scores(src: DataFrame, max_bytes: int, routing: Routing) -> DataFrame
         & (F.abs(s["score"]) != float("inf")),
         F.lit(False),  # not parsed at all
     )
-    raw = F.to_json(F.struct(F.col("key").cast("string").alias("key"), _raw_text(max_bytes).alias("value"),
-                             F.length("value").alias("bytes")))
     return typed.select(
         F.when(ok, routing.score(s["player_id"], s["product_id"])).otherwise(F.lit(PASS_THROUGH)).cast("bigint")
         .alias("bucket"),
@@ -161,7 +163,8 @@ def _parse_scores(src: DataFrame, max_bytes: int, routing: Routing) -> DataFrame
         F.when(ok, s["player_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
         F.when(ok, s["product_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
         F.when(ok, s["score"]).alias("score"),
-        F.when(ok, F.col("key").cast("string")).otherwise(raw).alias("text"),
+        _record_meta().alias("text"),
+        F.col("value").alias("raw"),
         "ts",
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),
@@ -176,7 +179,8 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int, routing: Routing) -
     small = F.length("value") <= max_bytes
     rkey = F.col("key").cast("string")
     parsed = src.select(
-        "key", "value", "topic", "partition", "offset", F.unix_millis("timestamp").alias("ts"),
+        "key", "value", "headers", "topic", "partition", "offset", "timestamp",
+        F.unix_millis("timestamp").alias("ts"),
         F.from_json(F.when(small, F.col("value").cast("string")), "name STRING, _corrupt STRING",
                     {"columnNameOfCorruptRecord": "_corrupt"}).alias("t"),
     )
@@ -205,7 +209,8 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int, routing: Routing) -
         (table_id if table == "player" else F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
         (table_id if table == "product" else F.lit(PASS_THROUGH)).cast("long").alias("product_id"),
         F.lit(None).cast("double").alias("score"),
-        F.when(good, t["name"]).otherwise(dlq_value(reason, detail, _raw_text(max_bytes))).alias("text"),
+        F.when(good, t["name"]).otherwise(dlq_value(reason, detail, max_bytes)).alias("text"),
+        F.lit(None).cast("binary").alias("raw"),
         "ts",
         F.col("partition").alias("part"),
         F.col("offset").alias("off"),

@@ -36,6 +36,7 @@ import os
 import re
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -351,7 +352,7 @@ def snapshot_metadata(path: str) -> bytes | None:
     try:
         with zipfile.ZipFile(open_binary(path)) as zf:
             return zf.read("metadata")
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError):
+    except (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, EOFError):
         with open_binary(path) as fh:
             return javazip.read_member(fh.read(), "metadata")
 

@@ -59,6 +59,14 @@ def check_checkpoint_location(checkpoint: Path) -> None:
                              f"pass a --checkpoint-dir where this user can write")
 
 
+class CheckpointInUse(OperationalError):
+    """Another process holds the checkpoint's lock (``holder``: its pid as it wrote it)."""
+
+    def __init__(self, message: str, holder: str):
+        super().__init__(message)
+        self.holder = holder
+
+
 class CheckpointLock:
     """An exclusive lock beside the checkpoint (``<dir>.lock``), so two runs never share one.
 
@@ -86,9 +94,9 @@ class CheckpointLock:
             except BlockingIOError:
                 holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
                 os.close(fd)
-                raise OperationalError(
+                raise CheckpointInUse(
                     f"checkpoint {self.checkpoint} is in use by another run "
-                    f"(pid {holder}); stop that run first or pass another --checkpoint-dir"
+                    f"(pid {holder}); stop that run first or pass another --checkpoint-dir", holder
                 ) from None
             # The run that held it may have removed the file between our open and our lock:
             # then this lock guards nothing, and the file another run creates would be free.

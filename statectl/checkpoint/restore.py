@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,7 +242,7 @@ def _plan_ssts(root: str, store: StoreFiles, snapshot: StateFile, out: StoreRest
     path = join(root, store.path, snapshot.name)
     try:
         ssts = rocksdb_snapshot_ssts(path)
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
+    except (OSError, zipfile.BadZipFile, zlib.error, ValueError, KeyError, TypeError, AttributeError) as exc:
         out.snapshot_error = f"{snapshot.name} cannot be opened as a RocksDB snapshot ({str(exc)[:100]})"
         return
     for name, size in ssts:
@@ -257,7 +258,7 @@ def rocksdb_snapshot_ssts(zip_path: str) -> list[tuple[str, int]]:
     try:
         with zipfile.ZipFile(open_binary(zip_path)) as zf:
             text = zf.read("metadata").decode("utf-8")
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError, EOFError):
+    except (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, EOFError):
         # Spark unzips entry by entry and never reads the central directory: neither must we.
         with open_binary(zip_path) as fh:
             metadata = javazip.read_member(fh.read(), "metadata")

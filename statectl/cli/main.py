@@ -13,6 +13,7 @@ from statectl.cli import topic_config
 from statectl.cli import inspect_state
 from statectl.cli import events
 from statectl.cli import consume
+from statectl.cli import dlq
 from statectl.cli import lag, status
 from statectl.cli import repartition_state
 from statectl.cli import reset
@@ -63,6 +64,7 @@ app.command("run")(run.run)
 app.add_typer(query.query_app, name="query", cls=LightGroup)
 app.add_typer(query.serve_app, name="serve", cls=LightGroup)
 app.command("consume")(consume.consume)
+app.add_typer(dlq.app, name="dlq", cls=LightGroup)
 app.add_typer(events.app, name="events", cls=LightGroup)
 app.command("lag")(lag.lag)
 app.command("status")(status.status)

@@ -34,3 +34,26 @@ def record_progress(batches, enabled: bool = True) -> Iterator:
             bar.update(task_id, completed=sent, rate=f"{speed:,.0f}" if speed else "")
 
         yield update
+
+
+@contextlib.contextmanager
+def count_progress(description: str, enabled: bool = True) -> Iterator:
+    """One rich progress bar counting to a total known at the start; yields ``update(done, total)``
+    (or None when disabled)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from statectl.render import err
+
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err(), transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            # Every record would redraw far more often than a terminal shows: every 500th.
+            if done % 500 == 0 or done == total:
+                bar.update(task, completed=done, total=total or None)
+
+        yield update

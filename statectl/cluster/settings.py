@@ -200,6 +200,9 @@ class _Translation:
         return self.props[key][0] if key in self.props else default
 
     def problem(self, key: str, message: str) -> None:
+        # A message may quote a value; a secret there was never registered if it sits on the
+        # wrong line (a lost line break puts the JAAS line into sasl.mechanism's value).
+        message = redact.mask_inline(message)
         origin = self.props[key][1] if key in self.props else ""
         self.problems.append(f"{origin}: {key}: {message}" if origin else f"{key}: {message}")
 

@@ -7,6 +7,8 @@ only gathers the inputs and holds the lock, so that no run starts while files mo
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +39,7 @@ from statectl.maintenance.reset_files import (
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
-from statectl.checkpoint.lock import CheckpointLock, checkpoint_for
+from statectl.checkpoint.lock import CheckpointInUse, CheckpointLock, checkpoint_for
 from statectl.storage.files import as_path, is_object_path
 
 
@@ -60,8 +62,16 @@ def reset_job(request: ResetRequest) -> ResetPlan:
     declared = request.job.topics(config)
     outputs = [OutputTopic(t.name, "compact" in t.configs.get("cleanup.policy", ""), t.about)
                for t in declared if t.output]
-    # Held while planning too: a run that holds it changes the checkpoint under the plan.
-    with CheckpointLock(checkpoint) as lock:
+    # Held while planning too: a run that holds it changes the checkpoint under the plan. A dry
+    # run changes nothing, so a run holding the lock does not stop it; its plan says so.
+    with contextlib.ExitStack() as scope:
+        held_by = None
+        try:
+            lock = scope.enter_context(CheckpointLock(checkpoint))
+        except CheckpointInUse as exc:
+            if not request.dry_run:
+                raise
+            lock, held_by = None, exc.holder
         # Before anything else (an uncommitted last batch is what a live query looks like too).
         sign = refuse_if_live(checkpoint, request.force or request.dry_run, "reset it", lock)
         # A dry run under a live query shows what a reset would do now: the batch in flight is its.
@@ -80,7 +90,10 @@ def reset_job(request: ResetRequest) -> ResetPlan:
         if isinstance(request.job, CheckpointOnlyJob):
             plan.notes.append("the job's output topics are not known here (no job config): it writes its output again "
                               "from the reset point, as a job does after any reset")
-        if sign is not None and request.dry_run:
+        if held_by is not None:
+            plan.notes.append(f"a run (pid {held_by}) holds this checkpoint: the plan is as of now and changes as it "
+                              "commits batches; the reset itself is refused until that run stops")
+        elif sign is not None and request.dry_run:
             plan.notes.append(f"a query statectl did not start may be running on this checkpoint ({sign.line()}): "
                               f"the reset itself would be refused unless --force")
         if request.dry_run or plan.is_noop:

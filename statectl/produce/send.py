@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import signal
 import threading
 import time
 from collections import Counter
@@ -14,6 +12,7 @@ from typing import Callable
 from statectl.produce.datasets import TopicBatch
 from statectl.errors import DeliveryFailed
 from statectl.cluster import Cluster
+from statectl.signals import stop_on_sigint
 
 ProgressFn = Callable[[str, int], None]  # (topic, records sent so far in this topic)
 
@@ -96,7 +95,7 @@ def produce_batches(
             delivery = TopicDelivery(batch.topic, tombstones=batch.tombstones, skipped_empty=batch.skipped_empty)
             report.topics.append(delivery)
             try:
-                with _sigint_between_chunks() as stop:
+                with stop_on_sigint() as stop:
                     if batch.value_chunks is not None and partition_counts.get(batch.topic):
                         delivery.attempted = _send_unkeyed(producer, batch, partition_counts[batch.topic], rate,
                                                            progress, errors, stop)
@@ -122,23 +121,6 @@ def produce_batches(
             f"to {bootstrap}", report
         )
     return report
-
-
-@contextlib.contextmanager
-def _sigint_between_chunks():
-    """While records are handed to the producer, Ctrl-C only raises a flag that the send loops
-    check between chunks: an interrupt can then never fall between a chunk being queued and
-    being counted, so the report matches what reached the topic exactly. (In a thread other
-    than the main one signals cannot be caught; Ctrl-C then interrupts where it lands.)"""
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
-    try:
-        yield stop
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _chunk_size(rate: float | None) -> int:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from statectl.paths import display_path
-from statectl.render import emit_json, err, labelled, out
+from statectl.render import emit_json, err, labelled, message, out
 from statectl.text import human_bytes
 
 _STATE_STYLE = {"CREATED": "cyan", "RESTORING": "yellow", "RUNNING": "green", "IDLE": "blue",
@@ -315,6 +315,10 @@ def run_display(console: Console | None = None, job: str = "", live: bool | None
 def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
     if as_json:
         emit_json(summary.to_dict())
+        return
+    if summary.status == "stopped" and summary.query_id is None:
+        message(f"{summary.job}: stopped before the first batch (Ctrl-C while Spark started); the checkpoint "
+                f"is as it was: {display_path(summary.checkpoint_dir)}")
         return
     table = Table(title=f"{summary.job}: {summary.status}", show_header=False)
     table.add_column("what")

@@ -90,6 +90,10 @@ def _one_line_errors(job_id: str):
                                f"(statectl --debug run ... shows the traceback)") from exc
 
 
+class _StoppedBeforeStart(Exception):
+    """Ctrl-C (or SIGTERM) came while Spark was starting: the query is not started at all."""
+
+
 class StopSignals:
     """SIGINT/SIGTERM ask for a stop between batches instead of raising; a second one restores
     the default handlers and raises KeyboardInterrupt (stop at once)."""
@@ -176,6 +180,11 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     with CheckpointLock(checkpoint, writes_batches=True) as lock, _closing(metrics), _one_line_errors(name), \
             contextlib.ExitStack() as session_scope:
         from statectl.adapters.spark.session import failure_line, spark_session
+
+        # From here on Ctrl-C asks for a stop: while Spark starts, the run then ends before its
+        # first batch instead of breaking off inside a call to the JVM.
+        signals = StopSignals().install()
+        session_scope.callback(signals.restore)
         from statectl.adapters.spark.query import kafka_sink_writer
         from statectl.checkpoint.restart_needs import restart_session_conf
 
@@ -225,13 +234,14 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                                {"job": name, "checkpoint": str(checkpoint), "trigger": trigger}, engine, link)
         watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
         started = time.monotonic()
-        signals = StopSignals().install()
         status = "finished"
         error = None
         start_error = None
         interrupted = False
         query = None
         try:
+            if signals.requested.is_set():
+                raise _StoppedBeforeStart
             try:
                 query = writer.start()
             except Exception as exc:
@@ -245,6 +255,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                 status, error = "failed", lost
             elif exc is not None:
                 status, error = "failed", _failure(job, exc, query)
+        except _StoppedBeforeStart:
+            status = "stopped"
         except KeyboardInterrupt:
             interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
             raise
@@ -257,12 +269,12 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                 monitor.close(error=start_error, wait=0.5 if interrupted else 5.0)
                 with contextlib.suppress(Exception):  # a JVM on its way out must not hide why
                     spark.streams.removeListener(monitor.listener)
-        if monitor is None:
+        if monitor is None and query is not None:
             for progress in query.recentProgress:
                 totals.add(batch_progress(json.loads(progress.json)))
 
     summary = RunSummary(
-        job=name, status=status, query_id=str(query.id), checkpoint_dir=str(checkpoint),
+        job=name, status=status, query_id=None if query is None else str(query.id), checkpoint_dir=str(checkpoint),
         bootstrap_servers=str(bootstrap), batches=totals.batches, input_rows=totals.input_rows,
         seconds=round(time.monotonic() - started, 2),
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},

@@ -1,6 +1,7 @@
 """Dead letters end to end: one bad record per reason through every job (real broker, real
 Spark), the dead-letter topic read back byte for byte. Every letter has exactly the documented
-fields, in order, as compact JSON, with the record's key.
+fields, in order, as compact JSON, and keeps the original record: key, value and headers as
+produced (a key that is not UTF-8 in base64), its place and timestamp.
 
 Bad inputs tried, per job: leaderboard — a null value, an oversized value, invalid JSON, a missing
 player_id, a product_id given as a string, a NaN score, a score of an unknown player and of an
@@ -21,9 +22,10 @@ import pytest
 
 from statectl.adapters.kafka.consume import read_topic
 from tests.integration.test_advanced_state import Example
-from tests.integration.test_leaderboard import Leaderboard, player, score
+from tests.integration.test_leaderboard import T0, Leaderboard, player, score
 
-FIELDS = ["reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceKey", "value"]
+FIELDS = ["reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceTimestamp", "sourceKey",
+          "sourceKeyEncoding", "value", "valueEncoding", "valueTruncated", "headers"]
 BIG = json.dumps({"pad": "x" * 300})
 
 
@@ -37,6 +39,7 @@ def letters_of(bootstrap: str, topic: str) -> list[dict]:
         assert text == json.dumps(letter, separators=(",", ":"), ensure_ascii=False), f"not compact: {text}"
         assert isinstance(letter["detail"], str) and letter["detail"], text
         assert isinstance(letter["sourcePartition"], int) and isinstance(letter["sourceOffset"], int), text
+        assert isinstance(letter["sourceTimestamp"], int) and isinstance(letter["headers"], list), text
         letters.append(letter)
     return letters
 
@@ -53,7 +56,7 @@ def test_every_leaderboard_reason_has_the_one_shape(bootstrap, tmp_path):
         (None, json.dumps({"score": 5, "product_id": 1}), 10),
         ("k-type", json.dumps({"score": 5, "product_id": "1", "player_id": 1}), 10),
         ("k-nan", '{"score": NaN, "product_id": 1, "player_id": 1}', 10),
-        ("k-player", score(99, 1, 43), 11),
+        (b"\xffk-player", score(99, 1, 43), 11, [("client", b"ios-7"), ("bin", b"\x00\xfe")]),
         (None, score(1, 5, 44), 11),
         (None, score(1, 1, 42), 11),
     ])
@@ -67,11 +70,18 @@ def test_every_leaderboard_reason_has_the_one_shape(bootstrap, tmp_path):
         "malformed_product": 1})
     keys = {reason: d["sourceKey"] for reason, d in by_reason.items() if reason not in ("invalid_key",)}
     assert keys == {"null_value": "k-null", "oversized": "k-big", "malformed_json": "k-json", "missing_field": None,
-                    "mistyped_field": "k-type", "non_finite_score": "k-nan", "unknown_player": "k-player",
+                    "mistyped_field": "k-type", "non_finite_score": "k-nan", "unknown_player": "/2stcGxheWVy",
                     "unknown_product": None, "malformed_player": "3", "malformed_product": "3"}
     assert sorted(d["sourceKey"] for d in letters if d["reason"] == "invalid_key") == ["p1", "x"]
     assert by_reason["null_value"]["value"] is None and by_reason["oversized"]["value"] == BIG
-    assert by_reason["unknown_player"]["value"] == '{"score":43,"product_id":1,"player_id":99}'
+    # The original record: the bytes as produced (spaces and all), the headers, the key that is not UTF-8.
+    unknown = by_reason["unknown_player"]
+    assert unknown["value"] == json.dumps(score(99, 1, 43)) and unknown["valueEncoding"] == "utf8"
+    assert unknown["sourceKeyEncoding"] == "base64" and unknown["sourceTimestamp"] == T0 + 11
+    assert unknown["headers"] == [{"key": "client", "value": "ios-7", "valueEncoding": "utf8"},
+                                  {"key": "bin", "value": "AP4=", "valueEncoding": "base64"}]
+    assert by_reason["oversized"]["valueTruncated"] is False  # 300 bytes: over the limit, but kept whole
+    assert by_reason["malformed_player"]["sourceTimestamp"] == T0 + 2
     topics = {d["reason"]: d["sourceTopic"] for d in letters}
     assert topics["malformed_player"] == lb.topics["players"] and topics["malformed_product"] == lb.topics["products"]
     assert topics["unknown_product"] == topics["null_value"] == lb.topics["score_events"]

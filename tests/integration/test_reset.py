@@ -19,6 +19,7 @@ after the job moved on).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from statectl.adapters.kafka.consume import read_topic
@@ -104,8 +105,14 @@ def test_start_over_to_latest_reads_nothing_old_and_is_refused_under_the_lock(cl
 
     with CheckpointLock(lb.checkpoint):
         refused = reset(cli, lb, "--to-latest")
+        # A dry run changes nothing: allowed under the lock, and its plan says a run holds it.
+        looked = reset(cli, lb, "--to-latest", "--dry-run", "--json")
     assert refused.exit_code == 1
     assert f"checkpoint {lb.checkpoint} is in use by another run" in refused.stderr
+    assert looked.exit_code == 0, looked.stderr
+    dry_plan = json.loads(looked.stdout)
+    assert dry_plan["dry_run"] is True and dry_plan["applied"] is False
+    assert any(f"a run (pid {os.getpid()}) holds this checkpoint" in note for note in dry_plan["notes"])
     assert tree(lb.checkpoint) == before
 
     done = reset(cli, lb, "--to-latest", "--json")

@@ -109,15 +109,40 @@ def test_with_a_broker_up_a_bad_checkpoint_or_master_is_refused_before_spark_sta
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-dir"]
 
 
-def _in_a_terminal(args: list[str], env: dict, timeout: float = 300) -> tuple[int, str]:
-    """Run ``args`` with a pseudo-terminal as stdout and stderr; its exit code and all it wrote."""
+def _java_child(pid: int) -> bool:
+    """Whether process ``pid`` has a java child yet (Spark's JVM being started)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return False
+    for child in children:
+        try:
+            if b"java" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _in_a_terminal(args: list[str], env: dict, timeout: float = 300, ctrl_c_after_jvm: float | None = None
+                   ) -> tuple[int, str]:
+    """Run ``args`` with a pseudo-terminal as stdout and stderr; its exit code and all it wrote.
+    ``ctrl_c_after_jvm``: type Ctrl-C (to the whole foreground group, as a terminal does) this many
+    seconds after Spark's JVM process appeared."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: statectl
         os.chdir(REPO)
         os.execve(sys.executable, [sys.executable, "-m", "statectl", *args], env)
     chunks = []
     deadline = time.monotonic() + timeout
+    jvm_seen = None
     while time.monotonic() < deadline:
+        if ctrl_c_after_jvm is not None:
+            if jvm_seen is None and _java_child(pid):
+                jvm_seen = time.monotonic()
+            if jvm_seen is not None and time.monotonic() - jvm_seen >= ctrl_c_after_jvm:
+                os.write(fd, b"\x03")
+                ctrl_c_after_jvm = None
         ready, _, _ = select.select([fd], [], [], 0.5)
         if ready:
             try:
@@ -151,3 +176,25 @@ def test_the_terminal_says_starting_spark_while_it_starts(bootstrap, tmp_path):
     assert "leaderboard: finished" in text
     assert "Using incubator modules" not in text and "Python worker" not in text
     assert "Using incubator modules" in (tmp_path / "spark.log").read_text()
+
+
+@pytest.mark.parametrize("after", [0.5, 3.0], ids=["jvm-starting", "spark-context-starting"])
+def test_ctrl_c_while_spark_starts_stops_before_the_first_batch(bootstrap, tmp_path, after):
+    """Ctrl-C while the screen still says `starting Spark…` (the JVM started, SparkContext not yet
+    up, or being set up): before, a Py4J traceback and exit 130. Now one line, exit 0, no batch,
+    and a later run processes everything."""
+    from tests.integration.test_leaderboard import score
+
+    lb = Leaderboard(bootstrap, tmp_path)
+    lb.produce("score_events", [(None, score(1, 1, 10), 1)])
+    env = dict(os.environ, STATECTL_SPARK_LOG=str(tmp_path / "spark.log"), COLUMNS="160", TERM="xterm")
+    code, screen = _in_a_terminal(["run", "leaderboard", "--config", str(lb.config_file), "--available-now"], env,
+                                  ctrl_c_after_jvm=after)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
+    assert code == 0, text[-3000:]
+    assert "Traceback" not in text and "Py4J" not in text
+    assert "stopped before the first batch" in text and "CREATED" not in text
+    assert _batch_files(lb.checkpoint / "commits") == []
+    summary = lb.run()
+    assert summary.input_rows == 1 and summary.status == "finished"
+

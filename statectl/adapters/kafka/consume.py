@@ -31,6 +31,7 @@ class ConsumedRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int | None
+    headers: list[tuple[str, bytes | None]] | None = None
 
 
 #: librdkafka looks up the group coordinator whenever a group.id is set (confluent-kafka requires
@@ -81,7 +82,7 @@ def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator
                         f"reading {topic!r} failed: {msg.error().str()}")
                 p = msg.partition()
                 yield ConsumedRecord(topic, p, msg.offset(), msg.key(), msg.value(),
-                                     msg.timestamp()[1])
+                                     msg.timestamp()[1], msg.headers())
                 if p in ends and msg.offset() + 1 >= ends[p]:
                     del ends[p]
         if ends:
@@ -105,16 +106,25 @@ class TopicReader:
     partitions, nothing committed), so it never disturbs or is disturbed by a job's consumers.
 
     Use as a context manager: ``with TopicReader(b, topic, from_beginning=True) as r: r.start; r.records(follow)``.
+
+    With ``group``, it starts where that consumer group committed (the first offset where the
+    group has none) and ``commit`` records how far it got: the group is never joined, only its
+    offsets are used, as ``kafka-consumer-groups --reset-offsets`` does. ``ranges``
+    (``{partition: (first, end)}``, end excluded) reads only those offsets.
     """
 
-    def __init__(self, bootstrap: Target, topic: str, from_beginning: bool):
+    def __init__(self, bootstrap: Target, topic: str, from_beginning: bool, group: str | None = None,
+                 ranges: dict[int, tuple[int, int]] | None = None):
         self.topic = topic
         self._bootstrap = bootstrap
+        self._group = group
+        self._ranges = ranges
         refuse_if_nothing_listens(bootstrap)
         self._errors = ConnectErrors()
         self._consumer = Consumer(
-            client_config(bootstrap, error_cb=self._errors, **{"group.id": "statectl-consume", "enable.auto.commit": False,
-                                        "enable.partition.eof": False})
+            client_config(bootstrap, error_cb=self._errors, **{"group.id": group or "statectl-consume",
+                                                                "enable.auto.commit": False,
+                                                                "enable.partition.eof": False})
         )
         try:
             self._starts, self._ends, self.start = self._assign(bootstrap, from_beginning)
@@ -145,14 +155,54 @@ class TopicReader:
             marks = watermarks(consumer, topic, tmd.partitions)
         except KafkaException as exc:
             raise OperationalError(f"reading {topic!r} failed: {exc.args[0].str()}") from exc
+        committed = self._committed(marks) if self._group else {}
+        if self._ranges is not None:
+            missing = sorted(set(self._ranges) - set(marks))
+            if missing:
+                raise OperationalError(f"{topic!r} has no partition {missing[0]} (it has {len(marks)})")
+            clamped = {}
+            for p, (low, high) in marks.items():
+                if p in self._ranges:
+                    end = min(high, max(self._ranges[p][1], low))
+                    clamped[p] = (min(max(low, self._ranges[p][0]), end), end)
+            marks = clamped
         for p, (low, high) in marks.items():
             start = low if from_beginning else high
+            if self._group and committed.get(p, -1) >= 0:
+                start = min(max(committed[p], low), high)
             before += start - low
             to_end += high - start
             starts[p], ends[p] = start, high
             assignment.append(TopicPartition(topic, p, start))
         consumer.assign(assignment)
         return starts, ends, ReadStart(len(assignment), before, to_end)
+
+    def _committed(self, marks: dict) -> dict[int, int]:
+        try:
+            tps = self._consumer.committed([TopicPartition(self.topic, p) for p in marks], timeout=REACH_TIMEOUT)
+        except KafkaException as exc:
+            raise OperationalError(f"reading the offsets of group {self._group!r} failed: {exc.args[0].str()}") from exc
+        return {tp.partition: tp.offset for tp in tps if tp.error is None}
+
+    @property
+    def starts(self) -> dict[int, int]:
+        """Where each partition's read starts."""
+        return dict(self._starts)
+
+    @property
+    def ends(self) -> dict[int, int]:
+        """Where each partition's read stops (the end offsets seen when the reader opened)."""
+        return dict(self._ends)
+
+    def commit(self, positions: dict[int, int]) -> None:
+        """Store ``{partition: next offset}`` as the group's committed offsets (needs ``group``)."""
+        if not positions:
+            return
+        try:
+            self._consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in positions.items()],
+                                  asynchronous=False)
+        except KafkaException as exc:
+            raise OperationalError(f"committing group {self._group!r}'s offsets failed: {exc.args[0].str()}") from exc
 
     def records(self, follow: bool, poll_seconds: float = 0.1,
                 stop: Callable[[], bool] = lambda: False) -> Iterator[ConsumedRecord]:
@@ -175,7 +225,7 @@ class TopicReader:
                     continue  # arrived after the end this read stops at
                 ts_type, ts = msg.timestamp()
                 yield ConsumedRecord(topic, p, offset, msg.key(), msg.value(),
-                                     ts if ts_type != TIMESTAMP_NOT_AVAILABLE else None)
+                                     ts if ts_type != TIMESTAMP_NOT_AVAILABLE else None, msg.headers())
             if ends:
                 # The position, not the last record seen: it also passes offsets that hold no
                 # record for a consumer (transaction markers).

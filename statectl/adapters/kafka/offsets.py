@@ -5,6 +5,8 @@ starting offsets (the offsets kafka-streams-application-reset's --to-earliest, -
 
 from __future__ import annotations
 
+import time
+
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
@@ -24,11 +26,30 @@ from statectl.adapters.kafka.connect import (
 from statectl.errors import OperationalError
 
 
+#: How long a partition's offsets are asked for while it has no leader: when a broker of a
+#: cluster dies, the controller moves its partitions' leadership only after the broker's session
+#: times out (KRaft's broker.session.timeout.ms, 9 s by default).
+LEADER_MOVE_TIMEOUT = 30.0
+
+
 def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[int, int]]:
     """Each partition's (low, high) offsets: its first record, and the offset the next record will
-    get. Raises KafkaException when the broker does not answer."""
-    return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
-            for p in sorted(partitions)}
+    get. A partition whose leader just died is asked again until LEADER_MOVE_TIMEOUT (a run
+    started while a broker of three is down waits for the new leader instead of failing). Raises
+    KafkaException when the brokers do not answer."""
+    out = {}
+    for p in sorted(partitions):
+        deadline = time.monotonic() + LEADER_MOVE_TIMEOUT
+        while True:
+            try:
+                out[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
+                break
+            except KafkaException as exc:
+                retriable = exc.args[0].code() in (KafkaError._TIMED_OUT, KafkaError.LEADER_NOT_AVAILABLE,
+                                                   KafkaError.NOT_LEADER_FOR_PARTITION)
+                if not retriable or time.monotonic() >= deadline:
+                    raise
+    return out
 
 
 @contextmanager

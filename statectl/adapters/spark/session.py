@@ -142,6 +142,7 @@ def spark_session(
         log_start = log_file.stat().st_size if log_file.exists() else 0
         try:
             _launch_jvm(options, log_file)
+            _leave_sigint_alone()
             session = builder.getOrCreate()
         except Exception as exc:  # py4j/JVM start-up failures come in many types
             cause = log_root_cause(_lines_since(log_file, log_start)) or first_error_line(exc, 300)
@@ -234,6 +235,34 @@ class _Py4JInterrupt(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("KeyboardInterrupt while sending command")
+
+
+class _SignalsWithoutSigint:
+    """The ``signal`` module as SparkContext's module sees it, except that installing a SIGINT
+    handler does nothing (see ``_leave_sigint_alone``)."""
+
+    def __getattr__(self, name: str):
+        import signal
+
+        return getattr(signal, name)
+
+    def signal(self, signum, handler):
+        import signal
+
+        if signum == signal.SIGINT:
+            return signal.getsignal(signum)
+        return signal.signal(signum, handler)
+
+
+def _leave_sigint_alone() -> None:
+    """Keep SparkContext from taking SIGINT. It installs a handler that cancels every job through
+    the JVM and raises KeyboardInterrupt; a Ctrl-C during another call to the JVM (Spark still
+    starting) then fails inside Py4J with a reentrant-call traceback. statectl handles Ctrl-C
+    itself: a run stops between batches, or before its first one while Spark starts."""
+    import pyspark.core.context as context
+
+    if not isinstance(context.signal, _SignalsWithoutSigint):
+        context.signal = _SignalsWithoutSigint()
 
 
 def _quiet_py4j_interrupts() -> None:

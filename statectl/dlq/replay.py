@@ -1,0 +1,195 @@
+"""`statectl dlq`: what a dead-letter topic holds, and sending its letters' original records
+through again (docs/commands/dlq.md). Knows nothing about the terminal."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from statectl.cluster import Cluster
+from statectl.dlq.letters import DEFAULT_SAMPLES, DlqSummary, NotALetter, add_to_summary, parse_letter, replay_headers
+from statectl.errors import DeliveryFailed, OperationalError, UsageError
+
+#: Letters produced between two commits of the replay group's offsets: a crash or a Ctrl-C
+#: re-sends at most this many on the next replay (at least once, like any Kafka consumer).
+COMMIT_EVERY = 5_000
+
+
+def show(cluster: Cluster, topic: str, samples: int = DEFAULT_SAMPLES) -> DlqSummary:
+    """Every record now in ``topic``, summed up by reason (``DlqSummary``)."""
+    from statectl.adapters.kafka.consume import TopicReader
+
+    summary = DlqSummary(topic)
+    with TopicReader(cluster, topic, from_beginning=True) as reader:
+        for record in reader.records(follow=False):
+            add_to_summary(summary, record.value, record.partition, record.offset, samples)
+    return summary
+
+
+def replay_group(topic: str, reason: str) -> str:
+    """The consumer group that remembers how far replays of ``reason`` from ``topic`` got: one per
+    reason, so replaying one reason never passes over the letters of another."""
+    return f"statectl-dlq-replay.{topic}.{reason}"
+
+
+@dataclass
+class ReplayRequest:
+    cluster: Cluster
+    topic: str
+    reason: str
+    to: str | None = None  # None: each letter's source topic
+    dry_run: bool = False
+    group: str | None = None  # None: replay_group(topic, reason); unused with an offset range
+    partition: int | None = None
+    from_offset: int | None = None
+    to_offset: int | None = None  # inclusive
+
+    @property
+    def ranged(self) -> bool:
+        return self.from_offset is not None or self.to_offset is not None or self.partition is not None
+
+
+@dataclass
+class ReplayReport:
+    topic: str
+    reason: str
+    dry_run: bool
+    group: str | None
+    read: int = 0  # records of the dead-letter topic read
+    matched: int = 0  # letters with the reason
+    sent: dict[str, int] = field(default_factory=dict)  # per target topic (would be, in a dry run)
+    truncated: int = 0  # matched letters not sent: their value was cut (``oversized``)
+    no_topic: int = 0  # matched letters not sent: no source topic and no --to
+    not_letters: int = 0
+    replayed_before: int = 0  # letters the group had already passed
+    stopped: bool = False  # Ctrl-C: the count is what was sent (and committed) before it
+    reasons_seen: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_sent(self) -> int:
+        return sum(self.sent.values())
+
+    def to_dict(self) -> dict:
+        return {"topic": self.topic, "reason": self.reason, "dryRun": self.dry_run, "group": self.group,
+                "read": self.read, "matched": self.matched, "sent": self.total_sent, "sentByTopic": self.sent,
+                "skippedTruncated": self.truncated, "skippedNoTopic": self.no_topic, "notLetters": self.not_letters,
+                "replayedBefore": self.replayed_before, "stopped": self.stopped}
+
+
+def _ranges(request: ReplayRequest, partitions: list[int]) -> dict[int, tuple[int, int]]:
+    wanted = [request.partition] if request.partition is not None else partitions
+    first = request.from_offset if request.from_offset is not None else 0
+    end = request.to_offset + 1 if request.to_offset is not None else 2**62
+    return {p: (first, end) for p in wanted}
+
+
+def _check(request: ReplayRequest) -> None:
+    if request.to is not None and request.to == request.topic:
+        raise UsageError(f"--to {request.to} is the dead-letter topic itself: a replay would read its own records")
+    if request.ranged and request.group is not None:
+        raise UsageError("--group and an offset range (--partition, --from-offset, --to-offset) exclude each other: "
+                         "a range is replayed as asked, without a group")
+    if request.from_offset is not None and request.to_offset is not None and request.to_offset < request.from_offset:
+        raise UsageError(f"--to-offset {request.to_offset} is before --from-offset {request.from_offset}")
+
+
+def replay(request: ReplayRequest, stop: threading.Event | None = None,
+           progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+    """Produce the original record of every letter with ``request.reason`` (see
+    docs/commands/dlq.md). Without an offset range, the replay group's committed offsets say
+    where to start, and are moved past what was sent once it is acknowledged; a dry run reads
+    and counts only. ``progress(read, to_read)`` is called as records are read."""
+    from statectl.adapters.kafka.admin import existing_topics, topic_admin
+    from statectl.adapters.kafka.consume import TopicReader
+    from statectl.adapters.kafka.produce import fast_producer
+
+    _check(request)
+    stop = stop or threading.Event()
+    group = None if request.ranged else (request.group or replay_group(request.topic, request.reason))
+    report = ReplayReport(request.topic, request.reason, request.dry_run, group)
+    topics = existing_topics(topic_admin(request.cluster, read_only=True))
+    if request.topic not in topics:
+        raise OperationalError(f"topic {request.topic!r} does not exist")
+    ranges = _ranges(request, list(range(topics[request.topic]))) if request.ranged else None
+
+    def target_of(letter) -> str | None:
+        target = request.to or letter.source_topic
+        if target is None:
+            return None
+        if target not in topics:
+                raise OperationalError(f"topic {target!r}, where letters of {request.topic!r} go back to, does not "
+                                       "exist; create it or choose another with --to")
+        return target
+
+    failures: list[str] = []
+
+    def delivered(err, msg) -> None:
+        if err is not None:
+            failures.append(f"{msg.topic()}: {err.str()}")
+
+    with TopicReader(request.cluster, request.topic, from_beginning=True, group=group, ranges=ranges) as reader:
+        report.replayed_before = reader.start.before_start if group else 0
+        to_read = reader.start.to_end
+        producer = None if request.dry_run else fast_producer(request.cluster)
+        positions: dict[int, int] = {}
+        since_commit = 0
+
+        def commit() -> None:
+            nonlocal since_commit
+            if producer is not None:
+                producer.flush()
+                if failures:
+                    raise DeliveryFailed(f"{len(failures)} replayed records were not delivered ({failures[0]}); "
+                                         "the replay group was not moved past them: run the replay again")
+                if group:
+                    reader.commit(positions)
+            since_commit = 0
+
+        for record in reader.records(follow=False, stop=stop.is_set):
+            report.read += 1
+            positions[record.partition] = record.offset + 1
+            if progress is not None:
+                progress(report.read, to_read)
+            try:
+                letter = parse_letter(record.value)
+            except NotALetter:
+                report.not_letters += 1
+                continue
+            report.reasons_seen[letter.reason] = report.reasons_seen.get(letter.reason, 0) + 1
+            if letter.reason != request.reason:
+                continue
+            report.matched += 1
+            if letter.value_truncated:
+                report.truncated += 1
+                continue
+            target = target_of(letter)
+            if target is None:
+                report.no_topic += 1
+                continue
+            if producer is not None:
+                _produce(producer, target, letter.key, letter.value,
+                         replay_headers(letter, request.topic, record.partition, record.offset), delivered)
+                since_commit += 1
+            report.sent[target] = report.sent.get(target, 0) + 1
+            if since_commit >= COMMIT_EVERY:
+                commit()
+        report.stopped = stop.is_set()
+        commit()
+    return report
+
+
+def _produce(producer, topic: str, key, value, headers, on_delivery) -> None:
+    from statectl.adapters.kafka.produce import QUEUE_FULL
+
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.1)
+        except Exception as exc:  # KafkaException from librdkafka: the queue or the record
+            if getattr(exc, "args", None) and getattr(exc.args[0], "code", lambda: None)() == QUEUE_FULL:
+                producer.poll(0.1)
+                continue
+            raise OperationalError(f"producing to {topic!r} failed: {exc}") from exc
