@@ -106,7 +106,10 @@ class CheckpointLock:
         if os.fstat(fd).st_size:  # a lock file a run left behind: it was killed, or crashed
             self.stale_since = os.fstat(fd).st_mtime
         os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        # The pid only names the holder in another run's refusal: on a full disk the lock holds
+        # without it (the refusal then says "unknown"), and the run goes on to say what is full.
+        with contextlib.suppress(OSError):
+            os.write(fd, str(os.getpid()).encode())
         self.fd = fd
         return self
 

@@ -115,7 +115,7 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
 
     def target_of(letter) -> str | None:
         target = request.to or letter.source_topic
-        if target is None:
+        if target is None or target == request.topic:  # a letter about the dead-letter topic itself
             return None
         if target not in topics:
                 raise OperationalError(f"topic {target!r}, where letters of {request.topic!r} go back to, does not "

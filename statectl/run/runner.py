@@ -236,6 +236,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         started = time.monotonic()
         status = "finished"
         error = None
+        error_text = ""
         start_error = None
         interrupted = False
         query = None
@@ -255,6 +256,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                 status, error = "failed", lost
             elif exc is not None:
                 status, error = "failed", _failure(job, exc, query)
+                error_text = _whole_text(exc)
         except _StoppedBeforeStart:
             status = "stopped"
         except KeyboardInterrupt:
@@ -283,8 +285,32 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         engine=engine.remote,
     )
     if status == "failed":
-        raise OperationalError(f"the {name} query failed{_in_batch(checkpoint)}: {error}")
+        raise OperationalError(f"the {name} query failed{_in_batch(checkpoint)}: "
+                               f"{_resource_error(error, error_text, checkpoint)}")
     return summary
+
+
+def _whole_text(exc: BaseException) -> str:
+    """A query's failure with its Java stack and causes: what ran out is often only in a cause."""
+    parts, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        parts += [str(exc), str(getattr(exc, "desc", "") or ""), str(getattr(exc, "stackTrace", "") or "")]
+        exc = getattr(exc, "cause", None) or exc.__cause__
+        if not isinstance(exc, BaseException):
+            break
+    return "\n".join(parts)
+
+
+def _resource_error(error: str, error_text: str, checkpoint: Path) -> str:
+    """The failure as its line says it; when the run ran out of disk or memory, that, whether the
+    checkpoint is intact (read as `inspect-state` reads it) and what to do instead."""
+    from statectl.run.fail_closed import checkpoint_verdict, resource_failure
+
+    ran_out = resource_failure(f"{error}\n{error_text}")
+    if ran_out is None:
+        return error
+    return f"{ran_out.what}; {checkpoint_verdict(checkpoint)}; {ran_out.remedy}"
 
 
 def _engine_session(engine, name: str, conf: dict[str, str], job):
