@@ -27,6 +27,11 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
+def secret_word(key: str) -> re.Match | None:
+    """Where a property name says it holds a secret (``password``, ``jaas``...), or None."""
+    return _SECRET_KEY.search(key)
+
+
 def register(*values: str) -> None:
     """Hide these values in everything :func:`scrub` sees from now on (values under 4
     characters are not hidden in free text: they would mask ordinary words)."""

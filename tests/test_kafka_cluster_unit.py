@@ -150,3 +150,55 @@ def test_status_of_a_stopped_cluster_lists_each_node(cli, tmp_path):
     ]
     as_json = json.loads(cli("kafka", "status", "--data-dir", str(data), "--json").stdout)
     assert (as_json["running"], as_json["brokers"], [n["port"] for n in as_json["nodes"]]) == (False, 3, [9092, 9093, 9094])
+
+
+class _Future:
+    def __init__(self, outcome):
+        self.outcome = outcome
+
+    def result(self):
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+
+class _MovingController:
+    """An admin client whose first ``fail`` answers time out, as while a dead broker's successor
+    takes over (the soak met "Timed out waiting for controller" on a run's start)."""
+
+    def __init__(self, fail: int, answer):
+        self.fail, self.answer, self.calls = fail, answer, 0
+
+    def _next(self, names):
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.calls += 1
+        if self.calls <= self.fail:
+            error = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Timed out waiting for controller"))
+            return {n: _Future(error) for n in names}
+        return {n: _Future(self.answer) for n in names}
+
+    def describe_topics(self, collection, **kwargs):
+        return self._next(collection.topic_names)
+
+
+def test_operations_are_asked_again_while_the_controller_moves():
+    from types import SimpleNamespace
+
+    from statectl.adapters.kafka.connect import require_operations
+
+    admin = _MovingController(2, SimpleNamespace(authorized_operations=None))
+    require_operations(admin, "127.0.0.1:9092", {"scores": "READ"})
+    assert admin.calls == 3
+
+
+def test_a_controller_that_never_answers_is_still_an_error(monkeypatch):
+    from types import SimpleNamespace
+
+    from statectl.adapters.kafka import connect
+    from statectl.errors import OperationalError
+
+    monkeypatch.setattr(connect, "LEADER_MOVE_TIMEOUT", 0.0)
+    admin = _MovingController(99, SimpleNamespace(authorized_operations=None))
+    with pytest.raises(OperationalError, match="could not describe topic 'scores': Timed out waiting for controller"):
+        connect.require_operations(admin, "127.0.0.1:9092", {"scores": "READ"})

@@ -547,3 +547,19 @@ def test_roll_back_after_a_shrink_ignores_the_partitions_spark_no_longer_reads(t
     plan = rollback_plan("leaderboard", read_layout(root), list_files(root), 5, OUTPUTS, False)
     assert sorted(a.path for a in plan.remove) == ["commits/6", "offsets/6"] + [
         f"state/0/{p}/7.changelog" for p in range(3)]
+
+
+@pytest.mark.parametrize("undo", [False, True], ids=["resume", "undo"])
+def test_resume_and_undo_refuse_the_journal_of_another_command(monkeypatch, undo):
+    """A relocate-checkpoint backup handed to `reset --resume` or `reset --undo` is refused before
+    anything is locked or changed (issue 29: --resume took any journal)."""
+    from statectl.errors import UsageError
+    from statectl.maintenance import journal, reset
+    from statectl.storage.files import as_path
+
+    backup = as_path("s3a://bucket/ckpt.relocate-20261127T000000Z")
+    relocation = journal.Journal("relocate-checkpoint", "s3a://bucket/ckpt", str(backup), [], "applied")
+    monkeypatch.setattr(journal, "load", lambda where: relocation)
+    monkeypatch.setattr(reset, "CheckpointLock", lambda *a, **k: pytest.fail("locked before refusing"))
+    with pytest.raises(UsageError, match="backup of a relocate-checkpoint, not of a reset"):
+        reset.undo_reset(backup) if undo else reset.resume_reset(backup)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from statectl import redact
 from statectl.errors import ConfigError
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -103,8 +104,21 @@ def parse_properties(text: str, source: str) -> list[Property]:
     for number, line in _logical_lines(text):
         origin = f"{source}:{number}"
         raw_key, raw_value = _split(line)
-        props.append(Property(_unescape(raw_key, origin), _unescape(raw_value, origin), origin))
+        prop = Property(_unescape(raw_key, origin), _unescape(raw_value, origin), origin)
+        _hide_secrets(prop)
+        props.append(prop)
     return props
+
+
+_JAAS_PASSWORD = re.compile(r"""password\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;]+))""", re.IGNORECASE)
+
+
+def _hide_secrets(prop: Property) -> None:
+    """Register a secret the moment it is read, before any check of the file: a problem found
+    later (a protocol that rules out SASL, say) must not be the reason a password is printed."""
+    if redact.is_secret_key(prop.key) and prop.value:
+        redact.register(prop.value)
+        redact.register(*(next(g for g in m.groups() if g is not None) for m in _JAAS_PASSWORD.finditer(prop.value)))
 
 
 def read_properties_file(path: Path) -> list[Property]:

@@ -160,6 +160,16 @@ def jaas_config(mechanism: str, username: str, password: str) -> str:
     return f"{MECHANISMS[mechanism]} required username={_jaas_quote(username)} password={_jaas_quote(password)};"
 
 
+def _shown_key(key: str) -> str:
+    """A property name as a problem quotes it. A name that is not a setting statectl knows but
+    names a secret may be a damaged line, its separator lost (``ssl.truststore.password9s3cr3t``):
+    what follows the secret's word is masked."""
+    if key in _HANDLED or key in _JAVA_ONLY or key in _JAVA_PASS or key in _BOTH_PASS:
+        return key
+    word = redact.secret_word(key)
+    return key if word is None or word.end() == len(key) else key[:word.end()] + redact.MASK
+
+
 # ---------------------------------------------------------------- key stores
 def store_format(path: Path) -> str | None:
     """JKS, PKCS12 or PEM by the file's first bytes (a Java client reads a PKCS12 file given as
@@ -169,7 +179,7 @@ def store_format(path: Path) -> str | None:
             # Enough for the text PEM files often carry before their first "-----BEGIN": openssl's
             # "Bag Attributes", a CA bundle's comment header.
             head = f.read(1 << 16)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a path with a NUL byte in it (a damaged file)
         return None
     if head[:4] == b"\xfe\xed\xfe\xed":
         return "JKS"
@@ -204,7 +214,8 @@ class _Translation:
         # wrong line (a lost line break puts the JAAS line into sasl.mechanism's value).
         message = redact.mask_inline(message)
         origin = self.props[key][1] if key in self.props else ""
-        self.problems.append(f"{origin}: {key}: {message}" if origin else f"{key}: {message}")
+        shown = _shown_key(key)
+        self.problems.append(f"{origin}: {shown}: {message}" if origin else f"{shown}: {message}")
 
     def conflict(self, a: str, b: str) -> bool:
         if self.has(a) and self.has(b):

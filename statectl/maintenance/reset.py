@@ -120,7 +120,7 @@ def _journal_undo(backup, dry_run: bool) -> UndoResult:
     from statectl.maintenance import journal
     from statectl.maintenance.reset_plan import ResetManifest
 
-    done = journal.load(backup)
+    done = _reset_journal(backup)
     manifest = ResetManifest.from_dict(done.extra, str(backup / journal.JOURNAL))
     checkpoint = as_path(done.checkpoint)
     with CheckpointLock(checkpoint):
@@ -141,9 +141,20 @@ def resume_reset(backup):
     if not is_object_path(backup):
         raise UsageError("--resume finishes a reset of an object-store checkpoint (s3a://); a reset on a local disk "
                          "is undone with --undo BACKUP and run again")
-    done = journal.load(backup)
+    done = _reset_journal(backup)
     with CheckpointLock(as_path(done.checkpoint)):
         journal.apply(done)
+    return done
+
+
+def _reset_journal(backup):
+    """The journal in ``backup``, refused unless a reset wrote it (relocate-checkpoint journals too)."""
+    from statectl.maintenance import journal
+
+    done = journal.load(backup)
+    if done.command != "reset":
+        raise UsageError(f"{backup} is the backup of a {done.command}, not of a reset: finish or undo it with "
+                         f"statectl {done.command} --resume or --undo")
     return done
 
 

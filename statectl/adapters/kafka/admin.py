@@ -3,12 +3,21 @@ reading and changing their configs, and the read-only admin client a dry run use
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from statectl.adapters.kafka.connect import REACH_TIMEOUT, Target, admin_client, not_authorized, require_broker
+from statectl.adapters.kafka.connect import (
+    LEADER_MOVE_TIMEOUT,
+    REACH_TIMEOUT,
+    WHILE_LEADERS_MOVE,
+    Target,
+    admin_client,
+    not_authorized,
+    require_broker,
+)
 from statectl.errors import OperationalError
 from statectl.text import wait_until
 
@@ -173,23 +182,13 @@ def describe_topics(admin, names: list[str], timeout: float = REACH_TIMEOUT, boo
     """Layout and every config of the named topics that exist: name -> {topic, partitions,
     replication_factor, configs: {key: {name, value, source, is_default, ..., synonyms}}}.
     ``bootstrap`` names the user when the cluster's ACLs refuse DESCRIBE_CONFIGS."""
-    from confluent_kafka.admin import ConfigResource
 
     md = admin.list_topics(timeout=timeout)
     present = [n for n in dict.fromkeys(names) if n in md.topics and md.topics[n].error is None]
     if not present:
         return {}
-    resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in present]
     out = {}
-    for res, fut in admin.describe_configs(resources, request_timeout=timeout).items():
-        try:
-            entries = fut.result()
-        except KafkaException as exc:
-            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            if exc.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                raise not_authorized(bootstrap, "DESCRIBE_CONFIGS", "topic", res.name) from None
-            raise OperationalError(f"could not describe the configs of topic {res.name!r}: {exc.args[0].str()}") from exc
+    for res, entries in _topic_configs(admin, present, timeout, bootstrap).items():
         partitions = md.topics[res.name].partitions
         out[res.name] = {
             "topic": res.name,
@@ -198,6 +197,35 @@ def describe_topics(admin, names: list[str], timeout: float = REACH_TIMEOUT, boo
             "configs": {name: _config_entry(e) for name, e in entries.items()},
         }
     return {n: out[n] for n in present if n in out}
+
+
+def _topic_configs(admin, names: list[str], timeout: float, bootstrap: Target) -> dict:
+    """DescribeConfigs of ``names``: {resource: entries}, leaving out topics that are gone; asked
+    again while a dead broker's successor takes over (``WHILE_LEADERS_MOVE``)."""
+    from confluent_kafka.admin import ConfigResource
+
+    out = {}
+    pending = names
+    deadline = time.monotonic() + LEADER_MOVE_TIMEOUT
+    while pending:
+        again = []
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in pending]
+        for res, fut in admin.describe_configs(resources, request_timeout=timeout).items():
+            try:
+                out[res] = fut.result()
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    raise not_authorized(bootstrap, "DESCRIBE_CONFIGS", "topic", res.name) from None
+                if code in WHILE_LEADERS_MOVE and time.monotonic() < deadline:
+                    again.append(res.name)
+                    continue
+                raise OperationalError(f"could not describe the configs of topic {res.name!r}: "
+                                       f"{exc.args[0].str()}") from exc
+        pending = again
+    return out
 
 
 def alter_topic_configs(admin, changes: dict[str, list[tuple[str, str, str | None]]], validate_only: bool,

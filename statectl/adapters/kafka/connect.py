@@ -18,6 +18,14 @@ _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
 REACH_TIMEOUT = 5.0
+#: How long a request that failed because a broker of the cluster died is made again: the
+#: controller moves the dead broker's partition leadership (and, when it was the active
+#: controller, the quorum elects another) only after its session times out (KRaft's
+#: broker.session.timeout.ms, 9 s by default).
+LEADER_MOVE_TIMEOUT = 30.0
+#: The errors a request meets while that happens.
+WHILE_LEADERS_MOVE = (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.LEADER_NOT_AVAILABLE,
+                      KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NOT_CONTROLLER, KafkaError._TRANSPORT)
 
 
 #: Where a client connects: a Cluster (bootstrap servers and client settings), or bare bootstrap
@@ -241,19 +249,27 @@ def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, 
         return
     from confluent_kafka import TopicCollection
 
-    futures = admin.describe_topics(TopicCollection(sorted(wanted)), include_authorized_operations=True,
-                                    request_timeout=timeout)
     refused = []
-    for name, future in sorted(futures.items()):
-        try:
-            description = future.result()
-        except KafkaException as exc:
-            code = exc.args[0].code()
-            if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                refused.append((name, wanted[name]))
-            elif code not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
-                raise OperationalError(f"could not describe topic {name!r}: {exc.args[0].str()}") from exc
-            continue
+    described = {}
+    pending = sorted(wanted)
+    deadline = time.monotonic() + LEADER_MOVE_TIMEOUT
+    while pending:
+        futures = admin.describe_topics(TopicCollection(pending), include_authorized_operations=True,
+                                        request_timeout=timeout)
+        again = []
+        for name, future in sorted(futures.items()):
+            try:
+                described[name] = future.result()
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    refused.append((name, wanted[name]))
+                elif code in WHILE_LEADERS_MOVE and time.monotonic() < deadline:
+                    again.append(name)  # a broker of the cluster just died: its successor answers soon
+                elif code not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                    raise OperationalError(f"could not describe topic {name!r}: {exc.args[0].str()}") from exc
+        pending = again
+    for name, description in sorted(described.items()):
         allowed = description.authorized_operations
         if allowed is None:
             continue

@@ -14,6 +14,8 @@ from typing import Iterator
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from statectl.adapters.kafka.connect import (
+    LEADER_MOVE_TIMEOUT,
+    WHILE_LEADERS_MOVE,
     REACH_TIMEOUT,
     ConnectErrors,
     Target,
@@ -24,12 +26,6 @@ from statectl.adapters.kafka.connect import (
     unreachable,
 )
 from statectl.errors import OperationalError
-
-
-#: How long a partition's offsets are asked for while it has no leader: when a broker of a
-#: cluster dies, the controller moves its partitions' leadership only after the broker's session
-#: times out (KRaft's broker.session.timeout.ms, 9 s by default).
-LEADER_MOVE_TIMEOUT = 30.0
 
 
 def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[int, int]]:
@@ -45,9 +41,7 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
                 out[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
                 break
             except KafkaException as exc:
-                retriable = exc.args[0].code() in (KafkaError._TIMED_OUT, KafkaError.LEADER_NOT_AVAILABLE,
-                                                   KafkaError.NOT_LEADER_FOR_PARTITION)
-                if not retriable or time.monotonic() >= deadline:
+                if exc.args[0].code() not in WHILE_LEADERS_MOVE or time.monotonic() >= deadline:
                     raise
     return out
 
