@@ -37,6 +37,7 @@ def show_report(summary, as_json: bool) -> None:
             out().print(f"  {r['reason']} @ {s['partition']}:{s['offset']}  from {s['source'] or '-'}  "
                         f"key {s['key'] if s['key'] is not None else 'null'}  value {s['value'] if s['value'] is not None else 'null'}",
                         markup=False, highlight=False, soft_wrap=True)
+    out().file.flush()  # the table and samples before the count on stderr, also through a pipe
     line = f"{plural(data['letters'], 'letter')} in {summary.topic}"
     if data["notLetters"]:
         first = data["notLetterSamples"][0] if data["notLetterSamples"] else None
