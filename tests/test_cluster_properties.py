@@ -255,3 +255,19 @@ def test_properties_match_java_util_properties(tmp_path):
             ours[name] = None
     assert ours == java
     assert java["bad-unicode"] is None and java["control-chars"]["v"] == "x\x0by"  # the comparison compared something
+
+
+def test_secrets_are_registered_as_they_are_read_but_a_credentials_provider_is_a_class_name():
+    """A password is hidden from every message from the moment its file is read (fuzzing found
+    one printed when a problem elsewhere stopped validation first); a credentials provider's class
+    name is not a secret and stays readable in errors about it."""
+    from statectl import redact
+    from statectl.cluster.properties import parse_properties
+
+    redact.forget_all()
+    parse_properties('ssl.truststore.password=hunter2-secret\n'
+                     'sasl.jaas.config=x required username="u" password="jaas-secret";\n'
+                     'fs.s3a.aws.credentials.provider=com.example.Mine\n', "client.properties")
+    assert {"hunter2-secret", "jaas-secret"} <= redact.registered()
+    assert "com.example.Mine" not in redact.registered()
+    redact.forget_all()

@@ -116,7 +116,8 @@ _JAAS_PASSWORD = re.compile(r"""password\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;]+))
 def _hide_secrets(prop: Property) -> None:
     """Register a secret the moment it is read, before any check of the file: a problem found
     later (a protocol that rules out SASL, say) must not be the reason a password is printed."""
-    if redact.is_secret_key(prop.key) and prop.value:
+    # A credentials *provider* is a class name, not a secret (fs.s3a.aws.credentials.provider).
+    if redact.is_secret_key(prop.key) and not prop.key.endswith((".provider", ".providers")) and prop.value:
         redact.register(prop.value)
         redact.register(*(next(g for g in m.groups() if g is not None) for m in _JAAS_PASSWORD.finditer(prop.value)))
 
