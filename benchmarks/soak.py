@@ -392,7 +392,9 @@ def soak(args) -> dict:
                 next_poll += args.poll_every
                 _progress(samples[-1], producer, faults)
             if job.proc.poll() is not None:
-                printed.append(f"the job exited by itself (exit {job.proc.returncode}) at {minutes():.1f} min; started again")
+                last = job.texts()[-1].strip().splitlines()[-1:] if job.texts() else []
+                printed.append(f"the job exited by itself (exit {job.proc.returncode}) at {minutes():.1f} min "
+                               f"({last[0][:300] if last else 'no output'}); started again")
                 job.start()
             time.sleep(0.5)
     finally:

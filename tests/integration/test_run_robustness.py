@@ -178,18 +178,18 @@ def test_the_terminal_says_starting_spark_while_it_starts(bootstrap, tmp_path):
     assert "Using incubator modules" in (tmp_path / "spark.log").read_text()
 
 
-@pytest.mark.parametrize("after", [0.5, 3.0], ids=["jvm-starting", "spark-context-starting"])
-def test_ctrl_c_while_spark_starts_stops_before_the_first_batch(bootstrap, tmp_path, after):
-    """Ctrl-C while the screen still says `starting Spark…` (the JVM started, SparkContext not yet
-    up, or being set up): before, a Py4J traceback and exit 130. Now one line, exit 0, no batch,
-    and a later run processes everything."""
+def test_ctrl_c_while_spark_starts_stops_before_the_first_batch(bootstrap, tmp_path):
+    """Ctrl-C while the screen still says `starting Spark…`, 3 s after the JVM appeared (while
+    SparkContext is being set up, when the traceback came): before, a Py4J traceback and exit 130.
+    Now one line, exit 0, no batch, and a later run processes everything. (0.5 s after the JVM
+    appeared, before the first call to it, was tried too and passes; left out of CI for time.)"""
     from tests.integration.test_leaderboard import score
 
     lb = Leaderboard(bootstrap, tmp_path)
     lb.produce("score_events", [(None, score(1, 1, 10), 1)])
     env = dict(os.environ, STATECTL_SPARK_LOG=str(tmp_path / "spark.log"), COLUMNS="160", TERM="xterm")
     code, screen = _in_a_terminal(["run", "leaderboard", "--config", str(lb.config_file), "--available-now"], env,
-                                  ctrl_c_after_jvm=after)
+                                  ctrl_c_after_jvm=3.0)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     assert code == 0, text[-3000:]
     assert "Traceback" not in text and "Py4J" not in text

@@ -14,6 +14,7 @@ from statectl.adapters.kafka.connect import (
     REACH_TIMEOUT,
     WHILE_LEADERS_MOVE,
     Target,
+    refresh_metadata,
     admin_client,
     not_authorized,
     require_broker,
@@ -224,6 +225,8 @@ def _topic_configs(admin, names: list[str], timeout: float, bootstrap: Target) -
                     continue
                 raise OperationalError(f"could not describe the configs of topic {res.name!r}: "
                                        f"{exc.args[0].str()}") from exc
+        if again:
+            refresh_metadata(admin)
         pending = again
     return out
 

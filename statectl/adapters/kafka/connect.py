@@ -22,10 +22,22 @@ REACH_TIMEOUT = 5.0
 #: controller moves the dead broker's partition leadership (and, when it was the active
 #: controller, the quorum elects another) only after its session times out (KRaft's
 #: broker.session.timeout.ms, 9 s by default).
-LEADER_MOVE_TIMEOUT = 30.0
-#: The errors a request meets while that happens.
+LEADER_MOVE_TIMEOUT = 60.0
+#: The errors a request meets while that happens (a client also drops its handle of the dead
+#: broker: _DESTROY_BROKER).
 WHILE_LEADERS_MOVE = (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.LEADER_NOT_AVAILABLE,
-                      KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NOT_CONTROLLER, KafkaError._TRANSPORT)
+                      KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NOT_CONTROLLER, KafkaError.UNKNOWN_CONTROLLER_ID,
+                      KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER, KafkaError._NODE_UPDATE)
+
+
+def refresh_metadata(client, timeout: float = REACH_TIMEOUT) -> None:
+    """Ask the cluster for its metadata again, before a retry: librdkafka keeps naming a dead
+    broker as the controller (and leader) until its cached metadata is refreshed, and a request
+    waits for that broker until it times out ("Failed while waiting for controller")."""
+    try:
+        client.list_topics(timeout=timeout)
+    except Exception:  # the retry says what is wrong, if anything still is
+        pass
 
 
 #: Where a client connects: a Cluster (bootstrap servers and client settings), or bare bootstrap
@@ -268,6 +280,8 @@ def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, 
                     again.append(name)  # a broker of the cluster just died: its successor answers soon
                 elif code not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                     raise OperationalError(f"could not describe topic {name!r}: {exc.args[0].str()}") from exc
+        if again:
+            refresh_metadata(admin)
         pending = again
     for name, description in sorted(described.items()):
         allowed = description.authorized_operations

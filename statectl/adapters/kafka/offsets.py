@@ -22,6 +22,7 @@ from statectl.adapters.kafka.connect import (
     client_config,
     metadata,
     not_authorized,
+    refresh_metadata,
     require_broker,
     unreachable,
 )
@@ -43,6 +44,7 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
             except KafkaException as exc:
                 if exc.args[0].code() not in WHILE_LEADERS_MOVE or time.monotonic() >= deadline:
                     raise
+                refresh_metadata(consumer)
     return out
 
 
