@@ -180,13 +180,13 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     with CheckpointLock(checkpoint, writes_batches=True) as lock, _closing(metrics), _one_line_errors(name), \
             contextlib.ExitStack() as session_scope:
         from statectl.adapters.spark.session import failure_line, spark_session
+        from statectl.adapters.spark.query import kafka_sink_writer
+        from statectl.checkpoint.restart_needs import restart_session_conf
 
         # From here on Ctrl-C asks for a stop: while Spark starts, the run then ends before its
         # first batch instead of breaking off inside a call to the JVM.
         signals = StopSignals().install()
         session_scope.callback(signals.restore)
-        from statectl.adapters.spark.query import kafka_sink_writer
-        from statectl.checkpoint.restart_needs import restart_session_conf
 
         # Read before the query starts, once (pure Python, no JVM): whether this job can continue
         # the checkpoint, and what the first batch will load.
