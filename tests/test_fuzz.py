@@ -248,16 +248,22 @@ def _read_and_check(path: Path, read, what: str, secrets=lambda: ()) -> None:
     assert tree_fingerprint(path.parent) == before, f"reading {what} wrote a file"
 
 
+def _mutated_copy(data, tmp_path_factory, sources: list[Path], what: str) -> tuple[Path, str]:
+    """A mutated copy of one of ``sources`` in a fresh directory, and how to name the case."""
+    source = data.draw(st.sampled_from(sources), label=what)
+    mutation, damaged = data.draw(mutated(source.read_bytes()), label="mutation")
+    path = tmp_path_factory.mktemp("fuzz") / source.name
+    path.write_bytes(damaged)
+    return path, f"{what} {source.name} ({mutation})"
+
+
 @FUZZ
 @given(data=st.data())
 def test_a_mutated_job_config_loads_or_says_what_is_wrong(tmp_path_factory, data):
     from jobs.registry import load_job_config
 
-    source = data.draw(st.sampled_from(CONFIGS), label="config")
-    mutation, damaged = data.draw(mutated(source.read_bytes()), label="mutation")
-    path = tmp_path_factory.mktemp("config") / source.name
-    path.write_bytes(damaged)
-    _read_and_check(path, lambda p: load_job_config(p, []), f"config {source.name} ({mutation})")
+    path, case = _mutated_copy(data, tmp_path_factory, CONFIGS, "config")
+    _read_and_check(path, lambda p: load_job_config(p, []), case)
 
 
 TOPICS_FILES = sorted((DATA / "topics" / "valid").glob("*.yaml")) + [REPO / "jobs" / "configs" / "topics.yaml"]
@@ -268,11 +274,8 @@ TOPICS_FILES = sorted((DATA / "topics" / "valid").glob("*.yaml")) + [REPO / "job
 def test_a_mutated_topics_file_loads_or_says_what_is_wrong(tmp_path_factory, data):
     from statectl.topics.topics_file import load_topics_file
 
-    source = data.draw(st.sampled_from(TOPICS_FILES), label="topics file")
-    mutation, damaged = data.draw(mutated(source.read_bytes()), label="mutation")
-    path = tmp_path_factory.mktemp("topics") / source.name
-    path.write_bytes(damaged)
-    _read_and_check(path, load_topics_file, f"topics file {source.name} ({mutation})")
+    path, case = _mutated_copy(data, tmp_path_factory, TOPICS_FILES, "topics file")
+    _read_and_check(path, load_topics_file, case)
 
 
 PASSWORD = "s3cr3t-Pa55w0rd"
@@ -329,12 +332,9 @@ def test_a_mutated_events_file_is_summarized_or_refused_in_one_line(tmp_path_fac
 
     from statectl.cli.main import app
 
-    source = data.draw(st.sampled_from(EVENTS_FILES), label="events file")
-    mutation, damaged = data.draw(mutated(source.read_bytes()), label="mutation")
-    path = tmp_path_factory.mktemp("events") / source.name
-    path.write_bytes(damaged)
+    path, case = _mutated_copy(data, tmp_path_factory, EVENTS_FILES, "events file")
     before = tree_fingerprint(path.parent)
-    with no_hang(f"events summarize {source.name} ({mutation})"):
+    with no_hang(f"events summarize: {case}"):
         result = CliRunner().invoke(app, ["events", "summarize", str(path), "--json"])
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code in (0, 1, 2) and "Traceback" not in result.stderr

@@ -102,7 +102,7 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
     and counts only. ``progress(read, to_read)`` is called as records are read."""
     from statectl.adapters.kafka.admin import existing_topics, topic_admin
     from statectl.adapters.kafka.consume import TopicReader
-    from statectl.adapters.kafka.produce import fast_producer
+    from statectl.adapters.kafka.produce import fast_producer, produce_one
 
     _check(request)
     stop = stop or threading.Event()
@@ -168,8 +168,8 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
                 report.no_topic += 1
                 continue
             if producer is not None:
-                _produce(producer, target, letter.key, letter.value,
-                         replay_headers(letter, request.topic, record.partition, record.offset), delivered)
+                produce_one(producer, target, letter.key, letter.value,
+                            replay_headers(letter, request.topic, record.partition, record.offset), delivered)
                 since_commit += 1
             report.sent[target] = report.sent.get(target, 0) + 1
             if since_commit >= COMMIT_EVERY:
@@ -177,19 +177,3 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
         report.stopped = stop.is_set()
         commit()
     return report
-
-
-def _produce(producer, topic: str, key, value, headers, on_delivery) -> None:
-    from statectl.adapters.kafka.produce import QUEUE_FULL
-
-    while True:
-        try:
-            producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
-            return
-        except BufferError:
-            producer.poll(0.1)
-        except Exception as exc:  # KafkaException from librdkafka: the queue or the record
-            if getattr(exc, "args", None) and getattr(exc.args[0], "code", lambda: None)() == QUEUE_FULL:
-                producer.poll(0.1)
-                continue
-            raise OperationalError(f"producing to {topic!r} failed: {exc}") from exc

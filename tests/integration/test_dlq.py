@@ -16,19 +16,7 @@ import json
 from confluent_kafka import Producer
 
 from statectl.adapters.kafka.consume import read_topic
-from tests.integration.test_leaderboard import Leaderboard, player, score
-
-
-def oracle(players: dict[int, str], games: dict[int, str], scores: list[tuple[int, int, float]], top_n: int = 3):
-    """The top lists the rules give: per game, the best distinct (player, score) pairs of known
-    players, best first (ties: the earlier)."""
-    lists: dict[str, list] = {}
-    for pid, game, value in scores:
-        if pid in players and game in games:
-            entries = lists.setdefault(str(game), [])
-            if (players[pid], float(value)) not in entries:
-                entries.append((players[pid], float(value)))
-    return {g: sorted(e, key=lambda x: -x[1])[:top_n] for g, e in lists.items()}
+from tests.integration.test_leaderboard import Leaderboard, player, score, top_lists
 
 
 def test_a_replay_after_the_player_arrives_puts_the_scores_on_the_leaderboard(cli, bootstrap, tmp_path):
@@ -46,7 +34,7 @@ def test_a_replay_after_the_player_arrives_puts_the_scores_on_the_leaderboard(cl
         (None, score(1, 2, 20), 14),
     ])
     lb.run()
-    assert lb.ranked() == oracle({1: "Ann"}, {1: "Tetris", 2: "Doom"}, scores)
+    assert lb.ranked() == top_lists(scores, {1: "Ann"}, {1: "Tetris", 2: "Doom"})
 
     # Something that is not a letter, in the dead-letter topic too.
     producer = Producer({"bootstrap.servers": bootstrap})
@@ -94,7 +82,7 @@ def test_a_replay_after_the_player_arrives_puts_the_scores_on_the_leaderboard(cl
     assert json.loads(again.stdout)["replayedBefore"] == 5  # the group passed every record read before
 
     lb.run()
-    assert lb.ranked() == oracle({1: "Ann", 4: "Dan"}, {1: "Tetris", 2: "Doom"}, scores)
+    assert lb.ranked() == top_lists(scores, {1: "Ann", 4: "Dan"}, {1: "Tetris", 2: "Doom"})
 
     # An offset range replays on purpose, without the group: the first letter is at offset 0 or 1.
     ranged = cli("dlq", "replay", dlq, "--reason", "unknown_player", "--partition", "0", "--from-offset", "0",

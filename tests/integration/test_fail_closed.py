@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from statectl.errors import OperationalError
-from tests.integration.test_leaderboard import Leaderboard, _spawn_run, player, score
+from tests.integration.test_leaderboard import Leaderboard, _spawn_run, player, score, top_lists
 
 # Beside the soak in CI's second job (.ci/run): minutes of Spark each, and they mount and make cgroups.
 pytestmark = [pytest.mark.integration, pytest.mark.soak]
@@ -53,16 +53,6 @@ def fill(disk: Path) -> Path:
     finally:
         os.close(fd)
     return filler
-
-
-def oracle(scores, players, games, top_n=3):
-    lists = {}
-    for pid, game, value in scores:
-        if pid in players and game in games:
-            entries = lists.setdefault(str(game), [])
-            if (players[pid], float(value)) not in entries:
-                entries.append((players[pid], float(value)))
-    return {g: sorted(e, key=lambda x: -x[1])[:top_n] for g, e in lists.items()}
 
 
 def _inspect_healthy(cli, checkpoint: Path) -> dict:
@@ -96,7 +86,7 @@ def test_a_full_disk_under_the_checkpoint_ends_the_run_in_one_line_and_a_rerun_e
         _inspect_healthy(cli, checkpoint)  # inspect-state agrees
         filler.unlink()  # the cause is gone
         assert lb.run(checkpoint=checkpoint).status == "finished"
-        assert lb.ranked() == oracle(first + later, players, games)
+        assert lb.ranked() == top_lists(first + later, players, games)
 
 
 class WorkersInACgroup:

@@ -117,6 +117,19 @@ def score(player_id, product_id, value):
     return {"score": value, "product_id": product_id, "player_id": player_id}
 
 
+def top_lists(scores, players: dict[int, str], games: dict[int, str], top_n: int = 3) -> dict:
+    """The top lists the rules give ``scores`` ((player, game, score)) when ``players`` and
+    ``games`` are known: per game, the best distinct (player name, score) pairs, best first (ties
+    keep the earlier), as ``Leaderboard.ranked`` shows them."""
+    lists: dict[str, list] = {}
+    for pid, game, value in scores:
+        if pid in players and game in games:
+            entries = lists.setdefault(str(game), [])
+            if (players[pid], float(value)) not in entries:
+                entries.append((players[pid], float(value)))
+    return {g: sorted(e, key=lambda x: -x[1])[:top_n] for g, e in lists.items()}
+
+
 def test_seed_data_through_query_rest_and_topic(cli, bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path)
     for topic_key, name in (("players", "players.json"), ("products", "products.json")):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from statectl.adapters.kafka.connect import Target, client_config
+from statectl.errors import OperationalError
 
 
 #: The error librdkafka gives a message when its local queue is full (retry after a poll).
@@ -39,3 +40,16 @@ def fast_producer(bootstrap: Target, **extra) -> Producer:
     )
     conf.update(extra)
     return Producer(conf)
+
+
+def produce_one(producer: Producer, topic: str, key, value, headers, on_delivery) -> None:
+    """Queue one record, waiting while the local queue is full; a record librdkafka refuses
+    outright (too large, say) is an OperationalError."""
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
+            return
+        except BufferError:  # the local queue is full: let librdkafka send some first
+            producer.poll(0.1)
+        except KafkaException as exc:
+            raise OperationalError(f"producing to {topic!r} failed: {exc.args[0].str()}") from exc
