@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.cli",),
     ("statectl.render",),
     ("statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query", "statectl.produce", "statectl.dlq"),
+    ("statectl.project",),
     ("jobs",),
     ("statectl.topics",),
     ("statectl.checkpoint",),
@@ -253,14 +254,14 @@ def test_adapters_sit_above_only_the_cluster_and_the_kernel():
 BROKEN = [
     ("climb", {"statectl/checkpoint/x.py": "def f():\n    from statectl.run.runner import run_job\n"}, [
         "statectl/checkpoint/x.py:2: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
-        "(layer 7) may not import statectl.run (layer 4): imports go down the layers)"]),
+        "(layer 8) may not import statectl.run (layer 4): imports go down the layers)"]),
     ("peer", {"statectl/run/x.py": "from statectl.observe.lag import lag_report\n"}, [
         "statectl/run/x.py:1: statectl.run.x imports statectl.observe.lag (statectl.run (layer 4) may not "
         "import statectl.observe (layer 4): peers in a layer do not import each other)"]),
     ("relative-climb", {"statectl/checkpoint/__init__.py": "", "statectl/checkpoint/x.py": "from ..run import runner\n",
                         "statectl/run/runner.py": ""}, [
         "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
-        "(layer 7) may not import statectl.run (layer 4): imports go down the layers)"]),
+        "(layer 8) may not import statectl.run (layer 4): imports go down the layers)"]),
     ("render-adapters", {"statectl/render/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
         "statectl/render/x.py:1: statectl.render.x imports statectl.adapters.kafka.admin (statectl.render never "
         "imports statectl.adapters: it reaches Kafka and Spark only through the domains)"]),
@@ -269,8 +270,8 @@ BROKEN = [
         "adapter but statectl.adapters.local, the local tools the CLI drives directly: the broker process, jar "
         "resolution, the JVM archive)"]),
     ("checkpoint-jobs", {"statectl/checkpoint/x.py": "from jobs.registry import job_entry\n"}, [
-        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports jobs.registry (statectl.checkpoint (layer 7) "
-        "may not import jobs (layer 5): imports go down the layers)",
+        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports jobs.registry (statectl.checkpoint (layer 8) "
+        "may not import jobs (layer 6): imports go down the layers)",
         "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports jobs.registry (only statectl.cli, "
         "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, jobs import jobs)"]),
     ("render-jobs", {"statectl/render/x.py": "from jobs.registry import job_entry\n"}, [
@@ -278,7 +279,7 @@ BROKEN = [
         "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, jobs import jobs)"]),
     ("adapter-domain", {"statectl/adapters/kafka/x.py": "from statectl.topics.diff import TopicConfigDiff\n"}, [
         "statectl/adapters/kafka/x.py:1: statectl.adapters.kafka.x imports statectl.topics.diff (statectl.adapters "
-        "(layer 10) may not import statectl.topics (layer 6): imports go down the layers)"]),
+        "(layer 11) may not import statectl.topics (layer 7): imports go down the layers)"]),
     ("adapter-peer", {"statectl/adapters/spark/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
         "statectl/adapters/spark/x.py:1: statectl.adapters.spark.x imports statectl.adapters.kafka.admin "
         "(statectl.adapters.spark may import only statectl.adapters.local of the other adapters)"]),

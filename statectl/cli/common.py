@@ -8,7 +8,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -243,8 +243,87 @@ def _prepare_help(command) -> None:
     for param in command.params:
         if getattr(param, "help", None):
             param.help = literal_help(param.help)
+    _with_global_options(command)
     for sub in getattr(command, "commands", {}).values():
         _prepare_help(sub)
+
+
+OUTPUT_FORMATS = ("table", "wide", "json", "yaml")
+
+
+def _global_options(output: Annotated[
+        Optional[Literal["table", "wide", "json", "yaml"]],
+        typer.Option("--output", "-o", metavar="FORMAT",
+                     help="How the result is printed: table (the default), wide (a table with every column), json "
+                          "(as --json) or yaml (the same fields as json).")] = None,
+        context: Annotated[Optional[str], typer.Option(
+            "--context", metavar="NAME", help="The project's context to use (default: $STATECTL_CONTEXT, else the one "
+                                              "`statectl context use` chose, else the project file's current-context). "
+                                              "See docs/project.md.")] = None,
+        project: Annotated[Optional[Path], typer.Option(
+            "--project", metavar="FILE", help="The project file (default: $STATECTL_PROJECT, else statectl.yaml in "
+                                              "this directory or the nearest one above it).")] = None) -> None:
+    """The options every command takes; their parameters are built once from this signature."""
+
+
+_GLOBAL_PARAMS: dict[str, object] = {}
+
+
+def _global_params() -> dict[str, object]:
+    """The click parameters of _global_options, by name (built on first use)."""
+    if not _GLOBAL_PARAMS:
+        helper = typer.Typer()
+        helper.command()(_global_options)
+        command = typer.main.get_command(helper)
+        _GLOBAL_PARAMS.update({param.name: param for param in command.params})
+    return _GLOBAL_PARAMS
+
+
+def _choose_output(output: str | None, as_json: bool | None) -> bool | None:
+    """The one output switch: -o FORMAT and --json, set for the renderers (statectl.render);
+    returns the command's own ``json`` value (true for json and yaml)."""
+    from statectl.errors import UsageError
+    from statectl.render import set_output
+
+    if as_json and output not in (None, "json"):
+        raise UsageError(f"--json and -o {output} ask for two formats: give one")
+    chosen = output or ("json" if as_json else "table")
+    set_output(chosen)
+    return chosen in ("json", "yaml") if as_json is not None else None
+
+
+def _with_global_options(command) -> None:
+    """Give a command --context and --project, and -o when it prints data (it has --json); they
+    are taken off before the command's own function is called."""
+    if getattr(command, "_statectl_globals", False) or getattr(command, "callback", None) is None \
+            or hasattr(command, "commands"):
+        return
+    command._statectl_globals = True
+    own = {param.name for param in command.params}
+    wanted = [name for name in ("output", "context", "project")
+              if name not in own and (name != "output" or "json" in own)]
+    command.params.extend(_global_params()[name] for name in wanted)
+    function = command.callback
+
+    def with_globals(**kwargs):
+        output = kwargs.pop("output", None) if "output" in wanted else None
+        context = kwargs.pop("context", None) if "context" in wanted else None
+        project = kwargs.pop("project", None) if "project" in wanted else None
+        as_json = _choose_output(output, kwargs.get("json") if "json" in kwargs else None)
+        if as_json is not None:
+            kwargs["json"] = as_json
+        if context is not None or project is not None:
+            select_project(project, context)
+        return function(**kwargs)
+
+    command.callback = with_globals
+
+
+def select_project(project: Path | None, context: str | None) -> None:
+    """--project and --context as given on the command line (the project package reads them)."""
+    from statectl.project import choose
+
+    choose(project_file=project, context=context)
 
 
 class StatectlGroup(TyperGroup):

@@ -74,9 +74,47 @@ def err() -> Console:
     return _stderr
 
 
+#: The one output switch (-o / --json), set once per command by the CLI before it renders.
+_OUTPUT = {"format": "table"}
+
+
+def set_output(fmt: str) -> None:
+    """table, wide, json or yaml."""
+    _OUTPUT["format"] = fmt
+
+
+def output_format() -> str:
+    return _OUTPUT["format"]
+
+
+def wide() -> bool:
+    """-o wide: tables show every column they have."""
+    return _OUTPUT["format"] == "wide"
+
+
+def as_plain_data(obj: Any) -> Any:
+    """``obj`` as the JSON document shows it (strings for what JSON has no type for), secrets hidden."""
+    return json.loads(json.dumps(scrub_data(obj), default=str))
+
+
+def data_text(obj: Any, fmt: str | None = None, *, compact: bool = False) -> str:
+    """One machine-readable document in the chosen format: JSON, or YAML with the same fields.
+    ``compact``: JSON on one line (a stream of documents, one per line)."""
+    fmt = fmt or _OUTPUT["format"]
+    if fmt == "yaml":
+        import yaml
+
+        text = yaml.safe_dump(as_plain_data(obj), sort_keys=False, allow_unicode=True, default_flow_style=False)
+        return scrub("---\n" + text if compact else text)
+    if compact:
+        return scrub(json.dumps(scrub_data(obj), default=str, separators=(",", ":")))
+    return scrub(json.dumps(scrub_data(obj), indent=2, default=str)) + "\n"
+
+
 def emit_json(obj: Any) -> None:
-    """Machine-readable output: one JSON document on stdout and nothing else there."""
-    sys.stdout.write(scrub(json.dumps(scrub_data(obj), indent=2, default=str)) + "\n")
+    """Machine-readable output: one document on stdout and nothing else there; JSON, or YAML
+    with the same fields under -o yaml."""
+    sys.stdout.write(data_text(obj))
     sys.stdout.flush()
 
 
