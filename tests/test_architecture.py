@@ -52,7 +52,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.adapters",),
     ("statectl.cluster",),
     ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources",
-     "statectl.job_context", "statectl.signals"),
+     "statectl.job_context", "statectl.signals", "statectl.lag_trend"),
 ]
 LAYER_OF = {package: number for number, layer in enumerate(LAYERS, 1) for package in layer}
 

@@ -36,7 +36,7 @@ from statectl.cluster import Cluster
 from statectl.config.loader import config_to_dict
 from statectl.errors import BrokerUnavailable, UsageError
 from statectl.checkpoint import lock as lock_module
-from statectl.observe.lag import LagRequest, LagRow, job_lag, lag_report, lag_rows, topic_totals
+from statectl.observe.lag import KafkaLook, LagRequest, LagRow, job_lag, lag_report, lag_rows, topic_totals
 from statectl.checkpoint.lock import CheckpointLock
 from statectl.observe.status import (
     HEALTHY,
@@ -131,11 +131,8 @@ def test_lag_rows_per_source_partition(sources, ends, other, expected):
 def test_topic_totals_sum_known_lags_and_count_unknown():
     rows = [LagRow("s", 0, 10, 15), LagRow("s", 1, None, 4), LagRow("s", 2, 3, 3), LagRow("p", 0, 1, 9),
             LagRow("q", 0, 9, 1)]
-    assert [t.to_dict() for t in topic_totals(rows)] == [
-        {"topic": "s", "partitions": 3, "lag": 5, "unknown_partitions": 1},
-        {"topic": "p", "partitions": 1, "lag": 8, "unknown_partitions": 0},
-        {"topic": "q", "partitions": 1, "lag": 0, "unknown_partitions": 1},
-    ]
+    assert [(t.topic, t.partitions, t.lag, t.unknown_partitions) for t in topic_totals(rows)] == [
+        ("s", 3, 5, 1), ("p", 1, 8, 0), ("q", 1, 0, 1)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -248,10 +245,12 @@ def test_lag_report_exact_lag_against_end_offsets(tmp_path):
     assert report.notes == ["partitions the checkpoint does not know yet (added since the last batch): score-events-4"]
     doc = report.to_dict()
     assert doc["partitions"][1] == {"topic": "score-events", "partition": 1, "current_offset": 31,
-                                    "log_end_offset": 35, "lag": 4, "source": 0}
-    assert doc["topics"] == [{"topic": "score-events", "partitions": 5, "lag": 4, "unknown_partitions": 1},
-                             {"topic": "players", "partitions": 2, "lag": 0, "unknown_partitions": 0},
-                             {"topic": "products", "partitions": 2, "lag": 10, "unknown_partitions": 0}]
+                                    "log_end_offset": 35, "lag": 4, "source": 0, "lag_seconds": None,
+                                    "next_record_timestamp_ms": None, "next_record_timestamp_type": None}
+    assert [{k: t[k] for k in ("topic", "partitions", "lag", "unknown_partitions", "trend")} for t in doc["topics"]] == [
+        {"topic": "score-events", "partitions": 5, "lag": 4, "unknown_partitions": 1, "trend": "unknown"},
+        {"topic": "players", "partitions": 2, "lag": 0, "unknown_partitions": 0, "trend": "caught_up"},
+        {"topic": "products", "partitions": 2, "lag": 10, "unknown_partitions": 0, "trend": "unknown"}]
 
 
 def test_lag_report_without_a_committed_batch(tmp_path):
@@ -283,9 +282,9 @@ def test_job_lag_resolves_the_checkpoint_as_run_does(tmp_path):
     config = load_job_config(_config(tmp_path, tmp_path / "from-config"))
     asked = []
 
-    def fetch(cluster, topics):
-        asked.append((str(cluster), topics))
-        return {"score-events": {0: 100}}
+    def fetch(cluster, request):
+        asked.append((str(cluster), request.topics))
+        return KafkaLook({"score-events": {0: 100}})
 
     request = LagRequest(config, ["score-events", "players", "products"], Cluster("h:1"))
     assert job_lag(request, fetch).rows[0] == LagRow("score-events", 0, 20, 100, 0)
@@ -377,11 +376,12 @@ def test_project_status_per_job_and_per_cluster(tmp_path):
         _config(tmp_path, other_cluster, "10.0.0.1:9092"), _config(tmp_path, tmp_path / "never-ran"))]
     calls = []
 
-    def fetch(cluster, topics):
-        calls.append((str(cluster), topics))
+    def fetch(cluster, request):
+        calls.append((str(cluster), request.topics))
         if str(cluster) == "10.0.0.1:9092":
             raise BrokerUnavailable("cannot reach Kafka at 10.0.0.1:9092: no answer within 5 s")
-        return {"score-events": {p: 100 for p in range(4)}, "players": {0: 50, 1: 51}, "products": {0: 40, 1: 41}}
+        return KafkaLook({"score-events": {p: 100 for p in range(4)}, "players": {0: 50, 1: 51},
+                          "products": {0: 40, 1: 41}})
 
     report = project_status(StatusRequest(jobs, cluster_of=lambda cfg, path: Cluster(cfg.kafka.bootstrap_servers)),
                             fetch, proc_locks="")
@@ -401,7 +401,8 @@ def test_project_status_per_job_and_per_cluster(tmp_path):
     assert not report.ok
     doc = got["ok"].to_dict()
     assert set(doc) == {"job", "config", "checkpoint", "checkpoint_exists", "running", "pid", "active", "batch", "batch_time",
-                        "committed_at", "pending_batch", "lag", "lag_unknown_partitions", "kafka_error",
+                        "committed_at", "pending_batch", "lag", "lag_unknown_partitions", "lag_seconds", "lag_trend",
+                        "lag_topics", "kafka_error",
                         "state_bytes", "state_files", "state_size_partial", "verdict_for", "health", "findings", "last_error", "ok"}
     assert doc["batch_time"] == "2026-11-21T06:19:16.103Z"
 
@@ -473,8 +474,8 @@ def test_status_command_json_and_exit_code(cli, tmp_path, monkeypatch):
     assert job["kafka_error"].startswith(f"cannot reach Kafka at 127.0.0.1:{port}: connection refused")
     table = cli("status", str(config))
     assert table.exit_code == 1
-    assert table.stdout.splitlines()[0].split() == ["JOB", "RUNNING", "BATCH", "COMMITTED", "LAG", "STATE", "HEALTH",
-                                                    "LAST", "ERROR"]
+    assert table.stdout.splitlines()[0].split() == ["JOB", "RUNNING", "BATCH", "COMMITTED", "LAG", "LAG-SECONDS",
+                                                    "TREND", "STATE", "HEALTH", "LAST", "ERROR"]
     assert table.stdout.splitlines()[1].split()[:3] == ["leaderboard", "no", "2"]
     assert "unreachable" in table.stdout and "not ok: leaderboard" in table.stderr
 

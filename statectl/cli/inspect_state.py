@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt, LOCATION, RemoteOpt, StorageConfigOpt, use_storage
+from statectl.cli.watch import WatchOpt
 
 
 def inspect_state(
@@ -27,6 +28,7 @@ def inspect_state(
     spark_version: Annotated[Optional[str], typer.Option("--spark-version", metavar="X.Y", envvar="STATECTL_SPARK_VERSION", show_envvar=False, help="The Spark release that will restart the checkpoint (3.5, 4.0, 4.1, 4.2, 4.3): the exit code is for a restart by it. Default: $STATECTL_SPARK_VERSION, else the release the checkpoint shows it was written by, else the installed PySpark's.")] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
+    watch: WatchOpt = None,
 ) -> None:
     """Explain a Structured Streaming checkpoint: layout, restore plan and health.
 
@@ -63,6 +65,12 @@ def inspect_state(
         timers=timers, spark_version=spark_version,
         remote=engine_for(remote, None, None).remote if rows is not None else None,
     )
+    if watch is not None:
+        from statectl.cli.watch import title_of, watch as watching
+
+        watching(lambda: inspect_checkpoint(options), watch, title=title_of(), document=lambda r: r.to_dict(),
+                 show=lambda r: render(r, False))
+        return
     result = inspect_checkpoint(options)
     render(result, json)
     if result.failed:

@@ -9,6 +9,7 @@ import typer
 
 from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, cluster_for,
                                  resolve_job)
+from statectl.cli.watch import WatchOpt
 
 
 def lag(
@@ -20,14 +21,16 @@ def lag(
     client_config: ClientConfigOpt = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
+    watch: WatchOpt = None,
 ) -> None:
-    """Show how far a job is behind its Kafka input: per topic-partition, the offset its last committed batch read up to (CURRENT-OFFSET, from the checkpoint), the log-end offset (from Kafka) and the LAG between them, with a total per topic.
+    """Show how far a job is behind its Kafka input: per topic-partition, the offset its last committed batch read up to (CURRENT-OFFSET, from the checkpoint), the log-end offset (from Kafka) and the LAG between them, how far behind that is in time (LAG-SECONDS: the age of the next unread record), with a total per topic and its TREND over the last batches (falling, steady, growing, stalled, caught up).
 
     Works while the job runs and while it is stopped: the checkpoint is read without the run
     lock and nothing is written. Kafka is only asked for end offsets (no consumer group, no
     commit), so READ/DESCRIBE on the topics is enough. A partition the checkpoint does not
     know yet shows CURRENT-OFFSET "-"; with no committed batch every lag is unknown (exit 0).
-    Exit 2 when the checkpoint does not exist, 1 when Kafka does not answer.
+    Exit 2 when the checkpoint does not exist, 1 when Kafka does not answer. --watch shows it
+    again every few seconds (see docs/commands/lag.md for the trend's rules).
 
     Examples:
 
@@ -38,12 +41,21 @@ def lag(
       statectl lag advanced-state sales-threshold --config my-sales.yaml
 
       statectl lag --checkpoint-dir /data/checkpoints/clicks     (any job's checkpoint, no YAML)
+
+      statectl lag leaderboard --watch 5 -o json | jq .lag_seconds
     """
-    from statectl.observe.lag import LagRequest, inputs_of, job_lag
+    from statectl.observe.lag import LagCache, LagRequest, inputs_of, job_lag
     from statectl.render.lag import lag_report
 
     resolved = resolve_job(job, example, config, checkpoint_dir=checkpoint_dir, any_checkpoint=True)
     use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = LagRequest(resolved.config, inputs_of(resolved.config), cluster, checkpoint_dir)
+    if watch is not None:
+        from statectl.cli.watch import title_of, watch as watching
+
+        cache = LagCache()
+        watching(lambda: job_lag(request, cache=cache), watch, title=title_of(), document=lambda r: r.to_dict(),
+                 show=lambda r: lag_report(r, False))
+        return
     lag_report(job_lag(request), json)

@@ -22,6 +22,7 @@ from statectl.cli import new
 from statectl.cli import check_restart
 from statectl.cli.common import DEBUG
 from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
+from statectl.cli.watch import WatchCommand
 
 
 app = typer.Typer(
@@ -59,15 +60,15 @@ app.add_typer(engine.app, name="engine", cls=LightGroup)
 app.add_typer(jars.app, name="jars", cls=LightGroup)
 app.command("produce-test-data")(produce.produce_test_data)
 app.command("topic-config")(topic_config.topic_config)
-app.command("inspect-state")(inspect_state.inspect_state)
+app.command("inspect-state", cls=WatchCommand)(inspect_state.inspect_state)
 app.command("run")(run.run)
 app.add_typer(query.query_app, name="query", cls=LightGroup)
 app.add_typer(query.serve_app, name="serve", cls=LightGroup)
 app.command("consume")(consume.consume)
 app.add_typer(dlq.app, name="dlq", cls=LightGroup)
 app.add_typer(events.app, name="events", cls=LightGroup)
-app.command("lag")(lag.lag)
-app.command("status")(status.status)
+app.command("lag", cls=WatchCommand)(lag.lag)
+app.command("status", cls=WatchCommand)(status.status)
 app.command("repartition-state")(repartition_state.repartition_state)
 app.command("reset")(reset.reset)
 app.command("relocate-checkpoint")(relocate_checkpoint.relocate_checkpoint)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_for, StorageConfigOpt, use_storage
+from statectl.cli.watch import WatchOpt
 
 
 def status(
@@ -15,8 +16,9 @@ def status(
     client_config: ClientConfigOpt = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
+    watch: WatchOpt = None,
 ) -> None:
-    """Show every job of the project at a glance: running or not (and its pid), the last committed batch and when, the Kafka lag, the state size, the last error and the checkpoint's health.
+    """Show every job of the project at a glance: running or not (and its pid), the last committed batch and when, the Kafka lag (records, seconds and its trend), the state size, the last error and the checkpoint's health.
 
     The jobs are the shipped job configs whose checkpoints exist where `statectl run JOB`
     keeps them, plus each CONFIG given, plus every checkpoint under each DIR given (a job
@@ -26,7 +28,8 @@ def status(
     looked at without being taken, each checkpoint's logs are listed and only the last
     committed batch is read (the quick health checks; statectl inspect-state runs them all),
     and Kafka is asked once per cluster for end offsets. Exit 1 when a job is unhealthy or
-    its Kafka does not answer (the others are still shown), 0 otherwise.
+    its Kafka does not answer (the others are still shown), 0 otherwise; with --watch, 0 at
+    Ctrl-C.
 
     Examples:
 
@@ -37,9 +40,12 @@ def status(
       statectl status /data/checkpoints          (every checkpoint under it)
 
       statectl status --json | jq '.[] | select(.ok | not) | .job'
+
+      statectl status --watch
     """
     from jobs.registry import load_job_config
     from statectl.render.status import status_report
+    from statectl.observe.lag import LagCache
     from statectl.observe.status import StatusRequest, location_jobs, project_jobs, project_status
 
     from statectl.storage.files import as_path, is_object_path, checkpoint_path
@@ -58,6 +64,13 @@ def status(
             break
     request = StatusRequest(project_jobs(given),
                             cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path))
+    if watch is not None:
+        from statectl.cli.watch import title_of, watch as watching
+
+        cache = LagCache()
+        watching(lambda: project_status(request, cache=cache), watch, title=title_of(),
+                 document=lambda r: r.to_list(), show=lambda r: status_report(r, False))
+        return
     report = project_status(request)
     status_report(report, json)
     if not report.ok:

@@ -24,7 +24,8 @@ from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import StatectlError, UsageError
 from statectl.storage.files import is_object_path, scandir
-from statectl.observe.lag import EndOffsets, inputs_of, kafka_end_offsets, lag_report, topics_to_ask
+from statectl.observe.lag import (BatchOffsets, LagCache, Look, TopicLag, batch_history, inputs_of, kafka_look,
+                                  lag_report, look_request, merged_request, topics_to_ask)
 
 HEALTHY = "healthy"
 UNHEALTHY = "unhealthy"
@@ -53,6 +54,10 @@ class JobStatus:
     pending_batch: int | None = None
     lag: int | None = None
     lag_unknown_partitions: int = 0
+    #: the furthest-behind partition's lag in seconds, and the trend (statectl.lag_trend)
+    lag_seconds: float | None = None
+    lag_trend: str | None = None
+    lag_topics: list[TopicLag] = field(default_factory=list)
     kafka_error: str | None = None
     state_bytes: int = 0
     state_files: int = 0
@@ -67,6 +72,8 @@ class JobStatus:
     progress: CheckpointProgress | None = field(default=None, repr=False)
     topics: list[str] = field(default_factory=list, repr=False)
     cluster: Cluster | None = field(default=None, repr=False)
+    history: list[BatchOffsets] = field(default_factory=list, repr=False)
+    inputs: list[str] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -84,7 +91,9 @@ class JobStatus:
             "active": self.active.to_dict() if self.active else None,
             "batch": self.batch, "batch_time": _iso(None if self.batch_timestamp_ms is None else self.batch_timestamp_ms / 1000),
             "committed_at": _iso(self.committed_at), "pending_batch": self.pending_batch,
-            "lag": self.lag, "lag_unknown_partitions": self.lag_unknown_partitions, "kafka_error": self.kafka_error,
+            "lag": self.lag, "lag_unknown_partitions": self.lag_unknown_partitions,
+            "lag_seconds": self.lag_seconds, "lag_trend": self.lag_trend,
+            "lag_topics": [t.to_dict() for t in self.lag_topics], "kafka_error": self.kafka_error,
             "state_bytes": self.state_bytes, "state_files": self.state_files,
             "state_size_partial": self.state_size_partial,
             "verdict_for": self.verdict_for.to_dict() if self.verdict_for else None,
@@ -254,9 +263,11 @@ def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobCon
     return list(chosen.values())
 
 
-def project_status(request: StatusRequest, fetch: EndOffsets = kafka_end_offsets,
-                   proc_locks: str | None = None) -> StatusReport:
-    """The status of every job of ``request``; Kafka is asked once per cluster."""
+def project_status(request: StatusRequest, look: Look = kafka_look,
+                   proc_locks: str | None = None, cache: LagCache | None = None) -> StatusReport:
+    """The status of every job of ``request``; Kafka is asked once per cluster. ``cache``: what
+    earlier looks of a watch kept (statectl.observe.lag.LagCache)."""
+    cache = cache or LagCache()
     from statectl.checkpoint.lock import checkpoint_for
     from statectl.config.sections import CheckpointJobConfig
 
@@ -265,14 +276,16 @@ def project_status(request: StatusRequest, fetch: EndOffsets = kafka_end_offsets
         status = checkpoint_status(config.job_name, str(path), checkpoint_for(config, None), proc_locks,
                                    config.spark.restart_version, required=isinstance(config, CheckpointJobConfig))
         if status.progress is not None:
-            status.topics = topics_to_ask(status.progress, inputs_of(config))
+            status.inputs = inputs_of(config)
+            status.topics = topics_to_ask(status.progress, status.inputs)
+            status.history = batch_history(status.progress, cache=cache.entries)
             status.cluster = request.cluster_of(config, path)
         statuses.append(status)
-    _add_lag(statuses, fetch)
+    _add_lag(statuses, look, cache)
     return StatusReport(statuses)
 
 
-def _add_lag(statuses: list[JobStatus], fetch: EndOffsets) -> None:
+def _add_lag(statuses: list[JobStatus], look: Look, cache: LagCache) -> None:
     groups: list[tuple[Cluster, list[JobStatus]]] = []
     for status in statuses:
         if status.cluster is None:
@@ -284,13 +297,17 @@ def _add_lag(statuses: list[JobStatus], fetch: EndOffsets) -> None:
         else:
             groups.append((status.cluster, [status]))
     for cluster, members in groups:
-        topics = list(dict.fromkeys(t for s in members for t in s.topics))
+        asked = merged_request([look_request(s.progress, s.inputs, s.history) for s in members])
         try:
-            ends, error = fetch(cluster, topics), None
+            answer, error = cache.ask(look, cluster, asked), None
         except StatectlError as exc:
-            ends, error = None, str(exc)
+            answer, error = None, str(exc)
         for status in members:
-            report = lag_report(status.job, status.progress, status.topics, str(cluster), ends, error)
+            report = lag_report(status.job, status.progress, status.topics, str(cluster), answer, error,
+                                history=status.history)
             status.kafka_error = error
             if error is None:
                 status.lag, status.lag_unknown_partitions = report.total, report.unknown_partitions
+                status.lag_topics = report.topics
+                status.lag_seconds = report.lag_seconds
+                status.lag_trend = report.trend

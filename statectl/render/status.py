@@ -9,7 +9,8 @@ from datetime import datetime
 from rich.table import Table
 from rich.text import Text
 
-from statectl.render import emit_json, error_line, message, out
+from statectl.render import emit_json, error_line, message, out, wide
+from statectl.render.lag import local_time, seconds_text, trend_text
 from statectl.observe.status import HEALTHY, NO_CHECKPOINT, StatusReport
 from statectl.text import human_bytes, plural
 
@@ -33,9 +34,28 @@ def status_report(report: StatusReport, as_json: bool) -> None:
         message("no jobs: no shipped job has a checkpoint here (statectl run JOB makes one); name job configs "
                 "to show theirs")
         return
+    out().print(status_table(report))
+    reported = set()
+    for job in report.jobs:
+        if job.kafka_error is not None and job.kafka_error not in reported:
+            reported.add(job.kafka_error)
+            error_line(job.kafka_error)
+    failing = [j.job for j in report.jobs if not j.ok]
+    if failing:
+        message(f"not ok: {', '.join(failing)}")
+
+
+def status_table(report: StatusReport) -> Table:
+    """One line per job; -o wide adds the oldest unread record's time and where the trend's
+    window started, per job."""
+    more = wide()
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column, justify in (("JOB", "left"), ("RUNNING", "left"), ("BATCH", "right"), ("COMMITTED", "left"),
-                            ("LAG", "right"), ("STATE", "right"), ("HEALTH", "left"), ("LAST ERROR", "left")):
+    columns = [("JOB", "left"), ("RUNNING", "left"), ("BATCH", "right"), ("COMMITTED", "left"),
+               ("LAG", "right"), ("LAG-SECONDS", "right"), ("TREND", "left"), ("STATE", "right"), ("HEALTH", "left")]
+    if more:
+        columns += [("NEXT-RECORD-TIME", "left"), ("WINDOW-START", "left"), ("WINDOW-BATCHES", "right")]
+    columns.append(("LAST ERROR", "left"))
+    for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold" if column == "LAST ERROR" else "ellipsis")
     now = time.time()
     for job in report.jobs:
@@ -56,14 +76,14 @@ def status_report(report: StatusReport, as_json: bool) -> None:
         if job.exists and job.state_size_partial:
             state = f">= {state}"  # the first few thousand objects of a large state on S3
         health = job.health + (f" ({plural(job.warnings, 'warning')})" if job.warnings and job.health == HEALTHY else "")
-        table.add_row(job.job, running, batch, committed, lag, state,
-                      Text(health, style=_HEALTH_STYLE.get(job.health, "bold red")), job.last_error or "")
-    out().print(table)
-    reported = set()
-    for job in report.jobs:
-        if job.kafka_error is not None and job.kafka_error not in reported:
-            reported.add(job.kafka_error)
-            error_line(job.kafka_error)
-    failing = [j.job for j in report.jobs if not j.ok]
-    if failing:
-        message(f"not ok: {', '.join(failing)}")
+        known = job.kafka_error is None and job.lag is not None
+        cells = [job.job, running, batch, committed, lag, seconds_text(job.lag_seconds) if known else "-",
+                 trend_text(job.lag_trend) if known else "-", state,
+                 Text(health, style=_HEALTH_STYLE.get(job.health, "bold red"))]
+        if more:
+            stamps = [t.oldest_unread_ms for t in job.lag_topics if t.oldest_unread_ms is not None]
+            starts = [t.window[0].time_ms for t in job.lag_topics if t.window]
+            cells += [local_time(min(stamps)) if stamps else "-", local_time(min(starts)) if starts else "-",
+                      str(max((len(t.window) for t in job.lag_topics), default=0))]
+        table.add_row(*cells, job.last_error or "")
+    return table

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException,
+                             TopicPartition)
 
 from statectl.adapters.kafka.connect import (
     LEADER_MOVE_TIMEOUT,
@@ -156,3 +157,151 @@ class GroupCommitter:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+# ---------------------------------------------------------------- lag in time
+#: How long reading the next unread records may take, all partitions at once: a partition whose
+#: record has not arrived by then has an unknown lag in seconds.
+RECORD_READ_TIMEOUT = 5.0
+
+#: ``(topic, partition, offset)``: a record to read the timestamp of.
+Position = tuple[str, int, int]
+
+
+class RecordTimes:
+    """Reads the timestamps of records at given offsets: one assigned consumer (no group joined,
+    nothing committed), every partition at once, within a time-out. A run keeps one open for its
+    whole life; a one-shot command opens one and closes it."""
+
+    def __init__(self, bootstrap: Target):
+        self.bootstrap = bootstrap
+        self._consumer = Consumer(client_config(bootstrap, **{
+            "group.id": "statectl-lag", "enable.auto.commit": False, "enable.auto.offset.store": False,
+            # an offset that is gone (retention) is an error here, never a silent jump to a later record
+            "auto.offset.reset": "error",
+            "enable.partition.eof": True,
+            # one record per partition is what is wanted: do not fetch megabytes ahead
+            "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 16, "queued.max.messages.kbytes": 1024,
+            "fetch.wait.max.ms": 100,
+        }))
+
+    def read(self, positions: list[Position], timeout: float = RECORD_READ_TIMEOUT
+             ) -> tuple[dict[Position, tuple[int, bool]], list[str]]:
+        """``{position: (timestamp ms, whether it is LogAppendTime)}`` for the positions whose
+        record could be read, and why the others could not (one line each). A partition asked at
+        several offsets is read once per offset, one round after the other."""
+        found: dict[Position, tuple[int, bool]] = {}
+        problems: list[str] = []
+        rounds: list[list[Position]] = []
+        for position in sorted(set(positions)):
+            for batch in rounds:
+                if all(p[:2] != position[:2] for p in batch):
+                    batch.append(position)
+                    break
+            else:
+                rounds.append([position])
+        deadline = time.monotonic() + timeout
+        for batch in rounds:
+            self._read_round(batch, deadline, found, problems)
+        return found, problems
+
+    def _read_round(self, batch: list[Position], deadline: float, found: dict, problems: list[str]) -> None:
+        wanted = {p[:2]: p for p in batch}
+        try:
+            self._consumer.assign([TopicPartition(t, p, o) for t, p, o in batch])
+            while wanted:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                for msg in self._consumer.consume(num_messages=max(1, len(wanted)), timeout=min(0.5, left)):
+                    key = (msg.topic(), msg.partition())
+                    if key not in wanted:
+                        continue
+                    error = msg.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            problems.append(f"{key[0]}-{key[1]}: no record at offset {wanted[key][2]} (end of the log)")
+                        elif error.code() == KafkaError._AUTO_OFFSET_RESET:
+                            problems.append(f"{key[0]}-{key[1]}: offset {wanted[key][2]} is no longer in the log "
+                                            f"(deleted by retention)")
+                        else:
+                            continue
+                        del wanted[key]
+                        continue
+                    kind, stamp = msg.timestamp()
+                    if kind != TIMESTAMP_NOT_AVAILABLE and stamp >= 0:
+                        found[wanted[key]] = (stamp, kind == TIMESTAMP_LOG_APPEND_TIME)
+                    else:
+                        problems.append(f"{key[0]}-{key[1]}: the record at offset {wanted[key][2]} has no timestamp")
+                    del wanted[key]
+                    self._consumer.pause([TopicPartition(*key)])
+        except KafkaException as exc:
+            problems.append(f"reading the next records failed: {exc.args[0].str()}")
+        finally:
+            for t, p in wanted:
+                problems.append(f"{t}-{p}: the record at offset {wanted[(t, p)][2]} did not arrive within the time-out")
+            try:
+                self._consumer.unassign()
+            except KafkaException:
+                pass
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def ends_at_times(consumer: Consumer, marks: dict[str, dict[int, tuple[int, int]]], times_ms: list[int]
+                  ) -> tuple[dict[int, dict[str, dict[int, int]]], list[str]]:
+    """The log end of each partition at each time: the first offset whose record's timestamp is at
+    or after it (what ``offsetsForTimes`` answers), else today's end (every record is older);
+    kept within the log's bounds. One request per time. Times Kafka could not answer are left
+    out, with why."""
+    out: dict[int, dict[str, dict[int, int]]] = {}
+    problems: list[str] = []
+    wanted_base = [(topic, p) for topic, by_part in marks.items() for p in sorted(by_part)]
+    for at in sorted(set(times_ms)):
+        try:
+            found = consumer.offsets_for_times([TopicPartition(t, p, int(at)) for t, p in wanted_base],
+                                               timeout=REACH_TIMEOUT)
+        except KafkaException as exc:
+            problems.append(f"the log ends at {at} ms could not be read: {exc.args[0].str()}")
+            continue
+        ends: dict[str, dict[int, int]] = {}
+        for tp in found:
+            if tp.error is not None:
+                continue
+            low, high = marks[tp.topic][tp.partition]
+            ends.setdefault(tp.topic, {})[tp.partition] = high if tp.offset < 0 else min(max(tp.offset, low), high)
+        out[at] = ends
+    return out, problems
+
+
+@dataclass
+class LagLook:
+    """What Kafka says for `lag` in time: end offsets, the next unread records' timestamps, the
+    log ends at past times, and why any of it is missing."""
+
+    ends: dict[str, dict[int, int]]
+    records: dict[Position, tuple[int, bool]]
+    ends_at: dict[int, dict[str, dict[int, int]]]
+    problems: list[str]
+
+
+def lag_look(bootstrap: Target, topics: list[str], positions: list[Position], times_ms: list[int],
+             read_timeout: float = RECORD_READ_TIMEOUT) -> LagLook:
+    """End offsets of ``topics`` (those that exist); the timestamp of the record at each of
+    ``positions`` still inside the log and before its end (a partition with lag); and the log
+    ends at ``times_ms``. No consumer group is joined and nothing is committed."""
+    with _topic_watermarks(bootstrap, topics, "statectl-offsets", f"could not read the end offsets of {', '.join(topics)}",
+                           refuse_unauthorized=False) as (consumer, marks):
+        ends = {topic: {p: high for p, (_, high) in by_partition.items()} for topic, by_partition in marks.items()}
+        ends_at, problems = ends_at_times(consumer, marks, times_ms) if times_ms else ({}, [])
+    lagging = [(t, p, o) for t, p, o in positions if t in marks and p in marks[t] and o < marks[t][p][1]]
+    records: dict[Position, tuple[int, bool]] = {}
+    if lagging:
+        reader = RecordTimes(bootstrap)
+        try:
+            records, more = reader.read(lagging, read_timeout)
+            problems += more
+        finally:
+            reader.close()
+    return LagLook(ends, records, ends_at, problems)
