@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 import typer
 from typer.core import TyperGroup
 
+from statectl.cli.completion import (attach as attach_completion, complete_checkpoint, complete_context,
+                                     complete_example, complete_job)
 from statectl.errors import StatectlError
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ BootstrapOpt = Annotated[
     typer.Option(
         "--bootstrap-servers", "-b", metavar="HOST:PORT",
         help="Kafka bootstrap servers. Precedence: this flag > $KAFKA_BOOTSTRAP_SERVERS > the client config's "
-             "bootstrap.servers > the job config > localhost:9092.",
+             "bootstrap.servers > the project context's > the job config > localhost:9092 (docs/project.md).",
     ),
 ]
 ClientConfigOpt = Annotated[
@@ -36,7 +38,7 @@ ClientConfigOpt = Annotated[
         "--client-config", metavar="FILE", envvar="STATECTL_CLIENT_CONFIG", show_envvar=False,
         help="Kafka client properties (the client.properties of kafka-console-consumer --consumer.config: "
              "security.protocol, sasl.*, ssl.*) for every Kafka client of the command. "
-             "Default: $STATECTL_CLIENT_CONFIG. See docs/security.md.",
+             "Default: $STATECTL_CLIENT_CONFIG, else the project context's client_config. See docs/security.md.",
     ),
 ]
 ConfigOpt = Annotated[
@@ -67,7 +69,7 @@ RemoteOpt = Annotated[
     typer.Option(
         "--remote", metavar="sc://HOST:PORT",
         help="Run on this Spark Connect engine instead of a Spark driver in statectl's process ('none': in "
-             "this process). Default: $SPARK_REMOTE, the config's spark.remote, else the project's engine "
+             "this process). Default: $SPARK_REMOTE, the project context's spark_remote, the config's spark.remote, else the project's engine "
              "when it is up (statectl engine up), else in this process.",
     ),
 ]
@@ -77,7 +79,7 @@ StorageConfigOpt = Annotated[
         "--storage-config", metavar="FILE",
         help="Object-store settings for s3a:// checkpoints: a properties file of Hadoop's fs.s3a.* keys "
              "(endpoint, path.style.access, access.key, secret.key, endpoint.region...). Default: "
-             "$STATECTL_STORAGE_CONFIG, plus the job config's spark.hadoop.fs.s3a.*, then AWS's standard "
+             "$STATECTL_STORAGE_CONFIG, over the project context's storage, over the job config's spark.hadoop.fs.s3a.*, then AWS's standard "
              "environment. See docs/object-storage.md.",
     ),
 ]
@@ -89,11 +91,13 @@ def use_storage(storage_config: Path | None, job_config: "JobConfig | None" = No
     from statectl.storage.settings import from_spark_conf, read_storage_config, StorageConfig
     from statectl.storage.stores import configure
 
+    from statectl.project.precedence import context_storage
+
     base = StorageConfig()
     if job_config is not None:
         origin = f"{job_config.source} spark.conf" if job_config.source else "the job's spark.conf"
         base = from_spark_conf(job_config.spark.conf, origin)
-    configure(base.merged(read_storage_config(storage_config)))
+    configure(base.merged(context_storage()).merged(read_storage_config(storage_config)))
 
 
 def _job_helps() -> tuple[str, str]:
@@ -106,12 +110,16 @@ def _job_helps() -> tuple[str, str]:
 
 
 JOB_HELP, EXAMPLE_HELP = _job_helps()
-JobArg = Annotated[str, typer.Argument(help=JOB_HELP)]
+JobArg = Annotated[str, typer.Argument(help=JOB_HELP, autocompletion=complete_job)]
 #: JOB where the config may name it instead (``job:`` in --config).
 OptionalJobArg = Annotated[Optional[str], typer.Argument(help=f"{JOB_HELP}, or your own job: MODULE:FUNCTION or "
                                                               f"./FILE.py:FUNCTION (default: the job --config names).",
-                                                         show_default=False)]
-ExampleArg = Annotated[Optional[str], typer.Argument(help=EXAMPLE_HELP, show_default=False)]
+                                                         show_default=False, autocompletion=complete_job)]
+ExampleArg = Annotated[Optional[str], typer.Argument(help=EXAMPLE_HELP, show_default=False,
+                                                     autocompletion=complete_example)]
+#: A context of the project file (statectl context use|show).
+ContextNameArg = Annotated[str, typer.Argument(metavar="NAME", help="A context of the project file.",
+                                               autocompletion=complete_context)]
 SetOpt = Annotated[
     Optional[list[str]],
     typer.Option("--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set leaderboard.top_n=5 (repeatable)."),
@@ -146,26 +154,43 @@ def resolve_job(job: str | None, example: str | None, config: Path | None,
 
         only = CheckpointJobConfig.at(checkpoint_dir)
         return ResolvedJob(only.job, CheckpointOnlyJob(only.job), None, only)
+    from statectl.project import active
+
+    project_job = active().jobs.get(job) if job is not None and example is None and config is None else None
+    if project_job is not None:
+        job, config = None, project_job  # a job of the project file: its config names the job
     if job is None:
         if config is None:
             where = ", or --checkpoint-dir PATH (any checkpoint, no YAML)" if any_checkpoint else ""
             raise UsageError(f"name the JOB (e.g. leaderboard), or pass --config FILE whose job: names it{where}")
-        loaded = load_job_config(config, overrides or [])
+        loaded = _in_context(load_job_config(config, overrides or []))
         return ResolvedJob(loaded.job, job_entry(loaded.job, loaded), config, loaded)
     job_id = job_id_for(job, example)
     if config is None and job_id not in JOBS:
-        loaded = load_job_config(None, overrides or [], job=job_id)
+        loaded = _in_context(load_job_config(None, overrides or [], job=job_id))
         return ResolvedJob(job_id, job_entry(job_id, loaded), None, loaded)
     path = config or default_config(job_id)
-    loaded = load_job_config(path, overrides or [], expect_job=job_id)
+    loaded = _in_context(load_job_config(path, overrides or [], expect_job=job_id))
     return ResolvedJob(job_id, job_entry(job_id, loaded), path, loaded)
+
+
+def _in_context(loaded: "JobConfig") -> "JobConfig":
+    """The job config with the project context's checkpoint (checkpoint_root/JOB) over its own
+    checkpoint_dir; --checkpoint-dir still goes over both (statectl.project.precedence)."""
+    from statectl.project.precedence import checkpoint_of
+
+    checkpoint = checkpoint_of(loaded.job_name)
+    if checkpoint is None:
+        return loaded
+    return loaded.model_copy(update={"checkpoint_dir": checkpoint})
 
 
 #: ``--checkpoint-dir`` on the commands that also take the checkpoint as their argument, so that
 #: every day-2 command names a checkpoint the same way.
 CheckpointDirOpt = Annotated[
     Optional[Path],
-    typer.Option("--checkpoint-dir", metavar="PATH", parser=LOCATION, help="The checkpoint, as the other day-2 commands take it (instead of CHECKPOINT_DIR)."),
+    typer.Option("--checkpoint-dir", metavar="PATH", parser=LOCATION, help="The checkpoint, as the other day-2 commands take it (instead of CHECKPOINT_DIR).",
+                 autocompletion=complete_checkpoint),
 ]
 
 
@@ -186,11 +211,13 @@ def cluster_for(bootstrap_servers: str | None, client_config: Path | None, job_c
     from statectl.cluster.load import load_cluster
     from statectl.render import warning_line
 
+    from statectl.project.precedence import kafka_context
+
     kafka = getattr(job_config, "kafka", None)
     cluster = load_cluster(bootstrap_servers, client_config,
                            config_bootstrap=kafka.bootstrap_servers if kafka else None,
                            config_properties=kafka.properties if kafka else None,
-                           config_source=str(job_config_path) if job_config_path else None)
+                           config_source=str(job_config_path) if job_config_path else None, **kafka_context())
     if cluster.settings.not_used:
         warning_line(f"Kafka client properties not used by statectl (it sets these per client): "
                      f"{', '.join(cluster.settings.not_used)}")
@@ -244,6 +271,7 @@ def _prepare_help(command) -> None:
         if getattr(param, "help", None):
             param.help = literal_help(param.help)
     _with_global_options(command)
+    attach_completion(command)
     for sub in getattr(command, "commands", {}).values():
         _prepare_help(sub)
 
@@ -259,7 +287,7 @@ def _global_options(output: Annotated[
         context: Annotated[Optional[str], typer.Option(
             "--context", metavar="NAME", help="The project's context to use (default: $STATECTL_CONTEXT, else the one "
                                               "`statectl context use` chose, else the project file's current-context). "
-                                              "See docs/project.md.")] = None,
+                                              "See docs/project.md.", autocompletion=complete_context)] = None,
         project: Annotated[Optional[Path], typer.Option(
             "--project", metavar="FILE", help="The project file (default: $STATECTL_PROJECT, else statectl.yaml in "
                                               "this directory or the nearest one above it).")] = None) -> None:

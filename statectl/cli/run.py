@@ -25,7 +25,7 @@ def run(
     example: ExampleArg = None,
     config: ConfigOpt = None,
     available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
+    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the project context's checkpoint_root/JOB, else the config's, else ./.statectl/checkpoints/JOB; docs/project.md).")] = None,
     master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")] = None,
     remote: RemoteOpt = None,
     set_: SetOpt = None,
@@ -82,6 +82,9 @@ def run(
     resolved = resolve_job(job, example, config, set_)
     use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
+    from statectl.project.precedence import spark_target
+
+    remote, master = spark_target(remote, master, resolved.config)  # the project context's Spark, below flags and env
     request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
                          master=master, remote=remote, cluster=cluster, metrics_port=metrics_port,
                          metrics_host=metrics_host)
