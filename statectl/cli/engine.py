@@ -46,6 +46,9 @@ def up(
     While it is up, runs of this project use it by themselves (--remote none runs in statectl's
     own process); any run can use it, or another Spark Connect endpoint, with --remote.
 
+    While it waits, stderr names the step (the engine's Python, Spark's driver JVM, Spark
+    Connect): a spinner on a terminal, one line per step otherwise.
+
     Each run gets its own session: two jobs on one engine share neither settings nor state. A
     run stopped with Ctrl-C stops between batches as it does in its own process. Running `up`
     on a running engine says so and changes nothing.
@@ -56,11 +59,17 @@ def up(
 
       statectl engine up --port 15010 --session-timeout 30
     """
+    import time
+
     from statectl.adapters.local.engine import engine_up
+    from statectl.cli.progress import command_started, waiting_steps
     from statectl.render.engine import engine_report
 
-    engine_report(engine_up(_dir(data_dir), port, session_timeout_s=session_timeout, object_store=object_store),
-                  json, "up")
+    started = command_started()
+    with waiting_steps() as step:
+        status = engine_up(_dir(data_dir), port, session_timeout_s=session_timeout, object_store=object_store,
+                           on_step=step)
+    engine_report(status, json, "up", waited=time.monotonic() - started)
 
 
 @app.command()

@@ -37,6 +37,9 @@ def up(
 ) -> None:
     """Start the broker in the background and wait until it answers; prints the bootstrap address.
 
+    While it waits, stderr names the step (fetching the jars, formatting the storage, starting the
+    broker, waiting for it to answer): a spinner on a terminal, one line per step otherwise.
+
     The first run fetches the broker jars from Maven Central into ~/.cache/statectl/jars and
     formats the storage. Running `up` on a running broker says so and changes nothing. With
     --secure, clients connect with the client config it writes (--client-config or
@@ -54,10 +57,16 @@ def up(
 
       statectl kafka up --node 2 --data-dir .statectl/kafka-cluster
     """
+    import time
+
     from statectl.adapters.local.broker import broker_up
+    from statectl.cli.progress import command_started, waiting_steps
     from statectl.render.kafka import broker_report
 
-    broker_report(broker_up(_dir(data_dir), port, secure=secure, brokers=brokers, node=node), json, "up")
+    started = command_started()
+    with waiting_steps() as step:
+        status = broker_up(_dir(data_dir), port, secure=secure, brokers=brokers, node=node, on_step=step)
+    broker_report(status, json, "up", waited=time.monotonic() - started)
 
 
 @app.command()

@@ -7,8 +7,9 @@ from statectl.render import emit_json, err, out
 from statectl.text import human_bytes
 
 
-def engine_report(status, as_json: bool, action: str) -> None:
-    """``status``: the engine's EngineStatus (its ``to_dict()`` is the JSON)."""
+def engine_report(status, as_json: bool, action: str, waited: float | None = None) -> None:
+    """``status``: the engine's EngineStatus (its ``to_dict()`` is the JSON). ``waited``: how long
+    ``up`` took from the command's start, the figure it prints (else ``ready_seconds``)."""
     if as_json:
         emit_json({"action": action, **status.to_dict()})
         return
@@ -16,7 +17,7 @@ def engine_report(status, as_json: bool, action: str) -> None:
         if status.already_running:
             err().print(f"The engine is already running (pid {status.pid}).")
         else:
-            err().print(f"Spark {status.spark_version} engine is up in {status.ready_seconds:.1f} s (pid {status.pid}); "
+            err().print(f"Spark {status.spark_version} engine is up in {waited if waited is not None else status.ready_seconds:.1f} s (pid {status.pid}); "
                         f"log: {display_path(status.log_file)}", soft_wrap=True)
         out().print(status.remote)
     elif action == "down":

@@ -12,21 +12,24 @@ from statectl.paths import display_path
 from statectl.render import emit_json, err, out
 
 
-def broker_report(status, as_json: bool, action: str) -> None:
+def broker_report(status, as_json: bool, action: str, waited: float | None = None) -> None:
     """``status``: what ``statectl kafka up|down|status`` learned of the local broker or cluster (its
-    ``to_dict()`` is the JSON; renderers look at results, they never import the adapter behind them)."""
+    ``to_dict()`` is the JSON; renderers look at results, they never import the adapter behind them).
+    ``waited``: how long ``up`` took from the command's start (the jars, the format and the wait
+    included), the figure it prints; without it, the broker's own start (``ready_seconds``)."""
     if as_json:
         emit_json({"action": action, **status.to_dict()})
         return
+    took = waited if waited is not None else status.ready_seconds
     if status.is_cluster:
-        _cluster_report(status, action)
+        _cluster_report(status, action, took)
         return
     if action == "up":
         kind = " (secured: SASL_SSL, SCRAM-SHA-512)" if status.secure else ""
         if status.already_running:
             err().print(f"Kafka {status.kafka_version}{kind} is already running (pid {status.pid}).")
         else:
-            err().print(f"Kafka {status.kafka_version}{kind} is up in {status.ready_seconds:.1f} s (pid {status.pid}); log: {display_path(status.log_file)}")
+            err().print(f"Kafka {status.kafka_version}{kind} is up in {took:.1f} s (pid {status.pid}); log: {display_path(status.log_file)}")
         out().print(status.bootstrap_servers)
         if status.secure and status.client_config:
             # Paths only: the passwords stay in the files (mode 0600).
@@ -61,7 +64,7 @@ def _pids(nodes: list) -> str:
     return ("pid " if len(pids) == 1 else "pids ") + ", ".join(pids)
 
 
-def _cluster_report(status, action: str) -> None:
+def _cluster_report(status, action: str, took: float | None = None) -> None:
     """A cluster: what changed on stderr; the bootstrap servers (up) or one line per node (status) on stdout."""
     every = len(status.nodes) == len(status.changed_nodes)
     changed = [n for n in status.nodes if n.node_id in status.changed_nodes]
@@ -76,7 +79,7 @@ def _cluster_report(status, action: str) -> None:
         else:
             logs = (display_path(Path(status.data_dir) / "node-*" / "broker.log") if every
                     else ", ".join(display_path(n.log_file) for n in changed))
-            err().print(f"Kafka {status.kafka_version} {what} {'are' if len(changed) > 1 and not every else 'is'} up in {status.ready_seconds:.1f} s ({_pids(changed)}); "
+            err().print(f"Kafka {status.kafka_version} {what} {'are' if len(changed) > 1 and not every else 'is'} up in {took or 0:.1f} s ({_pids(changed)}); "
                         f"log{'s' if len(changed) > 1 else ''}: {logs}", soft_wrap=True)
         out().print(status.bootstrap_servers, soft_wrap=True)
     elif action == "down":

@@ -17,6 +17,11 @@ def test_broker_lifecycle(tmp_path):
     info = json.loads(up.stdout)
     assert info["running"] and info["bootstrap_servers"] == f"127.0.0.1:{port}"
     assert not info["already_running"]
+    # Off a terminal, the wait is one line per step on stderr (the JSON alone on stdout).
+    steps = [line for line in up.stderr.splitlines() if not line.startswith("fetching the Kafka")]  # first use only
+    assert steps == [f"formatting the KRaft storage in {data}/logs",
+                                      f"starting the broker (pid {info['pid']})",
+                                      f"waiting for the broker (pid {info['pid']}) to answer on 127.0.0.1:{port}"]
     try:
         again = run_statectl("kafka", "up", "--port", str(port), "--data-dir", data)
         assert again.returncode == 0

@@ -288,6 +288,11 @@ def test_engine_up_status_down_from_the_command_line(engine, tmp_path):
     assert up.returncode == 0, up.stderr
     started = json.loads(up.stdout)
     assert started["remote"] == f"sc://127.0.0.1:{port}" and started["running"] and started["rss_bytes"] > 0
+    # The wait named its steps on stderr (one line each off a terminal): the engine's process, then its JVM.
+    steps = up.stderr.splitlines()
+    assert steps[0] == f"starting the engine (pid {started['pid']}): importing PySpark", up.stderr
+    assert f"starting Spark (driver JVM pid {started['java_pid']}); then Spark Connect on sc://127.0.0.1:{port}" \
+        in steps, up.stderr
     status = run_statectl("engine", "status", "--data-dir", str(data_dir))
     assert status.returncode == 0 and f"sc://127.0.0.1:{port}" in status.stdout
     down = run_statectl("engine", "down", "--data-dir", str(data_dir))

@@ -149,6 +149,11 @@ def test_kafka_up_brokers_3_then_down_stops_every_node(tmp_path):
         assert info["bootstrap_servers"] == f"127.0.0.1:{port},127.0.0.1:{port + 1},127.0.0.1:{port + 2}"
         assert info["changed_nodes"] == [1, 2, 3] and not info["already_running"]
         assert sorted(os.listdir(data)) == ["broker.json", "node-1", "node-2", "node-3"]
+        # The wait named its steps on stderr, one line each (not a terminal).
+        steps = [line for line in up.stderr.splitlines() if not line.startswith("fetching the Kafka")]
+        pids = ", ".join(str(n["pid"]) for n in info["nodes"])
+        assert steps[:2] == [f"formatting the KRaft storage of 3 nodes in {data}", f"starting nodes 1, 2, 3 (pids {pids})"]
+        assert steps[-1].startswith("waiting for nodes 1, 2, 3 to join the cluster (")
         status = run_statectl("kafka", "status", "--data-dir", data)
         assert status.returncode == 0, status.stderr
         assert status.stdout.splitlines()[0].startswith(f"running  {info['bootstrap_servers']}  3 of 3 brokers running")

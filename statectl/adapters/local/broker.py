@@ -30,12 +30,21 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 
 from statectl.errors import OperationalError, UsageError
-from statectl.paths import default_broker_dir, jdk_tool
+from statectl.paths import default_broker_dir, display_path, jdk_tool
 from statectl.adapters.local import broker_secure
-from statectl.adapters.local.jars import KAFKA_BROKER, ensure_bundle
+from statectl.adapters.local.jars import KAFKA_BROKER, cached_jars, ensure_bundle
 from statectl.text import wait_until
+
+#: Told what ``broker_up`` is doing now, in a few words ("formatting the KRaft storage"); the
+#: caller shows it (this module never prints).
+Step = Callable[[str], None]
+
+
+def _no_step(text: str) -> None:
+    pass
 
 DEFAULT_PORT = 9092
 HOST = "127.0.0.1"
@@ -333,7 +342,10 @@ def _java() -> str:
     return str(java)
 
 
-def _classpath() -> str:
+def _classpath(step: Step = _no_step) -> str:
+    if cached_jars(KAFKA_BROKER) is None:
+        step(f"fetching the Kafka {KAFKA_BROKER.version} broker jars from Maven Central into "
+             f"{display_path(KAFKA_BROKER.directory.parent)} (first use only)")
     jars = ensure_bundle(KAFKA_BROKER)
     return os.pathsep.join(str(j) for j in jars)
 
@@ -420,7 +432,7 @@ def _log_tail(log: Path, lines: int = 5) -> str:
 
 
 def broker_up(data_dir: Path, port: int | None = DEFAULT_PORT, timeout: float = 60.0, secure: bool = False,
-              brokers: int | None = None, node: int | None = None) -> BrokerStatus:
+              brokers: int | None = None, node: int | None = None, on_step: Step | None = None) -> BrokerStatus:
     """Start the broker in the background (formatting storage the first time) and wait until it answers.
 
     ``secure``: a SASL_SSL listener with SCRAM users ``admin`` and ``statectl``, a throwaway CA,
@@ -431,12 +443,14 @@ def broker_up(data_dir: Path, port: int | None = DEFAULT_PORT, timeout: float = 
     ``brokers``: 1 for a single broker, 3 for a cluster (client ports ``port`` to ``port + 2``);
     None: what the data dir holds, else 1. ``node``: start only that node of the data dir's
     cluster (on its recorded ports), while at least one other node runs. A port of None is the
-    default one (9092)."""
+    default one (9092). ``on_step`` is told each step while it works and waits (the jars, the
+    format, the start, the wait for the broker to answer)."""
     data_dir = data_dir.resolve()
+    step = on_step or _no_step
     count = _check_up(data_dir, port, secure, brokers, node)
     if count == CLUSTER_SIZE:
-        return _cluster_up(data_dir, port, timeout, node)
-    return _single_up(data_dir, port or DEFAULT_PORT, timeout, secure)
+        return _cluster_up(data_dir, port, timeout, node, step)
+    return _single_up(data_dir, port or DEFAULT_PORT, timeout, secure, step)
 
 
 def _check_up(data_dir: Path, port: int | None, secure: bool, brokers: int | None, node: int | None) -> int:
@@ -472,7 +486,7 @@ def _check_node(node: int) -> None:
         raise UsageError(f"--node takes a node id of the cluster, 1 to {CLUSTER_SIZE}; got {node}")
 
 
-def _single_up(data_dir: Path, port: int, timeout: float, secure: bool) -> BrokerStatus:
+def _single_up(data_dir: Path, port: int, timeout: float, secure: bool, step: Step = _no_step) -> BrokerStatus:
     _refuse_other_kind(data_dir, secure)
     current = broker_status(data_dir)
     if current.running:
@@ -481,7 +495,7 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool) -> Broke
     if port_in_use(port):
         raise _port_taken(port)
     java = _java()
-    classpath = _classpath()
+    classpath = _classpath(step)
     data_dir.mkdir(parents=True, exist_ok=True)
     props = data_dir / "server.properties"
     state = _read_state(data_dir) or {}
@@ -498,6 +512,7 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool) -> Broke
     bootstrap = f"{HOST}:{port}"
     secure_files = None
     if secure:
+        step("preparing the secured listener (SCRAM users, TLS certificates)")
         secrets = broker_secure.load_or_create_secrets(data_dir)
         secure_files = broker_secure.ensure_tls(data_dir, secrets, java)
         broker_secure.write_client_configs(data_dir, bootstrap, secrets, secure_files)
@@ -511,6 +526,7 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool) -> Broke
     # A fresh format has no ACLs; the state says whether they were made on this storage.
     acls_done = bool(formatted and state.get("acls"))
     if not formatted:
+        step(f"formatting the KRaft storage in {display_path(data_dir / 'logs')}")
         _format_storage(data_dir, java, classpath, broker_secure.scram_format_args(secrets) if secure else None)
 
     log_file = data_dir / "broker.log"
@@ -524,16 +540,22 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool) -> Broke
     # A secured listener answers only a client that logs in over TLS: the probe is admin.
     target = broker_secure.admin_cluster(bootstrap, secure_files) if secure_files is not None else bootstrap
 
+    step(f"starting the broker (pid {proc.pid})")
+
     def ready() -> bool:
         if proc.poll() is not None:
             raise OperationalError(
                 f"the Kafka broker exited during start-up (code {proc.returncode}): "
                 f"{_log_tail(log_file)} — full log: {log_file}"
             )
-        return port_in_use(port) and _answers(target)
+        if not port_in_use(port):
+            return False
+        step(f"waiting for the broker (pid {proc.pid}) to answer on {bootstrap}")
+        return _answers(target)
 
     if wait_until(ready, started + timeout - time.monotonic(), interval=0.2):
         if secure_files is not None and not acls_done:
+            step("creating the ACLs of user statectl")
             try:
                 broker_secure.create_statectl_acls(target, max(10.0, started + timeout - time.monotonic()))
             except OperationalError:
@@ -669,7 +691,8 @@ def _controller_ports(recorded: dict[int, int], taken: set[int]) -> dict[int, in
     return ports
 
 
-def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | None) -> BrokerStatus:
+def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | None,
+                step: Step = _no_step) -> BrokerStatus:
     """Start the nodes of the cluster that are not running (or only ``node``) and wait until the
     cluster's metadata lists each of them."""
     state = _read_state(data_dir) or {}
@@ -713,12 +736,13 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
         controllers = _controller_ports({i: int(n["controller_port"]) for i, n in recorded.items()},
                                         set(clients.values()))
     java = _java()
-    classpath = _classpath()
+    classpath = _classpath(step)
     for i in to_start:
         homes[i].mkdir(parents=True, exist_ok=True)
         homes[i].joinpath("server.properties").write_text(
             _server_properties(homes[i], clients[i], controllers[i], node_id=i, voters=controllers))
     if not formatted:
+        step(f"formatting the KRaft storage of {CLUSTER_SIZE} nodes in {display_path(data_dir)}")
         _format_nodes([homes[i] for i in to_start], java, classpath, _kafka_uuid())
 
     started = time.monotonic()
@@ -729,6 +753,8 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
         nodes.append({"node_id": i, "pid": pid, "port": clients[i], "controller_port": controllers[i]})
     _state_file(data_dir).write_text(json.dumps({"brokers": CLUSTER_SIZE, "secure": False, "nodes": nodes}))
     bootstrap = ",".join(f"{HOST}:{clients[i]}" for i in sorted(clients))
+    which = _nodes_text(to_start)
+    step(f"starting {which} ({'pid' if len(procs) == 1 else 'pids'} {', '.join(str(p.pid) for p in procs.values())})")
 
     def ready() -> bool:
         for i, proc in procs.items():
@@ -739,7 +765,15 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
                 raise OperationalError(
                     f"node {i} of the Kafka cluster exited during start-up (code {proc.returncode}): "
                     f"{_log_tail(log)} — full log: {log}")
-        return all(port_in_use(clients[i]) for i in to_start) and set(to_start) <= _live_brokers(bootstrap)
+        listening = [i for i in to_start if port_in_use(clients[i])]
+        if len(listening) < len(to_start):
+            step(f"waiting for {which} to listen ({len(listening)} of {len(to_start)} on "
+                 f"{', '.join(f'{HOST}:{clients[i]}' for i in to_start)})")
+            return False
+        live = _live_brokers(bootstrap)
+        step(f"waiting for {which} to join the cluster ({len(set(to_start) & live)} of {len(to_start)} "
+             f"in its metadata)")
+        return set(to_start) <= live
 
     if wait_until(ready, started + timeout - time.monotonic(), interval=0.2):
         status = _cluster_status(data_dir, _read_state(data_dir))
@@ -751,6 +785,10 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
     raise OperationalError(
         f"the Kafka cluster did not become ready within {timeout:.0f} s (nodes {', '.join(map(str, to_start))}); "
         f"see {', '.join(str(homes[i] / 'broker.log') for i in to_start)}")
+
+
+def _nodes_text(ids: list[int]) -> str:
+    return f"node {ids[0]}" if len(ids) == 1 else "nodes " + ", ".join(map(str, ids))
 
 
 def _live_brokers(bootstrap: str) -> set[int]:

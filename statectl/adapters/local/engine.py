@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from statectl.adapters.local.broker import port_in_use
+from statectl.adapters.local.broker import Step, port_in_use
 from statectl.errors import OperationalError, UsageError
 from statectl.text import wait_until
 
@@ -140,9 +140,11 @@ def engine_for_remote(remote: str) -> EngineStatus | None:
 
 
 def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
-              session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S, object_store: bool = False) -> EngineStatus:
+              session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S, object_store: bool = False,
+              on_step: Step | None = None) -> EngineStatus:
     """Start the engine of ``data_dir`` in the background and wait until Spark Connect answers.
-    An engine already running there is left as it is (``already_running``)."""
+    An engine already running there is left as it is (``already_running``). ``on_step`` is told
+    what the wait is for as it changes (the engine's Python, its driver JVM, Spark Connect)."""
     data_dir = data_dir.resolve()
     current = engine_status(data_dir)
     if current.running:
@@ -173,10 +175,27 @@ def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 cwd=data_dir, start_new_session=True)
 
+    step = on_step or (lambda text: None)
+    remote = f"sc://{HOST}:{port}"
+    step(f"starting the engine (pid {proc.pid}): importing PySpark")
+    java: list[int] = []
+
     def ready() -> bool:
         if proc.poll() is not None:
             return True
-        return state_file.exists() and port_in_use(port)
+        if state_file.exists() and port_in_use(port):
+            return True
+        # The engine's Python starts the driver JVM, which starts Spark and then Spark Connect; the
+        # state file comes last. What is waited for is said by the stage reached.
+        if not java:
+            java.extend(_java_children(proc.pid))
+        if not java:
+            return False
+        if port_in_use(port):
+            step(f"Spark Connect listens on {remote}: waiting for the engine to say it is ready")
+        else:
+            step(f"starting Spark (driver JVM pid {java[0]}); then Spark Connect on {remote}")
+        return False
 
     wait_until(ready, timeout, interval=0.1)
     if proc.poll() is not None:
@@ -189,6 +208,24 @@ def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
     status = engine_status(data_dir)
     status.ready_seconds = round(time.monotonic() - started, 2)
     return status
+
+
+def _java_children(pid: int) -> list[int]:
+    """The pids of the java processes ``pid`` started (the engine's driver JVM, once it runs)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")".
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2:].split()
+        if comm == "java" and len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(proc.name))
+    return found
 
 
 def _size(path: Path) -> int:
