@@ -43,6 +43,17 @@ def default_log_dir() -> Path:
     return work_home() / "logs"
 
 
+def events_dir() -> Path:
+    """Where runs append their events by default, one file per job (what `statectl ui` reads)."""
+    return work_home() / "events"
+
+
+def default_events_file(job_name: str) -> Path:
+    """The events file a run of ``job_name`` appends to without --events-file:
+    ``.statectl/events/JOB.jsonl`` (``advanced-state/tombstones`` → ``advanced-state-tombstones``)."""
+    return events_dir() / (job_name.replace("/", "-").replace("\\", "-").lstrip(".") + ".jsonl")
+
+
 def display_path(path: str | os.PathLike) -> str:
     """A path as a person would type it here: relative when it lies below the working directory
     (``.statectl/kafka/broker.log``), absolute otherwise; a URL (``s3a://bucket/x``) as it is."""

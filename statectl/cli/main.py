@@ -21,6 +21,7 @@ from statectl.cli import relocate_checkpoint
 from statectl.cli import new
 from statectl.cli import check_restart
 from statectl.cli import context, init
+from statectl.cli import ui
 from statectl.cli.common import DEBUG
 from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
 from statectl.cli.watch import WatchCommand
@@ -77,6 +78,7 @@ app.command("check-restart")(check_restart.check_restart)
 app.add_typer(new.app, name="new", cls=LightGroup)
 app.add_typer(context.app, name="context", cls=LightGroup)
 app.command("init")(init.init)
+app.command("ui")(ui.ui)
 # typer reads every command's signature on every run: evaluated once here, not per read.
 resolve_annotations(app)
 

@@ -44,7 +44,8 @@ def query_leaderboard(
 @serve_app.command("leaderboard")
 def serve_leaderboard(
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 7000,
-    host: Annotated[str, typer.Option("--host", help="Address to bind (default: loopback only).")] = "127.0.0.1",
+    host: Annotated[str, typer.Option("--host", help="Address to bind (default: loopback only; any other address needs a token).")] = "127.0.0.1",
+    token: Annotated[Optional[str], typer.Option("--token", metavar="T", envvar="STATECTL_SERVE_TOKEN", show_envvar=False, help="The token every request must carry (Authorization: Bearer T, or ?token=T). Default: $STATECTL_SERVE_TOKEN; off loopback without one, a fresh token is printed in the URL.")] = None,
     config: ConfigOpt = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
@@ -55,9 +56,13 @@ def serve_leaderboard(
     broker does not answer, the last view is served with the header X-Statectl-Stale: true (and
     a line on stderr says so). Answers are JSON, errors too; methods other than GET and HEAD get
     405. Each request is logged on stderr. Stop with Ctrl-C.
+
+    Bound to 127.0.0.1 by default. Any other --host needs a token: --token T (or
+    $STATECTL_SERVE_TOKEN), else one is made and printed once in the URL; requests without it
+    get 401, with a wrong one 403.
     """
     from statectl.query.server import serve
     from statectl.render.query import serve_log, serving
 
     topic, bootstrap = _topic_and_cluster(config, bootstrap_servers, client_config)
-    serve(bootstrap, topic, host, port, announce=serving, log=serve_log)
+    serve(bootstrap, topic, host, port, announce=serving, log=serve_log, token=token)

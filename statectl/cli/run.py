@@ -34,6 +34,7 @@ def run(
     events: Annotated[Optional[str], typer.Option("--events-file", "--events", metavar="PATH", help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes there). Schema: docs/events.md.")] = None,
     metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", metavar="N", help="Serve Prometheus metrics on port N while the job runs.")] = None,
     metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="ADDR", help="Address the metrics server binds to.")] = "127.0.0.1",
+    metrics_token: Annotated[Optional[str], typer.Option("--metrics-token", metavar="T", envvar="STATECTL_METRICS_TOKEN", show_envvar=False, help="The token the metrics server asks for (Authorization: Bearer T); required when --metrics-host is not loopback. Default: $STATECTL_METRICS_TOKEN.")] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -47,7 +48,9 @@ def run(
 
     While it runs: the lifecycle (CREATED, RESTORING, RUNNING, IDLE, STOPPING, TERMINATED/FAILED), a
     progress bar per operator whose state is being restored after a restart, then rates, state
-    size and Kafka lag per batch — live on a terminal, as plain lines otherwise (stderr).
+    size and Kafka lag per batch — live on a terminal, as plain lines otherwise (stderr). The
+    events are appended to .statectl/events/JOB.jsonl (--events-file PATH: there instead), where
+    statectl ui finds them.
 
     Examples:
 
@@ -74,7 +77,8 @@ def run(
     from statectl.errors import UsageError
     from statectl.render import err
     from statectl.render.run import run_display, run_summary
-    from statectl.run.events_file import EventsWriter
+    from statectl.render import warning_line
+    from statectl.run.events_file import EventsWriter, default_events_writer
     from statectl.run.runner import RunRequest, run_job
 
     if json and events == "-":
@@ -88,9 +92,17 @@ def run(
     request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
                          master=master, remote=remote, cluster=cluster, metrics_port=metrics_port,
                          metrics_host=metrics_host)
-    writer = EventsWriter(events) if events else None
+    if metrics_port is not None:
+        _metrics_token(metrics_host, metrics_token)
+    writer = EventsWriter(events) if events and events != "-" else None
+    kept = None
+    if writer is None:  # the dashboard's file (statectl ui); '-' is a stream, not a place: kept too
+        kept, why = default_events_writer(resolved.config.job_name)
+        if why:
+            warning_line(why)
+    stdout_writer = EventsWriter("-") if events == "-" else None
     display = run_display(err(), job=resolved.config.job_name)
-    sinks = [s for s in (display, writer) if s is not None]
+    sinks = [s for s in (display, writer, kept, stdout_writer) if s is not None]
 
     def on_event(event: dict) -> None:
         for sink in sinks:
@@ -99,7 +111,22 @@ def run(
     try:
         summary = run_job(request, on_event=on_event)
     finally:
-        for closable in (display, writer):
+        for closable in (display, writer, kept):
             if hasattr(closable, "close"):
                 closable.close()
     run_summary(summary, json, console=err() if events == "-" else None)
+
+
+def _metrics_token(host: str, token: str | None) -> None:
+    """The metrics server's token, checked before anything starts: required off loopback (never
+    generated: Prometheus must be told it), handed to the server as $STATECTL_METRICS_TOKEN and
+    hidden in everything statectl prints."""
+    import os
+
+    from statectl.access import token_for
+    from statectl.redact import register
+
+    chosen, _ = token_for(host, token, "--metrics-token", generate=False)
+    if chosen:
+        register(chosen)
+        os.environ["STATECTL_METRICS_TOKEN"] = chosen

@@ -11,6 +11,7 @@ import re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from statectl import access
 from statectl.cluster import Cluster
 from statectl.errors import OperationalError
 from statectl.query.views import LiveView
@@ -53,15 +54,32 @@ def stale_headers(stale_since: float | None) -> dict[str, str]:
     return {"X-Statectl-Stale": "true", "X-Statectl-Stale-Since": formatdate(stale_since, usegmt=True)}
 
 
-def make_handler(live: LiveView, log: Callable[[str], None] | None = None):
+def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token: str | None = None):
+    """The request handler; with ``token`` every request must carry it (statectl.access)."""
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "statectl"
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            self._answer(*respond(live.snapshot(), self.path))
+            if self._allowed():
+                self._answer(*respond(live.snapshot(), self.path))
 
         def do_HEAD(self) -> None:  # noqa: N802
-            self._answer(*respond(live.snapshot(), self.path))
+            if self._allowed():
+                self._answer(*respond(live.snapshot(), self.path))
+
+        def _allowed(self) -> bool:
+            if not access.host_header_ok(token, self.headers.get("Host")):
+                self._answer(403, {"error": "this server answers only requests to a loopback name (localhost, "
+                                            "127.0.0.1); start it with --token to reach it by another name"})
+                return False
+            status = access.check(token, self.headers, self.path)
+            if status == 401:
+                self._answer(401, {"error": "a token is required: send 'Authorization: Bearer T' or ?token=T"},
+                             {"WWW-Authenticate": 'Bearer realm="statectl"'})
+            elif status == 403:
+                self._answer(403, {"error": "wrong token"})
+            return status == 200
 
         def _not_allowed(self) -> None:
             self._answer(405, {"error": f"{self.command} is not allowed: the API is read-only ({ALLOWED})"},
@@ -99,9 +117,11 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None):
 
 
 def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
-                log: Callable[[str], None] | None = None) -> tuple[ThreadingHTTPServer, LiveView]:
+                log: Callable[[str], None] | None = None,
+                token: str | None = None) -> tuple[ThreadingHTTPServer, LiveView]:
     """A bound (not yet serving) HTTP server over a live view of ``topic``; ``log`` hears every
-    request and when the view goes stale and current again."""
+    request and when the view goes stale and current again; ``token``: what every request must
+    carry (None: none, a loopback bind only — statectl.access.token_for decides)."""
     from statectl.adapters.kafka.admin import existing_topics
     from statectl.adapters.kafka.connect import require_broker, require_operations
 
@@ -111,7 +131,7 @@ def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
     if topic in existing_topics(admin):
         live.ready.wait(timeout=30)  # serve the current view from the first request on
     try:
-        httpd = ThreadingHTTPServer((host, port), make_handler(live, log))
+        httpd = ThreadingHTTPServer((host, port), make_handler(live, log, token))
     except OSError as exc:
         live.stop()
         raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
@@ -119,11 +139,19 @@ def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
 
 
 def serve(bootstrap: Cluster | str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None,
-          log: Callable[[str], None] | None = None) -> None:
-    """Serve until Ctrl-C; ``log`` hears every request and every change of staleness."""
-    httpd, live = make_server(bootstrap, topic, host, port, log)
+          log: Callable[[str], None] | None = None, token: str | None = None) -> None:
+    """Serve until Ctrl-C; ``log`` hears every request and every change of staleness. Off loopback
+    a token is required: ``token``, else a fresh one, announced once in the URL (as Jupyter
+    does) and hidden in everything printed after."""
+    from statectl.redact import register
+
+    token, generated = access.token_for(host, token, "--token")
+    httpd, live = make_server(bootstrap, topic, host, port, log, token)
     if announce:
-        announce(f"http://{host}:{httpd.server_address[1]}/leaderboard")
+        url = f"http://{_url_host(host)}:{httpd.server_address[1]}/leaderboard"
+        announce(f"{url}?token={token}" if generated else url)
+    if token:
+        register(token)
     try:
         httpd.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
@@ -131,3 +159,7 @@ def serve(bootstrap: Cluster | str, topic: str, host: str, port: int, announce: 
     finally:
         httpd.server_close()
         live.stop()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

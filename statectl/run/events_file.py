@@ -233,3 +233,24 @@ class EventsWriter:
     def close(self) -> None:
         if self._owned:
             self.stream.close()
+
+
+#: A default events file larger than this when a run starts is moved aside to ``JOB.jsonl.1``
+#: (replacing the one there), so a job that runs for weeks keeps at most twice this on disk.
+ROTATE_BYTES = 64 * 1024 * 1024
+
+
+def default_events_writer(job_name: str, rotate_bytes: int = ROTATE_BYTES) -> tuple[EventsWriter | None, str | None]:
+    """The writer of a run without --events-file: ``.statectl/events/JOB.jsonl`` (statectl.paths),
+    where `statectl ui` finds past and current runs. A working area that cannot be written costs
+    the run nothing: ``(None, why)`` instead, for a warning."""
+    from statectl.paths import default_events_file, display_path
+
+    path = default_events_file(job_name)
+    try:
+        if path.is_file() and path.stat().st_size > rotate_bytes:
+            path.replace(path.with_name(path.name + ".1"))
+        return EventsWriter(str(path)), None
+    except (UsageError, OSError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return None, f"events are not kept in {display_path(path)} ({reason}); --events-file PATH keeps them elsewhere"

@@ -119,14 +119,35 @@ class RunMetrics:
             self.failures.labels(job).inc()
 
 
-def _start_metrics_server(host: str, port: int, registry):
+def _start_metrics_server(host: str, port: int, registry, token: str | None = None):
     """prometheus_client's ``start_http_server``, except that its loop polls for shutdown ten times
-    as often as the standard library's default, so the end of a run does not wait on it."""
+    as often as the standard library's default, so the end of a run does not wait on it, and that
+    off loopback it answers only requests with its token (``token``, else $STATECTL_METRICS_TOKEN;
+    Prometheus sends it as ``Authorization: Bearer T``): none there is a UsageError."""
+    import os
     import threading
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 
     from prometheus_client import make_wsgi_app
     from prometheus_client.exposition import ThreadingWSGIServer
+
+    from statectl.access import check, token_for
+
+    token, _ = token_for(host, token or os.environ.get("STATECTL_METRICS_TOKEN") or None, "--metrics-token",
+                         generate=False)
+    metrics_app = make_wsgi_app(registry)
+
+    def app(environ, start_response):
+        headers = {"Authorization": environ.get("HTTP_AUTHORIZATION", ""), "Cookie": ""}
+        status = check(token, headers, "?" + environ.get("QUERY_STRING", ""))
+        if status == 200:
+            return metrics_app(environ, start_response)
+        body = (b"a token is required: send Authorization: Bearer T\n" if status == 401
+                else b"wrong token\n")
+        start_response("401 Unauthorized" if status == 401 else "403 Forbidden",
+                       [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
+                        ("WWW-Authenticate", 'Bearer realm="statectl metrics"')])
+        return [body]
 
     class Server(ThreadingWSGIServer):
         address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
@@ -135,7 +156,7 @@ def _start_metrics_server(host: str, port: int, registry):
         def log_message(self, format, *args):  # no access log on stderr
             pass
 
-    server = make_server(host, port, make_wsgi_app(registry), Server, handler_class=QuietHandler)
+    server = make_server(host, port, app, Server, handler_class=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
                               name="statectl-metrics")
     thread.start()

@@ -1,0 +1,113 @@
+"""Who may read statectl's HTTP endpoints (the dashboard, ``serve``, a run's metrics): a server
+bound to loopback answers this machine; one bound to any other address answers only requests that
+carry its token (``Authorization: Bearer T``, a ``?token=T`` query or the dashboard's cookie).
+
+Pure and small, so the three servers, which live in layers that may not import each other, share
+one rule.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import socket
+from typing import Mapping
+from urllib.parse import parse_qs, urlsplit
+
+from statectl.errors import UsageError
+
+#: The cookie the dashboard keeps its token in once a ``?token=`` URL was opened.
+COOKIE = "statectl_token"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps a server to this machine: 127.0.0.0/8, ::1 or a name that
+    resolves to loopback addresses only. ``0.0.0.0``, ``::`` and ``""`` (every address) are not."""
+    text = host.strip().strip("[]")
+    if not text:
+        return False
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        pass
+    if text.lower() == "localhost":
+        return True
+    try:
+        infos = socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    addresses = {info[4][0] for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%", 1)[0]).is_loopback for a in addresses)
+
+
+def new_token() -> str:
+    """A fresh token: 32 random bytes, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+def token_for(host: str, given: str | None, flag: str, generate: bool = True) -> tuple[str | None, bool]:
+    """``(token, generated)`` a server bound to ``host`` uses: the one given (a given token is
+    enforced on loopback too); none on loopback; on any other address a fresh one when
+    ``generate``, else UsageError naming ``flag``."""
+    if given is not None and not given.strip():
+        raise UsageError(f"{flag}: the token is empty; give one, or leave it out")
+    if given:
+        if any(c.isspace() or not c.isprintable() for c in given):
+            raise UsageError(f"{flag}: a token may not hold spaces or control characters")
+        return given, False
+    if is_loopback(host):
+        return None, False
+    if generate:
+        return new_token(), True
+    raise UsageError(f"binding {host} (not loopback) needs a token: give {flag} T; clients then send "
+                     f"'Authorization: Bearer T'")
+
+
+def presented(headers: Mapping[str, str], target: str) -> str | None:
+    """The token a request carries: its bearer token, else its ``?token=``, else the dashboard's
+    cookie; None when it carries none."""
+    auth = headers.get("Authorization") or ""
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    query = parse_qs(urlsplit(target).query)
+    if query.get("token"):
+        return query["token"][0]
+    for part in (headers.get("Cookie") or "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE and value:
+            return value
+    return None
+
+
+def check(token: str | None, headers: Mapping[str, str], target: str) -> int:
+    """200 when the request may be answered, 401 when it carries no token, 403 a wrong one."""
+    if token is None:
+        return 200
+    offered = presented(headers, target)
+    if offered is None:
+        return 401
+    return 200 if hmac.compare_digest(offered.encode(), token.encode()) else 403
+
+
+def host_header_ok(token: str | None, host_header: str | None) -> bool:
+    """Without a token a server is loopback-only, and then a request must also name a loopback
+    host: a web page whose name a hostile DNS server turns into 127.0.0.1 sends its own name in
+    ``Host`` (DNS rebinding) and is refused. With a token any name goes."""
+    if token is not None:
+        return True
+    if not host_header:
+        return True  # HTTP/1.0 clients send none; the bind already keeps them on this machine
+    name = host_header.strip()
+    if name.startswith("["):
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    name = name.lower().rstrip(".")
+    if name in ("localhost",) or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,208 @@
+"""`statectl ui`'s HTTP server: the page, its assets (shipped in the package: nothing is fetched
+from the network) and the JSON API, on the standard library's ThreadingHTTPServer as ``serve``
+is (statectl.query.server says why).
+
+Access (statectl.access): bound to loopback, it answers this machine and only requests that name a
+loopback host; bound elsewhere, only requests with the token. Opening ``/?token=T`` stores the token
+in an HttpOnly cookie and redirects to ``/``, so the token leaves the address bar; scripts send
+``Authorization: Bearer T``.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import re
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Callable
+from urllib.parse import urlsplit
+
+from statectl import access
+from statectl.errors import OperationalError
+from statectl.redact import register, scrub
+from statectl.ui.dashboard import Dashboard
+
+ALLOWED = "GET, HEAD"
+_STATIC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+#: No script, style or connection but the page's own: an asset that tried to reach the network
+#: would be refused (and show on the console, which the browser tests read).
+SECURITY_HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+
+def static_files() -> dict[str, bytes]:
+    """The page's assets by name, read once from the package (``statectl/ui/static/``)."""
+    folder = resources.files("statectl.ui").joinpath("static")
+    return {entry.name: entry.read_bytes() for entry in folder.iterdir()
+            if entry.is_file() and _STATIC_NAME.match(entry.name)}
+
+
+def printable(text: str) -> str:
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], None] | None = None):
+    assets = static_files()
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "statectl"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self._route()
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self._route()
+
+        def _not_allowed(self) -> None:
+            self._json(405, {"error": f"{self.command} is not allowed: the dashboard is read-only ({ALLOWED})"},
+                       {"Allow": ALLOWED})
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
+
+        def _route(self) -> None:
+            path = urlsplit(self.path).path
+            if not access.host_header_ok(token, self.headers.get("Host")):
+                self._json(403, {"error": "the dashboard answers only requests to a loopback name (localhost, "
+                                          "127.0.0.1); start it with --token to reach it by another name"})
+                return
+            status = access.check(token, self.headers, self.path)
+            if status != 200:
+                self._refused(status, path)
+                return
+            if path == "/" and token is not None and "token=" in (urlsplit(self.path).query or ""):
+                # The token from the printed URL goes into a cookie and out of the address bar.
+                self._send(303, b"", "text/plain", {
+                    "Location": "/",
+                    "Set-Cookie": f"{access.COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"})
+                return
+            if path in ("/", "/index.html"):
+                self._asset("index.html")
+            elif path.startswith("/static/"):
+                name = path[len("/static/"):]
+                if name in assets and name != "index.html":
+                    self._asset(name)
+                else:
+                    self._json(404, {"error": "no such file"})
+            elif path == "/api" or path.startswith("/api/"):
+                try:
+                    code, body = dashboard.answer(self.path)
+                except Exception as exc:  # one bad job must not take the page down
+                    code, body = 500, {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+                self._json(code, body)
+            elif path == "/favicon.ico":
+                self._send(204, b"", "image/x-icon")
+            else:
+                self._json(404, {"error": f"no page {path}; the dashboard is / and its API /api"})
+
+        def _refused(self, status: int, path: str) -> None:
+            message = ("a token is required: open the URL statectl ui printed (…/?token=T), or send "
+                       "'Authorization: Bearer T'" if status == 401 else "wrong token")
+            headers = {"WWW-Authenticate": 'Bearer realm="statectl ui"'} if status == 401 else {}
+            if path.startswith("/api"):
+                self._json(status, {"error": message}, headers)
+            else:
+                self._send(status, (message + "\n").encode(), "text/plain; charset=utf-8", headers)
+
+        def _asset(self, name: str) -> None:
+            kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            if kind.startswith("text/") or kind in ("application/javascript", "text/javascript"):
+                kind += "; charset=utf-8"
+            self._send(200, assets[name], kind, {"Cache-Control": "no-cache"})
+
+        def _json(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
+            data = scrub(json.dumps(body, default=str, allow_nan=False)).encode()
+            self._send(status, data, "application/json", {"Cache-Control": "no-store", **(headers or {})})
+
+        def send_error(self, code, message=None, explain=None) -> None:
+            # http.server's own refusals (a malformed request, an unknown method): JSON too.
+            self.close_connection = True
+            self._send(code, json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode(),
+                       "application/json", {"Connection": "close"})
+
+        def _send(self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in {**SECURITY_HEADERS, **(headers or {})}.items():
+                self.send_header(name, value)
+            if log:
+                log(f'{self.client_address[0]} "{printable(self.requestline)}" {status} {len(data)}')
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def log_request(self, code="-", size="-") -> None:
+            pass  # _send logs each answer once it knows the size
+
+        def log_message(self, format, *args) -> None:
+            if log:
+                log(printable(f"{self.client_address[0]} {format % args}"))
+
+    return Handler
+
+
+@dataclass
+class UiServer:
+    """A bound server (not yet serving), the URL to open and the token it asks for."""
+
+    httpd: ThreadingHTTPServer
+    url: str
+    token: str | None
+    token_generated: bool
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    def close(self) -> None:
+        self.httpd.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def make_server(dashboard: Dashboard, host: str, port: int, token: str | None = None,
+                log: Callable[[str], None] | None = None) -> UiServer:
+    """Bind the dashboard on ``host:port``; off loopback ``token`` (else a fresh one) is required."""
+    import socket
+
+    token, generated = access.token_for(host, token, "--token")
+
+    class Server(_Server):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    try:
+        httpd = Server((host, port), make_handler(dashboard, token, log))
+    except OSError as exc:
+        raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from None
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{httpd.server_address[1]}/"
+    if generated:
+        url += f"?token={token}"
+    return UiServer(httpd, url, token, generated)
+
+
+def serve(dashboard: Dashboard, host: str, port: int, token: str | None = None,
+          announce: Callable[[str], None] | None = None, log: Callable[[str], None] | None = None) -> None:
+    """Serve until Ctrl-C. ``announce`` hears the URL once (with a generated token in it, as
+    Jupyter prints it); from then on the token is a registered secret, shown as ``***``."""
+    server = make_server(dashboard, host, port, token, log)
+    if announce:
+        announce(server.url)
+    if server.token:
+        register(server.token)
+    try:
+        server.httpd.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
