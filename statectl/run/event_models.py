@@ -98,6 +98,20 @@ class StateOperator(_Model):
     partitions: Count = Field(description="Its state store instances.")
 
 
+LagTrend = Literal["caught_up", "falling", "steady", "growing", "stalled", "unknown"]
+
+
+class TopicLagProgress(_Model):
+    """How far behind the batch left one topic of a Kafka source."""
+
+    records_behind: Count = Field(description="The latest offsets Spark saw minus the batch's end offsets, summed "
+                                              "over the topic's partitions.")
+    lag_seconds: Rate | None = Field(description="Now minus the timestamp of the next unread record, for the "
+                                                 "furthest-behind partition; 0 when nothing is left to read; null when "
+                                                 "the records could not be read in time.")
+    lag_trend: LagTrend = Field(description="The lag's trend over the run's last 10 batches (docs/commands/lag.md).")
+
+
 class SourceProgress(_Model):
     """One source's figures for a batch."""
 
@@ -110,6 +124,17 @@ class SourceProgress(_Model):
                     "null for other sources.")
     offsets_behind_avg: Rate | None = Field(description="Spark's `avgOffsetsBehindLatest`, when it reports it.")
     offsets_behind_max: Count | None = Field(description="Spark's `maxOffsetsBehindLatest`, when it reports it.")
+    lag_seconds: Rate | None = Field(
+        default=None, description="Kafka: the largest `lag_by_topic[].lag_seconds`; null when unknown. Absent for "
+                                  "other sources and in runs that do not measure it.")
+    lag_trend: LagTrend | None = Field(
+        default=None, description="Kafka: the topics' trends as one (stalled, then growing, steady, falling, "
+                                  "caught_up). Absent for other sources.")
+    lag_by_topic: dict[str, TopicLagProgress] | None = Field(
+        default=None, description="Kafka: per topic, `{records_behind, lag_seconds, lag_trend}`: its records behind (summed "
+                                  "over its partitions), the age of its furthest-behind next unread record (0: none "
+                                  "left; null: not read in time) and its trend over the run's last 10 batches "
+                                  "(docs/commands/lag.md). Absent for other sources.")
 
 
 class SourceLag(_Model):

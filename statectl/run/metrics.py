@@ -10,6 +10,7 @@ import errno
 import socket
 
 from statectl.errors import OperationalError, UsageError
+from statectl.lag_trend import TRENDS
 from statectl.run.lifecycle import State
 
 _STATES = [state.value for state in State]
@@ -44,6 +45,15 @@ class RunMetrics:
         self.records_behind = Gauge("statectl_input_records_behind",
                                     "Kafka records between the last batch's end and the latest offsets it saw",
                                     ["job", "source"], registry=r)
+        self.lag_seconds = Gauge("statectl_input_lag_seconds",
+                                 "Age of the next unread Kafka record after the last batch (0: nothing left to read)",
+                                 ["job", "topic"], registry=r)
+        # Enum-like, with a label of its own name (prometheus_client's Enum names it after the
+        # metric): 1 for the topic's current trend, 0 for the others
+        self.lag_trend = Gauge("statectl_input_lag_trend",
+                               "Trend of the topic's lag over the last batches: 1 for the current state "
+                               "(caught_up, falling, steady, growing, stalled, unknown)",
+                               ["job", "topic", "state"], registry=r)
         self.restores = Counter("statectl_restores", "Operator state restores finished", ["job", "operator"], registry=r)
         self.restore_duration = Gauge("statectl_restore_duration_seconds", "Duration of the operator's last restore",
                                       ["job", "operator"], registry=r)
@@ -105,6 +115,11 @@ class RunMetrics:
             for source in event["sources"]:
                 if source["records_behind"] is not None:
                     self.records_behind.labels(job, source["description"] or "?").set(source["records_behind"])
+                for topic, lag in (source.get("lag_by_topic") or {}).items():
+                    if lag["lag_seconds"] is not None:
+                        self.lag_seconds.labels(job, topic).set(lag["lag_seconds"])
+                    for state in TRENDS:
+                        self.lag_trend.labels(job, topic, state).set(1 if state == lag["lag_trend"] else 0)
             for metrics in event["observed"].values():
                 for name, value in metrics.items():
                     if name.startswith("dropped_") and value:

@@ -33,7 +33,8 @@ class RunMonitor:
 
     def __init__(self, sinks: list[EventSink], plan: dict[int, OperatorPlan] | None = None, *,
                  log_tail: LogTail | None = None, stage_poll: StagePoll | None = None,
-                 context: dict | None = None, notes: list[str] | None = None, tick: float = 0.1):
+                 context: dict | None = None, notes: list[str] | None = None, tick: float = 0.1,
+                 input_lag=None):
         self.sinks = [s for s in sinks if s is not None]
         self.plan = plan or {}
         self.log_tail = log_tail
@@ -43,6 +44,8 @@ class RunMonitor:
         # A store loads quickly: a slower look at the log could see a restore only once it was
         # over, never part of the way.
         self.tick = tick
+        #: adds lag in seconds and the trend to batch events (statectl.run.input_lag.InputLag)
+        self.input_lag = input_lag
         self.lifecycle = Lifecycle()
         self.catch_up = CatchUp()
         self.dead_letters = DeadLetterWatch()
@@ -91,6 +94,8 @@ class RunMonitor:
             self.terminated.wait(wait)
         self._queue.put(_STOP)
         self._thread.join(wait)
+        if self.input_lag is not None:
+            self.input_lag.close()
 
     # ------------------------------------------------------------ the monitor thread
     def _loop(self) -> None:
@@ -127,6 +132,11 @@ class RunMonitor:
                 for e in self.tracker.finish(progress, when):
                     self._emit(e)
             batch = ev.batch_progress(progress, self.query_id, self.run_id, when)
+            if self.input_lag is not None:
+                try:
+                    self.input_lag.fill(batch, progress)
+                except Exception as exc:  # the batch's event goes out without them
+                    self._note(f"statectl could not work out the lag in seconds: {exc}")
             self._emit(batch)
             for follow_up in (self.catch_up.after(batch), self.dead_letters.after(batch)):
                 if follow_up is not None:

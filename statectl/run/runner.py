@@ -231,7 +231,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
 
             monitor = _monitor(spark, metrics, [totals.add, metrics, on_event, note_batch], restore,
                                [*engine_notes, plan_note, topic_note],
-                               {"job": name, "checkpoint": str(checkpoint), "trigger": trigger}, engine, link)
+                               {"job": name, "checkpoint": str(checkpoint), "trigger": trigger}, engine, link,
+                               bootstrap=bootstrap)
         watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
         started = time.monotonic()
         status = "finished"
@@ -559,7 +560,7 @@ def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: Cluster, admin):
 
 
 def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict, engine=None,
-             link=None):
+             link=None, bootstrap: Cluster | None = None):
     """The listener and the thread that turns what it hears into events (statectl.run.monitor)."""
     from statectl.adapters.spark.progress import StagePoller, local_log_file
     from statectl.adapters.spark.log_tail import LogTail
@@ -586,8 +587,14 @@ def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None]
         else:
             notes.append("the Spark log is not local: restore progress comes from the status tracker only")
         stage_poll = StagePoller(spark)
+    input_lag = None
+    if bootstrap is not None:
+        from statectl.adapters.kafka.offsets import RecordTimes
+        from statectl.run.input_lag import InputLag
+
+        input_lag = InputLag(lambda: RecordTimes(bootstrap))
     monitor = RunMonitor(sinks, restore, log_tail=log_tail, stage_poll=stage_poll,
-                         context=context, notes=notes).start()
+                         context=context, notes=notes, input_lag=input_lag).start()
     monitor.listener = make_listener(monitor.submit)
     spark.streams.addListener(monitor.listener)
     return monitor
