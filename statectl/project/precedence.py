@@ -45,7 +45,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("Spark master", "--master", None, "spark_master", "spark.master", "local[*]"),
     Setting("Checkpoint", "--checkpoint-dir", None, "checkpoint_root (then /JOB)", "checkpoint_dir",
             "./.statectl/checkpoints/JOB"),
-    Setting("Object-store settings (fs.s3a.*)", "--storage-config", "STATECTL_STORAGE_CONFIG",
+    Setting("Object-store settings", "--storage-config", "STATECTL_STORAGE_CONFIG",
             "storage_config, then storage", "spark.conf's spark.hadoop.fs.s3a.*", "AWS's standard environment",
             "merged key by key: each source's keys go over those of the sources below it"),
 )
