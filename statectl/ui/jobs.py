@@ -8,6 +8,7 @@ none of them (a run of a job given by ``--config`` elsewhere), known by that fil
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -57,6 +58,14 @@ def _from_config(name: str, path: Path, context, client_config: Path | None, loa
                 checkpoint=_checkpoint(config, context))
     if client_config is None and context is not None:
         client_config = context.client_config
+    if config.kafka.properties:
+        # The job's own properties alone too: a secret a client config overrides is still one.
+        own_env = {k: v for k, v in os.environ.items() if k != "STATECTL_CLIENT_CONFIG"}
+        try:
+            load_cluster(None, None, config_bootstrap=config.kafka.bootstrap_servers,
+                         config_properties=config.kafka.properties, config_source=str(path), env=own_env)
+        except StatectlError:
+            pass  # the combined settings below say what is wrong
     try:
         cluster = load_cluster(context.bootstrap_servers if context is not None else None, client_config,
                                config_bootstrap=config.kafka.bootstrap_servers,

@@ -1,0 +1,598 @@
+"""statectl ui without a browser: the token rule (statectl.access) the dashboard, `serve` and a
+run's metrics share, the events file followed as chart series, the JSON API's routes, the HTTP
+server's access checks and static files, the default events file a run appends to, and secrets.
+
+Bad inputs tried: no token, a wrong token, an empty or blank token, a token with a space or a
+control character, a bearer header with no value, a token in the wrong cookie; a Host header naming
+another site (DNS rebinding) on a loopback server; binding 0.0.0.0 / :: / a name without a token;
+missing events files, a file deleted and replaced while followed, a line still being written,
+damaged lines (not JSON, a JSON array, an unknown type, no time, a NaN, a truncated line), a
+number given as a string or a boolean; unknown job names in the API (with a did-you-mean), a
+non-numeric ?from=, path traversal on static files (`..`, `%2e%2e`, `%2f`, an absolute path,
+backslashes, the server's own module names), POST/PUT/DELETE; a job config and client.properties
+holding a password (the API never shows it, even when a run's error quotes it); a working area
+that cannot be written (the run goes on without its default events file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from statectl import access
+from statectl.errors import UsageError
+from statectl.ui.dashboard import Dashboard, clean, job_state
+from statectl.ui.jobs import UiJob
+from statectl.ui.series import EventsSeries, batch_point, problem_of
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDED = REPO / "tests" / "data" / "events" / "leaderboard-runs.jsonl"
+CHECKPOINT = REPO / "tests" / "data" / "leaderboard-0.3-checkpoint"
+
+
+# ---------------------------------------------------------------- the token rule
+@pytest.mark.parametrize("host, loopback", [
+    ("127.0.0.1", True), ("127.5.0.1", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("0.0.0.0", False), ("::", False), ("", False), ("10.1.2.3", False), ("192.168.0.10", False),
+    ("no-such-host.invalid", False),
+], ids=lambda v: repr(v))
+def test_is_loopback(host, loopback):
+    assert access.is_loopback(host) is loopback
+
+
+def test_token_for_loopback_needs_none_and_elsewhere_one_is_made_or_required():
+    assert access.token_for("127.0.0.1", None, "--token") == (None, False)
+    token, generated = access.token_for("0.0.0.0", None, "--token")
+    assert generated and len(token) >= 40
+    assert access.token_for("0.0.0.0", None, "--token")[0] != token  # fresh every time
+    assert access.token_for("0.0.0.0", "s3cret-token", "--token") == ("s3cret-token", False)
+    assert access.token_for("127.0.0.1", "s3cret-token", "--token") == ("s3cret-token", False)
+    with pytest.raises(UsageError, match=r"binding 0\.0\.0\.0 \(not loopback\) needs a token: give --metrics-token T"):
+        access.token_for("0.0.0.0", None, "--metrics-token", generate=False)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("", "the token is empty"), ("   ", "the token is empty"),
+    ("two words", "may not hold spaces"), ("tab\there", "may not hold spaces"), ("bell\x07", "control characters"),
+])
+def test_token_for_refuses_bad_tokens(bad, message):
+    with pytest.raises(UsageError, match=message):
+        access.token_for("0.0.0.0", bad, "--token")
+
+
+@pytest.mark.parametrize("headers, target, status", [
+    ({}, "/api/jobs", 401),
+    ({"Authorization": "Bearer right"}, "/", 200),
+    ({"Authorization": "bearer right"}, "/", 200),
+    ({"Authorization": "Bearer wrong"}, "/", 403),
+    ({"Authorization": "Bearer "}, "/", 401),
+    ({"Authorization": "Basic cmlnaHQ="}, "/", 401),
+    ({}, "/?token=right", 200),
+    ({}, "/?token=wrong", 403),
+    ({"Cookie": "a=b; statectl_token=right"}, "/", 200),
+    ({"Cookie": "statectl_token=wrong"}, "/", 403),
+    ({"Cookie": "other_token=right"}, "/", 401),
+], ids=lambda v: repr(v)[:40])
+def test_check(headers, target, status):
+    assert access.check("right", headers, target) == status
+
+
+def test_check_without_a_token_lets_everything_through():
+    assert access.check(None, {}, "/") == 200
+
+
+@pytest.mark.parametrize("host_header, ok", [
+    ("127.0.0.1:7070", True), ("localhost:7070", True), ("[::1]:7070", True), ("app.localhost", True), (None, True),
+    ("evil.example:7070", False), ("evil.example", False), ("10.0.0.5:7070", False), ("127.0.0.1.evil.example", False),
+])
+def test_a_loopback_server_refuses_other_host_names(host_header, ok):
+    assert access.host_header_ok(None, host_header) is ok
+    assert access.host_header_ok("a-token", host_header) is True  # with a token any name goes
+
+
+# ---------------------------------------------------------------- the events file as series
+def _expected_points(path: Path) -> list[dict]:
+    """Independently of the code under test: one point per batch_progress line."""
+    out = []
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        if event["type"] == "batch_progress":
+            behind = [s["records_behind"] for s in event["sources"] if s["records_behind"] is not None]
+            out.append({"time": event["time"], "batch_id": event["batch_id"],
+                        "records_behind": sum(behind) if behind else None,
+                        "processed_rows_per_second": event["processed_rows_per_second"],
+                        "batch_duration_ms": event["batch_duration_ms"],
+                        "state_rows_total": event["state_rows_total"]})
+    return out
+
+
+def test_the_recorded_events_file_gives_one_point_per_batch_and_two_runs():
+    series = EventsSeries(RECORDED).refresh()
+    got = [{k: p[k] for k in ("time", "batch_id", "records_behind", "processed_rows_per_second", "batch_duration_ms",
+                               "state_rows_total")} for p in series.series()["points"]]
+    assert got == _expected_points(RECORDED)
+    summary = series.summary()
+    assert (summary["events"], summary["skipped_lines"], len(summary["runs"])) == (14, 0, 2)
+    restore = summary["runs"][1]["restores"][0]
+    assert (restore["stores_total"], restore["stores_loaded"], restore["tasks_done"], restore["tasks_total"],
+            restore["finished"], restore["duration_ms"]) == (2, 2, 2, 2, True, 488)
+
+
+def test_lines_are_read_as_they_are_appended_and_a_half_written_line_waits(tmp_path):
+    lines = RECORDED.read_text().splitlines(True)
+    path = tmp_path / "job.jsonl"
+    path.write_text("".join(lines[:2]))
+    series = EventsSeries(path).refresh()
+    assert series.series()["next"] == 1
+    with open(path, "a") as f:
+        f.write(lines[2] + lines[3] + lines[12][:50])  # the run's next batch line, cut in the middle
+    series.refresh()
+    assert (series.summary()["events"], series.summary()["skipped_lines"]) == (4, 0)
+    with open(path, "a") as f:
+        f.write(lines[12][50:])
+    series.refresh()
+    answer = series.series(1)
+    assert (answer["from"], answer["next"], [p["batch_id"] for p in answer["points"]]) == (1, 2, [1])
+
+
+def test_damaged_lines_are_counted_and_skipped(tmp_path):
+    good = RECORDED.read_text().splitlines()[1]
+    path = tmp_path / "job.jsonl"
+    path.write_text("\n".join([
+        "not json", "[1, 2]", '{"type": "nonsense", "time": 1}', '{"type": "idle"}', '{"type": "idle", "time": NaN}',
+        good, '{"type": "batch_progress", "time": 5, "batch_id": "7", "input_rows": true, "sources": "x"}',
+        good[:40], ""]) + "\n")
+    series = EventsSeries(path).refresh()
+    summary = series.summary()
+    assert summary["skipped_lines"] == 6
+    assert summary["problems"][:5] == [
+        "line 1: not JSON (Expecting value)", "line 2: not a JSON object", "line 3: no statectl event type ('nonsense')",
+        "line 4: idle without a time", "line 5: idle without a time"]
+    points = series.series()["points"]
+    assert len(points) == 2
+    # A mistyped line still draws what it can: no batch id, no rows, no sources.
+    assert (points[1]["batch_id"], points[1]["input_rows"], points[1]["sources"]) == (None, None, [])
+
+
+def test_a_missing_file_then_a_replaced_one(tmp_path):
+    path = tmp_path / "job.jsonl"
+    series = EventsSeries(path).refresh()
+    assert series.summary()["exists"] is False and series.series() == {"generation": 0, "from": 0, "next": 0, "points": []}
+    shutil.copy(RECORDED, path)
+    series.refresh()
+    assert series.series()["next"] == 2
+    path.unlink()
+    series.refresh()
+    assert series.series()["next"] == 0 and series.generation == 1
+    path.write_text(RECORDED.read_text().splitlines()[1] + "\n")
+    series.refresh()
+    assert series.series()["next"] == 1
+
+
+def test_batch_point_takes_lag_seconds_when_a_source_reports_it():
+    event = json.loads(RECORDED.read_text().splitlines()[1])
+    event["sources"][0].update(records_behind=120, lag_seconds=4.5)
+    event["sources"][1].update(records_behind=3, lag_seconds=0.5)
+    point = batch_point(event)
+    assert (point["records_behind"], point["lag_seconds"]) == (123, 4.5)
+    assert batch_point(json.loads(RECORDED.read_text().splitlines()[1]))["lag_seconds"] is None
+
+
+def test_problem_of_names_the_problem():
+    assert problem_of(b"\xff\xfe")[1].startswith("not JSON")
+    assert problem_of(b'{"type": "idle", "time": 1}') == ({"type": "idle", "time": 1}, None)
+
+
+@pytest.mark.parametrize("run_state, lock, checkpoint, shown", [
+    ("RUNNING", True, True, "RUNNING"), ("RESTORING", True, True, "RESTORING"),
+    ("RUNNING", False, True, "STOPPED"),  # killed: its last event said RUNNING, nobody holds the lock
+    ("TERMINATED", False, True, "TERMINATED"), ("FAILED", False, True, "FAILED"),
+    (None, False, True, "STOPPED"), (None, False, False, "NEW"), (None, True, True, "RUNNING"),
+])
+def test_job_state(run_state, lock, checkpoint, shown):
+    assert job_state(run_state, lock, checkpoint) == shown
+
+
+# ---------------------------------------------------------------- the API's routes
+@pytest.fixture
+def dashboard(tmp_path):
+    shutil.copy(RECORDED, tmp_path / "leaderboard.jsonl")
+    checkpoint = tmp_path / "ck"
+    shutil.copytree(CHECKPOINT, checkpoint)
+    jobs = [UiJob("leaderboard", tmp_path / "leaderboard.jsonl", job="leaderboard", checkpoint=str(checkpoint)),
+            UiJob("advanced-state/tombstones", tmp_path / "none.jsonl", job="advanced-state/tombstones"),
+            UiJob("orphan", tmp_path / "orphan.jsonl")]
+    return Dashboard(jobs, {"file": None, "context": None})
+
+
+def test_api_jobs(dashboard):
+    status, body = dashboard.answer("/api/jobs")
+    assert status == 200
+    lb, tomb, orphan = body["jobs"]
+    assert (lb["name"], lb["state"], lb["last_batch"], lb["last_committed_batch"], lb["records_behind"],
+            lb["processed_rows_per_second"], lb["state_rows_total"], lb["checkpoint_exists"]) == (
+        "leaderboard", "TERMINATED", 1, 0, 0, 838.4, 140, True)
+    assert (tomb["state"], tomb["events"]["exists"], orphan["checkpoint"]) == ("NEW", False, None)
+
+
+def test_api_one_job_a_job_with_a_slash_and_series_from(dashboard):
+    status, body = dashboard.answer("/api/jobs/leaderboard")
+    assert status == 200 and [r["batches"] for r in body["runs"]] == [1, 1]
+    assert dashboard.answer("/api/jobs/advanced-state%2Ftombstones")[0] == 200
+    status, body = dashboard.answer("/api/jobs/leaderboard/series?from=1")
+    assert (status, body["from"], body["next"], [p["batch_id"] for p in body["points"]]) == (200, 1, 2, [1])
+    assert dashboard.answer("/api/jobs/leaderboard/series?from=99")[1]["points"] == []
+
+
+@pytest.mark.parametrize("target, status, error", [
+    ("/api/jobs/leaderbord", 404, "no job 'leaderbord' (did you mean 'leaderboard'?); GET /api/jobs lists them"),
+    ("/api/jobs/..%2F..%2Fetc%2Fpasswd", 404, "no job '../../etc/passwd'"),
+    ("/api/jobs/leaderboard/series?from=-1", 400, "from='-1': expected a point index"),
+    ("/api/jobs/leaderboard/series?from=abc", 400, "from='abc': expected a point index"),
+    ("/api/jobs/leaderboard/nope", 404, "no route /api/jobs/leaderboard/nope"),
+    ("/api/nope", 404, "no route /api/nope"),
+    ("/api/jobs/orphan/checkpoint", 404, "job orphan has no checkpoint statectl knows of"),
+])
+def test_api_refusals(dashboard, target, status, error):
+    got_status, body = dashboard.answer(target)
+    assert got_status == status
+    assert body["error"].startswith(error)
+
+
+def test_api_checkpoint_is_inspect_state(dashboard):
+    status, body = dashboard.answer("/api/jobs/leaderboard/checkpoint")
+    assert status == 200
+    assert (body["schema"], body["query_id"], body["operators"][0]["kind"]) == (
+        "statectl.inspect-state/1", "712187f9-4c83-4405-accf-ebf15c5a870a", "transformWithStateInPandas")
+    assert dashboard.answer("/api/jobs/advanced-state%2Ftombstones/checkpoint")[0] == 404
+
+
+def test_api_lists_its_routes(dashboard):
+    assert set(dashboard.answer("/api")[1]["routes"]) == {
+        "/api/jobs", "/api/jobs/NAME", "/api/jobs/NAME/series?from=N", "/api/jobs/NAME/checkpoint"}
+
+
+def test_clean_masks_secret_keys_registered_secrets_and_inline_passwords():
+    from statectl import redact
+
+    redact.register("pa55-word-registered")
+    try:
+        value = clean({"sasl.password": "x", "token": None, "note": "auth failed for pa55-word-registered",
+                       "line": "ssl.key.password=abc123 rest", "list": ["pa55-word-registered"]})
+    finally:
+        redact.forget_all()
+    assert value == {"sasl.password": "***", "token": None, "note": "auth failed for ***",
+                     "line": "ssl.key.password=*** rest", "list": ["***"]}
+
+
+# ---------------------------------------------------------------- the HTTP server
+class _Served:
+    def __init__(self, dashboard, host="127.0.0.1", token=None):
+        from statectl.ui.server import make_server
+
+        self.server = make_server(dashboard, host, 0, token)
+        self.base = f"http://127.0.0.1:{self.server.port}"
+        self.thread = threading.Thread(target=self.server.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
+        self.thread.start()
+
+    def get(self, path, headers=None, method="GET"):
+        request = urllib.request.Request(self.base + path, headers=headers or {}, method=method)
+        opener = urllib.request.build_opener(_NoRedirect)
+        try:
+            with opener.open(request, timeout=10) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def close(self):
+        self.server.httpd.shutdown()
+        self.server.close()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+@pytest.fixture
+def served(dashboard):
+    made = []
+
+    def serve(**kwargs):
+        made.append(_Served(dashboard, **kwargs))
+        return made[-1]
+
+    yield serve
+    for s in made:
+        s.close()
+
+
+def test_the_page_and_its_assets_are_served_from_the_package(served):
+    s = served()
+    status, headers, body = s.get("/")
+    assert status == 200 and b'<script src="/static/app.js"' in body
+    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    for name in ("app.js", "charts.js", "style.css"):
+        status, headers, body = s.get("/static/" + name)
+        assert status == 200 and len(body) > 500, name
+    assert s.get("/favicon.ico")[0] == 204
+
+
+@pytest.mark.parametrize("path", [
+    "/static/../server.py", "/static/%2e%2e/server.py", "/static/..%2fserver.py", "/static/%2e%2e%2f%2e%2e%2fpaths.py",
+    "/static//etc/passwd", "/static/..\\server.py", "/static/dashboard.py", "/static/", "/static/index.html/..",
+    "/../../etc/passwd", "/statectl/ui/server.py", "/static/.hidden",
+])
+def test_static_files_refuse_path_traversal(served, path):
+    status, _, body = served().get(path)
+    assert status == 404
+    assert b"import" not in body and b"root:" not in body
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
+def test_the_dashboard_is_read_only(served, method):
+    status, headers, _ = served().get("/api/jobs", method=method)
+    assert (status, headers["Allow"]) == (405, "GET, HEAD")
+
+
+def test_a_loopback_server_refuses_a_rebound_host_name(served):
+    s = served()
+    status, _, body = s.get("/api/jobs", {"Host": "evil.example:7070"})
+    assert status == 403 and b"loopback name" in body
+    assert s.get("/api/jobs", {"Host": f"localhost:{s.server.port}"})[0] == 200
+
+
+def test_a_token_server_answers_only_with_the_token(served):
+    s = served(token="t0ken-for-tests")
+    assert s.get("/api/jobs")[0] == 401
+    assert s.get("/")[0] == 401
+    assert s.get("/static/app.js")[0] == 401
+    assert s.get("/api/jobs", {"Authorization": "Bearer wrong"})[0] == 403
+    assert s.get("/api/jobs?token=wrong")[0] == 403
+    status, _, body = s.get("/api/jobs", {"Authorization": "Bearer t0ken-for-tests"})
+    assert status == 200 and json.loads(body)["jobs"][0]["name"] == "leaderboard"
+    status, headers, _ = s.get("/?token=t0ken-for-tests")
+    assert (status, headers["Location"]) == (303, "/")
+    assert headers["Set-Cookie"] == "statectl_token=t0ken-for-tests; HttpOnly; SameSite=Strict; Path=/"
+    assert s.get("/", {"Cookie": "statectl_token=t0ken-for-tests"})[0] == 200
+    # With a token, any Host name goes (it is what protects the server).
+    assert s.get("/api/jobs", {"Authorization": "Bearer t0ken-for-tests", "Host": "dash.example"})[0] == 200
+
+
+def test_binding_every_address_makes_a_token_and_puts_it_in_the_url(dashboard):
+    from statectl.ui.server import make_server
+
+    server = make_server(dashboard, "0.0.0.0", 0)
+    try:
+        assert server.token_generated and server.url.startswith("http://0.0.0.0:")
+        assert server.url.endswith(f"/?token={server.token}")
+    finally:
+        server.close()
+
+
+# ---------------------------------------------------------------- secrets never shown
+SECRET = "Hunter2-very-secret-pw"
+
+
+def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_path, monkeypatch):
+    """A project whose job config and client.properties hold a password; a run's error quotes it
+    (as a client library's message might), so does a restore note. The API never shows it."""
+    from jobs.registry import load_job_config, shipped_configs
+    from statectl import project, redact
+    from statectl.ui.jobs import discover
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("STATECTL_PROJECT", raising=False)
+    monkeypatch.delenv("STATECTL_CONTEXT", raising=False)
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path / ".statectl"))
+    monkeypatch.setenv("JOB_PASSWORD", "Job-config-secret-9")
+    (tmp_path / "client.properties").write_text(
+        f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\nsasl.password={SECRET}\n")
+    config = (REPO / "jobs" / "configs" / "leaderboard.yaml").read_text().replace(
+        "checkpoint_dir: .statectl/checkpoints/leaderboard", f"checkpoint_dir: {tmp_path / 'ck'}")
+    config = config.replace("kafka:\n", "kafka:\n  properties:\n    security.protocol: SASL_PLAINTEXT\n"
+                            "    sasl.mechanism: PLAIN\n    sasl.username: bob\n    sasl.password: ${JOB_PASSWORD}\n", 1)
+    (tmp_path / "lb.yaml").write_text(config)
+    (tmp_path / "statectl.yaml").write_text(
+        "current-context: dev\ncontexts:\n  dev:\n    bootstrap_servers: localhost:9092\n"
+        "    client_config: client.properties\njobs:\n  lb: lb.yaml\n")
+    shutil.copytree(CHECKPOINT, tmp_path / "ck")
+    events = (tmp_path / ".statectl" / "events")
+    events.mkdir(parents=True)
+    lines = RECORDED.read_text().splitlines()
+    last = json.loads(lines[-1])
+    last.update(state="FAILED", error=f"SaslAuthenticationException: login as alice with password {SECRET} failed")
+    (events / "leaderboard.jsonl").write_text("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
+    project.reset()
+    redact.forget_all()
+    try:
+        found = discover(load_job_config, shipped_configs)
+        assert [(j.name, j.problem) for j in found] == [("lb", None)]
+        assert SECRET in redact.registered() and "Job-config-secret-9" in redact.registered()
+        s = _Served(Dashboard(found, {"file": "statectl.yaml"}))
+        try:
+            answers = b""
+            for path in ("/api/jobs", "/api/jobs/lb", "/api/jobs/lb/series?from=0", "/api/jobs/lb/checkpoint"):
+                status, _, body = s.get(path)
+                assert status == 200, path
+                answers += body
+        finally:
+            s.close()
+        assert SECRET.encode() not in answers and b"Job-config-secret-9" not in answers
+        assert b"login as alice with password *** failed" in answers
+    finally:
+        project.reset()
+        redact.forget_all()
+
+
+# ---------------------------------------------------------------- the metrics server and serve
+def _get(url, headers=None):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_the_metrics_server_off_loopback_needs_its_token(monkeypatch):
+    from prometheus_client import CollectorRegistry, Counter
+
+    from statectl.run.metrics import _start_metrics_server
+
+    registry = CollectorRegistry()
+    Counter("statectl_test_things", "things", registry=registry).inc()
+    monkeypatch.delenv("STATECTL_METRICS_TOKEN", raising=False)
+    with pytest.raises(UsageError, match="needs a token: give --metrics-token T"):
+        _start_metrics_server("0.0.0.0", 0, registry)
+    monkeypatch.setenv("STATECTL_METRICS_TOKEN", "prom-token-1")
+    server, _ = _start_metrics_server("0.0.0.0", 0, registry)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        assert _get(url)[0] == 401
+        assert _get(url, {"Authorization": "Bearer nope"})[0] == 403
+        status, body = _get(url, {"Authorization": "Bearer prom-token-1"})
+        assert status == 200 and b"statectl_test_things_total 1.0" in body
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_metrics_server_on_loopback_is_open(monkeypatch):
+    from prometheus_client import CollectorRegistry
+
+    from statectl.run.metrics import _start_metrics_server
+
+    monkeypatch.delenv("STATECTL_METRICS_TOKEN", raising=False)
+    server, _ = _start_metrics_server("127.0.0.1", 0, CollectorRegistry())
+    try:
+        assert _get(f"http://127.0.0.1:{server.server_address[1]}/metrics")[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_answers_only_with_its_token():
+    from http.server import ThreadingHTTPServer
+
+    from statectl.query.server import make_handler
+
+    class View:
+        stale_since = None
+
+        def snapshot(self):
+            return {"1": [{"playerId": 3, "score": 4000.0}]}
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(View(), token="serve-token-1"))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        assert _get(base + "/leaderboard/count")[0] == 401
+        assert _get(base + "/leaderboard/count", {"Authorization": "Bearer wrong"})[0] == 403
+        assert _get(base + "/leaderboard/count?token=serve-token-1") == (200, b"1")
+        assert _get(base + "/leaderboard/1", {"Authorization": "Bearer serve-token-1"})[0] == 200
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_serve_without_a_token_refuses_a_rebound_host_name():
+    from http.server import ThreadingHTTPServer
+
+    from statectl.query.server import make_handler
+
+    class View:
+        stale_since = None
+
+        def snapshot(self):
+            return {}
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(View()))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        assert _get(base + "/leaderboard/count") == (200, b"0")
+        assert _get(base + "/leaderboard/count", {"Host": "evil.example"})[0] == 403
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# ---------------------------------------------------------------- the command line
+def test_run_refuses_a_non_loopback_metrics_host_without_a_token(cli, monkeypatch, tmp_path):
+    monkeypatch.delenv("STATECTL_METRICS_TOKEN", raising=False)
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path))
+    result = cli("run", "leaderboard", "--metrics-port", "0", "--metrics-host", "0.0.0.0", "--checkpoint-dir",
+                 str(tmp_path / "ck"), "-b", "127.0.0.1:1")
+    assert result.exit_code == 2
+    assert "binding 0.0.0.0 (not loopback) needs a token: give --metrics-token T" in result.stderr
+    assert not (tmp_path / "events").exists()  # refused before anything started
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--token", ""], "--token: the token is empty"),
+    (["--host", "0.0.0.0", "--token", "a b"], "--token: a token may not hold spaces"),
+])
+def test_ui_refuses_bad_tokens(cli, monkeypatch, tmp_path, args, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path / ".statectl"))
+    result = cli("ui", "--port", "0", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+# ---------------------------------------------------------------- the default events file
+def test_a_run_without_events_file_appends_to_the_working_area(tmp_path, monkeypatch):
+    from statectl.paths import default_events_file
+    from statectl.run.events_file import default_events_writer
+
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path))
+    assert default_events_file("advanced-state/tombstones") == tmp_path / "events" / "advanced-state-tombstones.jsonl"
+    assert default_events_file("../escape").parent == tmp_path / "events"
+    writer, why = default_events_writer("leaderboard")
+    assert why is None
+    writer({"type": "idle", "time": 1.0, "state": "IDLE", "query_id": None, "run_id": None})
+    writer.close()
+    assert (tmp_path / "events" / "leaderboard.jsonl").read_text() == (
+        '{"type":"idle","time":1.0,"state":"IDLE","query_id":null,"run_id":null}\n')
+
+
+def test_a_large_default_events_file_is_moved_aside(tmp_path, monkeypatch):
+    from statectl.run.events_file import default_events_writer
+
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path))
+    path = tmp_path / "events" / "leaderboard.jsonl"
+    path.parent.mkdir()
+    path.write_text("x" * 200)
+    writer, _ = default_events_writer("leaderboard", rotate_bytes=100)
+    writer.close()
+    assert (path.read_text(), (tmp_path / "events" / "leaderboard.jsonl.1").read_text()) == ("", "x" * 200)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_an_unwritable_working_area_costs_the_run_nothing_but_a_warning(tmp_path, monkeypatch):
+    from statectl.run.events_file import default_events_writer
+
+    (tmp_path / "ro").mkdir(mode=0o500)
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path / "ro"))
+    writer, why = default_events_writer("leaderboard")
+    assert writer is None and "events are not kept in" in why
+
+
+def test_an_events_path_that_is_a_folder_costs_the_run_nothing_but_a_warning(tmp_path, monkeypatch):
+    from statectl.run.events_file import default_events_writer
+
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path))
+    (tmp_path / "events" / "leaderboard.jsonl").mkdir(parents=True)
+    writer, why = default_events_writer("leaderboard")
+    assert writer is None
+    assert why.startswith("events are not kept in ") and "is a directory" in why
