@@ -2,6 +2,7 @@
 # Installs everything statectl needs on a fresh machine, idempotently:
 #   - Java 17 and Maven (Debian packages, only if missing and we are root)
 #   - Chromium (Debian's package) for statectl ui's browser tests, driven by Playwright from the venv
+#   - zsh and fish (Debian's packages) for the shell completion tests
 #   - a virtualenv in .venv with statectl and its pinned Python dependencies
 #   - the Kafka broker jars and Spark's Kafka connector jars, resolved once from Maven Central
 #     into ~/.cache/statectl/jars (later runs are offline)
@@ -23,6 +24,8 @@ command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # Not required to use statectl: without root the browser tests skip and say why.
 if [[ ! -x /usr/bin/chromium && $(id -u) -eq 0 ]]; then need_apt+=(chromium); fi
+# zsh and fish for the completion tests (they skip and say why without them).
+if [[ $(id -u) -eq 0 ]]; then for sh in zsh fish; do command -v $sh >/dev/null 2>&1 || need_apt+=($sh); done; fi
 if [[ " $* " == *" --bench "* ]] && ! command -v kcat >/dev/null 2>&1; then need_apt+=(kcat); fi
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -54,7 +54,8 @@ def complete_job(ctx: typer.Context, args: list[str], incomplete: str) -> list[t
     found = {}
     for group in job_groups():
         examples = examples_of(group)
-        found[group] = f"examples: {', '.join(examples)}" if examples else "a shipped job"
+        # No commas: typer's fish protocol splits a help text there.
+        found[group] = f"a shipped job with {len(examples)} examples" if examples else "a shipped job"
     project = _project(ctx)
     for name, path in project.jobs.items():
         found.setdefault(name, f"project job: {path.name}")
