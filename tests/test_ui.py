@@ -380,11 +380,14 @@ def test_binding_every_address_makes_a_token_and_puts_it_in_the_url(dashboard):
 
 # ---------------------------------------------------------------- secrets never shown
 SECRET = "Hunter2-very-secret-pw"
+JOB_SECRET = "Job-config-secret-9"
 
 
-def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_path, monkeypatch):
-    """A project whose job config and client.properties hold a password; a run's error quotes it
-    (as a client library's message might), so does a restore note. The API never shows it."""
+def secret_project(tmp_path: Path, monkeypatch) -> list[UiJob]:
+    """A project whose job config (sasl.password from the environment) and client.properties hold a
+    password, and whose run's last event quotes one in its error (as a client library's message
+    might): the jobs as the dashboard finds them. The caller resets statectl.project and
+    statectl.redact afterwards."""
     from jobs.registry import load_job_config, shipped_configs
     from statectl import project, redact
     from statectl.ui.jobs import discover
@@ -392,8 +395,9 @@ def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_pa
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("STATECTL_PROJECT", raising=False)
     monkeypatch.delenv("STATECTL_CONTEXT", raising=False)
+    monkeypatch.delenv("STATECTL_CLIENT_CONFIG", raising=False)
     monkeypatch.setenv("STATECTL_HOME", str(tmp_path / ".statectl"))
-    monkeypatch.setenv("JOB_PASSWORD", "Job-config-secret-9")
+    monkeypatch.setenv("JOB_PASSWORD", JOB_SECRET)
     (tmp_path / "client.properties").write_text(
         f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\nsasl.password={SECRET}\n")
     config = (REPO / "jobs" / "configs" / "leaderboard.yaml").read_text().replace(
@@ -405,7 +409,7 @@ def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_pa
         "current-context: dev\ncontexts:\n  dev:\n    bootstrap_servers: localhost:9092\n"
         "    client_config: client.properties\njobs:\n  lb: lb.yaml\n")
     shutil.copytree(CHECKPOINT, tmp_path / "ck")
-    events = (tmp_path / ".statectl" / "events")
+    events = tmp_path / ".statectl" / "events"
     events.mkdir(parents=True)
     lines = RECORDED.read_text().splitlines()
     last = json.loads(lines[-1])
@@ -413,10 +417,16 @@ def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_pa
     (events / "leaderboard.jsonl").write_text("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
     project.reset()
     redact.forget_all()
+    return discover(load_job_config, shipped_configs)
+
+
+def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_path, monkeypatch):
+    from statectl import project, redact
+
     try:
-        found = discover(load_job_config, shipped_configs)
+        found = secret_project(tmp_path, monkeypatch)
         assert [(j.name, j.problem) for j in found] == [("lb", None)]
-        assert SECRET in redact.registered() and "Job-config-secret-9" in redact.registered()
+        assert SECRET in redact.registered() and JOB_SECRET in redact.registered()
         s = _Served(Dashboard(found, {"file": "statectl.yaml"}))
         try:
             answers = b""
@@ -426,7 +436,7 @@ def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_pa
                 answers += body
         finally:
             s.close()
-        assert SECRET.encode() not in answers and b"Job-config-secret-9" not in answers
+        assert SECRET.encode() not in answers and JOB_SECRET.encode() not in answers
         assert b"login as alice with password *** failed" in answers
     finally:
         project.reset()
