@@ -86,8 +86,8 @@ def test_lag_and_status_of_a_real_leaderboard(cli, bootstrap, tmp_path, monkeypa
     table = cli(*lag_args[:-1])
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
-    assert lines[1].split()[0:2] == [topics["score_events"], "0"] and lines[1].split()[-1] == "1"
+    assert lines[0].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LAG-SECONDS", "TREND"]
+    assert lines[1].split()[0:2] == [topics["score_events"], "0"] and lines[1].split()[4] == "1"
     assert f"total lag: {sum(NEW_SCORES.values())} records" in table.stderr
 
     status_args = ("status", str(config_file), "-b", bootstrap, "--json")

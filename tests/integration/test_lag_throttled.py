@@ -1,0 +1,162 @@
+"""Lag in seconds and its trend against a job deliberately throttled to fall behind: a real
+broker, one real leaderboard run (`statectl run`, a 1 s processing-time trigger and
+maxOffsetsPerTrigger 40) while a producer writes 60 score events a second. `statectl lag --json`
+must show the lag in seconds growing and the trend `growing`; once the producer stops, `falling`
+while the job catches up, then caught up; the run's events and its Prometheus endpoint carry the
+same figures (statectl_input_lag_seconds, statectl_input_lag_trend).
+
+Bad inputs tried here: a job that cannot keep up (by construction), and records that keep arriving
+while lag reads the checkpoint the run is writing; the unit tests (tests/test_lag_trend.py) try
+the verdict rules' edge cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+
+import yaml
+
+from jobs.registry import load_job_config
+from statectl.adapters.kafka.produce import fast_producer
+from statectl.config.loader import config_to_dict
+from tests.conftest import REPO
+
+RATE = 60  # score events a second, over 2 partitions
+LIMIT = 40  # maxOffsetsPerTrigger: at most 40 a 1 s batch, so the job falls behind by about 20 a second
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _produce(bootstrap: str, topic: str, stop: threading.Event) -> None:
+    producer = fast_producer(bootstrap, **{"linger.ms": 5})
+    value = json.dumps({"score": 5, "product_id": 1, "player_id": 1})
+    n = 0
+    started = time.monotonic()
+    while not stop.is_set():
+        producer.produce(topic, value=value, partition=n % 2)
+        n += 1
+        producer.poll(0)
+        ahead = n / RATE - (time.monotonic() - started)
+        if ahead > 0:
+            stop.wait(ahead)
+    producer.flush(15)
+
+
+def _score_topic(doc: dict, topic: str) -> dict:
+    return next(t for t in doc["topics"] if t["topic"] == topic)
+
+
+def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstrap, tmp_path):
+    prefix = f"lagt-{uuid.uuid4().hex[:8]}"
+    topics = {k: f"{prefix}-{k}" for k in ("score_events", "players", "products", "high_scores", "dlq")}
+    checkpoint = tmp_path / "ckpt"
+    config = config_to_dict(load_job_config(REPO / "configs" / "leaderboard.yaml", [
+        *(f"topics.{k}={v}" for k, v in topics.items()), "spark.master=local[2]",
+        "spark.conf.spark.sql.shuffle.partitions=2", f"kafka.max_offsets_per_trigger={LIMIT}",
+        "trigger.processing_time=1 second"]))
+    config["checkpoint_dir"] = str(checkpoint)
+    config_file = tmp_path / "leaderboard.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    for key, name in (("players", "players.json"), ("products", "products.json")):
+        result = cli("produce-test-data", "--file", str(REPO / "data" / name), "--topic", topics[key], "--parse-key",
+                     "--key-separator", "|", "--partitions", "1", "-b", bootstrap)
+        assert result.exit_code == 0, result.stderr
+    result = cli("produce-test-data", "--file", str(REPO / "data" / "score-events.json"), "--topic",
+                 topics["score_events"], "--partitions", "2", "-b", bootstrap)
+    assert result.exit_code == 0, result.stderr
+
+    stop = threading.Event()
+    producer = threading.Thread(target=_produce, args=(bootstrap, topics["score_events"], stop), daemon=True)
+    port = _free_port()
+    events = tmp_path / "events.jsonl"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(config_file), "-b", bootstrap,
+         "--metrics-port", str(port), "--events-file", str(events)],
+        cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    lag_args = ("lag", "--config", str(config_file), "-b", bootstrap, "--json")
+    seen: list[tuple[float, float, str, int]] = []  # (elapsed s, lag seconds, trend, batch)
+
+    def look() -> dict:
+        result = cli(*lag_args)
+        assert result.exit_code == 0, result.stderr
+        doc = json.loads(result.stdout)
+        score = _score_topic(doc, topics["score_events"])
+        seen.append((round(time.monotonic() - t0, 1), score["lag_seconds"], score["trend"], doc["batch"]))
+        return doc
+
+    t0 = time.monotonic()
+
+    def batches(n: int) -> None:
+        deadline = time.monotonic() + 120
+        while not (checkpoint / "commits" / str(n - 1)).exists():
+            assert run.poll() is None, run.stderr.read()
+            assert time.monotonic() < deadline, f"the run committed no {n} batches in 120 s"
+            time.sleep(0.2)
+
+    try:
+        # the producer starts once the job runs (Spark's start-up is no part of the figures); growing:
+        # wait for five more batches (the window needs a few), then look three times
+        batches(1)
+        producer.start()
+        batches(6)
+        growing = []
+        for _ in range(3):
+            growing.append(look())
+            time.sleep(2)
+        firsts = [_score_topic(d, topics["score_events"]) for d in growing]
+        assert firsts[-1]["lag_seconds"] > firsts[0]["lag_seconds"] > 0, seen
+        assert firsts[-1]["lag"] > firsts[0]["lag"], seen
+        assert [t["trend"] for t in firsts] == ["growing"] * 3, seen
+        assert growing[-1]["trend"] == "growing"  # the job's verdict: its worst topic
+        row = next(p for p in growing[-1]["partitions"] if p["topic"] == topics["score_events"])
+        assert row["next_record_timestamp_type"] == "CreateTime" and row["next_record_timestamp_ms"] > 0
+
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert f'statectl_input_lag_seconds{{job="leaderboard",topic="{topics["score_events"]}"}}' in metrics
+        assert (f'statectl_input_lag_trend{{job="leaderboard",state="growing",topic="{topics["score_events"]}"}} 1.0'
+                in metrics), [m for m in metrics.splitlines() if "lag_trend" in m]
+
+        # falling, then caught up: the producer stops, the job reads on at 40 a batch
+        stop.set()
+        producer.join(20)
+        falling = caught_up = None
+        deadline = time.monotonic() + 120
+        while caught_up is None:
+            assert time.monotonic() < deadline, f"the job did not catch up: {seen}"
+            doc = look()
+            score = _score_topic(doc, topics["score_events"])
+            if score["trend"] == "falling" and falling is None:
+                falling = doc
+            if score["lag"] == 0:
+                caught_up = doc
+            time.sleep(1)
+        assert falling is not None, seen
+        assert (caught_up["lag_seconds"], caught_up["trend"]) == (0.0, "caught_up"), seen
+    finally:
+        stop.set()
+        run.send_signal(signal.SIGINT)
+        try:
+            run.wait(60)
+        finally:
+            run.kill()
+        print("lag samples (elapsed s, lag seconds, trend, batch):", seen)
+
+    batches = [json.loads(line) for line in events.read_text().splitlines()]
+    score_lags = [s["lag_by_topic"][topics["score_events"]] for e in batches if e["type"] == "batch_progress"
+                  for s in e["sources"] if topics["score_events"] in (s.get("lag_by_topic") or {})]
+    assert max(s["lag_seconds"] or 0 for s in score_lags) > 0
+    assert "growing" in {s["lag_trend"] for s in score_lags}
