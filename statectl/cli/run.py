@@ -74,6 +74,7 @@ def run(
     and returns an unstarted DataStreamWriter; statectl sets its checkpoint, trigger and query
     name and runs it like the built-in jobs (docs/own-jobs.md).
     """
+    from statectl.cli.progress import command_started
     from statectl.errors import UsageError
     from statectl.render import err
     from statectl.render.run import run_display, run_summary
@@ -91,7 +92,7 @@ def run(
     remote, master = spark_target(remote, master, resolved.config)  # the project context's Spark, below flags and env
     request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
                          master=master, remote=remote, cluster=cluster, metrics_port=metrics_port,
-                         metrics_host=metrics_host)
+                         metrics_host=metrics_host, started_at=command_started())
     if metrics_port is not None:
         _metrics_token(metrics_host, metrics_token)
     writer = EventsWriter(events) if events and events != "-" else None

@@ -52,6 +52,9 @@ class RunRequest:
     metrics_host: str = "127.0.0.1"
     listen: bool = True  # attach the listener; off only to measure what it costs (benchmarks)
     job: JobEntry | None = None  # the registry's entry of config.job (looked up when not given)
+    #: time.monotonic() when the command started (the process, for the CLI): the summary's wall
+    #: time counts from here; None: from the call of run_job
+    started_at: float | None = None
 
 
 @dataclass
@@ -70,9 +73,32 @@ class RunSummary:
     error: str | None = None
     processing_seconds: float = 0.0  # the batches' own time (triggerExecution), without start-up
     engine: str | None = None  # the Spark Connect engine it ran on (None: a driver in statectl's process)
+    # Where the wall time went, from the command's start to the summary (run_timing):
+    wall_seconds: float = 0.0  # all of it: what the user waited
+    start_seconds: float = 0.0  # until the query started: statectl's checks, then Spark's start
+    spark_start_seconds: float = 0.0  # the part of start_seconds from the Spark session to the started query
+    between_batches_seconds: float = 0.0  # the query ran but no batch did (waiting for a trigger, planning)
+    stop_seconds: float = 0.0  # from the query's end to the summary: listener, session and lock let go
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def run_timing(command_started: float, spark_started: float | None, query_started: float | None,
+               query_ended: float, finished: float, processing_seconds: float) -> dict[str, float]:
+    """Where a run's wall time went (the RunSummary fields), from monotonic instants: the command's
+    start, the Spark session's start, the query's start and end, the summary. The parts add up to
+    the whole: start + batches (``processing_seconds``) + between batches + stop."""
+    query_started = query_ended if query_started is None else query_started  # stopped before it started
+    spark_started = query_started if spark_started is None else spark_started
+    ran = max(0.0, query_ended - query_started)
+    return {
+        "wall_seconds": round(finished - command_started, 2),
+        "start_seconds": round(query_started - command_started, 2),
+        "spark_start_seconds": round(query_started - spark_started, 2),
+        "between_batches_seconds": round(max(0.0, ran - processing_seconds), 2),
+        "stop_seconds": round(finished - query_ended, 2),
+    }
 
 
 @contextlib.contextmanager
@@ -155,6 +181,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     from statectl.adapters.spark.session import require_master
     from statectl.config.engine_choice import engine_for
 
+    command_started = request.started_at if request.started_at is not None else time.monotonic()
     config = request.config
     job = request.job or job_entry(config.job, config)
     name = config.job_name
@@ -199,6 +226,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
         # whose format the session does not match (either way round): set the one it was written in.
         conf = {**spark_conf_for(checkpoint), **config.spark.conf, **restart_session_conf(layout)}
+        spark_started = time.monotonic()
         link = None
         if engine.on_engine:
             from statectl.adapters.spark.remote import close_session
@@ -235,6 +263,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                                bootstrap=bootstrap)
         watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
         started = time.monotonic()
+        query_started = None
         status = "finished"
         error = None
         error_text = ""
@@ -246,6 +275,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
                 raise _StoppedBeforeStart
             try:
                 query = writer.start()
+                query_started = time.monotonic()
             except Exception as exc:
                 start_error = failure_line(exc)
                 raise _query_error(job, f"the {name} query did not start", exc) from exc
@@ -264,6 +294,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
             raise
         finally:
+            query_ended = time.monotonic()
             signals.restore()
             watch.close()
             if engine.on_engine and interrupted:
@@ -276,14 +307,16 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             for progress in query.recentProgress:
                 totals.add(batch_progress(json.loads(progress.json)))
 
+    processing_seconds = round(totals.processing_ms / 1000, 2)
     summary = RunSummary(
         job=name, status=status, query_id=None if query is None else str(query.id), checkpoint_dir=str(checkpoint),
         bootstrap_servers=str(bootstrap), batches=totals.batches, input_rows=totals.input_rows,
         seconds=round(time.monotonic() - started, 2),
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
         outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(output_topics)},
-        state_rows=totals.last_state_rows, error=error, processing_seconds=round(totals.processing_ms / 1000, 2),
+        state_rows=totals.last_state_rows, error=error, processing_seconds=processing_seconds,
         engine=engine.remote,
+        **run_timing(command_started, spark_started, query_started, query_ended, time.monotonic(), processing_seconds),
     )
     if status == "failed":
         raise OperationalError(f"the {name} query failed{_in_batch(checkpoint)}: "

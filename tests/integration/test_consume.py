@@ -11,6 +11,9 @@ import json
 import signal
 import subprocess
 import sys
+import time
+
+import pytest
 
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
 from statectl.adapters.kafka.produce import fast_producer
@@ -150,8 +153,17 @@ def test_consume_reads_a_dead_letter_topic_a_run_wrote(bootstrap, tmp_path):
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 900)])
     lb.produce("players", [(1, player(1, "Ann"), 950)])
     lb.produce("score_events", [(None, score(99, 1, 50), 1000)])
+    began = time.monotonic()
     result = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json")
+    waited = time.monotonic() - began
     assert result.returncode == 0, result.stderr
+    # The summary's wall time is what the process took (from its start, Spark's start included),
+    # and its parts add up to it.
+    summary = json.loads(result.stdout)
+    assert waited - 2.0 < summary["wall_seconds"] <= waited, (summary, waited)
+    parts = ("start_seconds", "processing_seconds", "between_batches_seconds", "stop_seconds")
+    assert sum(summary[k] for k in parts) == pytest.approx(summary["wall_seconds"], abs=0.1), summary
+    assert 0 < summary["spark_start_seconds"] < summary["start_seconds"]
     result = run_statectl("consume", lb.topics["dlq"], "--from-beginning", "-b", bootstrap)
     assert result.returncode == 0, result.stderr
     letters = _lines(result.stdout)

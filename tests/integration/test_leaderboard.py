@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -401,12 +402,18 @@ def test_sigterm_stops_cleanly_and_the_next_run_continues(bootstrap, tmp_path):
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, None)])
     lb.produce("players", [(1, player(1, "A"), None)])
     lb.produce("score_events", [(None, score(1, 1, 10), None)])
+    began = time.monotonic()
     proc = _spawn_run(lb, log=tmp_path / "term.log")
     _wait_for_commits(lb.checkpoint, 1, proc)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
+    waited = time.monotonic() - began
     assert proc.returncode == 0, err
     assert "leaderboard: stopped" in out
+    # The printed time is the whole wait (Spark's start and the stop included), with its parts.
+    printed = re.search(r"│ time +│ ([\d.]+) s: start [\d.]+ s \(Spark [\d.]+ s\), batches [\d.]+ s.*, stop [\d.]+ s", out)
+    assert printed, out
+    assert waited - 2.0 < float(printed.group(1)) <= waited + 0.05, (out, waited)
     assert "Traceback" not in err
     lb.produce("score_events", [(None, score(1, 1, 99), None)])
     summary = lb.run()
