@@ -37,7 +37,7 @@ def ui(
 
       statectl ui --port 8080
 
-      statectl ui --host 0.0.0.0            (prints http://0.0.0.0:7070/?token=...)
+      statectl ui --host 0.0.0.0      (prints the URL with its token)
 
       curl -s localhost:7070/api/jobs | jq '.jobs[] | {name, state, records_behind, lag_seconds}'
     """

@@ -130,6 +130,8 @@
     $("inspect").disabled = !inspectable;
     if (!inspectable && !$("checkpoint").childElementCount) {
       $("inspect-status").textContent = job.checkpoint ? "no checkpoint at " + job.checkpoint + " yet" : "no checkpoint known (no job config)";
+    } else if (inspectable && $("inspect-status").textContent.startsWith("no checkpoint")) {
+      $("inspect-status").textContent = ""; // the run made it since
     }
     const ev = job.events;
     const p = $("events-problems");
