@@ -14,7 +14,7 @@ from statectl.cli.watch import WatchOpt
 def inspect_state(
     checkpoint_arg: Annotated[Optional[Path], typer.Argument(metavar="CHECKPOINT_DIR", parser=LOCATION, help="The query's checkpointLocation directory.", show_default=False)] = None,
     checkpoint_dir: CheckpointDirOpt = None,
-    operator: Annotated[Optional[int], typer.Option("--operator", "-o", min=0, help="Zoom to one stateful operator (its id under state/).")] = None,
+    operator: Annotated[Optional[int], typer.Option("--operator", min=0, help="Zoom to one stateful operator (its id under state/).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, help="Zoom to one partition: every file, per-store restore plan.")] = None,
     verify: Annotated[str, typer.Option("--verify", help="Integrity to check (sidecar checksums, else the files' own: zip CRCs, LZ4 checksums, records): restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state file and SST), none.")] = "restore",
     rows: Annotated[Optional[int], typer.Option("--rows", "-n", min=0, metavar="N", help="Also show N state rows and the state-metadata source, read by Spark (starts a JVM).")] = None,
