@@ -171,3 +171,22 @@ def test_init(tmp_path):
     assert (forced.returncode, json.loads(forced.stdout)) == (0, {"path": f"{tmp_path}/statectl.yaml", "replaced": True})
     into = _statectl(tmp_path, "init", "sub/dir")
     assert into.returncode == 0 and (tmp_path / "sub" / "dir" / "statectl.yaml").is_file()
+
+
+@pytest.mark.parametrize("args", [
+    ("inspect-state", "cp", "--rows", "3", "--state-var", "games"),
+    ("repartition-state", "--checkpoint-dir", "cp", "--partitions", "4", "--force"),
+], ids=["inspect-state-rows", "repartition-state"])
+def test_the_commands_that_start_spark_take_the_contexts_engine(tmp_path, args):
+    """A context's spark_remote is the engine inspect-state --rows and repartition-state ask (here
+    one that does not answer, so the error names it); --remote none still goes over it."""
+    import shutil
+
+    shutil.copytree(REPO / "tests" / "data" / "leaderboard-0.3-checkpoint", tmp_path / "cp")
+    (tmp_path / "statectl.yaml").write_text("current-context: far\ncontexts:\n  far:\n    spark_remote: sc://127.0.0.1:1\n")
+    done = _statectl(tmp_path, *args)
+    assert "no Spark Connect engine answers at sc://127.0.0.1:1" in done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    env_wins = _statectl(tmp_path, *args, env={"SPARK_REMOTE": "sc://127.0.0.1:2"})
+    assert "sc://127.0.0.1:2" in env_wins.stdout + env_wins.stderr
+    assert "sc://127.0.0.1:1" not in env_wins.stdout + env_wins.stderr

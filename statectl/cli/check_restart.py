@@ -67,10 +67,15 @@ def check_restart(
     resolved = [resolve_job(job, example, config, set_) for config in candidates]
     use_storage(storage_config, resolved[0].config)
     _one_process_can_check(resolved)
+    from statectl.project.precedence import spark_target
+
     results = []
     for one in resolved:
         cluster = cluster_for(bootstrap_servers, client_config, one.config, one.config_path)
-        results.append(run_check(CheckRestartRequest(one.config, one.entry, cluster, checkpoint_dir, master, timeout)))
+        # the trial runs in this process: of the context's Spark only its spark_master applies
+        trial_master = spark_target(None, master, one.config)[1]
+        results.append(run_check(CheckRestartRequest(one.config, one.entry, cluster, checkpoint_dir, trial_master,
+                                                     timeout)))
     if len(results) == 1:
         verdict(results[0], json)
     else:

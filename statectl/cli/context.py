@@ -30,7 +30,7 @@ def list_contexts(json: JsonOpt = False) -> None:
     """
     from statectl.project import active
     from statectl.project.listing import context_rows
-    from statectl.render import emit_json, message, out
+    from statectl.render.context import context_list
 
     project = active()
     if project.file is None:
@@ -38,21 +38,7 @@ def list_contexts(json: JsonOpt = False) -> None:
 
         raise UsageError("no project file here (statectl.yaml in this folder or one above it, --project FILE or "
                          "$STATECTL_PROJECT); `statectl init` writes one")
-    rows = context_rows(project)
-    if json:
-        emit_json([row.to_dict() for row in rows])
-        return
-    if not rows:
-        message(f"{project.file} has no contexts")
-        return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("CURRENT", "NAME", "KAFKA", "SPARK", "CHECKPOINT ROOT"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row("*" if row.current else "", row.name, row.kafka, row.spark, row.checkpoint_root)
-    out().print(table)
+    context_list(context_rows(project), project.file, json)
 
 
 @app.command("use")
@@ -92,23 +78,6 @@ def show_context(
     """
     from statectl.project import active
     from statectl.project.listing import shown_context
-    from statectl.render import emit_json, out
+    from statectl.render.context import context_shown
 
-    shown = shown_context(active(), name)
-    if json:
-        emit_json(shown)
-        return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False, show_header=False)
-    table.add_column(style="bold")
-    table.add_column()
-    current = f"yes ({shown['chosen_by']})" if shown["current"] else "no"
-    for key, value in (("name", shown["name"]), ("current", current), ("project file", shown["project_file"]),
-                       ("bootstrap servers", shown["bootstrap_servers"]), ("client config", shown["client_config"]),
-                       ("spark master", shown["spark_master"]), ("spark remote", shown["spark_remote"]),
-                       ("checkpoint root", shown["checkpoint_root"]), ("storage config", shown["storage_config"])):
-        table.add_row(key, value or "-")
-    for key, value in shown["storage"].items():
-        table.add_row(f"storage {key}", value)
-    out().print(table)
+    context_shown(shown_context(active(), name), json)

@@ -58,12 +58,13 @@ def inspect_state(
     from statectl.render.inspect_state import render
 
     from statectl.config.engine_choice import engine_for
+    from statectl.project.precedence import spark_target
 
     options = InspectOptions(
         path=checkpoint_dir, operator=operator, partition=partition, verify=verify, rows=rows, store=store,
         state_var=state_var, join_side=join_side, changes=changes, batch_id=batch_id,
         timers=timers, spark_version=spark_version,
-        remote=engine_for(remote, None, None).remote if rows is not None else None,
+        remote=engine_for(*spark_target(remote, None, None), None).remote if rows is not None else None,
     )
     if watch is not None:
         from statectl.cli.watch import title_of, watch as watching

@@ -79,7 +79,9 @@ def repartition_state(
     use_storage(storage_config, cfg)
     configured = cfg.spark.conf.get(SHUFFLE_PARTITIONS)
     from statectl.config.engine_choice import engine_for
+    from statectl.project.precedence import spark_target
 
+    remote, master = spark_target(remote, master, cfg)  # the project context's Spark, below flags and env
     request = RepartitionRequest(
         checkpoint=checkpoint_for(cfg, checkpoint_dir), partitions=partitions, dry_run=dry_run, backup_dir=backup_dir,
         master=master or cfg.spark.master, configured=None if configured is None else str(configured), force=force,
