@@ -15,8 +15,8 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="Replace a statectl.yaml that exists.")] = False,
     json: JsonOpt = False,
 ) -> None:
-    """Write a commented starter statectl.yaml: a `local` context for the embedded broker and
-    Spark in this process, a commented-out shared one, and where the project's jobs go.
+    """Write a commented starter statectl.yaml: a `local` context for the embedded broker of
+    `statectl kafka up`, a commented-out shared one, and where the project's jobs go.
 
     It refuses to replace an existing file without --force. The file holds no secrets (it is meant
     to be committed): credentials stay in client config files and the environment. See
@@ -29,10 +29,11 @@ def init(
       statectl init deploy/ && statectl --help
     """
     from statectl.project.starter import write_starter
+    from statectl.paths import display_path
     from statectl.render import emit_json, message
 
     written = write_starter(directory, force)
     if json:
         emit_json(written.to_dict())
         return
-    message(f"{'replaced' if written.replaced else 'wrote'} {written.path}; next: statectl context list")
+    message(f"{'replaced' if written.replaced else 'wrote'} {display_path(written.path)}; next: statectl context list")

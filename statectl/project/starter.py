@@ -22,10 +22,10 @@ STARTER = """\
 current-context: local
 
 contexts:
-  # The embedded broker of `statectl kafka up` and Spark in statectl's own process.
+  # The embedded broker of `statectl kafka up`. Spark: no spark_master or spark_remote, so a run
+  # uses the warm engine of `statectl engine up` when one is up, else a driver in its own process.
   local:
     bootstrap_servers: localhost:9092
-    spark_master: local[*]
     checkpoint_root: .statectl/checkpoints        # relative paths start from this file's folder
 
   # A shared cluster: uncomment and fill in.

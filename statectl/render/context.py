@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from statectl.paths import display_path
 from statectl.render import emit_json, message, out
 
 
@@ -18,7 +19,8 @@ def context_list(rows: list, project_file, as_json: bool) -> None:
     for column in ("CURRENT", "NAME", "KAFKA", "SPARK", "CHECKPOINT ROOT"):
         table.add_column(column)
     for row in rows:
-        table.add_row("*" if row.current else "", row.name, row.kafka, row.spark, row.checkpoint_root)
+        root = row.checkpoint_root if row.checkpoint_root == "-" else display_path(row.checkpoint_root)
+        table.add_row("*" if row.current else "", row.name, row.kafka, row.spark, root)
     out().print(table)
 
 
@@ -30,6 +32,8 @@ def context_shown(shown: dict, as_json: bool) -> None:
     table.add_column(style="bold")
     table.add_column()
     current = f"yes ({shown['chosen_by']})" if shown["current"] else "no"
+    shown = {**shown, **{key: display_path(shown[key]) for key in ("project_file", "client_config", "checkpoint_root",
+                                                                     "storage_config") if shown.get(key)}}
     for key, value in (("name", shown["name"]), ("current", current), ("project file", shown["project_file"]),
                        ("bootstrap servers", shown["bootstrap_servers"]), ("client config", shown["client_config"]),
                        ("spark master", shown["spark_master"]), ("spark remote", shown["spark_remote"]),
