@@ -69,13 +69,15 @@ def trend(samples: list[LagSample], *, now_ms: int | None = None, lag_now: int |
     1. no lag known: unknown; nothing left to read (the lag now, else the last sample's, is 0):
        caught_up;
     2. fewer than two samples: unknown;
-    3. stalled: the consumed offsets did not move over the whole window; or no sample for longer
-       than the window spans (``now_ms`` minus the last sample's time exceeds the last minus the
-       first) while the next unread record (``seconds_now``) waited longer than that span too —
-       Burrow's STALL and STOP;
-    4. growing: the lag never fell from one sample to the next and ends above where it started;
-    5. falling: the lag never rose and ends below where it started;
-    6. steady: anything else (it went up and down, or stayed where it was).
+    3. stalled: no sample for longer than the window spans (``now_ms`` minus the last sample's
+       time exceeds the last minus the first) while the next unread record (``seconds_now``)
+       waited longer than that span too — Burrow's STOP;
+    4. steady: the lag was 0 at some sample of the window (Burrow's first rule: a job that read
+       everything within the window keeps up; what is left now arrived since);
+    5. stalled: the consumed offsets did not move over the whole window — Burrow's STALL;
+    6. growing: the lag never fell from one sample to the next and ends above where it started;
+    7. falling: the lag never rose and ends below where it started;
+    8. steady: anything else (it went up and down, or stayed where it was).
     """
     window = samples[-WINDOW:]
     current = lag_now if lag_now is not None else (window[-1].lag if window else None)
@@ -86,13 +88,15 @@ def trend(samples: list[LagSample], *, now_ms: int | None = None, lag_now: int |
     if len(window) < 2:
         return UNKNOWN
     first, last = window[0], window[-1]
-    if last.consumed == first.consumed:
-        return STALLED
     span = last.time_ms - first.time_ms
     if now_ms is not None and now_ms - last.time_ms > span and (
             seconds_now is None or seconds_now * 1000 > span):
         return STALLED
     lags = [s.lag for s in window]
+    if 0 in lags:
+        return STEADY
+    if last.consumed == first.consumed:
+        return STALLED
     steps = list(zip(lags, lags[1:]))
     if lags[-1] > lags[0] and all(b >= a for a, b in steps):
         return GROWING

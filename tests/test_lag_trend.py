@@ -58,6 +58,18 @@ def _samples(*lags: int, consumed_step: int = 10, dt: int = 1000) -> list[LagSam
                  id="gap-shorter-than-the-window"),
     pytest.param([LagSample(0, 0, 10), LagSample(1000, 10, 5)], {}, CAUGHT_UP, id="end-read-before-consumed"),
     pytest.param(_samples(50, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100), {}, GROWING, id="only-the-last-ten-count"),
+    # Burrow's first rule: a job that was at 0 within the window keeps up. A job on a 1 s trigger
+    # that reads everything each batch has sample lags of 0 with a little noise (records stamped
+    # by the producer before the trigger but appended after Spark listed the offsets): one such
+    # record in the last batch is no growth
+    pytest.param(_samples(0, 0, 0, 0, 0, 0, 0, 0, 0, 3), {"now_ms": 9500, "lag_now": 12, "seconds_now": 0.4}, STEADY,
+                 id="steady-small-lag-with-noise-at-the-end"),
+    pytest.param(_samples(0, 0, 0, 0, 0, 0, 0, 0, 2, 3), {"lag_now": 12}, STEADY, id="noise-rising-from-zero"),
+    pytest.param(_samples(0, 0, 0, consumed_step=0), {"now_ms": 2500, "lag_now": 4, "seconds_now": 0.3}, STEADY,
+                 id="no-data-batches-then-a-new-record"),
+    pytest.param(_samples(0, 0, 5, 9), {"now_ms": 3000 + 3001, "lag_now": 9, "seconds_now": 60.0}, STALLED,
+                 id="stopped-beats-a-zero-in-the-window"),
+    pytest.param(_samples(0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100), {}, GROWING, id="the-zero-left-the-window"),
 ])
 def test_trend_rules(samples, kwargs, expected):
     assert lag_trend.trend(samples, **kwargs) == expected

@@ -109,10 +109,12 @@ def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstra
 
     try:
         # the producer starts once the job runs (Spark's start-up is no part of the figures); growing:
-        # wait for five more batches (the window needs a few), then look three times
+        # wait until the batches from before the job fell behind (lag 0: Burrow's first rule keeps
+        # the verdict steady while one is in the window of 10) have left the window, then look
+        # three times
         batches(1)
         producer.start()
-        batches(6)
+        batches(13)
         growing = []
         for _ in range(3):
             growing.append(look())
