@@ -341,3 +341,139 @@ def _exposition(metrics) -> str:
     from prometheus_client import generate_latest
 
     return generate_latest(metrics.registry).decode()
+
+
+# ------------------------------------------------------------------------------------------
+# reading the next records (a stand-in for the consumer)
+
+class _Msg:
+    def __init__(self, topic, partition, error=None, stamp=(1, 0)):
+        self._t, self._p, self._e, self._s = topic, partition, error, stamp
+
+    def topic(self):
+        return self._t
+
+    def partition(self):
+        return self._p
+
+    def error(self):
+        return self._e
+
+    def timestamp(self):
+        return self._s
+
+
+def _record_times(monkeypatch, messages):
+    """A RecordTimes whose consumer hands out ``messages`` (once) and records its config."""
+    from statectl.adapters.kafka import offsets
+
+    made = {}
+
+    class FakeConsumer:
+        def __init__(self, config):
+            made["config"] = config
+            self.left = list(messages)
+
+        def assign(self, parts):
+            made.setdefault("assigned", []).append([(p.topic, p.partition, p.offset) for p in parts])
+
+        def consume(self, num_messages, timeout):
+            out, self.left = self.left, []
+            return out
+
+        def pause(self, parts):
+            pass
+
+        def unassign(self):
+            pass
+
+        def close(self):
+            made["closed"] = True
+
+    monkeypatch.setattr(offsets, "Consumer", FakeConsumer)
+    monkeypatch.setattr(offsets, "client_config", lambda bootstrap, **extra: dict(extra))
+    return offsets.RecordTimes("h:1"), made
+
+
+def test_reading_the_next_records_end_of_log_retention_and_time_out(monkeypatch):
+    from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
+
+    reader, made = _record_times(monkeypatch, [
+        _Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1234)),
+        # only transaction markers between the offset and the log end: nothing to read, 0 s
+        _Msg("t", 1, KafkaError(KafkaError._PARTITION_EOF)),
+        _Msg("t", 2, KafkaError(KafkaError._AUTO_OFFSET_RESET)),  # deleted by retention
+    ])
+    found, problems = reader.read([("t", 0, 5), ("t", 1, 7), ("t", 2, 3), ("t", 3, 9)], timeout=0.3)
+    assert found == {("t", 0, 5): (1234, False), ("t", 1, 7): None}
+    assert any(p.startswith("t-1: no record after offset 7, only transaction markers") for p in problems)
+    assert any(p.startswith("t-2: offset 3 is no longer in the log") for p in problems)
+    assert any(p.startswith("t-3: the record at offset 9 did not arrive within the time-out") for p in problems)
+    # the job reads what Spark reads by default: an open transaction's records count
+    assert made["config"]["isolation.level"] == "read_uncommitted"
+    assert made["config"]["auto.offset.reset"] == "error"
+    reader.close()
+    assert made["closed"]
+
+
+def test_a_partition_behind_by_transaction_markers_only_is_0_s_and_caught_up(tmp_path):
+    progress = read_progress(build_kafka_checkpoint(tmp_path / "ckpt", 3))
+    last = progress.kafka_sources
+    ends = {t: dict(parts) for _, topics in last for t, parts in topics.items()}
+    ends["players"][0] += 1  # the commit marker after the job's last transaction
+    marker = ("players", 0, last[1][1]["players"][0])
+    look = KafkaLook(ends, now_ms=T0_MS + 60_000, at_end={marker})
+    report = lag_report("leaderboard", progress, [], "k:9092", look, history=batch_history(progress))
+    [row] = [r for r in report.rows if (r.topic, r.partition) == ("players", 0)]
+    assert (row.lag, row.lag_seconds) == (1, 0.0)
+    [players] = [t for t in report.topics if t.topic == "players"]
+    # stopped long ago, its lag a marker: caught up, not stalled (no record has waited)
+    assert (players.lag, players.lag_seconds, players.trend) == (1, 0.0, CAUGHT_UP)
+
+
+def test_a_run_counts_a_partition_behind_by_markers_only_as_0_s():
+    from statectl.run import lifecycle
+    from statectl.run.input_lag import InputLag
+
+    class MarkersReader(FakeReader):
+        def read(self, positions, timeout):
+            return {p: None for p in positions}, []
+
+    lag = InputLag(lambda: MarkersReader({}), clock=lambda: 10.0)
+    progress = _progress(1, {"t": {"0": 10}}, {"t": {"0": 11}})
+    event = lifecycle.batch_progress(progress)
+    lag.fill(event, progress)
+    assert event["sources"][0]["lag_seconds"] == 0.0
+
+
+def test_a_run_ends_even_when_its_reader_fails_to_close():
+    from statectl.run.input_lag import InputLag
+
+    class Failing(FakeReader):
+        def close(self):
+            raise RuntimeError("broker gone")
+
+    lag = InputLag(lambda: Failing({}))
+    lag._read([("t", 0, 1)])
+    lag.close()  # no exception: the run is ending anyway
+
+
+def test_a_long_watch_keeps_only_the_window(tmp_path):
+    from statectl.cluster import Cluster
+    from statectl.config.sections import CheckpointJobConfig
+    from statectl.observe.lag import LagRequest, job_lag
+
+    root = tmp_path / "ckpt"
+
+    def look(cluster, request):
+        return KafkaLook({"score-events": {p: 10_000 for p in range(4)}},
+                         ends_at={t: {"score-events": {p: 10_000 for p in range(4)}} for t in request.times_ms},
+                         now_ms=T0_MS + 100_000)
+
+    cache = LagCache()
+    for batches in range(1, 40, 3):
+        build_kafka_checkpoint(root, batches)
+        report = job_lag(LagRequest(CheckpointJobConfig.at(root), [], Cluster("h:1"), root), look, cache)
+    assert len(report.topics[0].window) == lag_trend.WINDOW
+    assert len(cache.entries) == lag_trend.WINDOW
+    assert [len(v) for v in cache.ends_at.values()] == [lag_trend.WINDOW]

@@ -26,8 +26,9 @@ def lag(
     """Show how far a job is behind its Kafka input: per topic-partition, the offset its last committed batch read up to (CURRENT-OFFSET, from the checkpoint), the log-end offset (from Kafka) and the LAG between them, how far behind that is in time (LAG-SECONDS: the age of the next unread record), with a total per topic and its TREND over the last batches (falling, steady, growing, stalled, caught up).
 
     Works while the job runs and while it is stopped: the checkpoint is read without the run
-    lock and nothing is written. Kafka is only asked for end offsets (no consumer group, no
-    commit), so READ/DESCRIBE on the topics is enough. A partition the checkpoint does not
+    lock and nothing is written. Kafka is asked for end offsets, the offsets at the last batches'
+    times and the next unread record of each lagging partition (no consumer group, no commit), so
+    READ/DESCRIBE on the topics is enough. A partition the checkpoint does not
     know yet shows CURRENT-OFFSET "-"; with no committed batch every lag is unknown (exit 0).
     Exit 2 when the checkpoint does not exist, 1 when Kafka does not answer. --watch shows it
     again every few seconds (see docs/commands/lag.md for the trend's rules).

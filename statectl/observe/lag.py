@@ -63,6 +63,8 @@ class KafkaLook:
     now_ms: int = 0
     #: why some of it is missing (one line each)
     problems: list[str] = field(default_factory=list)
+    #: the positions with no record left to read, only transaction markers up to the log end
+    at_end: set[Position] = field(default_factory=set)
 
 
 #: ``(cluster, request) -> KafkaLook``; raises a StatectlError when Kafka does not answer.
@@ -86,6 +88,8 @@ class LagRow:
     next_record: NextRecord | None = None
     #: now minus the next record's timestamp; 0 with no lag; None: unknown
     lag_seconds: float | None = None
+    #: the lag is transaction markers only (no record left to read): caught up for the trend
+    markers_only: bool = False
 
     @property
     def lag(self) -> int | None:
@@ -195,7 +199,7 @@ def topic_totals(rows: list[LagRow], windows: dict[str, list[WindowSample]] | No
         seconds = lag_trend.max_seconds(r.lag_seconds for r in rs)
         stamps = [r.next_record.timestamp_ms for r in rs if r.next_record is not None and (r.lag or 0) > 0]
         window = tuple((windows or {}).get(topic, ()))
-        lag_now = sum(known) if known else None
+        lag_now = sum(0 if r.markers_only else r.lag for r in rs if r.lag is not None) if known else None
         verdict = lag_trend.trend([w.sample() for w in window], now_ms=now_ms, lag_now=lag_now, seconds_now=seconds)
         out.append(TopicLag(topic, len(rs), sum(known), len(rs) - len(known), seconds,
                             sum(1 for r in rs if (r.lag or 0) > 0 and r.lag_seconds is None),
@@ -254,6 +258,12 @@ def batch_history(progress: CheckpointProgress, count: int = lag_trend.WINDOW,
                 continue
         cache[key] = batch_offsets(batch, entry.timestamp_ms, entry.source_offsets)
     kept = sorted((b, v) for (root, b), v in cache.items() if root == progress.root and v is not None and b <= last)
+    # a watch looks for hours: keep only the window's entries (and the unreadable ones in it, so
+    # they are not read again), not one per batch the job ever ran
+    oldest = kept[-count][0] if len(kept) >= count else None
+    if oldest is not None:
+        for key in [k for k in cache if k[0] == progress.root and k[1] < oldest]:
+            del cache[key]
     return [v for _, v in kept][-count:]
 
 
@@ -412,10 +422,14 @@ def with_seconds(row: LagRow, look: KafkaLook) -> LagRow:
     from dataclasses import replace
 
     record = None
+    markers_only = False
     if (row.lag or 0) > 0 and row.current_offset is not None:
-        record = look.records.get((row.topic, row.partition, row.current_offset))
-    seconds = lag_trend.seconds_behind(row.lag, record.timestamp_ms if record else None, look.now_ms)
-    return replace(row, next_record=record, lag_seconds=seconds)
+        position = (row.topic, row.partition, row.current_offset)
+        record = look.records.get(position)
+        markers_only = position in look.at_end
+    seconds = 0.0 if markers_only else lag_trend.seconds_behind(row.lag, record.timestamp_ms if record else None,
+                                                                  look.now_ms)
+    return replace(row, next_record=record, lag_seconds=seconds, markers_only=markers_only)
 
 
 @dataclass
@@ -451,8 +465,9 @@ def kafka_look(cluster: Cluster, request: LookRequest) -> KafkaLook:
     refuse_if_nothing_listens(cluster)
     found = lag_look(cluster, request.topics, request.positions, request.times_ms)
     now_ms = int(time.time() * 1000)
-    return KafkaLook(found.ends, {pos: NextRecord(ts, log_append) for pos, (ts, log_append) in found.records.items()},
-                     found.ends_at, now_ms, found.problems)
+    return KafkaLook(found.ends, {pos: NextRecord(*record) for pos, record in found.records.items() if record is not None},
+                     found.ends_at, now_ms, found.problems,
+                     at_end={pos for pos, record in found.records.items() if record is None})
 
 
 @dataclass
@@ -461,16 +476,25 @@ class LagCache:
     times Kafka gave (neither changes), so each look asks only for what is new."""
 
     entries: dict = field(default_factory=dict)
-    ends_at: dict[int, dict[str, dict[int, int]]] = field(default_factory=dict)
+    #: per cluster (``str(cluster)``: status watches jobs on several), ``{time ms: {topic: {partition: end}}}``
+    ends_at: dict[str, dict[int, dict[str, dict[int, int]]]] = field(default_factory=dict)
 
     def ask(self, look: Look, cluster: Cluster, request: LookRequest) -> KafkaLook:
         """``look`` for ``request``, its past log ends merged with those kept."""
-        request = LookRequest(request.topics, request.positions,
-                              [t for t in request.times_ms if t not in self.ends_at])
+        kept = self.ends_at.setdefault(str(cluster), {})
+        request = LookRequest(request.topics, request.positions, [t for t in request.times_ms if t not in kept])
         answer = look(cluster, request)
-        self.ends_at.update(answer.ends_at)
-        answer.ends_at = dict(self.ends_at)
+        kept.update(answer.ends_at)
+        answer.ends_at = dict(kept)
         return answer
+
+    def keep_only(self, history: list[BatchOffsets]) -> None:
+        """Forgets the log ends at times no longer in any window (``history``: the batches the
+        windows now hold), so a long watch does not keep one per batch the job ever ran."""
+        wanted = {h.time_ms for h in history}
+        for kept in self.ends_at.values():
+            for at in [t for t in kept if t not in wanted]:
+                del kept[at]
 
 
 def job_lag(request: LagRequest, look: Look = kafka_look, cache: LagCache | None = None) -> LagReport:
@@ -483,6 +507,7 @@ def job_lag(request: LagRequest, look: Look = kafka_look, cache: LagCache | None
     progress = read_progress(checkpoint_for(request.config, request.checkpoint_dir))
     history = batch_history(progress, cache=cache.entries)
     answer = cache.ask(look, request.cluster, look_request(progress, request.inputs, history))
+    cache.keep_only(history)
     return lag_report(request.config.job_name, progress, request.inputs, str(request.cluster), answer,
                       starting_offsets=_starting_offsets(request.config), history=history)
 

@@ -282,6 +282,7 @@ def project_status(request: StatusRequest, look: Look = kafka_look,
             status.cluster = request.cluster_of(config, path)
         statuses.append(status)
     _add_lag(statuses, look, cache)
+    cache.keep_only([h for s in statuses for h in s.history])
     return StatusReport(statuses)
 
 

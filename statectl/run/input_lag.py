@@ -107,6 +107,9 @@ class InputLag:
                 seconds = []
                 for p, (end, latest) in by_p.items():
                     record = found.get((topic, p, end))
+                    if record is None and (topic, p, end) in found:  # transaction markers only: nothing to read
+                        seconds.append(0.0)
+                        continue
                     seconds.append(lag_trend.seconds_behind(max(0, latest - end), record[0] if record else None, now_ms))
                 records = sum(max(0, latest - end) for end, latest in by_p.values())
                 window = self.samples.setdefault((index, topic), [])
@@ -119,8 +122,11 @@ class InputLag:
             summary["lag_by_topic"] = by_topic
 
     def close(self) -> None:
+        """Closes the reader; a failure to is no failure of the run (the run is ending)."""
         if self._reader is not None:
             try:
                 self._reader.close()
+            except Exception:
+                pass
             finally:
                 self._reader = None

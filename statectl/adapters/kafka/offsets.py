@@ -180,17 +180,22 @@ class RecordTimes:
             # an offset that is gone (retention) is an error here, never a silent jump to a later record
             "auto.offset.reset": "error",
             "enable.partition.eof": True,
+            # as Spark's Kafka source reads by default: a record of an open transaction is one the
+            # job has still to read (read_committed would stop at it and say "end of the log")
+            "isolation.level": "read_uncommitted",
             # one record per partition is what is wanted: do not fetch megabytes ahead
             "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 16, "queued.max.messages.kbytes": 1024,
             "fetch.wait.max.ms": 100,
         }))
 
     def read(self, positions: list[Position], timeout: float = RECORD_READ_TIMEOUT
-             ) -> tuple[dict[Position, tuple[int, bool]], list[str]]:
+             ) -> tuple[dict[Position, tuple[int, bool] | None], list[str]]:
         """``{position: (timestamp ms, whether it is LogAppendTime)}`` for the positions whose
-        record could be read, and why the others could not (one line each). A partition asked at
-        several offsets is read once per offset, one round after the other."""
-        found: dict[Position, tuple[int, bool]] = {}
+        record could be read, ``None`` for those with no record left to read (only transaction
+        markers between the offset and the log end: nothing is behind in time), and why the
+        others could not be read (one line each). A partition asked at several offsets is read
+        once per offset, one round after the other."""
+        found: dict[Position, tuple[int, bool] | None] = {}
         problems: list[str] = []
         rounds: list[list[Position]] = []
         for position in sorted(set(positions)):
@@ -220,7 +225,11 @@ class RecordTimes:
                     error = msg.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
-                            problems.append(f"{key[0]}-{key[1]}: no record at offset {wanted[key][2]} (end of the log)")
+                            # asked below the log end, so what is left is control records (the
+                            # markers a transactional producer writes): no record to wait for
+                            found[wanted[key]] = None
+                            problems.append(f"{key[0]}-{key[1]}: no record after offset {wanted[key][2]}, only "
+                                            f"transaction markers (nothing left to read: 0 s)")
                         elif error.code() == KafkaError._AUTO_OFFSET_RESET:
                             problems.append(f"{key[0]}-{key[1]}: offset {wanted[key][2]} is no longer in the log "
                                             f"(deleted by retention)")
@@ -281,7 +290,8 @@ class LagLook:
     log ends at past times, and why any of it is missing."""
 
     ends: dict[str, dict[int, int]]
-    records: dict[Position, tuple[int, bool]]
+    #: ``None``: only transaction markers left to the log end (see RecordTimes.read)
+    records: dict[Position, tuple[int, bool] | None]
     ends_at: dict[int, dict[str, dict[int, int]]]
     problems: list[str]
 
@@ -296,7 +306,7 @@ def lag_look(bootstrap: Target, topics: list[str], positions: list[Position], ti
         ends = {topic: {p: high for p, (_, high) in by_partition.items()} for topic, by_partition in marks.items()}
         ends_at, problems = ends_at_times(consumer, marks, times_ms) if times_ms else ({}, [])
     lagging = [(t, p, o) for t, p, o in positions if t in marks and p in marks[t] and o < marks[t][p][1]]
-    records: dict[Position, tuple[int, bool]] = {}
+    records: dict[Position, tuple[int, bool] | None] = {}
     if lagging:
         reader = RecordTimes(bootstrap)
         try:
