@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import secrets
 import socket
 from typing import Mapping
@@ -55,6 +56,8 @@ def token_for(host: str, given: str | None, flag: str, generate: bool = True) ->
     if given:
         if any(c.isspace() or not c.isprintable() for c in given):
             raise UsageError(f"{flag}: a token may not hold spaces or control characters")
+        if any(c in ';,"\\' for c in given):  # the dashboard keeps it in a cookie, where these end or bend it
+            raise UsageError(f"{flag}: a token may not hold ; , \" or \\")
         return given, False
     if is_loopback(host):
         return None, False
@@ -111,3 +114,15 @@ def host_header_ok(token: str | None, host_header: str | None) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+_TOKEN_QUERY = re.compile(r"(?i)([?&;]token=)[^&;#\s'\"]*")
+
+
+def loggable(text: str) -> str:
+    """``text`` (a request line, or http.server's message quoting one) fit for a log: a ``token=``
+    query's value as ``***`` however the client encoded it (a registered token is hidden only as
+    written), and control characters as ``\\xNN`` (a request line is the client's text: written
+    raw to a terminal, its escape sequences would act there)."""
+    text = _TOKEN_QUERY.sub(r"\1***", text)
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)

@@ -61,6 +61,7 @@ def test_token_for_loopback_needs_none_and_elsewhere_one_is_made_or_required():
 @pytest.mark.parametrize("bad, message", [
     ("", "the token is empty"), ("   ", "the token is empty"),
     ("two words", "may not hold spaces"), ("tab\there", "may not hold spaces"), ("bell\x07", "control characters"),
+    ("semi;colon", "may not hold ;"), ('quo"te', "may not hold ;"), ("back\\slash", "may not hold ;"),
 ])
 def test_token_for_refuses_bad_tokens(bad, message):
     with pytest.raises(UsageError, match=message):
@@ -174,6 +175,55 @@ def test_a_missing_file_then_a_replaced_one(tmp_path):
     path.write_text(RECORDED.read_text().splitlines()[1] + "\n")
     series.refresh()
     assert series.series()["next"] == 1
+
+
+def test_a_large_file_is_read_from_its_tail_in_pieces_and_keeps_the_newest_points(tmp_path, monkeypatch):
+    from statectl.ui import series as series_module
+
+    batch = next(line for line in RECORDED.read_text().splitlines() if '"batch_progress"' in line)
+    path = tmp_path / "job.jsonl"
+    event = json.loads(batch)
+    with open(path, "w") as f:
+        for i in range(300):
+            f.write(json.dumps({**event, "batch_id": i}) + "\n")
+    size = path.stat().st_size
+    monkeypatch.setattr(series_module, "TAIL_BYTES", size // 2)
+    monkeypatch.setattr(series_module, "READ_BYTES", 4096)
+    monkeypatch.setattr(series_module, "KEEP_POINTS", 40)
+    monkeypatch.setattr(series_module, "MAX_POINTS", 40)
+    series = EventsSeries(path).refresh()
+    summary = series.summary()
+    # Only whole lines of the newest half, none of it skipped as damaged.
+    assert 0 < summary["skipped_bytes"] <= size // 2 + len(batch) * 2 and summary["skipped_lines"] == 0
+    assert len(series.points) <= 80
+    answer = series.series()
+    assert answer["next"] == summary["points"] and [p["batch_id"] for p in answer["points"]][-1] == 299
+    assert len(answer["points"]) == 40
+    # Appended points keep their indices across the trimming.
+    with open(path, "a") as f:
+        for i in range(300, 400):
+            f.write(json.dumps({**event, "batch_id": i}) + "\n")
+    answer = series.refresh().series(answer["next"])  # a page that asked a while ago: the newest MAX_POINTS
+    assert (len(answer["points"]), answer["points"][-1]["batch_id"]) == (40, 399)
+    assert [p["batch_id"] for p in series.series(answer["next"] - 5)["points"]] == [395, 396, 397, 398, 399]
+    assert len(series.points) <= 80
+
+
+def test_a_line_without_end_is_skipped_without_being_held(tmp_path, monkeypatch):
+    from statectl.ui import series as series_module
+
+    monkeypatch.setattr(series_module, "MAX_LINE_BYTES", 4000)
+    monkeypatch.setattr(series_module, "READ_BYTES", 300)
+    good = RECORDED.read_text().splitlines()[1]
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(b"x" * 20000)
+    series = EventsSeries(path).refresh()
+    assert len(series.pending) <= 4300 and series.summary()["skipped_lines"] == 1
+    with open(path, "a") as f:
+        f.write("y" * 10000 + "\n" + good + "\n")
+    summary = series.refresh().summary()
+    assert (summary["events"], summary["skipped_lines"]) == (1, 1)
+    assert summary["problems"][0].startswith("line 1: longer than")
 
 
 def test_batch_point_takes_lag_seconds_when_a_source_reports_it():
@@ -367,6 +417,59 @@ def test_a_token_server_answers_only_with_the_token(served):
     assert s.get("/api/jobs", {"Authorization": "Bearer t0ken-for-tests", "Host": "dash.example"})[0] == 200
 
 
+def test_the_log_never_shows_a_token_however_it_is_encoded(dashboard):
+    from statectl.ui.server import make_server
+
+    lines = []
+    server = make_server(dashboard, "127.0.0.1", 0, "tok+en/with=signs", log=lines.append)
+    thread = threading.Thread(target=server.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        for target in ("/api/jobs?token=tok%2Ben%2Fwith%3Dsigns", "/api/jobs?x=1&token=tok%2ben%2fwith%3dsigns"):
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}{target}", timeout=10) as r:
+                assert r.status == 200
+    finally:
+        server.httpd.shutdown()
+        server.close()
+    assert len(lines) == 2 and all("token=***" in line.lower() for line in lines)
+    assert not any("tok%2" in line.lower() or "signs" in line for line in lines)
+    assert access.loggable("GET /?token=a\x1b[2J HTTP/1.1") == "GET /?token=*** HTTP/1.1"
+    assert access.loggable("GET /\x1b[2J HTTP/1.1") == "GET /\\x1b[2J HTTP/1.1"
+
+
+def test_a_silent_connection_lets_go_of_its_thread(dashboard, monkeypatch):
+    import socket
+
+    from statectl.ui import server as server_module
+
+    monkeypatch.setattr(server_module, "REQUEST_TIMEOUT_SECONDS", 0.5)
+    s = _Served(dashboard)
+    try:
+        silent = socket.create_connection(("127.0.0.1", s.server.port))
+        silent.settimeout(10)
+        assert s.get("/api/jobs")[0] == 200  # others are answered meanwhile
+        assert silent.recv(100) == b""  # closed by the server, not left waiting for ever
+        silent.close()
+    finally:
+        s.close()
+
+
+def test_a_job_gone_between_two_looks_does_not_fail_the_list(tmp_path):
+    jobs = [UiJob("a", tmp_path / "a.jsonl"), UiJob("b", tmp_path / "b.jsonl")]
+    board = Dashboard(jobs)
+    views = []
+    original = board.job_view
+
+    def view_and_forget(job, detail=False):
+        board._set_jobs([])  # a rediscovery on another thread, mid-answer
+        views.append(job.name)
+        return original(job, detail)
+
+    board.job_view = view_and_forget
+    status, body = board.answer("/api/jobs")
+    assert status == 200 and [j["name"] for j in body["jobs"]] == ["a", "b"] == views
+
+
 def test_binding_every_address_makes_a_token_and_puts_it_in_the_url(dashboard):
     from statectl.ui.server import make_server
 
@@ -441,6 +544,32 @@ def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_pa
     finally:
         project.reset()
         redact.forget_all()
+
+
+def test_a_project_jobs_checkpoint_is_where_run_keeps_it(tmp_path, monkeypatch):
+    """The context's checkpoint_root/NAME over the job config's checkpoint_dir, and its bootstrap
+    servers under $KAFKA_BOOTSTRAP_SERVERS: the order `statectl run NAME` follows."""
+    from jobs.registry import load_job_config, shipped_configs
+    from statectl import project
+    from statectl.cli.common import resolve_job
+    from statectl.ui.jobs import discover
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("STATECTL_PROJECT", "STATECTL_CONTEXT", "STATECTL_CLIENT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "from-env:9092")
+    shutil.copy(REPO / "jobs" / "configs" / "leaderboard.yaml", tmp_path / "lb.yaml")
+    (tmp_path / "statectl.yaml").write_text("current-context: dev\ncontexts:\n  dev:\n"
+                                            "    bootstrap_servers: from-context:9092\n    checkpoint_root: cps\n"
+                                            "jobs:\n  lb-eu: lb.yaml\n")
+    project.reset()
+    try:
+        [job] = discover(load_job_config, shipped_configs)
+        assert job.checkpoint == str(tmp_path.resolve() / "cps" / "lb-eu")
+        assert job.checkpoint == resolve_job("lb-eu", None, None).config.checkpoint_dir
+        assert job.bootstrap_servers == "from-env:9092"
+    finally:
+        project.reset()
 
 
 # ---------------------------------------------------------------- the metrics server and serve
@@ -606,3 +735,49 @@ def test_an_events_path_that_is_a_folder_costs_the_run_nothing_but_a_warning(tmp
     writer, why = default_events_writer("leaderboard")
     assert writer is None
     assert why.startswith("events are not kept in ") and "is a directory" in why
+
+
+def test_the_default_events_file_rotates_while_a_long_run_goes_on(tmp_path, monkeypatch):
+    from statectl.run.events_file import default_events_writer
+
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path))
+    writer, why = default_events_writer("leaderboard", rotate_bytes=300)
+    assert why is None
+    event = {"type": "idle", "time": 1.0, "state": "IDLE", "query_id": None, "run_id": None}
+    for _ in range(20):
+        writer(event)
+    writer.close()
+    path = tmp_path / "events" / "leaderboard.jsonl"
+    line = json.dumps(event, separators=(",", ":")) + "\n"
+    # Never much past the limit, on disk at most twice it, and every line whole.
+    assert path.stat().st_size <= 300 + len(line)
+    assert (tmp_path / "events" / "leaderboard.jsonl.1").stat().st_size <= 300 + len(line)
+    for file in (path, path.with_name("leaderboard.jsonl.1")):
+        assert set(file.read_text().splitlines(True)) == {line}
+
+
+def test_a_failing_default_events_file_warns_once_and_the_run_goes_on(tmp_path, monkeypatch):
+    from statectl.run.events_file import default_events_writer
+
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path))
+    warnings = []
+    writer, _ = default_events_writer("leaderboard", warn=warnings.append)
+
+    class Full:
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+        def fileno(self):
+            return 0
+
+        def close(self):
+            pass
+
+    writer.stream.close()
+    writer.stream = Full()
+    monkeypatch.setattr("os.fstat", lambda fd: os.stat_result((0,) * 10))
+    event = {"type": "idle", "time": 1.0, "state": "IDLE", "query_id": None, "run_id": None}
+    writer(event)  # no exception: the run's other sinks (its display, --events -) must go on
+    writer(event)
+    writer.close()
+    assert len(warnings) == 1 and "No space left on device" in warnings[0] and "the run goes on" in warnings[0]

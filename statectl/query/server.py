@@ -38,11 +38,8 @@ def respond(view: dict, path: str) -> tuple[int, object]:
 #: HTTP does not define 501.
 ALLOWED = "GET, HEAD"
 
-
-def printable(text: str) -> str:
-    """``text`` with control characters as ``\\xNN``: a request line is the client's text, and
-    written raw to a terminal its escape sequences would act there."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+#: How long a connection may take to send its request.
+REQUEST_TIMEOUT_SECONDS = 30
 
 
 def stale_headers(stale_since: float | None) -> dict[str, str]:
@@ -59,6 +56,7 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "statectl"
+        timeout = REQUEST_TIMEOUT_SECONDS  # a client that connects and sends nothing lets go of its thread
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if self._allowed():
@@ -101,7 +99,7 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token
             for name, value in {**stale_headers(live.stale_since), **(headers or {})}.items():
                 self.send_header(name, value)
             if log:  # before the answer leaves: a client that has it finds it logged
-                log(f'{self.client_address[0]} "{printable(self.requestline)}" {status} {len(data)}')
+                log(f'{self.client_address[0]} "{access.loggable(self.requestline)}" {status} {len(data)}')
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
@@ -111,7 +109,7 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token
 
         def log_message(self, format, *args) -> None:
             if log:
-                log(printable(f"{self.client_address[0]} {format % args}"))
+                log(access.loggable(f"{self.client_address[0]} {format % args}"))
 
     return Handler
 

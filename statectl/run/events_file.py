@@ -8,11 +8,12 @@ models load only when an event is validated: the run writes plain dicts and neve
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any, Callable, Iterable
 
 from statectl.errors import UsageError
 from statectl.redact import scrub, scrub_data
@@ -235,22 +236,71 @@ class EventsWriter:
             self.stream.close()
 
 
-#: A default events file larger than this when a run starts is moved aside to ``JOB.jsonl.1``
-#: (replacing the one there), so a job that runs for weeks keeps at most twice this on disk.
+#: A default events file larger than this, when a run starts or while it runs, is moved aside to
+#: ``JOB.jsonl.1`` (replacing the one there), so a job that runs for weeks keeps at most about
+#: twice this on disk.
 ROTATE_BYTES = 64 * 1024 * 1024
 
 
-def default_events_writer(job_name: str, rotate_bytes: int = ROTATE_BYTES) -> tuple[EventsWriter | None, str | None]:
+class KeptEventsWriter(EventsWriter):
+    """The default events file's writer: rotated as it passes ``rotate_bytes`` (``statectl ui``
+    sees a replaced file and starts over), and never a reason for a run to stop: a write that
+    fails (a full disk) ends this file with one warning while the run and its other sinks go on."""
+
+    def __init__(self, path: Path, rotate_bytes: int, warn: Callable[[str], None] | None = None):
+        self.path, self.rotate_bytes, self.warn = path, rotate_bytes, warn
+        if path.is_file() and path.stat().st_size > rotate_bytes:
+            self._move_aside()
+        super().__init__(str(path))
+
+    def _move_aside(self) -> None:
+        self.path.replace(self.path.with_name(self.path.name + ".1"))
+
+    def __call__(self, event: dict) -> None:
+        if self.stream is None:
+            return
+        try:
+            if os.fstat(self.stream.fileno()).st_size > self.rotate_bytes:  # a long run: rotated as it goes
+                self.stream.close()
+                self._move_aside()
+                self.stream = open(self.path, "a", encoding="utf-8")
+            super().__call__(event)
+        except (OSError, ValueError) as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: Exception) -> None:
+        from statectl.paths import display_path
+
+        stream, self.stream = self.stream, None
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+        if self.warn is not None:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.warn(f"events are no longer kept in {display_path(self.path)} ({reason}); the run goes on")
+
+    def close(self) -> None:
+        if self.stream is not None:
+            try:
+                self.stream.close()
+            except OSError:
+                pass
+            self.stream = None
+
+
+def default_events_writer(job_name: str, rotate_bytes: int = ROTATE_BYTES,
+                          warn: Callable[[str], None] | None = None) -> tuple[EventsWriter | None, str | None]:
     """The writer of a run without --events-file: ``.statectl/events/JOB.jsonl`` (statectl.paths),
     where `statectl ui` finds past and current runs. A working area that cannot be written costs
-    the run nothing: ``(None, why)`` instead, for a warning."""
+    the run nothing: ``(None, why)`` instead, for a warning; ``warn`` hears of a write that fails
+    later."""
     from statectl.paths import default_events_file, display_path
 
     path = default_events_file(job_name)
     try:
-        if path.is_file() and path.stat().st_size > rotate_bytes:
-            path.replace(path.with_name(path.name + ".1"))
-        return EventsWriter(str(path)), None
+        return KeptEventsWriter(path, rotate_bytes, warn), None
     except (UsageError, OSError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return None, f"events are not kept in {display_path(path)} ({reason}); --events-file PATH keeps them elsewhere"

@@ -105,11 +105,13 @@ class Dashboard:
 
     def _set_jobs(self, jobs: list[UiJob]) -> None:
         with self._lock:
-            self._jobs = {j.name: j for j in jobs}
             for job in jobs:
                 series = self._series.get(job.name)
                 if series is None or series.path != job.events_file:
                     self._series[job.name] = EventsSeries(job.events_file)
+            # Swapped whole, after its series exist: a request reading it without the lock sees
+            # the old jobs or the new ones, each with its series.
+            self._jobs = {j.name: j for j in jobs}
 
     def refresh_jobs(self, force: bool = False) -> None:
         """Look again for jobs (a run of a new job started an events file), at most every
@@ -122,9 +124,8 @@ class Dashboard:
             self._set_jobs(self._rediscover())
 
     # ------------------------------------------------------------ views
-    def job_view(self, name: str, detail: bool = False) -> dict:
-        job = self._jobs[name]
-        series = self._series[name].refresh()
+    def job_view(self, job: UiJob, detail: bool = False) -> dict:
+        series = self._series[job.name].refresh()
         summary = series.summary()
         run = series.current_run()
         progress = _progress(job.checkpoint) if job.checkpoint else None
@@ -153,7 +154,7 @@ class Dashboard:
             "restoring": state == "RESTORING",
             "restores": restores,
             "error": run.error if run else None,
-            "events": {k: summary[k] for k in ("exists", "events", "skipped_lines", "points", "error")},
+            "events": {k: summary[k] for k in ("exists", "events", "skipped_lines", "skipped_bytes", "points", "error")},
             "checkpoint_exists": bool(progress and progress["exists"]),
             "checkpoint_error": progress["error"] if progress else None,
         }
@@ -162,8 +163,8 @@ class Dashboard:
             view["events"]["problems"] = summary["problems"]
         return view
 
-    def checkpoint_report(self, name: str) -> tuple[int, dict]:
-        job = self._jobs[name]
+    def checkpoint_report(self, job: UiJob) -> tuple[int, dict]:
+        name = job.name
         if not job.checkpoint:
             return 404, {"error": f"job {name} has no checkpoint statectl knows of (no job config)"}
         cached = self._checkpoints.get(name)
@@ -194,18 +195,20 @@ class Dashboard:
             return 404, {"error": f"no route {parts.path}; GET /api lists the routes"}
         if len(segments) == 2:
             self.refresh_jobs()
-            return 200, clean({"project": self.project, "jobs": [self.job_view(n) for n in list(self._jobs)]})
+            # One look at the jobs: a rediscovery on another thread swaps the dict, never changes it.
+            return 200, clean({"project": self.project, "jobs": [self.job_view(j) for j in self._jobs.values()]})
         name = segments[2]
         if name not in self._jobs:
             self.refresh_jobs()
-        if name not in self._jobs:
+        job = self._jobs.get(name)
+        if job is None:
             from statectl.text import did_you_mean
 
             return 404, clean({"error": f"no job {name!r}{did_you_mean(name, list(self._jobs))}; "
                                         f"GET /api/jobs lists them"})
         rest = segments[3:]
         if not rest:
-            return 200, clean(self.job_view(name, detail=True))
+            return 200, clean(self.job_view(job, detail=True))
         if rest == ["series"]:
             raw = (query.get("from") or ["0"])[0]
             if not raw.isdigit():
@@ -213,7 +216,7 @@ class Dashboard:
             series = self._series[name].refresh()
             return 200, clean({"job": name, **series.series(int(raw))})
         if rest == ["checkpoint"]:
-            status, body = self.checkpoint_report(name)
+            status, body = self.checkpoint_report(job)
             return status, clean(body)
         return 404, {"error": f"no route {parts.path}; GET /api lists the routes"}
 

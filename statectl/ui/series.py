@@ -6,6 +6,11 @@ a page that polls every second costs a run's events file one ``stat`` and a shor
 still being written (no newline yet) waits for the next refresh; a line that is not a statectl
 event (not JSON, not an object, no known type or time) is counted and skipped, never fatal: a run
 that was killed may leave half a line, and a file may be shared with other writers.
+
+Memory stays bounded whatever the file's size: a file first seen larger than TAIL_BYTES is read
+from its last TAIL_BYTES only (its line numbers then count from there), reads go in READ_BYTES
+pieces, at most twice KEEP_POINTS points are kept (the newest), and a "line" longer than
+MAX_LINE_BYTES (no newline in sight: not an events file) is skipped as it goes.
 """
 
 from __future__ import annotations
@@ -26,8 +31,21 @@ EVENT_TYPES = frozenset({
 #: The points one answer of /series carries at most (the newest); a page asks again from there.
 MAX_POINTS = 5000
 
+#: The points kept per file at least (the newest; at most twice as many): what one answer of
+#: /series may carry, so never fewer than MAX_POINTS.
+KEEP_POINTS = MAX_POINTS
+
 #: Problems kept per file (their number is counted in full).
 MAX_PROBLEMS = 20
+
+#: A file first seen larger than this is read from its last TAIL_BYTES on (its newest runs).
+TAIL_BYTES = 16 * 1024 * 1024
+
+#: What one read takes at most.
+READ_BYTES = 1024 * 1024
+
+#: A line longer than this is no event: skipped without being held in memory.
+MAX_LINE_BYTES = 1024 * 1024
 
 
 def _number(value: Any) -> float | int | None:
@@ -154,8 +172,11 @@ class EventsSeries:
         self.offset = 0
         self.identity: tuple[int, int] | None = None
         self.pending = b""
+        self.overlong = False  # within a line past MAX_LINE_BYTES: dropped up to its newline
         self.line_number = 0
         self.points: list[dict] = []
+        self.dropped_points = 0  # the points before ``points`` (their indices stay valid)
+        self.skipped_bytes = 0  # the head of a large file that was not read
         self.runs: dict[Any, Run] = {}
         self.last_event: dict | None = None
         self.events = 0
@@ -185,26 +206,45 @@ class EventsSeries:
                 return self
             try:
                 with open(self.path, "rb") as f:
+                    if self.offset == 0 and st.st_size > TAIL_BYTES:
+                        # A large file: its newest part, from the first whole line in it.
+                        f.seek(st.st_size - TAIL_BYTES - 1)
+                        head = len(f.readline(MAX_LINE_BYTES))
+                        self.offset = self.skipped_bytes = st.st_size - TAIL_BYTES - 1 + head
                     f.seek(self.offset)
-                    data = f.read(st.st_size - self.offset)
+                    while self.offset < st.st_size:
+                        data = f.read(min(READ_BYTES, st.st_size - self.offset))
+                        if not data:
+                            break
+                        self.offset += len(data)
+                        self._take_bytes(data)
             except OSError as exc:
                 self.error = f"cannot read {self.path.name} ({exc.strerror})"
-                return self
-            self.offset += len(data)
-            lines = (self.pending + data).split(b"\n")
-            self.pending = lines.pop()  # b"" after a newline; else a line still being written
-            for line in lines:
-                self.line_number += 1
-                if line.strip():
-                    self._take(line)
             return self
+
+    def _take_bytes(self, data: bytes) -> None:
+        lines = (self.pending + data).split(b"\n")
+        self.pending = lines.pop()  # b"" after a newline; else a line still being written
+        for line in lines:
+            self.line_number += 1
+            if self.overlong:
+                self.overlong = False  # its end: the rest was counted when it began
+            elif line.strip():
+                self._take(line)
+        if len(self.pending) > MAX_LINE_BYTES:
+            if not self.overlong:  # counted once, now; its line number is taken at its newline
+                self._skip(f"line {self.line_number + 1}: longer than {MAX_LINE_BYTES // 1024 // 1024} MiB")
+            self.overlong, self.pending = True, b""
+
+    def _skip(self, problem: str) -> None:
+        self.skipped += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
 
     def _take(self, line: bytes) -> None:
         event, problem = problem_of(line)
         if event is None:
-            self.skipped += 1
-            if len(self.problems) < MAX_PROBLEMS:
-                self.problems.append(f"line {self.line_number}: {problem}")
+            self._skip(f"line {self.line_number}: {problem}")
             return
         self.events += 1
         self.last_event = event
@@ -222,6 +262,10 @@ class EventsSeries:
             run.checkpoint = event.get("checkpoint") if isinstance(event.get("checkpoint"), str) else None
         elif kind == "batch_progress":
             self.points.append(batch_point(event))
+            if len(self.points) > 2 * KEEP_POINTS:  # trimmed now and then, not on every point
+                cut = len(self.points) - KEEP_POINTS
+                del self.points[:cut]
+                self.dropped_points += cut
             run.batches += 1
             run.last_batch = _number(event.get("batch_id"))
         elif kind in ("restore_started", "restore_progress", "restore_finished"):
@@ -237,11 +281,12 @@ class EventsSeries:
         """The points from index ``start`` on (at most MAX_POINTS, the newest), with the index the
         next request starts from."""
         with self._lock:
-            total = len(self.points)
+            total = self.dropped_points + len(self.points)
             start = max(0, min(start, total))
             if total - start > MAX_POINTS:
                 start = total - MAX_POINTS
-            return {"generation": self.generation, "from": start, "next": total, "points": self.points[start:]}
+            return {"generation": self.generation, "from": start, "next": total,
+                    "points": self.points[max(0, start - self.dropped_points):]}
 
     def current_run(self) -> Run | None:
         with self._lock:
@@ -256,7 +301,8 @@ class EventsSeries:
                 "skipped_lines": self.skipped,
                 "problems": list(self.problems),
                 "error": self.error,
-                "points": len(self.points),
+                "points": self.dropped_points + len(self.points),
+                "skipped_bytes": self.skipped_bytes,
                 "last_point": last_point,
                 "last_event": {k: self.last_event.get(k) for k in ("type", "time", "state")} if self.last_event else None,
                 "runs": [r.to_dict() for r in self.runs.values()],

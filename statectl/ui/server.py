@@ -25,6 +25,9 @@ from statectl.redact import register, scrub
 from statectl.ui.dashboard import Dashboard
 
 ALLOWED = "GET, HEAD"
+
+#: How long a connection may take to send its request.
+REQUEST_TIMEOUT_SECONDS = 30
 _STATIC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 #: No script, style or connection but the page's own: an asset that tried to reach the network
@@ -45,15 +48,12 @@ def static_files() -> dict[str, bytes]:
             if entry.is_file() and _STATIC_NAME.match(entry.name)}
 
 
-def printable(text: str) -> str:
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-
-
 def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], None] | None = None):
     assets = static_files()
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "statectl"
+        timeout = REQUEST_TIMEOUT_SECONDS  # a client that connects and sends nothing lets go of its thread
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             self._route()
@@ -134,7 +134,7 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
             for name, value in {**SECURITY_HEADERS, **(headers or {})}.items():
                 self.send_header(name, value)
             if log:
-                log(f'{self.client_address[0]} "{printable(self.requestline)}" {status} {len(data)}')
+                log(f'{self.client_address[0]} "{access.loggable(self.requestline)}" {status} {len(data)}')
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
@@ -144,7 +144,7 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
 
         def log_message(self, format, *args) -> None:
             if log:
-                log(printable(f"{self.client_address[0]} {format % args}"))
+                log(access.loggable(f"{self.client_address[0]} {format % args}"))
 
     return Handler
 
@@ -166,10 +166,6 @@ class UiServer:
         self.httpd.server_close()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-
 def make_server(dashboard: Dashboard, host: str, port: int, token: str | None = None,
                 log: Callable[[str], None] | None = None) -> UiServer:
     """Bind the dashboard on ``host:port``; off loopback ``token`` (else a fresh one) is required."""
@@ -177,7 +173,7 @@ def make_server(dashboard: Dashboard, host: str, port: int, token: str | None = 
 
     token, generated = access.token_for(host, token, "--token")
 
-    class Server(_Server):
+    class Server(ThreadingHTTPServer):  # its threads are daemons: Ctrl-C never waits on a client
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
     try:

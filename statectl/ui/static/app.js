@@ -4,6 +4,7 @@
   "use strict";
 
   const POLL_MS = 1000;
+  const KEEP_POINTS = 5000; // the newest points drawn (the API sends at most as many at once)
   const C = window.Charts;
   const CHARTS = [
     { id: "records_behind", title: "Lag (records)", series: [{ key: "records_behind", label: "records behind", cls: "s1" }] },
@@ -135,9 +136,12 @@
     }
     const ev = job.events;
     const p = $("events-problems");
-    p.hidden = !ev.skipped_lines && ev.exists;
+    p.hidden = !ev.skipped_lines && !ev.skipped_bytes && ev.exists;
+    const notes = [];
+    if (ev.skipped_bytes) notes.push("the events file's first " + C.bytes(ev.skipped_bytes) + " not read (a large file: its newest part is)");
+    if (ev.skipped_lines) notes.push(ev.skipped_lines + " line(s) of the events file skipped: " + (ev.problems || []).slice(0, 3).join("; "));
     p.textContent = !ev.exists ? "No events file yet (" + job.events_file + "): the charts fill in when a run writes one."
-      : ev.skipped_lines + " line(s) of the events file skipped: " + (ev.problems || []).slice(0, 3).join("; ");
+      : notes.join("; ");
   }
 
   function bar(label, done, total, cls) {
@@ -335,6 +339,7 @@
     view.generation = series.generation;
     if (series.from !== view.next) view.points = []; // more than the API sends at once: its newest
     view.points = view.points.concat(series.points);
+    if (view.points.length > KEEP_POINTS) view.points = view.points.slice(-KEEP_POINTS); // a page open for days
     view.next = series.next;
     drawJob(job);
     drawCharts();
@@ -356,7 +361,14 @@
 
   function fromHash() {
     const m = /^#job=(.+)$/.exec(location.hash);
-    if (m) select(decodeURIComponent(m[1]));
+    if (!m) return;
+    let name;
+    try {
+      name = decodeURIComponent(m[1]);
+    } catch (e) {
+      return; // a hand-typed #job=%zz: no such job, nothing selected
+    }
+    select(name);
   }
 
   document.addEventListener("DOMContentLoaded", () => {

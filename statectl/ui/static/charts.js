@@ -93,9 +93,14 @@
       for (const d of drawn) node("path", { d: "", class: "series " + d.s.cls, "data-key": d.s.key, "data-points": "[]" }, svg);
       return figure;
     }
-    let t0 = Math.min(...all.map((p) => p[0])), t1 = Math.max(...all.map((p) => p[0]));
+    // Loops, not Math.min(...array): spreading a long array overflows the call stack.
+    let t0 = Infinity, t1 = -Infinity, vmax = 0;
+    for (const p of all) {
+      if (p[0] < t0) t0 = p[0];
+      if (p[0] > t1) t1 = p[0];
+      if (p[1] > vmax) vmax = p[1];
+    }
     if (t1 === t0) { t0 -= 1; t1 += 1; }
-    const vmax = Math.max(0, ...all.map((p) => p[1]));
     const step = niceStep(vmax || 1, 4);
     const top = Math.max(step, Math.ceil((vmax || 1) / step) * step);
     const x = (t) => M.l + ((t - t0) / (t1 - t0)) * (W - M.l - M.r);
