@@ -108,6 +108,15 @@ def test_a_broken_project_still_completes_jobs(project):
     assert _bash_complete(project, "statectl run --context nope ") == ["leaderboard", "advanced-state", "my-sales"]
 
 
+def test_a_stale_context_still_completes_contexts_and_project_jobs(project):
+    # `context use staging`, then staging left the file: `context use <TAB>` is how one gets out
+    (project / ".statectl").mkdir(exist_ok=True)
+    (project / ".statectl" / "current-context").write_text("staging\n")
+    assert _bash_complete(project, "statectl context use ") == ["dev", "prod"]
+    assert _bash_complete(project, "statectl run ") == ["leaderboard", "advanced-state", "my-sales"]
+    assert _bash_complete(project, "statectl context use ", STATECTL_CONTEXT="gone") == ["dev", "prod"]
+
+
 def test_bash_topics_from_a_dead_cluster_come_back_empty_in_time(project):
     started = time.monotonic()
     assert _bash_complete(project, "statectl consume ") == []

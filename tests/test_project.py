@@ -168,6 +168,9 @@ SECRETS = [
     ("unknown-place", "contexts:\n  dev:\n    sasl_password: Hunter2Secret\n", 3, "contexts.dev.sasl_password"),
     ("inline-token", "contexts:\n  dev:\n    spark_remote: sc://h:15002/;token=Hunter2Secret\n", 3,
      "contexts.dev.spark_remote"),
+    # a properties line in a list where a mapping belongs: the type error would quote the list
+    ("listed-property", "contexts:\n  dev:\n    storage:\n      - fs.s3a.secret.key=Hunter2Secret\n", 3,
+     "contexts.dev.storage"),
 ]
 
 
@@ -196,6 +199,12 @@ def test_references_are_not_secrets(tmp_path):
     with pytest.raises(ConfigError) as caught:
         context.storage_properties({})
     assert str(caught.value) == "the project file: contexts.dev.storage: fs.s3a.secret.key: ${S} is not set in the environment"
+
+
+def test_host_names_and_providers_are_not_inline_secrets(tmp_path):
+    _project(tmp_path, "contexts:\n  dev:\n    bootstrap_servers: kafka-token-1:9092,kafka-token-2:9092\n"
+                       "    spark_master: spark://secret-master:7077\n")
+    assert load(env={}, cwd=tmp_path).contexts["dev"].bootstrap_servers == "kafka-token-1:9092,kafka-token-2:9092"
 
 
 # ---------------------------------------------------------------- which context
@@ -408,8 +417,9 @@ def test_resolve_job_reads_project_jobs_and_the_contexts_checkpoint(tmp_path, mo
 
     (tmp_path / "configs").mkdir()
     shutil.copy(default_config("advanced-state/sales-threshold"), tmp_path / "configs" / "sales.yaml")
+    shutil.copy(default_config("advanced-state/sales-threshold"), tmp_path / "configs" / "sales-eu.yaml")
     _project(tmp_path, "current-context: dev\ncontexts:\n  dev:\n    checkpoint_root: cps\n  bare: {}\n"
-                       "jobs:\n  sales: configs/sales.yaml\n")
+                       "jobs:\n  sales: configs/sales.yaml\n  sales-eu: configs/sales-eu.yaml\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("STATECTL_CONTEXT", raising=False)
     monkeypatch.delenv("STATECTL_PROJECT", raising=False)
@@ -418,10 +428,18 @@ def test_resolve_job_reads_project_jobs_and_the_contexts_checkpoint(tmp_path, mo
         resolved = resolve_job("sales", None, None)
         assert (resolved.id, resolved.config_path) == ("advanced-state/sales-threshold",
                                                        tmp_path.resolve() / "configs" / "sales.yaml")
-        assert checkpoint_for(resolved.config, None) == tmp_path.resolve() / "cps" / resolved.config.job_name.replace("/", "-")
+        # a project job's checkpoint is named after it: two jobs over one shipped job share none
+        assert checkpoint_for(resolved.config, None) == tmp_path.resolve() / "cps" / "sales"
+        assert checkpoint_for(resolve_job("sales-eu", None, None).config, None) == tmp_path.resolve() / "cps" / "sales-eu"
+        # --config naming a project job's file finds the same checkpoint as its name
+        assert resolve_job(None, None, Path("configs/sales-eu.yaml")).config.checkpoint_dir == \
+            str(tmp_path.resolve() / "cps" / "sales-eu")
         assert checkpoint_for(resolved.config, Path("/flag")) == Path("/flag")  # the flag still wins
         shipped = resolve_job("leaderboard", None, None)
         assert shipped.config.checkpoint_dir == str(tmp_path.resolve() / "cps" / "leaderboard")
+        # --set checkpoint_dir=... is a flag: it goes over the context's root too
+        assert resolve_job("leaderboard", None, None, ["checkpoint_dir=/set"]).config.checkpoint_dir == "/set"
+        assert resolve_job("sales", None, None, ["checkpoint_dir=/set"]).config.checkpoint_dir == "/set"
         project.choose(None, "bare")
         # a context without a root: the job config's own checkpoint_dir
         assert resolve_job("leaderboard", None, None).config.checkpoint_dir == ".statectl/checkpoints/leaderboard"

@@ -121,6 +121,27 @@ def test_context_flag_without_a_project_on_any_command(tmp_path):
     assert done.stderr.startswith("error: --context prod: no project file here")
 
 
+@pytest.mark.parametrize("args", [("kafka", "status", "--context", "prd"), ("kafka", "status", "--project", "gone.yaml")],
+                         ids=["context", "project"])
+def test_a_wrong_flag_is_refused_by_a_command_that_never_reads_the_project(project, args):
+    done = _statectl(project, *args)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(("error: context 'prd' (--context)", "error: project file gone.yaml (--project)"))
+
+
+def test_use_replaces_a_recorded_context_the_file_lost(project):
+    (project / ".statectl").mkdir()
+    (project / ".statectl" / "current-context").write_text("staging\n")
+    listed = _statectl(project, "context", "list")
+    assert listed.returncode == 2
+    assert "context 'staging' (.statectl/current-context) is not in" in listed.stderr
+    assert "`statectl context use NAME` records another" in listed.stderr
+    done = _statectl(project, "context", "use", "prod")  # what the message says to do works
+    assert done.returncode == 0, done.stderr
+    assert (project / ".statectl" / "current-context").read_text() == "prod\n"
+    assert _statectl(project, "context", "list").returncode == 0
+
+
 def test_show_with_no_current_context(tmp_path):
     (tmp_path / "statectl.yaml").write_text("contexts:\n  a: {}\n")
     done = _statectl(tmp_path, "context", "show")

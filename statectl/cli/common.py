@@ -156,30 +156,49 @@ def resolve_job(job: str | None, example: str | None, config: Path | None,
         return ResolvedJob(only.job, CheckpointOnlyJob(only.job), None, only)
     from statectl.project import active
 
-    project_job = active().jobs.get(job) if job is not None and example is None and config is None else None
+    project = active()
+    project_job = project.jobs.get(job) if job is not None and example is None and config is None else None
+    project_name = job if project_job is not None else None
     if project_job is not None:
         job, config = None, project_job  # a job of the project file: its config names the job
     if job is None:
         if config is None:
             where = ", or --checkpoint-dir PATH (any checkpoint, no YAML)" if any_checkpoint else ""
             raise UsageError(f"name the JOB (e.g. leaderboard), or pass --config FILE whose job: names it{where}")
-        loaded = _in_context(load_job_config(config, overrides or []))
+        loaded = _in_context(load_job_config(config, overrides or []), overrides,
+                             project_name or _project_job_name(project, config))
         return ResolvedJob(loaded.job, job_entry(loaded.job, loaded), config, loaded)
     job_id = job_id_for(job, example)
     if config is None and job_id not in JOBS:
-        loaded = _in_context(load_job_config(None, overrides or [], job=job_id))
+        loaded = _in_context(load_job_config(None, overrides or [], job=job_id), overrides)
         return ResolvedJob(job_id, job_entry(job_id, loaded), None, loaded)
     path = config or default_config(job_id)
-    loaded = _in_context(load_job_config(path, overrides or [], expect_job=job_id))
+    loaded = _in_context(load_job_config(path, overrides or [], expect_job=job_id), overrides,
+                         _project_job_name(project, path))
     return ResolvedJob(job_id, job_entry(job_id, loaded), path, loaded)
 
 
-def _in_context(loaded: "JobConfig") -> "JobConfig":
+def _project_job_name(project, config: Path) -> str | None:
+    """The project job whose config ``config`` is (None for any other file): `run NAME` and
+    `lag --config ITS_FILE` must find the same checkpoint."""
+    try:
+        wanted = Path(config).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+    return next((name for name, path in project.jobs.items() if Path(path).resolve() == wanted), None)
+
+
+def _in_context(loaded: "JobConfig", overrides: list[str] | None = None,
+                project_job: str | None = None) -> "JobConfig":
     """The job config with the project context's checkpoint (checkpoint_root/JOB) over its own
-    checkpoint_dir; --checkpoint-dir still goes over both (statectl.project.precedence)."""
+    checkpoint_dir; --set checkpoint_dir=... and --checkpoint-dir go over it, as flags do
+    (statectl.project.precedence). JOB is the project job's name when the config is one: two
+    project jobs over the same shipped job must not share a checkpoint."""
     from statectl.project.precedence import checkpoint_of
 
-    checkpoint = checkpoint_of(loaded.job_name)
+    if any(item.partition("=")[0].strip() == "checkpoint_dir" for item in overrides or []):
+        return loaded
+    checkpoint = checkpoint_of(project_job or loaded.job_name)
     if checkpoint is None:
         return loaded
     return loaded.model_copy(update={"checkpoint_dir": checkpoint})
@@ -341,17 +360,25 @@ def _with_global_options(command) -> None:
         if as_json is not None:
             kwargs["json"] = as_json
         if context is not None or project is not None:
-            select_project(project, context)
+            select_project(project, context, check=command.name not in _WRITES_THE_PROJECT)
         return function(**kwargs)
 
     command.callback = with_globals
 
 
-def select_project(project: Path | None, context: str | None) -> None:
-    """--project and --context as given on the command line (the project package reads them)."""
-    from statectl.project import choose
+#: Commands that take --project/--context as every command does but need no project file to exist.
+_WRITES_THE_PROJECT = {"init"}
+
+
+def select_project(project: Path | None, context: str | None, check: bool = True) -> None:
+    """--project and --context as given on the command line (the project package reads them).
+    ``check``: load them now, so that a missing file or an unknown context is an error on a
+    command that never reads the project (kafka status --context prood), not a flag ignored."""
+    from statectl.project import active, choose
 
     choose(project_file=project, context=context)
+    if check:
+        active(recorded=False)  # the recorded choice is checked where it is used: `context use` replaces it
 
 
 class StatectlGroup(TyperGroup):

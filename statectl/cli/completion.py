@@ -58,7 +58,7 @@ def complete_job(ctx: typer.Context, args: list[str], incomplete: str) -> list[t
         found[group] = f"a shipped job with {len(examples)} examples" if examples else "a shipped job"
     project = _project(ctx)
     for name, path in project.jobs.items():
-        found.setdefault(name, f"project job: {path.name}")
+        found[name] = f"project job: {path.name}"  # it wins over a shipped job of its name
     return [(name, help_) for name, help_ in found.items() if name.startswith(incomplete)]
 
 

@@ -55,7 +55,7 @@ def use_context(name: ContextNameArg) -> None:
     from statectl.project import active, record_context
     from statectl.render import message
 
-    state = record_context(active(), name)
+    state = record_context(active(recorded=False), name)
     message(f"context {name} is current (recorded in {state})")
 
 

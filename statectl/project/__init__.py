@@ -106,9 +106,10 @@ def _recorded_context(root: Path) -> str | None:
 
 
 def load(project_file: Path | None = None, context: str | None = None, env: Mapping[str, str] | None = None,
-         cwd: Path | None = None) -> ActiveProject:
+         cwd: Path | None = None, recorded: bool = True) -> ActiveProject:
     """The project and context these choices name (pure of process state: the environment and
-    working directory are passed in or read)."""
+    working directory are passed in or read). ``recorded=False`` passes over what `context use`
+    recorded: the choice it is about to replace may name a context the file no longer has."""
     env = os.environ if env is None else env
     path = find_project_file(project_file, env, cwd)
     if path is None:
@@ -121,7 +122,7 @@ def load(project_file: Path | None = None, context: str | None = None, env: Mapp
     loaded = load_project_file(path)
     chosen, source = None, None
     for name, via in ((context, "--context"), (env.get(CONTEXT_ENV) or None, f"${CONTEXT_ENV}"),
-                      (_recorded_context(loaded.root), str(STATE_FILE)), (loaded.current_context, "current-context")):
+                      (_recorded_context(loaded.root) if recorded else None, str(STATE_FILE)), (loaded.current_context, "current-context")):
         if name is not None:
             chosen, source = name, via
             break
@@ -136,15 +137,16 @@ def load(project_file: Path | None = None, context: str | None = None, env: Mapp
                          jobs=loaded.jobs, file_current_context=loaded.current_context)
 
 
-def active() -> ActiveProject:
+def active(recorded: bool = True) -> ActiveProject:
     """The project of this command: --project/--context as chosen, the environment, the working
     directory. Never raises without a project file (an ActiveProject with file None); a broken
-    file or an unknown context is a UsageError (exit 2). Loaded once per choice."""
+    file or an unknown context is a UsageError (exit 2). Loaded once per choice. ``recorded``: as
+    load() takes it."""
     flag, context = _CHOSEN["project_file"], _CHOSEN["context"]
-    key = (flag, context, os.environ.get(PROJECT_ENV), os.environ.get(CONTEXT_ENV), os.getcwd())
+    key = (flag, context, os.environ.get(PROJECT_ENV), os.environ.get(CONTEXT_ENV), os.getcwd(), recorded)
     if key not in _CACHE:
         _CACHE.clear()
-        _CACHE[key] = load(flag, context)  # type: ignore[arg-type]
+        _CACHE[key] = load(flag, context, recorded=recorded)  # type: ignore[arg-type]
     return _CACHE[key]
 
 

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from statectl.project import ActiveProject, load
+from statectl.project import CONTEXT_ENV, ActiveProject, load
 
 #: A completion waits this long for the cluster at most, connecting included.
 TOPIC_TIMEOUT = 1.0
@@ -23,11 +23,14 @@ LOCAL_CHECKPOINTS = Path(".statectl") / "checkpoints"
 def project_for(project_file: Path | str | None, context: str | None) -> ActiveProject:
     """The project as the command line being completed names it; an empty one when the file is
     missing or broken (completion says nothing rather than an error)."""
+    path = Path(project_file) if project_file else None
     try:
-        return load(Path(project_file) if project_file else None, context)
+        return load(path, context)
     except Exception:
         try:
-            return load(Path(project_file) if project_file else None, None)
+            # The context's name being wrong (typed, in the environment, or recorded by `context
+            # use` before the file lost it) still leaves the file's contexts and jobs to offer.
+            return load(path, None, env={k: v for k, v in os.environ.items() if k != CONTEXT_ENV}, recorded=False)
         except Exception:
             return ActiveProject()
 

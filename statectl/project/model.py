@@ -87,8 +87,11 @@ def secret_problems(raw: RawConfig) -> list[str]:
             for key, value in node.items():
                 walk_entry(str(key), value, f"{prefix}{key}")
         elif isinstance(node, list):
+            # A list's items are checked as its key's values: a list where a mapping belongs is
+            # quoted whole by the type error that follows.
+            path = prefix.rstrip(".")
             for item in node:
-                walk(item, prefix)
+                walk_entry(path.rpartition(".")[2], item, path)
 
     def walk_entry(key: str, value: Any, path: str) -> None:
         if isinstance(value, (dict, list)):
@@ -98,12 +101,17 @@ def secret_problems(raw: RawConfig) -> list[str]:
             return
         text = str(value)
         named_secret = redact.is_secret_key(key) and not key.endswith((".provider", ".providers"))
-        inline = redact.mask_inline(text) != text
+        # ``fs.s3a.secret.key=...`` as one string (a properties line where a mapping belongs).
+        pairs = [m for m in re.finditer(r"([A-Za-z0-9_.\-]+)\s*=\s*([^\s,;]+)", text)
+                 if redact.is_secret_key(m.group(1)) and not m.group(1).endswith((".provider", ".providers"))
+                 and not is_reference(m.group(2))]
+        inline = redact.mask_inline(text) != text or bool(pairs)
         if (named_secret and not is_reference(text)) or inline:
             redact.register(text)
             if inline:
                 for match in re.finditer(r"=\s*(\S+)", text):
                     redact.register(match.group(1).strip("\"';,"))
+                redact.register(*(m.group(2).strip("\"'") for m in pairs))
             problems.append(f"{raw.where(path)}: {path}: a secret written into the project file; put it in the "
                             f"environment and write ${{NAME}}, or in a file and write @PATH (the file is committed, "
                             f"the secret must not be)")

@@ -36,11 +36,15 @@ class UiJob:
                 "problem": self.problem}
 
 
-def _checkpoint(config, context) -> str:
+def _checkpoint(name: str, config, context) -> str:
+    """Where `statectl run NAME` keeps the checkpoint: the context's root/NAME over the config's
+    checkpoint_dir (statectl.project.precedence), else the default."""
+    from statectl.project.precedence import checkpoint_of
+
+    if context is not None and checkpoint_of(name, context):
+        return checkpoint_of(name, context)
     if config.checkpoint_dir:
         return str(config.checkpoint_dir)
-    if context is not None and context.checkpoint_for(config.job_name):
-        return context.checkpoint_for(config.job_name)
     return str(default_checkpoint_root() / config.job_name.replace("/", "-"))
 
 
@@ -55,9 +59,7 @@ def _from_config(name: str, path: Path, context, client_config: Path | None, loa
     except StatectlError as exc:
         return UiJob(name, default_events_file(name), config=str(path), problem=str(exc).splitlines()[0])
     job = UiJob(name, default_events_file(config.job_name), job=config.job, config=str(path),
-                checkpoint=_checkpoint(config, context))
-    if client_config is None and context is not None:
-        client_config = context.client_config
+                checkpoint=_checkpoint(name, config, context))
     if config.kafka.properties:
         # The job's own properties alone too: a secret a client config overrides is still one.
         own_env = {k: v for k, v in os.environ.items() if k != "STATECTL_CLIENT_CONFIG"}
@@ -67,9 +69,11 @@ def _from_config(name: str, path: Path, context, client_config: Path | None, loa
         except StatectlError:
             pass  # the combined settings below say what is wrong
     try:
-        cluster = load_cluster(context.bootstrap_servers if context is not None else None, client_config,
-                               config_bootstrap=config.kafka.bootstrap_servers,
-                               config_properties=config.kafka.properties, config_source=str(path))
+        from statectl.project.precedence import kafka_context
+
+        cluster = load_cluster(None, client_config, config_bootstrap=config.kafka.bootstrap_servers,
+                               config_properties=config.kafka.properties, config_source=str(path),
+                               **(kafka_context(context) if context is not None else {}))
         job.bootstrap_servers = cluster.bootstrap
     except StatectlError as exc:
         job.problem = str(exc).splitlines()[0]
