@@ -437,6 +437,9 @@ def test_resolve_job_reads_project_jobs_and_the_contexts_checkpoint(tmp_path, mo
         assert checkpoint_for(resolved.config, Path("/flag")) == Path("/flag")  # the flag still wins
         shipped = resolve_job("leaderboard", None, None)
         assert shipped.config.checkpoint_dir == str(tmp_path.resolve() / "cps" / "leaderboard")
+        # and its events file (`statectl ui` reads it) too, by the same name
+        assert (resolved.name, resolve_job(None, None, Path("configs/sales-eu.yaml")).name, shipped.name) == (
+            "sales", "sales-eu", "leaderboard")
         # --set checkpoint_dir=... is a flag: it goes over the context's root too
         assert resolve_job("leaderboard", None, None, ["checkpoint_dir=/set"]).config.checkpoint_dir == "/set"
         assert resolve_job("sales", None, None, ["checkpoint_dir=/set"]).config.checkpoint_dir == "/set"

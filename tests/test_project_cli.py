@@ -211,3 +211,36 @@ def test_the_commands_that_start_spark_take_the_contexts_engine(tmp_path, args):
     env_wins = _statectl(tmp_path, *args, env={"SPARK_REMOTE": "sc://127.0.0.1:2"})
     assert "sc://127.0.0.1:2" in env_wins.stdout + env_wins.stderr
     assert "sc://127.0.0.1:1" not in env_wins.stdout + env_wins.stderr
+
+
+def test_status_shows_the_project_jobs_where_run_keeps_them(tmp_path):
+    """`status` lists the project file's jobs by their project names, at the context's
+    checkpoint_root/NAME, and asks the context's Kafka (here one that does not answer)."""
+    import shutil
+
+    shutil.copytree(REPO / "tests" / "data" / "leaderboard-0.3-checkpoint", tmp_path / "cps" / "mylb")
+    shutil.copy(REPO / "configs" / "leaderboard.yaml", tmp_path / "lb.yaml")
+    (tmp_path / "statectl.yaml").write_text("current-context: dev\ncontexts:\n  dev:\n    bootstrap_servers: 127.0.0.1:1\n"
+                                            "    checkpoint_root: cps\njobs:\n  mylb: lb.yaml\n")
+    done = _statectl(tmp_path, "status", "--json")
+    assert done.returncode == 1, done.stderr  # the context's Kafka does not answer
+    (job,) = json.loads(done.stdout)
+    assert (job["job"], job["checkpoint"], job["config"]) == ("mylb", str(tmp_path / "cps" / "mylb"),
+                                                              str(tmp_path / "lb.yaml"))
+    assert job["kafka_error"].startswith("cannot reach Kafka at 127.0.0.1:1")
+
+
+def test_context_and_project_before_the_command(project, tmp_path_factory):
+    """kubectl's order: statectl --context NAME COMMAND, and --project FILE from anywhere; a flag
+    after the command goes over the one before it."""
+    done = _statectl(project, "--context", "prod", "context", "show", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["name"] == "prod" and json.loads(done.stdout)["current"]
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    far = _statectl(elsewhere, "--project", str(project / "statectl.yaml"), "context", "list", "-o", "json")
+    assert far.returncode == 0, far.stderr
+    assert [c["name"] for c in json.loads(far.stdout)] == ["dev", "prod"]
+    both = _statectl(project, "--context", "prod", "context", "show", "--context", "dev", "-o", "json")
+    assert json.loads(both.stdout)["name"] == "dev"
+    wrong = _statectl(project, "--context", "nope", "kafka", "status")
+    assert wrong.returncode == 2 and "context 'nope' (--context) is not in" in wrong.stderr

@@ -134,6 +134,13 @@ class ResolvedJob:
     entry: JobEntry
     config_path: Path | None  # None: a user's job run without a YAML (its defaults and --set)
     config: JobConfig
+    project_job: str | None = None  # its name in the project file's jobs, when it is one
+
+    @property
+    def name(self) -> str:
+        """What the job is called where it keeps things (its events file): the project job's name,
+        else the config's name or job id."""
+        return self.project_job or self.config.job_name
 
 
 def resolve_job(job: str | None, example: str | None, config: Path | None,
@@ -165,17 +172,29 @@ def resolve_job(job: str | None, example: str | None, config: Path | None,
         if config is None:
             where = ", or --checkpoint-dir PATH (any checkpoint, no YAML)" if any_checkpoint else ""
             raise UsageError(f"name the JOB (e.g. leaderboard), or pass --config FILE whose job: names it{where}")
-        loaded = _in_context(load_job_config(config, overrides or []), overrides,
-                             project_name or _project_job_name(project, config))
-        return ResolvedJob(loaded.job, job_entry(loaded.job, loaded), config, loaded)
+        project_name = project_name or _project_job_name(project, config)
+        loaded = _in_context(load_job_config(config, overrides or []), overrides, project_name)
+        return ResolvedJob(loaded.job, job_entry(loaded.job, loaded), config, loaded, project_name)
     job_id = job_id_for(job, example)
     if config is None and job_id not in JOBS:
         loaded = _in_context(load_job_config(None, overrides or [], job=job_id), overrides)
         return ResolvedJob(job_id, job_entry(job_id, loaded), None, loaded)
     path = config or default_config(job_id)
-    loaded = _in_context(load_job_config(path, overrides or [], expect_job=job_id), overrides,
-                         _project_job_name(project, path))
-    return ResolvedJob(job_id, job_entry(job_id, loaded), path, loaded)
+    project_name = _project_job_name(project, path)
+    loaded = _in_context(load_job_config(path, overrides or [], expect_job=job_id), overrides, project_name)
+    return ResolvedJob(job_id, job_entry(job_id, loaded), path, loaded, project_name)
+
+
+def project_job_configs() -> list[ResolvedJob]:
+    """The project file's jobs as `statectl run NAME` reads them (each config in the context)."""
+    from statectl.project import active
+
+    return [resolve_job(name, None, None) for name in active().jobs]
+
+
+def in_context(config: "JobConfig") -> "JobConfig":
+    """A shipped job's config with the project context's checkpoint, as `statectl run JOB` keeps it."""
+    return _in_context(config)
 
 
 def _project_job_name(project, config: Path) -> str | None:
@@ -298,18 +317,21 @@ def _prepare_help(command) -> None:
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml")
 
 
+ContextOpt = Annotated[Optional[str], typer.Option(
+    "--context", metavar="NAME", help="The project's context to use (default: $STATECTL_CONTEXT, else the one "
+                                      "`statectl context use` chose, else the project file's current-context). "
+                                      "See docs/project.md.", autocompletion=complete_context)]
+ProjectOpt = Annotated[Optional[Path], typer.Option(
+    "--project", metavar="FILE", help="The project file (default: $STATECTL_PROJECT, else statectl.yaml in "
+                                      "this directory or the nearest one above it).")]
+
+
 def _global_options(output: Annotated[
         Optional[Literal["table", "wide", "json", "yaml"]],
         typer.Option("--output", "-o", metavar="FORMAT",
                      help="How the result is printed: table (the default), wide (a table with every column), json "
                           "(as --json) or yaml (the same fields as json).")] = None,
-        context: Annotated[Optional[str], typer.Option(
-            "--context", metavar="NAME", help="The project's context to use (default: $STATECTL_CONTEXT, else the one "
-                                              "`statectl context use` chose, else the project file's current-context). "
-                                              "See docs/project.md.", autocompletion=complete_context)] = None,
-        project: Annotated[Optional[Path], typer.Option(
-            "--project", metavar="FILE", help="The project file (default: $STATECTL_PROJECT, else statectl.yaml in "
-                                              "this directory or the nearest one above it).")] = None) -> None:
+        context: ContextOpt = None, project: ProjectOpt = None) -> None:
     """The options every command takes; their parameters are built once from this signature."""
 
 
@@ -374,9 +396,12 @@ def select_project(project: Path | None, context: str | None, check: bool = True
     """--project and --context as given on the command line (the project package reads them).
     ``check``: load them now, so that a missing file or an unknown context is an error on a
     command that never reads the project (kafka status --context prood), not a flag ignored."""
-    from statectl.project import active, choose
+    from statectl.project import active, choose, chosen
 
-    choose(project_file=project, context=context)
+    # given before the command (statectl --context prod lag) and after it: the one after goes over
+    before_project, before_context = chosen()
+    choose(project_file=project if project is not None else before_project,
+           context=context if context is not None else before_context)
     if check:
         active(recorded=False)  # the recorded choice is checked where it is used: `context use` replaces it
 

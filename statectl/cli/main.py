@@ -22,7 +22,7 @@ from statectl.cli import new
 from statectl.cli import check_restart
 from statectl.cli import context, init
 from statectl.cli import ui
-from statectl.cli.common import DEBUG
+from statectl.cli.common import DEBUG, ContextOpt, ProjectOpt, select_project
 from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
 from statectl.cli.watch import WatchCommand
 
@@ -52,9 +52,13 @@ def _version(value: bool) -> None:
 def root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and client logs on errors.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    context: ContextOpt = None,
+    project: ProjectOpt = None,
 ) -> None:
     if debug:
         DEBUG["on"] = True
+    if context is not None or project is not None:  # before the command, as kubectl takes them
+        select_project(project, context)
 
 
 app.add_typer(kafka.app, name="kafka", cls=LightGroup)

@@ -98,7 +98,7 @@ def run(
     writer = EventsWriter(events) if events and events != "-" else None
     kept = None
     if writer is None:  # the dashboard's file (statectl ui); '-' is a stream, not a place: kept too
-        kept, why = default_events_writer(resolved.config.job_name, warn=warning_line)
+        kept, why = default_events_writer(resolved.name, warn=warning_line)
         if why:
             warning_line(why)
     stdout_writer = EventsWriter("-") if events == "-" else None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_for, StorageConfigOpt, use_storage
+from statectl.cli.common import (BootstrapOpt, ClientConfigOpt, JsonOpt, StorageConfigOpt, cluster_for, in_context,
+                                 project_job_configs, use_storage)
 from statectl.cli.watch import WatchOpt
 
 
@@ -20,9 +22,10 @@ def status(
 ) -> None:
     """Show every job of the project at a glance: running or not (and its pid), the last committed batch and when, the Kafka lag (records, seconds and its trend), the state size, the last error and the checkpoint's health.
 
-    The jobs are the shipped job configs whose checkpoints exist where `statectl run JOB`
-    keeps them, plus each CONFIG given, plus every checkpoint under each DIR given (a job
-    statectl did not launch: its topics come from its offset log). A job with no statectl run
+    The jobs are the project file's jobs (statectl.yaml, in its context), the shipped job
+    configs whose checkpoints exist where `statectl run JOB` keeps them, each CONFIG given, and
+    every checkpoint under each DIR given (a job statectl did not launch: its topics come from
+    its offset log). A job with no statectl run
     but a batch logged or committed within its last few batch intervals shows as running
     ("active N s ago"). A DIR that holds no checkpoint, or cannot be read, is an error. Cheap enough for a monitoring probe: the run lock is
     looked at without being taken, each checkpoint's logs are listed and only the last
@@ -51,7 +54,8 @@ def status(
     from statectl.storage.files import as_path, is_object_path, checkpoint_path
 
     use_storage(storage_config)
-    given = []
+    project = project_job_configs()
+    given = [(job.config_path, job.config) for job in project]
     for text in configs or []:
         path = checkpoint_path(text) if is_object_path(text) else as_path(text)
         if is_object_path(path) or path.is_dir() or (not path.exists() and path.suffix not in (".yaml", ".yml")):
@@ -62,8 +66,9 @@ def status(
         if cfg.spark.conf:
             use_storage(storage_config, cfg)
             break
-    request = StatusRequest(project_jobs(given),
-                            cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path))
+    request = StatusRequest(project_jobs(given, where_run_keeps=in_context),
+                            cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path),
+                            names={Path(job.config_path): job.name for job in project})
     if watch is not None:
         from statectl.cli.watch import title_of, watch as watching
 

@@ -175,6 +175,8 @@ class StatusRequest:
     jobs: list[tuple[Path, JobConfig]]
     #: the cluster a job's config connects to (the CLI's --bootstrap-servers/--client-config applied)
     cluster_of: Callable[[JobConfig, Path], Cluster]
+    #: a project job's name by its config file (`statectl run NAME`); other jobs show their config's
+    names: dict[Path, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -245,14 +247,17 @@ def location_jobs(root: Path) -> list[tuple[Path, JobConfig]]:
     return jobs
 
 
-def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobConfig]]:
-    """The shipped job configs whose checkpoints exist (where `statectl run JOB` keeps them), then
-    ``given``; one entry per checkpoint (a given config replaces a shipped one with its checkpoint)."""
+def project_jobs(given: list[tuple[Path, JobConfig]],
+                 where_run_keeps: Callable[[JobConfig], JobConfig] = lambda config: config) -> list[tuple[Path, JobConfig]]:
+    """The shipped job configs whose checkpoints exist (where `statectl run JOB` keeps them:
+    ``where_run_keeps`` gives a shipped config the project context's checkpoint), then ``given``;
+    one entry per checkpoint (a given config replaces a shipped one with its checkpoint)."""
     from jobs.registry import shipped_configs
     from statectl.checkpoint.lock import checkpoint_for
 
     chosen: dict[Path, tuple[Path, JobConfig]] = {}
     for path, config in shipped_configs():
+        config = where_run_keeps(config)
         checkpoint = checkpoint_for(config, None)
         if checkpoint.exists():
             chosen[checkpoint] = (path, config)
@@ -273,7 +278,8 @@ def project_status(request: StatusRequest, look: Look = kafka_look,
 
     statuses = []
     for path, config in request.jobs:
-        status = checkpoint_status(config.job_name, str(path), checkpoint_for(config, None), proc_locks,
+        name = request.names.get(Path(path), config.job_name)
+        status = checkpoint_status(name, str(path), checkpoint_for(config, None), proc_locks,
                                    config.spark.restart_version, required=isinstance(config, CheckpointJobConfig))
         if status.progress is not None:
             status.inputs = inputs_of(config)

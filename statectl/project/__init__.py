@@ -70,6 +70,11 @@ def choose(project_file: Path | None = None, context: str | None = None) -> None
     _CACHE.clear()
 
 
+def chosen() -> tuple[Path | None, str | None]:
+    """(--project, --context) as the command line gave them so far."""
+    return _CHOSEN["project_file"], _CHOSEN["context"]
+
+
 def reset() -> None:
     """Forget the command line's choice and every loaded project (tests; a long-lived process)."""
     choose(None, None)

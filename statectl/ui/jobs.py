@@ -58,7 +58,8 @@ def _from_config(name: str, path: Path, context, client_config: Path | None, loa
         config = load(path)
     except StatectlError as exc:
         return UiJob(name, default_events_file(name), config=str(path), problem=str(exc).splitlines()[0])
-    job = UiJob(name, default_events_file(config.job_name), job=config.job, config=str(path),
+    # the events file `statectl run NAME` appends to: a project job's own name, as its checkpoint
+    job = UiJob(name, default_events_file(name), job=config.job, config=str(path),
                 checkpoint=_checkpoint(name, config, context))
     if config.kafka.properties:
         # The job's own properties alone too: a secret a client config overrides is still one.
