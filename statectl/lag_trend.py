@@ -55,9 +55,13 @@ def seconds_behind(lag_records: int | None, next_record_ms: int | None, now_ms: 
 
 
 def max_seconds(values: Iterable[float | None]) -> float | None:
-    """A topic's lag in seconds: its furthest-behind partition (None when none is known)."""
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
+    """A topic's lag in seconds: its furthest-behind partition. None when a partition's is unknown
+    (records behind whose next one could not be read): the partitions that were read cannot say
+    how far behind that one is, and a caught-up partition's 0 would read as the topic's."""
+    values = list(values)
+    if not values or any(v is None for v in values):
+        return None
+    return max(values)
 
 
 def trend(samples: list[LagSample], *, now_ms: int | None = None, lag_now: int | None = None,

@@ -98,8 +98,11 @@ def test_seconds_behind(lag, record_ms, now_ms, expected):
     assert lag_trend.seconds_behind(lag, record_ms, now_ms) == expected
 
 
-def test_max_seconds_takes_the_furthest_behind_known_partition():
-    assert (lag_trend.max_seconds([None, 2.5, 0.0, 7.25]), lag_trend.max_seconds([None, None])) == (7.25, None)
+def test_max_seconds_takes_the_furthest_behind_partition_and_is_unknown_when_one_is():
+    assert lag_trend.max_seconds([2.5, 0.0, 7.25]) == 7.25
+    # one partition behind by an unknown time: not the 0 of the partitions that are caught up
+    assert (lag_trend.max_seconds([None, 0.0, 0.0]), lag_trend.max_seconds([None, 2.5]),
+            lag_trend.max_seconds([None, None]), lag_trend.max_seconds([])) == (None, None, None, None)
 
 
 # ------------------------------------------------------------------------------------------
