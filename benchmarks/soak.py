@@ -173,6 +173,8 @@ class Sample:
     lag_records: int | None
     lag_seconds: float | None
     statectl_seconds: dict = field(default_factory=dict)
+    #: why `lag` could not say (its exit 1 line), when it could not
+    lag_error: str | None = None
 
 
 def _java_and_workers(root: int) -> tuple[int, int, int]:
@@ -467,7 +469,7 @@ def _node_pid(kafka_dir: Path, node: int, nodes: dict) -> int | None:
 def _poll(job: Job, config: Path, producer: SteadyProducer, printed: list[str], began: float) -> Sample:
     checkpoint = job.work / "checkpoint"
     timings = {}
-    lag_records = None
+    lag_records = lag_error = None
     committed = (checkpoint / "commits").is_dir() and any(f.isdigit() for f in os.listdir(checkpoint / "commits"))
     for name, cmd in (("status", ("status",)), ("lag", ("lag", "--config", str(config), "--json")),
                       ("inspect-state", ("inspect-state", str(checkpoint), "--json"))):
@@ -477,6 +479,8 @@ def _poll(job: Job, config: Path, producer: SteadyProducer, printed: list[str], 
             printed.append(f"statectl {name} printed a traceback: {err[-500:]}")
         elif code not in (0, 1) and committed:  # before the first batch there is no checkpoint to read
             printed.append(f"statectl {name} exit {code}: {err.strip()[:300]}")
+        if name == "lag" and code == 1:
+            lag_error = err.strip().splitlines()[-1][:300] if err.strip() else "exit 1"
         if name == "lag" and code == 0:
             try:
                 lag = json.loads(out)["lag"]
@@ -489,7 +493,7 @@ def _poll(job: Job, config: Path, producer: SteadyProducer, printed: list[str], 
                   checkpoint_bytes=du_bytes(checkpoint), checkpoint_files=_files(checkpoint),
                   lag_records=lag_records,
                   lag_seconds=producer.seconds_behind(lag_records) if lag_records is not None else None,
-                  statectl_seconds=timings)
+                  statectl_seconds=timings, lag_error=lag_error)
 
 
 def _drain(job: Job, config: Path, producer: SteadyProducer, samples: list, printed: list, began: float,
@@ -511,7 +515,8 @@ def _progress(s: Sample, producer: SteadyProducer, faults: list) -> None:
     print(f"{s.t:6.1f} min  acked {producer.acked:>10,}  lag {s.lag_records if s.lag_records is not None else '?':>8}"
           f" ({s.lag_seconds if s.lag_seconds is not None else '?'} s)  driver {s.driver_rss / 2**20:7.0f} MiB  "
           f"workers {s.workers_rss / 2**20:6.0f} MiB ({s.workers})  checkpoint {s.checkpoint_bytes / 2**20:6.1f} MiB "
-          f"/ {s.checkpoint_files} files  faults {len(faults)}", flush=True)
+          f"/ {s.checkpoint_files} files  faults {len(faults)}"
+          + (f"  (lag: {s.lag_error})" if s.lag_error else ""), flush=True)
 
 
 def print_report(report: dict) -> None:

@@ -480,3 +480,23 @@ def test_a_long_watch_keeps_only_the_window(tmp_path):
     assert len(report.topics[0].window) == lag_trend.WINDOW
     assert len(cache.entries) == lag_trend.WINDOW
     assert [len(v) for v in cache.ends_at.values()] == [lag_trend.WINDOW]
+
+
+def test_the_log_ends_at_past_times_stop_at_the_first_time_kafka_cannot_answer():
+    """A partition without a leader makes every offsetsForTimes wait out its time-out: asked once,
+    not once per batch of the window (ten time-outs made `lag` take a minute during an outage)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from statectl.adapters.kafka.offsets import ends_at_times
+
+    class Stuck:
+        asked = 0
+
+        def offsets_for_times(self, partitions, timeout):
+            self.asked += 1
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out"))
+
+    stuck = Stuck()
+    ends, problems = ends_at_times(stuck, {"t": {0: (0, 10)}}, [1_000, 2_000, 3_000])
+    assert (ends, stuck.asked) == ({}, 1)
+    assert problems == ["the log ends at 1000 ms and later could not be read: timed out"]

@@ -38,6 +38,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -270,6 +271,8 @@ def test_leaderboard_killed_three_times_at_random_points_ends_with_the_oracles_r
 
 
 # ---------------------------------------------------------------- three brokers
+# With the soak in CI's second job (beside the matrix): the two jobs share CI's budget.
+@pytest.mark.soak
 def test_one_broker_of_three_killed_mid_run_the_job_rides_through(cli, kafka_cluster, tmp_path):
     data_dir = Path(kafka_cluster.data_dir)
     rng = random.Random(SEED)

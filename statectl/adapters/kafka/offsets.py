@@ -262,8 +262,9 @@ def ends_at_times(consumer: Consumer, marks: dict[str, dict[int, tuple[int, int]
                   ) -> tuple[dict[int, dict[str, dict[int, int]]], list[str]]:
     """The log end of each partition at each time: the first offset whose record's timestamp is at
     or after it (what ``offsetsForTimes`` answers), else today's end (every record is older);
-    kept within the log's bounds. One request per time. Times Kafka could not answer are left
-    out, with why."""
+    kept within the log's bounds. One request per time. When Kafka cannot answer one (a partition
+    without a leader while a broker is down), the later times are not asked: each would wait out
+    the same time-out, and `lag` would take a minute to say what it knows. They are left out, with why."""
     out: dict[int, dict[str, dict[int, int]]] = {}
     problems: list[str] = []
     wanted_base = [(topic, p) for topic, by_part in marks.items() for p in sorted(by_part)]
@@ -272,8 +273,8 @@ def ends_at_times(consumer: Consumer, marks: dict[str, dict[int, tuple[int, int]
             found = consumer.offsets_for_times([TopicPartition(t, p, int(at)) for t, p in wanted_base],
                                                timeout=REACH_TIMEOUT)
         except KafkaException as exc:
-            problems.append(f"the log ends at {at} ms could not be read: {exc.args[0].str()}")
-            continue
+            problems.append(f"the log ends at {at} ms and later could not be read: {exc.args[0].str()}")
+            break
         ends: dict[str, dict[int, int]] = {}
         for tp in found:
             if tp.error is not None:
