@@ -13,7 +13,8 @@ import ipaddress
 import re
 import secrets
 import socket
-from typing import Mapping
+from http.server import BaseHTTPRequestHandler
+from typing import Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
 
 from statectl.errors import UsageError
@@ -126,3 +127,30 @@ def loggable(text: str) -> str:
     raw to a terminal, its escape sequences would act there)."""
     text = _TOKEN_QUERY.sub(r"\1***", text)
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+class LoggedAnswers(BaseHTTPRequestHandler):
+    """What the dashboard's and serve's request handlers share: an answer sent with its length and
+    headers and logged once, with its status and size, as it leaves (a token in its request line
+    masked); http.server's own request logging quiet, its other messages logged the same way.
+    ``log_line`` hears the lines (a subclass sets it: ``staticmethod(log)``)."""
+
+    log_line: Callable[[str], None] | None = None
+
+    def send_answer(self, status: int, data: bytes, headers: Mapping[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if self.log_line:  # before the answer leaves: a client that has it finds it logged
+            self.log_line(f'{self.client_address[0]} "{loggable(self.requestline)}" {status} {len(data)}')
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def log_request(self, code="-", size="-") -> None:
+        pass  # send_answer logs each answer once it knows the size
+
+    def log_message(self, format, *args) -> None:
+        if self.log_line:
+            self.log_line(loggable(f"{self.client_address[0]} {format % args}"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Callable
 
 from statectl import access
@@ -54,8 +54,9 @@ def stale_headers(stale_since: float | None) -> dict[str, str]:
 def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token: str | None = None):
     """The request handler; with ``token`` every request must carry it (statectl.access)."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(access.LoggedAnswers):
         server_version = "statectl"
+        log_line = staticmethod(log) if log else None
         timeout = REQUEST_TIMEOUT_SECONDS  # a client that connects and sends nothing lets go of its thread
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -92,24 +93,8 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token
             self._answer(code, {"error": message or self.responses.get(code, ("error",))[0]}, {"Connection": "close"})
 
         def _answer(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in {**stale_headers(live.stale_since), **(headers or {})}.items():
-                self.send_header(name, value)
-            if log:  # before the answer leaves: a client that has it finds it logged
-                log(f'{self.client_address[0]} "{access.loggable(self.requestline)}" {status} {len(data)}')
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
-
-        def log_request(self, code="-", size="-") -> None:
-            pass  # _answer logs each answer once it knows the size
-
-        def log_message(self, format, *args) -> None:
-            if log:
-                log(access.loggable(f"{self.client_address[0]} {format % args}"))
+            self.send_answer(status, json.dumps(body).encode(), {
+                "Content-Type": "application/json", **stale_headers(live.stale_since), **(headers or {})})
 
     return Handler
 

@@ -10,13 +10,13 @@ stop a run: a failed read leaves the seconds unknown.
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from statectl import lag_trend
 from statectl.lag_trend import LagSample
+from statectl.run.lifecycle import source_offsets as _offsets
 
 #: The read of the next records may hold the events back this long at most, per batch.
 READ_TIMEOUT = 2.0
@@ -26,15 +26,6 @@ class RecordReader(Protocol):
     def read(self, positions: list[tuple[str, int, int]], timeout: float) -> tuple[dict, list[str]]: ...
 
     def close(self) -> None: ...
-
-
-def _offsets(value: Any) -> dict:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _trigger_ms(progress: dict, batch: dict) -> int:

@@ -133,7 +133,7 @@ def _num(value: Any, default: float = 0.0) -> float:
     return out if out == out else default  # NaN -> default
 
 
-def _offsets(value: Any) -> dict:
+def source_offsets(value: Any) -> dict:
     """A source offset as Spark reports it: a dict, or (from Python progress dicts) a JSON string."""
     if isinstance(value, str):
         try:
@@ -145,7 +145,7 @@ def _offsets(value: Any) -> dict:
 
 def records_behind(source: dict) -> int | None:
     """Records between the batch's end offsets and the latest offsets Spark saw (Kafka only)."""
-    end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
+    end, latest = source_offsets(source.get("endOffset")), source_offsets(source.get("latestOffset"))
     if not latest:
         return None
     total = 0

@@ -14,7 +14,7 @@ import json
 import mimetypes
 import re
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from importlib import resources
 from typing import Callable
 from urllib.parse import urlsplit
@@ -51,8 +51,9 @@ def static_files() -> dict[str, bytes]:
 def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], None] | None = None):
     assets = static_files()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(access.LoggedAnswers):
         server_version = "statectl"
+        log_line = staticmethod(log) if log else None
         timeout = REQUEST_TIMEOUT_SECONDS  # a client that connects and sends nothing lets go of its thread
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -128,23 +129,7 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
                        "application/json", {"Connection": "close"})
 
         def _send(self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in {**SECURITY_HEADERS, **(headers or {})}.items():
-                self.send_header(name, value)
-            if log:
-                log(f'{self.client_address[0]} "{access.loggable(self.requestline)}" {status} {len(data)}')
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
-
-        def log_request(self, code="-", size="-") -> None:
-            pass  # _send logs each answer once it knows the size
-
-        def log_message(self, format, *args) -> None:
-            if log:
-                log(access.loggable(f"{self.client_address[0]} {format % args}"))
+            self.send_answer(status, data, {"Content-Type": kind, **SECURITY_HEADERS, **(headers or {})})
 
     return Handler
 

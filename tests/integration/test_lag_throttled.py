@@ -21,14 +21,10 @@ import sys
 import threading
 import time
 import urllib.request
-import uuid
 
-import yaml
 
-from jobs.registry import load_job_config
 from statectl.adapters.kafka.produce import fast_producer
-from statectl.config.loader import config_to_dict
-from tests.conftest import REPO
+from tests.integration.leaderboard_setup import seeded_leaderboard
 
 RATE = 60  # score events a second, over 2 partitions
 LIMIT = 40  # maxOffsetsPerTrigger: at most 40 a 1 s batch, so the job falls behind by about 20 a second
@@ -60,23 +56,8 @@ def _score_topic(doc: dict, topic: str) -> dict:
 
 
 def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstrap, tmp_path):
-    prefix = f"lagt-{uuid.uuid4().hex[:8]}"
-    topics = {k: f"{prefix}-{k}" for k in ("score_events", "players", "products", "high_scores", "dlq")}
-    checkpoint = tmp_path / "ckpt"
-    config = config_to_dict(load_job_config(REPO / "configs" / "leaderboard.yaml", [
-        *(f"topics.{k}={v}" for k, v in topics.items()), "spark.master=local[2]",
-        "spark.conf.spark.sql.shuffle.partitions=2", f"kafka.max_offsets_per_trigger={LIMIT}",
-        "trigger.processing_time=1 second"]))
-    config["checkpoint_dir"] = str(checkpoint)
-    config_file = tmp_path / "leaderboard.yaml"
-    config_file.write_text(yaml.safe_dump(config))
-    for key, name in (("players", "players.json"), ("products", "products.json")):
-        result = cli("produce-test-data", "--file", str(REPO / "data" / name), "--topic", topics[key], "--parse-key",
-                     "--key-separator", "|", "--partitions", "1", "-b", bootstrap)
-        assert result.exit_code == 0, result.stderr
-    result = cli("produce-test-data", "--file", str(REPO / "data" / "score-events.json"), "--topic",
-                 topics["score_events"], "--partitions", "2", "-b", bootstrap)
-    assert result.exit_code == 0, result.stderr
+    seeded = seeded_leaderboard(cli, bootstrap, tmp_path, "lagt", [f"kafka.max_offsets_per_trigger={LIMIT}", "trigger.processing_time=1 second"])
+    topics, checkpoint, config_file = seeded.topics, seeded.checkpoint, seeded.config_file
 
     stop = threading.Event()
     producer = threading.Thread(target=_produce, args=(bootstrap, topics["score_events"], stop), daemon=True)

@@ -16,14 +16,10 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
-import yaml
 
-from jobs.registry import load_job_config
-from statectl.config.loader import config_to_dict
-from tests.conftest import REPO
+from tests.integration.leaderboard_setup import seeded_leaderboard
 from tests.test_ui_browser import ARGS, CHROMIUM, SHOTS, _file_series
 
 EVENTS = 3000
@@ -39,22 +35,8 @@ def test_a_real_runs_lag_moves_on_the_page(cli, bootstrap, tmp_path):
     from statectl.ui.jobs import UiJob
     from tests.test_ui import _Served
 
-    prefix = f"ui-{uuid.uuid4().hex[:8]}"
-    topics = {k: f"{prefix}-{k}" for k in ("score_events", "players", "products", "high_scores", "dlq")}
-    checkpoint = tmp_path / "ckpt"
-    config = config_to_dict(load_job_config(REPO / "configs" / "leaderboard.yaml", [
-        *(f"topics.{k}={v}" for k, v in topics.items()), "spark.master=local[2]",
-        "spark.conf.spark.sql.shuffle.partitions=2", f"kafka.max_offsets_per_trigger={LIMIT}"]))
-    config["checkpoint_dir"] = str(checkpoint)
-    config_file = tmp_path / "leaderboard.yaml"
-    config_file.write_text(yaml.safe_dump(config))
-    for key, name in (("players", "players.json"), ("products", "products.json")):
-        result = cli("produce-test-data", "--file", str(REPO / "data" / name), "--topic", topics[key], "--parse-key",
-                     "--key-separator", "|", "--partitions", "1", "-b", bootstrap)
-        assert result.exit_code == 0, result.stderr
-    result = cli("produce-test-data", "--file", str(REPO / "data" / "score-events.json"), "--topic",
-                 topics["score_events"], "--partitions", "2", "-b", bootstrap)
-    assert result.exit_code == 0, result.stderr
+    seeded = seeded_leaderboard(cli, bootstrap, tmp_path, "ui", [f"kafka.max_offsets_per_trigger={LIMIT}"])
+    topics, checkpoint, config_file = seeded.topics, seeded.checkpoint, seeded.config_file
     producer = fast_producer(bootstrap)
     for n in range(EVENTS):
         producer.produce(topics["score_events"], value=json.dumps({"score": n, "product_id": 1, "player_id": 1}),
