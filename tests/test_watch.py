@@ -232,3 +232,49 @@ def test_a_reader_that_goes_away_ends_the_watch_quietly(tmp_path):
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert len(head.stdout.splitlines()) == 2
     assert "Traceback" not in head.stderr and "BrokenPipe" not in head.stderr
+
+
+def test_on_a_real_terminal_each_look_is_drawn_over_the_last_and_ctrl_c_exits_0():
+    """`inspect-state --watch 0.3` in a pseudo-terminal: the header names the command, a later
+    frame moves the cursor back up over the earlier one (no second copy scrolled below it), and
+    Ctrl-C (SIGINT to the process, as the terminal sends it) ends it with exit 0 and no traceback."""
+    import pty
+    import select
+
+    checkpoint = REPO / "tests" / "data" / "leaderboard-0.3-checkpoint"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: statectl on the terminal's slave side
+        os.environ.update({"PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "120", "LINES": "60", "TERM": "xterm"})
+        os.chdir(REPO)
+        os.execv(sys.executable, [sys.executable, "-m", "statectl", "inspect-state", str(checkpoint), "--watch", "0.3"])
+    shown = b""
+    deadline = time.monotonic() + 60
+    try:
+        # until three frames were drawn (each a header naming the command)
+        while shown.count(b"statectl inspect-state") < 3 and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if ready:
+                try:
+                    shown += os.read(fd, 65536)
+                except OSError:
+                    break
+        os.kill(pid, signal.SIGINT)
+        while True:
+            ready, _, _ = select.select([fd], [], [], 5)
+            if not ready:
+                break
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    text = shown.decode(errors="replace")
+    assert text.count("statectl inspect-state") >= 3, text[-2000:]
+    assert "\x1b[" in text and ("\x1b[1A" in text or "\x1b[2K" in text), "no cursor movement: frames scrolled"
+    assert "Traceback" not in text
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, text[-1000:])
