@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -68,7 +67,7 @@ def status(
             break
     request = StatusRequest(project_jobs(given, where_run_keeps=in_context),
                             cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path),
-                            names={Path(job.config_path): job.name for job in project})
+                            names={str(job.config_path): job.name for job in project})
     if watch is not None:
         from statectl.cli.watch import title_of, watch as watching
 

@@ -175,8 +175,9 @@ class StatusRequest:
     jobs: list[tuple[Path, JobConfig]]
     #: the cluster a job's config connects to (the CLI's --bootstrap-servers/--client-config applied)
     cluster_of: Callable[[JobConfig, Path], Cluster]
-    #: a project job's name by its config file (`statectl run NAME`); other jobs show their config's
-    names: dict[Path, str] = field(default_factory=dict)
+    #: a project job's name by its config file's path as text (`statectl run NAME`); other jobs
+    #: show their config's (a job known by its checkpoint alone has an object-store path here)
+    names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -278,7 +279,7 @@ def project_status(request: StatusRequest, look: Look = kafka_look,
 
     statuses = []
     for path, config in request.jobs:
-        name = request.names.get(Path(path), config.job_name)
+        name = request.names.get(str(path), config.job_name)
         status = checkpoint_status(name, str(path), checkpoint_for(config, None), proc_locks,
                                    config.spark.restart_version, required=isinstance(config, CheckpointJobConfig))
         if status.progress is not None:

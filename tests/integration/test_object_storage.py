@@ -102,7 +102,8 @@ def _drop_key(doc, key: str) -> None:
 def test_lag_and_status_on_a_10000_batch_checkpoint_take_a_few_requests(s3, tmp_path, bootstrap):
     """The checkpoint as Spark leaves it after 10,000 batches (the last 100 batches' logs, 100 state
     versions), its topics on the session broker: lag and status on S3 say what they say on the
-    local disk, in at most 10 requests, none of them a write."""
+    local disk, in at most 20 requests (the listings, the last committed batch, the offset files
+    of the trend's window of 10 batches), none of them a write."""
     from tests.lag_checkpoint import build_kafka_checkpoint
 
     topic = f"s3-lag-{tmp_path.name[-20:]}".replace("_", "-")
@@ -130,7 +131,7 @@ def test_lag_and_status_on_a_10000_batch_checkpoint_take_a_few_requests(s3, tmp_
         assert b == a
         assert all(r.method in ("GET", "HEAD") for r in requests), "a read-only command changed something"
         results[cmd[0]] = len(requests)
-    assert results["lag"] <= 10 and results["status"] <= 10, results
+    assert results["lag"] <= 20 and results["status"] <= 20, results
 
 
 def test_status_of_an_s3_folder_finds_every_checkpoint_under_it(s3, tmp_path):
