@@ -350,8 +350,11 @@ def _exposition(metrics) -> str:
 # reading the next records (a stand-in for the consumer)
 
 class _Msg:
-    def __init__(self, topic, partition, error=None, stamp=(1, 0)):
-        self._t, self._p, self._e, self._s = topic, partition, error, stamp
+    def __init__(self, topic, partition, error=None, stamp=(1, 0), offset=1_000_000):
+        self._t, self._p, self._e, self._s, self._o = topic, partition, error, stamp, offset
+
+    def offset(self):
+        return self._o
 
     def topic(self):
         return self._t
@@ -385,6 +388,9 @@ def _record_times(monkeypatch, messages):
             return out
 
         def pause(self, parts):
+            pass
+
+        def resume(self, parts):
             pass
 
         def unassign(self):
@@ -500,3 +506,67 @@ def test_the_log_ends_at_past_times_stop_at_the_first_time_kafka_cannot_answer()
     ends, problems = ends_at_times(stuck, {"t": {0: (0, 10)}}, [1_000, 2_000, 3_000])
     assert (ends, stuck.asked) == ({}, 1)
     assert problems == ["the log ends at 1000 ms and later could not be read: timed out"]
+
+
+def test_a_kept_reader_is_not_answered_by_what_an_earlier_read_left_behind(monkeypatch):
+    """A run keeps one reader. After a read took partition 0's record, the consumer went on to
+    the end of the log and signalled it; that end-of-log, still queued at the next read, made
+    the next read say "nothing behind" (0 s) with thousands of records behind. A record fetched
+    below the offset asked is stale too. And the partition the first read paused stays paused
+    across the next assign unless resumed: every later read of a run timed out (unknown)."""
+    from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
+
+    from statectl.adapters.kafka import offsets
+
+    class QueuedConsumer:
+        def __init__(self, config):
+            self.queue, self.rounds, self.paused = [], 0, set()
+
+        def assign(self, parts):
+            self.rounds += 1
+            if self.rounds == 1:
+                self.queue.append(_Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1000), offset=5))
+            else:  # a stale record below the offset asked, then the one asked for
+                self.queue += [_Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1500), offset=6),
+                               _Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 2000), offset=9)]
+
+        def consume(self, num_messages, timeout):
+            # a paused partition fetches no records, whatever was assigned since (as librdkafka);
+            # events already queued (its end-of-log) still come
+            ready = [m for m in self.queue if m.error() is not None or m.partition() not in self.paused][:num_messages]
+            self.queue = [m for m in self.queue if m not in ready]
+            return ready
+
+        def pause(self, parts):
+            self.paused |= {p.partition for p in parts}
+            # the fetcher had already reached the end of the log: its event comes after the record
+            self.queue.append(_Msg("t", 0, KafkaError(KafkaError._PARTITION_EOF), offset=7))
+
+        def resume(self, parts):
+            self.paused -= {p.partition for p in parts}
+
+        def unassign(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(offsets, "Consumer", QueuedConsumer)
+    monkeypatch.setattr(offsets, "client_config", lambda bootstrap, **extra: dict(extra))
+    reader = offsets.RecordTimes("h:1")
+    assert reader.read([("t", 0, 5)], timeout=0.3)[0] == {("t", 0, 5): (1000, False)}
+    assert reader.read([("t", 0, 9)], timeout=0.3)[0] == {("t", 0, 9): (2000, False)}
+
+
+def test_the_dashboards_lag_in_seconds_is_unknown_when_a_source_behind_could_not_say():
+    from statectl.ui.series import batch_point
+
+    def event(*sources):
+        return {"type": "batch_progress", "time": 1.0, "sources": list(sources)}
+
+    behind_unknown = {"records_behind": 2410, "lag_seconds": None}
+    caught_up = {"records_behind": 0, "lag_seconds": 0.0}
+    assert batch_point(event(behind_unknown, caught_up, caught_up))["lag_seconds"] is None
+    assert batch_point(event({"records_behind": 5, "lag_seconds": 3.5}, caught_up))["lag_seconds"] == 3.5
+    # a run from before lag in seconds (no field at all): nothing to say, not unknown-and-behind
+    assert batch_point(event({"records_behind": 5}, caught_up))["lag_seconds"] == 0.0

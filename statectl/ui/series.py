@@ -59,12 +59,15 @@ def _number(value: Any) -> float | int | None:
 def batch_point(event: dict) -> dict:
     """One chart point of a ``batch_progress`` event. Lag in records sums the Kafka sources'
     ``records_behind``; lag in seconds is the largest source ``lag_seconds`` (null when no source
-    reports it: older runs, non-Kafka sources)."""
+    reports it: older runs, non-Kafka sources; null too when a source that is behind could not
+    say how far in time, as `lag` reads it: the caught-up sources' 0 must not stand for it)."""
     sources = event.get("sources") if isinstance(event.get("sources"), list) else []
     behind = [_number(s.get("records_behind")) for s in sources if isinstance(s, dict)]
     seconds = [_number(s.get("lag_seconds")) for s in sources if isinstance(s, dict)]
+    unknown = any(isinstance(s, dict) and "lag_seconds" in s and _number(s.get("lag_seconds")) is None
+                  and (_number(s.get("records_behind")) or 0) > 0 for s in sources)
     behind = [b for b in behind if b is not None]
-    seconds = [s for s in seconds if s is not None]
+    seconds = [] if unknown else [s for s in seconds if s is not None]
     return {
         "time": _number(event.get("time")),
         "run_id": event.get("run_id") if isinstance(event.get("run_id"), str) else None,

@@ -213,7 +213,11 @@ class RecordTimes:
     def _read_round(self, batch: list[Position], deadline: float, found: dict, problems: list[str]) -> None:
         wanted = {p[:2]: p for p in batch}
         try:
-            self._consumer.assign([TopicPartition(t, p, o) for t, p, o in batch])
+            parts = [TopicPartition(t, p, o) for t, p, o in batch]
+            self._consumer.assign(parts)
+            # a partition paused by an earlier read of this kept reader stays paused across an
+            # assign: it would never deliver again
+            self._consumer.resume(parts)
             while wanted:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -223,6 +227,8 @@ class RecordTimes:
                     if key not in wanted:
                         continue
                     error = msg.error()
+                    if error is None and msg.offset() < wanted[key][2]:
+                        continue  # fetched for an earlier read of this partition
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
                             # asked below the log end, so what is left is control records (the
@@ -251,6 +257,11 @@ class RecordTimes:
                 problems.append(f"{t}-{p}: the record at offset {wanted[(t, p)][2]} did not arrive within the time-out")
             try:
                 self._consumer.unassign()
+                # What was fetched or signalled for this round and not taken (a partition's
+                # end-of-log event above all) must not answer the next round's read of it: a run
+                # keeps this reader, and a stale end-of-log read as "nothing behind" (0 s).
+                while self._consumer.consume(num_messages=500, timeout=0):
+                    pass
             except KafkaException:
                 pass
 
