@@ -121,7 +121,7 @@ class WindowSample:
 
     @property
     def lag(self) -> int:
-        return max(0, self.end - self.consumed)
+        return self.sample().lag
 
     def sample(self) -> LagSample:
         return LagSample(self.time_ms, self.consumed, self.end)

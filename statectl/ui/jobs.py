@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from statectl.errors import StatectlError
-from statectl.paths import default_checkpoint_root, default_events_file, events_dir
+from statectl.paths import default_events_file, events_dir
 
 
 @dataclass
@@ -39,13 +39,14 @@ class UiJob:
 def _checkpoint(name: str, config, context) -> str:
     """Where `statectl run NAME` keeps the checkpoint: the context's root/NAME over the config's
     checkpoint_dir (statectl.project.precedence), else the default."""
+    from statectl.checkpoint.lock import checkpoint_for
     from statectl.project.precedence import checkpoint_of
 
-    if context is not None and checkpoint_of(name, context):
-        return checkpoint_of(name, context)
-    if config.checkpoint_dir:
-        return str(config.checkpoint_dir)
-    return str(default_checkpoint_root() / config.job_name.replace("/", "-"))
+    in_context = checkpoint_of(name, context) if context is not None else None
+    if in_context:
+        return in_context
+    # the config's own as written (shown on the page as the user wrote it), else run's default
+    return str(config.checkpoint_dir) if config.checkpoint_dir else str(checkpoint_for(config, None))
 
 
 def _from_config(name: str, path: Path, context, client_config: Path | None, load: Callable) -> UiJob:

@@ -78,11 +78,23 @@ def _topic_watermarks(bootstrap: Target, topics: list[str], group: str, what: st
         consumer.close()
 
 
+def _ends(marks: dict[str, dict[int, tuple[int, int]]]) -> dict[str, dict[int, int]]:
+    """``{topic: {partition: end offset}}`` of watermarks ``{topic: {partition: (low, high)}}``."""
+    return {topic: {p: high for p, (_, high) in by_partition.items()} for topic, by_partition in marks.items()}
+
+
+def _offset_at_time(found: int, low: int, high: int) -> int:
+    """What offsetsForTimes answered, as an offset in the log: -1 (no record at or after the
+    time) is the end; anything else is clamped into the log, as a partition may have been
+    truncated since the broker answered."""
+    return high if found < 0 else min(max(found, low), high)
+
+
 def end_offsets(bootstrap: Target, topics: list[str]) -> dict[str, dict[int, int]]:
     """``{topic: {partition: end offset}}`` for the topics that exist (the others are left out)."""
     with _topic_watermarks(bootstrap, topics, "statectl-offsets", f"could not read the end offsets of {', '.join(topics)}",
                            refuse_unauthorized=False) as (_, marks):
-        return {topic: {p: high for p, (_, high) in by_partition.items()} for topic, by_partition in marks.items()}
+        return _ends(marks)
 
 
 @dataclass(frozen=True)
@@ -121,10 +133,7 @@ def _starts(consumer: Consumer, topic: str, marks: dict[int, tuple[int, int]], a
     for tp in found:
         if tp.error is not None:
             raise OperationalError(f"could not look up the offsets of {topic} at {at} ms: {tp.error.str()}")
-        low, high = marks[tp.partition]
-        # -1: no record at or after the time: start at the end. The broker answers an offset
-        # inside the log; clamp it anyway, a partition may have been truncated in between.
-        starts[tp.partition] = high if tp.offset < 0 else min(max(tp.offset, low), high)
+        starts[tp.partition] = _offset_at_time(tp.offset, *marks[tp.partition])
     return starts
 
 
@@ -290,8 +299,7 @@ def ends_at_times(consumer: Consumer, marks: dict[str, dict[int, tuple[int, int]
         for tp in found:
             if tp.error is not None:
                 continue
-            low, high = marks[tp.topic][tp.partition]
-            ends.setdefault(tp.topic, {})[tp.partition] = high if tp.offset < 0 else min(max(tp.offset, low), high)
+            ends.setdefault(tp.topic, {})[tp.partition] = _offset_at_time(tp.offset, *marks[tp.topic][tp.partition])
         out[at] = ends
     return out, problems
 
@@ -315,7 +323,7 @@ def lag_look(bootstrap: Target, topics: list[str], positions: list[Position], ti
     ends at ``times_ms``. No consumer group is joined and nothing is committed."""
     with _topic_watermarks(bootstrap, topics, "statectl-offsets", f"could not read the end offsets of {', '.join(topics)}",
                            refuse_unauthorized=False) as (consumer, marks):
-        ends = {topic: {p: high for p, (_, high) in by_partition.items()} for topic, by_partition in marks.items()}
+        ends = _ends(marks)
         ends_at, problems = ends_at_times(consumer, marks, times_ms) if times_ms else ({}, [])
     lagging = [(t, p, o) for t, p, o in positions if t in marks and p in marks[t] and o < marks[t][p][1]]
     records: dict[Position, tuple[int, bool] | None] = {}
