@@ -12,7 +12,8 @@ What runs:
   only what Kafka acknowledged goes into the oracle;
 - `statectl run leaderboard` (continuous, 1 s trigger) in its own process;
 - every --broker-kill-every seconds a broker is SIGKILLed and started again --broker-down later;
-- every --job-kill-every seconds the job is SIGKILLed and started again at once;
+- every --job-kill-every seconds the job is SIGKILLed and started again at once (a kill waits
+  until the running process has committed a batch, so each restart has state to restore);
 - every --poll-every seconds `statectl status`, `statectl lag --json` and `statectl inspect-state
   --json` against the job, and samples: RSS of the driver JVM and of the Python workers, the
   checkpoint's size and file count, lag in records (and in seconds, from the producer's timeline:
@@ -194,6 +195,14 @@ def _java_and_workers(root: int) -> tuple[int, int, int]:
     return driver, workers, count
 
 
+def last_commit(checkpoint: Path) -> int | None:
+    try:
+        batches = [int(f) for f in os.listdir(checkpoint / "commits") if f.isdigit()]
+    except OSError:
+        return None
+    return max(batches, default=None)
+
+
 def _files(path: Path) -> int:
     return sum(len(files) for _, _, files in os.walk(path))
 
@@ -207,8 +216,17 @@ class Job:
         self.starts: list[float] = []
         self.outputs: list[str] = []
         self.events_file = work / "events.jsonl"
+        #: the checkpoint's last commit when the running process started (None: none yet)
+        self.commit_at_start: int | None = None
+
+    def committed_since_start(self) -> bool:
+        """Whether this run has committed a batch: a kill before that is a kill of a job with no
+        state of its own yet, and its restart would have nothing to restore."""
+        last = last_commit(self.work / "checkpoint")
+        return last is not None and (self.commit_at_start is None or last > self.commit_at_start)
 
     def start(self) -> None:
+        self.commit_at_start = last_commit(self.work / "checkpoint")
         log = open(self.work / f"run-{len(self.starts)}.out", "w")
         env = dict(os.environ, STATECTL_SPARK_LOG=str(self.work / "spark.log"), PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
@@ -384,11 +402,13 @@ def soak(args) -> dict:
                     faults.append((minutes(), f"broker {victim} killed"))
                     broker_back_at = elapsed + args.broker_down
                 next_broker += args.broker_kill_every
-            if elapsed >= next_job:
+            if elapsed >= next_job and job.committed_since_start():
+                # On a loaded machine a run's first batch can take longer than the kill interval:
+                # the kill waits for it, so every restart has state to restore.
                 job.kill()
                 faults.append((minutes(), "job killed"))
                 job.start()
-                next_job += args.job_kill_every
+                next_job = elapsed + args.job_kill_every
             if elapsed >= next_poll:
                 samples.append(_poll(job, config, producer, printed, began))
                 next_poll += args.poll_every

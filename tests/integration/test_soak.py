@@ -36,6 +36,7 @@ def test_three_minutes_of_rolling_faults_lose_nothing(tmp_path, capsys):
     assert report["dlq_not_letters"] == 0
     assert report["drained"] and report["tracebacks"] == 0
     assert report["printed"] == [], report["printed"]
-    assert len(report["restores"]) >= 1  # the restart after the kill restored the state
+    # every kill lands on a run that has committed a batch: each restart restores that state
+    assert len(report["restores"]) >= what.count("job killed") >= 1, (report["restores"], what)
     assert len(report["samples"]) >= 10 and all(s["lag_records"] is not None for s in report["samples"][-3:])
     assert report["nothing_lost"]
