@@ -13,7 +13,7 @@ What runs:
 - `statectl run leaderboard` (continuous, 1 s trigger) in its own process;
 - every --broker-kill-every seconds a broker is SIGKILLed and started again --broker-down later;
 - every --job-kill-every seconds the job is SIGKILLed and started again at once (a kill waits
-  until the running process has committed a batch, so each restart has state to restore);
+  until the running process has reported a batch, so each restart has state to restore);
 - every --poll-every seconds `statectl status`, `statectl lag --json` and `statectl inspect-state
   --json` against the job, and samples: RSS of the driver JVM and of the Python workers, the
   checkpoint's size and file count, lag in records (and in seconds, from the producer's timeline:
@@ -195,14 +195,6 @@ def _java_and_workers(root: int) -> tuple[int, int, int]:
     return driver, workers, count
 
 
-def last_commit(checkpoint: Path) -> int | None:
-    try:
-        batches = [int(f) for f in os.listdir(checkpoint / "commits") if f.isdigit()]
-    except OSError:
-        return None
-    return max(batches, default=None)
-
-
 def _files(path: Path) -> int:
     return sum(len(files) for _, _, files in os.walk(path))
 
@@ -216,17 +208,22 @@ class Job:
         self.starts: list[float] = []
         self.outputs: list[str] = []
         self.events_file = work / "events.jsonl"
-        #: the checkpoint's last commit when the running process started (None: none yet)
-        self.commit_at_start: int | None = None
+        #: where the events file ended when the running process started
+        self.events_at_start = 0
 
-    def committed_since_start(self) -> bool:
-        """Whether this run has committed a batch: a kill before that is a kill of a job with no
-        state of its own yet, and its restart would have nothing to restore."""
-        last = last_commit(self.work / "checkpoint")
-        return last is not None and (self.commit_at_start is None or last > self.commit_at_start)
+    def reported_a_batch(self) -> bool:
+        """Whether this run has reported a finished batch (its first one restored the state, and
+        the report is written after the commit): a kill before that leaves a checkpoint with no
+        state of this run's, and its restore unreported."""
+        try:
+            with open(self.events_file, "rb") as f:
+                f.seek(self.events_at_start)
+                return b'"type":"batch_progress"' in f.read()
+        except OSError:
+            return False
 
     def start(self) -> None:
-        self.commit_at_start = last_commit(self.work / "checkpoint")
+        self.events_at_start = self.events_file.stat().st_size if self.events_file.exists() else 0
         log = open(self.work / f"run-{len(self.starts)}.out", "w")
         env = dict(os.environ, STATECTL_SPARK_LOG=str(self.work / "spark.log"), PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
@@ -402,7 +399,7 @@ def soak(args) -> dict:
                     faults.append((minutes(), f"broker {victim} killed"))
                     broker_back_at = elapsed + args.broker_down
                 next_broker += args.broker_kill_every
-            if elapsed >= next_job and job.committed_since_start():
+            if elapsed >= next_job and job.reported_a_batch():
                 # On a loaded machine a run's first batch can take longer than the kill interval:
                 # the kill waits for it, so every restart has state to restore.
                 job.kill()

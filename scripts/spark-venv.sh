@@ -29,11 +29,15 @@ case $version in
 esac
 spec="pyspark[sql]==$version protobuf${pins[*]:+ ${pins[*]}}"
 
+mkdir -p "$root"
+# One build per version at a time: .ci/run builds them in the background while the matrix's
+# fixtures ask for the same venvs (they wait here for the build, then find it done).
+exec 9>"$root/.pyspark-$version.lock"
+flock 9
 if [[ ! -f $stamp || $(cat "$stamp") != "$spec" ]]; then
   py=${PYTHON:-python3.11}
   command -v "$py" >/dev/null 2>&1 || py=python3
   rm -rf "$venv"
-  mkdir -p "$root"
   echo "[spark-venv] installing $spec into $venv (first time: a few minutes)" >&2
   "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null

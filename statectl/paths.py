@@ -67,6 +67,12 @@ def display_path(path: str | os.PathLike) -> str:
         return str(full)
 
 
+#: JVM options for a JVM that runs one short task and exits (formatting a broker's storage, keytool):
+#: the C2 compiler's threads cost more CPU than their code saves in so short a life, and one
+#: serial collector thread is all a small heap needs. (-J prefixes them for keytool.)
+ONE_SHOT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
+
+
 def jdk_tool(name: str) -> Path | None:
     """A program of the JDK (``java``, ``keytool``), found as Spark's launcher finds java:
     ``$JAVA_HOME/bin/NAME`` when JAVA_HOME is set (None if it is not there: the user chose that

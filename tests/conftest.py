@@ -4,6 +4,7 @@ the markers given by folder: `pytest -m "not integration"` is the fast tier."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -13,6 +14,19 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 INTEGRATION = REPO / "tests" / "integration"
 MATRIX = REPO / "tests" / "matrix"
+
+# Every Spark driver the tests start (statectl's runs, plain PySpark scripts, the matrix's other
+# PySpark versions, the engine) goes through spark-submit, which adds $SPARK_SUBMIT_OPTS to its
+# JVM. The tests' JVMs live seconds to minutes on two cores that both CI jobs share: run them as
+# statectl runs its one-shot JVMs (C1 only, one serial collector), which costs far less CPU for
+# the same behaviour (docs/performance.md, "Test JVMs"). Set it to "" to test with Java's defaults.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+# A runner that starts the tests as a background job (.ci/run's second job, `cmd &` in any script)
+# starts them with SIGINT ignored, and every child inherits that: the Ctrl-C the tests send a
+# `--watch` would be ignored. With a handler here, children start with the default again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from statectl.errors import ConfigError
-from statectl.paths import cache_root, jdk_tool
+from statectl.paths import ONE_SHOT_JVM_OPTIONS, cache_root, jdk_tool
 
 _CERT = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.DOTALL)
 
@@ -33,7 +33,7 @@ def pem_from_store(path: Path, store_type: str, password: str | None) -> Path:
     target = cache_root() / "truststores" / f"{digest}.pem"
     if target.exists():
         return target
-    cmd = [_keytool(), "-list", "-rfc", "-keystore", str(path), "-storetype", store_type]
+    cmd = [_keytool(), *(f"-J{o}" for o in ONE_SHOT_JVM_OPTIONS), "-list", "-rfc", "-keystore", str(path), "-storetype", store_type]
     # keytool reads the password from the environment variable named after :env, so it is not on
     # a command line other users could see.
     env = dict(os.environ)

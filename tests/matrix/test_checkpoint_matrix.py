@@ -44,7 +44,7 @@ from statectl.checkpoint.decode.checksum import crc32c
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import restore_plan
 from tests.checkpoint_factory import flip_byte, write
-from tests.conftest import REPO, run_statectl
+from tests.conftest import REPO
 
 pytestmark = [pytest.mark.matrix, pytest.mark.integration]
 
@@ -153,6 +153,16 @@ def _spark_python(version: str) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+def _statectl(*args: str):
+    """statectl's CLI in this process (flags, JSON, exit code as a user's run has them). The matrix
+    calls it about 180 times; an interpreter start each cost a second apiece on a loaded CI machine."""
+    from typer.testing import CliRunner
+
+    from statectl.cli.main import app
+
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
 def _worker(python: str, action: str, out: Path, specs: list[str], log: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PYSPARK_PYTHON", None)
@@ -216,8 +226,8 @@ def generated(request, tmp_path_factory) -> Generated:
 def test_layout_equals_state_metadata(generated, kind):
     if generated.lacks(kind):
         pytest.skip(generated.lacks(kind))
-    proc = run_statectl("inspect-state", str(generated.checkpoint(kind)), "--json", timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = _statectl("inspect-state", str(generated.checkpoint(kind)), "--json")
+    assert proc.exit_code == 0, proc.stderr
     doc = json.loads(proc.stdout)
     ours = sorted((op["operator_id"], op["name"], store, op["num_partitions"])
                   for op in doc["operators"] for store in op["stores"])
@@ -353,9 +363,8 @@ def _damage(gen: Generated, case_dir: Path, kind: str, damage: str) -> Path:
     elif damage == "moved-relocated":
         # --force: the query that wrote it stopped a moment ago, which looks like a live one for a
         # minute (liveness.py); when the cases come within that minute, relocate would refuse.
-        proc = run_statectl("relocate-checkpoint", str(copy), "--force", "--backup-dir", str(case_dir / "backup"),
-                            timeout=120)
-        assert proc.returncode == 0, proc.stderr
+        proc = _statectl("relocate-checkpoint", str(copy), "--force", "--backup-dir", str(case_dir / "backup"))
+        assert proc.exit_code == 0, proc.stderr
     return copy
 
 
@@ -424,14 +433,14 @@ def outcomes(request, generated, tmp_path_factory) -> dict[str, Outcome]:
     verdicts, specs = {}, {}
     for case, kind, damage in cases:
         copy = _damage(generated, base / case, kind, damage)
-        proc = run_statectl("inspect-state", str(copy), "--json", timeout=120)
-        assert proc.returncode in (0, 1), proc.stderr
+        proc = _statectl("inspect-state", str(copy), "--json")
+        assert proc.exit_code in (0, 1), proc.stderr
         doc = json.loads(proc.stdout)
         judged = doc.get("verdict_for") or {}
         release = ".".join(generated.spark_version.split(".")[:2])
         maybe = sorted({f["code"] for f in doc["findings"]
                         if release in ((f.get("spark_versions") or {}).get("may_fail") or [])})
-        verdicts[case] = (proc.returncode, [f for f in doc["findings"] if f["severity"] == "error"],
+        verdicts[case] = (proc.exit_code, [f for f in doc["findings"] if f["severity"] == "error"],
                           sorted({f["code"] for f in doc["findings"] if f["severity"] == "warning"}),
                           f"{judged.get('version')}, {judged.get('source')}" if judged else "?", maybe)
         specs[case] = f"{_query_kind(kind)}:{copy}:{generated.input_dir(kind)}"

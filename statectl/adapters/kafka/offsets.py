@@ -30,10 +30,18 @@ from statectl.adapters.kafka.connect import (
 from statectl.errors import OperationalError
 
 
+#: Also asked again for watermarks: a new leader answers OFFSET_NOT_AVAILABLE ("Leader high watermark
+#: is not caught up") until its high watermark has caught up with the election, and a partition the
+#: metadata just listed can be unknown to the client's cache a moment longer (both seen when a
+#: broker of three came back).
+_WATERMARKS_AGAIN = (*WHILE_LEADERS_MOVE, KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION)
+
+
 def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[int, int]]:
     """Each partition's (low, high) offsets: its first record, and the offset the next record will
-    get. A partition whose leader just died is asked again until LEADER_MOVE_TIMEOUT (a run
-    started while a broker of three is down waits for the new leader instead of failing). Raises
+    get. A partition whose leader just died or was just elected is asked again until
+    LEADER_MOVE_TIMEOUT (a run started while a broker of three is down waits for the new leader
+    instead of failing; `lag` just after a broker came back waits for its watermark). Raises
     KafkaException when the brokers do not answer."""
     out = {}
     for p in sorted(partitions):
@@ -43,8 +51,9 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
                 out[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
                 break
             except KafkaException as exc:
-                if exc.args[0].code() not in WHILE_LEADERS_MOVE or time.monotonic() >= deadline:
+                if exc.args[0].code() not in _WATERMARKS_AGAIN or time.monotonic() >= deadline:
                     raise
+                time.sleep(0.2)  # a new leader's "not caught up" comes back at once: not a busy loop
                 refresh_metadata(consumer)
     return out
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from statectl.errors import OperationalError, UsageError
-from statectl.paths import default_broker_dir, display_path, jdk_tool
+from statectl.paths import ONE_SHOT_JVM_OPTIONS, default_broker_dir, display_path, jdk_tool
 from statectl.adapters.local import broker_secure
 from statectl.adapters.local.jars import KAFKA_BROKER, cached_jars, ensure_bundle
 from statectl.text import wait_until
@@ -368,8 +368,8 @@ def _format_command(data_dir: Path, java: str, classpath: str, secret_args: list
         # The SCRAM passwords go through a java @argfile (mode 0600, deleted after), so they are
         # never on a command line other processes can read.
         broker_secure.write_private(argfile, "\n".join(_argfile_quote(a) for a in args + secret_args) + "\n")
-        return [java, f"@{argfile}"]
-    return [java, *args]
+        return [java, *ONE_SHOT_JVM_OPTIONS, f"@{argfile}"]
+    return [java, *ONE_SHOT_JVM_OPTIONS, *args]
 
 
 def _format_failed(data_dir: Path, stdout: str, stderr: str) -> OperationalError:

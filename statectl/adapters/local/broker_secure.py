@@ -35,7 +35,7 @@ from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
 from statectl.cluster.settings import jaas_config
 from statectl.errors import OperationalError
-from statectl.paths import jdk_tool
+from statectl.paths import ONE_SHOT_JVM_OPTIONS, jdk_tool
 
 MECHANISM = "SCRAM-SHA-512"
 PROTOCOL = "SASL_SSL"
@@ -147,7 +147,7 @@ def _run_keytool(keytool: str, steps: list[list[str]], cwd: Path, password: str)
     """Run keytool once per step, all at once (each is a JVM start); fail on the first error."""
     # Passwords come from the environment (-storepass:env), never the command line.
     env = {**os.environ, "STATECTL_KEYSTORE_PASS": password}
-    fast = ["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC", "-J-Xshare:auto"]
+    fast = [f"-J{o}" for o in ONE_SHOT_JVM_OPTIONS]
     procs = [subprocess.Popen([keytool, *fast, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for args in steps]
     failed = []
