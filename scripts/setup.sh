@@ -60,6 +60,9 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   touch "$stamp"
 fi
 
+# The project's own modules as bytecode (pip compiles what it installs, not an editable tree): a
+# shell with PYTHONDONTWRITEBYTECODE=1 would otherwise compile them again in every process.
+.venv/bin/python -m compileall -q statectl jobs >/dev/null
 .venv/bin/statectl jars fetch >/dev/null
 # The Spark driver's class-data archive: ~3 s off every Spark start (once per Java and PySpark).
 if [[ ${STATECTL_JVM_ARCHIVE:-} != off ]]; then

@@ -18,6 +18,9 @@ class Params(BaseModel):
     variant: str
     clicks: str
     more_clicks: str = ""
+    #: maxOffsetsPerTrigger: a run over a backlog commits several batches, so the state has
+    #: versions behind it, as a real job's has
+    per_batch: int | None = None
 
 
 COUNT = StructType([StructField("n", LongType())])
@@ -45,9 +48,13 @@ class Counter(StatefulProcessor):
 def build(ctx):
     p = ctx.params
     v = p.variant
-    raw = ctx.kafka_reader(p.clicks).load()
+    def read(topic: str):
+        reader = ctx.kafka_reader(topic)
+        return (reader.option("maxOffsetsPerTrigger", p.per_batch) if p.per_batch else reader).load()
+
+    raw = read(p.clicks)
     if v == "source-added":
-        raw = raw.unionByName(ctx.kafka_reader(p.more_clicks).load())
+        raw = raw.unionByName(read(p.more_clicks))
     views = raw.select(F.col("key").cast("string").alias("user"), F.col("value").cast("string").alias("page"))
     if v.startswith("tws"):
         state_name = "total" if v == "tws-renamed" else "count"

@@ -47,6 +47,8 @@ CHANGES = [
     ("nothing changed", "agg", "base", {}),
 ]
 BASES = {"agg": "base", "dedup": "dedup-base", "tws": "tws-base"}
+#: records a batch (maxOffsetsPerTrigger): each base run reads its backlog in two batches or more
+PER_BATCH = 8
 REAL = REPO / "tests" / "integration" / "check_restart_real.py"
 
 
@@ -62,13 +64,15 @@ def _config(work: Path, name: str, family: str, variant: str, conf: dict, clicks
     spark = "".join(f"\n    {k}: \"{v}\"" for k, v in conf.items())
     path.write_text(f"job: ./shop.py:build\ncheckpoint_dir: {work / 'checkpoints' / family}\n"
                     f"params:\n  variant: {variant}\n  clicks: {clicks}\n  more_clicks: {more}\n"
+                    f"  per_batch: {PER_BATCH}\n"
                     + (f"spark:\n  conf:{spark}\n" if conf else ""))
     return path
 
 
 @pytest.fixture(scope="module")
 def shop(bootstrap, tmp_path_factory):
-    """The three base checkpoints, each written by two runs of its base version."""
+    """The three base checkpoints, each written by one run of its base version that commits two
+    batches or more (12 records or more, 8 a batch)."""
     work = tmp_path_factory.mktemp("shop")
     shutil.copy(SHOP, work / "shop.py")
     uid = uuid.uuid4().hex[:8]
@@ -78,10 +82,11 @@ def shop(bootstrap, tmp_path_factory):
     _produce(bootstrap, more, 3)
     for family, variant in BASES.items():
         config = _config(work, family, family, variant, {}, clicks, more)
-        for _ in range(2):  # two runs: the state has versions behind it, as a real job's has
-            done = run_statectl("run", "--config", str(config), "--available-now", "-b", bootstrap, cwd=work)
-            assert done.returncode == 0, done.stderr
-            _produce(bootstrap, clicks, 4)
+        done = run_statectl("run", "--config", str(config), "--available-now", "-b", bootstrap, cwd=work)
+        assert done.returncode == 0, done.stderr
+        commits = [f for f in (work / "checkpoints" / family / "commits").iterdir() if f.name.isdigit()]
+        assert len(commits) >= 2, (family, commits)  # the state has versions behind it, as a real job's has
+        _produce(bootstrap, clicks, 4)
     return {"work": work, "clicks": clicks, "more": more, "bootstrap": bootstrap}
 
 
@@ -110,7 +115,8 @@ def outcomes(shop):
         copy = work / "restarts" / f"change-{i}"
         shutil.copytree(work / "checkpoints" / family, copy)
         cases.append({"name": change, "checkpoint": str(copy), "conf": conf,
-                      "params": {"variant": variant, "clicks": shop["clicks"], "more_clicks": shop["more"]}})
+                      "params": {"variant": variant, "clicks": shop["clicks"], "more_clicks": shop["more"],
+                                 "per_batch": PER_BATCH}})
     settings = json.loads(run_statectl("jars", "spark-conf", "--json", "--master", "local[2]").stdout)
     spec = work / "real.json"
     spec.write_text(json.dumps({"settings": settings, "bootstrap": bootstrap, "job_dir": str(work), "cases": cases}))

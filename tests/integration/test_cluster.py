@@ -1,5 +1,8 @@
 """The leaderboard on a real Spark standalone cluster (master and worker started from PySpark's
-own bin/spark-class), reading and writing the real broker: the same job, `--master spark://...`."""
+own bin/spark-class), reading and writing the real broker: the same job, `--master spark://...`.
+
+Marked ``engine`` (Spark outside the run's process, as a Spark Connect engine is): CI runs it
+beside the matrix (.ci/run), not in the main suite."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import pytest
 from statectl.adapters.local.broker import free_port
 from tests.conftest import REPO
 from tests.integration.test_leaderboard import SEED_EXPECTED, Leaderboard
+
+pytestmark = [pytest.mark.integration, pytest.mark.engine]
 
 
 def _spark_class() -> Path:
