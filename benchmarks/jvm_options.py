@@ -34,10 +34,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import process_tree, throwaway_broker  # noqa: E402
+from statectl.paths import ONE_SHOT_JVM_OPTIONS  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 STATECTL = str(Path(sys.executable).parent / "statectl")
-TEST_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+TEST_OPTIONS = " ".join(ONE_SHOT_JVM_OPTIONS)  # what tests/conftest.py gives SPARK_SUBMIT_OPTS
 OPTION_SETS = {"java defaults": "", "tests' options": TEST_OPTIONS}
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from statectl.paths import ONE_SHOT_JVM_OPTIONS
+
 REPO = Path(__file__).resolve().parent.parent
 INTEGRATION = REPO / "tests" / "integration"
 MATRIX = REPO / "tests" / "matrix"
@@ -20,7 +22,7 @@ MATRIX = REPO / "tests" / "matrix"
 # JVM. The tests' JVMs live seconds to minutes on two cores that both CI jobs share: run them as
 # statectl runs its one-shot JVMs (C1 only, one serial collector), which costs far less CPU for
 # the same behaviour (docs/performance.md, "Test JVMs"). Set it to "" to test with Java's defaults.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(ONE_SHOT_JVM_OPTIONS))
 
 # A runner that starts the tests as a background job (.ci/run's second job, `cmd &` in any script)
 # starts them with SIGINT ignored, and every child inherits that: the Ctrl-C the tests send a
@@ -66,19 +68,20 @@ def unique_topic():
     return f"t-{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture
-def cli():
-    """Invoke the statectl CLI in-process; returns typer's Result (exit_code, stdout, stderr)."""
+def statectl_in_process(*args: str, env: dict | None = None):
+    """The statectl CLI in this process (its flags, output and exit code as a user's run has them,
+    without an interpreter start); returns typer's Result (exit_code, stdout, stderr)."""
     from typer.testing import CliRunner
 
     from statectl.cli.main import app
 
-    runner = CliRunner()
+    return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
 
-    def invoke(*args: str, env: dict | None = None):
-        return runner.invoke(app, list(args), env=env, catch_exceptions=False)
 
-    return invoke
+@pytest.fixture
+def cli():
+    """Invoke the statectl CLI in-process: ``statectl_in_process`` as a fixture."""
+    return statectl_in_process
 
 
 def run_statectl(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300):

@@ -44,7 +44,9 @@ from statectl.checkpoint.decode.checksum import crc32c
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import restore_plan
 from tests.checkpoint_factory import flip_byte, write
-from tests.conftest import REPO
+# in-process: the matrix calls statectl about 180 times, and an interpreter start cost a second
+# apiece on a loaded CI machine
+from tests.conftest import REPO, statectl_in_process as _statectl
 
 pytestmark = [pytest.mark.matrix, pytest.mark.integration]
 
@@ -151,16 +153,6 @@ def _spark_python(version: str) -> str:
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.strip().splitlines()[-1]
-
-
-def _statectl(*args: str):
-    """statectl's CLI in this process (flags, JSON, exit code as a user's run has them). The matrix
-    calls it about 180 times; an interpreter start each cost a second apiece on a loaded CI machine."""
-    from typer.testing import CliRunner
-
-    from statectl.cli.main import app
-
-    return CliRunner().invoke(app, list(args), catch_exceptions=False)
 
 
 def _worker(python: str, action: str, out: Path, specs: list[str], log: Path) -> dict:
