@@ -95,7 +95,7 @@ def main() -> int:
         files = sum(1 for p in checkpoint.rglob("*") if p.is_file())
         print(f"synthesised {files:,} files ({args.batches:,} batches) in {time.perf_counter() - t0:.1f} s",
               file=sys.stderr)
-        from jobs.registry import load_job_config
+        from statectl.jobs.registry import load_job_config
         from statectl.config.loader import config_to_dict
 
         config = config_to_dict(load_job_config(REPO / "configs" / "leaderboard.yaml",

@@ -39,7 +39,7 @@ window: the measured ones are followed by more, as in a stream that keeps flowin
   floor-realtime      floor-stateless in Spark's real-time mode (trigger realTime, 4.1+: stateless
                       queries only; its tasks run for the whole checkpoint interval, so the
                       score topic gets as many partitions as the engine has cores), behind the
-                      advanced-state jobs' record checks (jobs/advanced/common.read_records)
+                      advanced-state jobs' record checks (statectl/jobs/advanced/common.read_records)
 
 The low-latency profile is docs/performance.md's: trigger.processing_time=0 seconds (a new
 batch as soon as one ends), spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows=false,
@@ -104,7 +104,7 @@ src = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootst
 if mode == "realtime":
     # The advanced-state jobs' stateless part, their record checks (size, null value: JVM
     # expressions only), in front: the usable records parsed, as a real-time front stage would.
-    from jobs.advanced.common import read_records
+    from statectl.jobs.advanced.common import read_records
 
     records = read_records(src, 1 << 20, need_key=False).where(F.col("reason").isNull())
     events = records.select(F.from_json(F.col("text"), "score double, product_id int").alias("e")).select("e.*")

@@ -42,8 +42,8 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
     job could reach on this machine."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    from jobs.leaderboard.topology import bucketed_rows
-    from jobs.leaderboard.operators import PAGE_STATE
+    from statectl.jobs.leaderboard.topology import bucketed_rows
+    from statectl.jobs.leaderboard.operators import PAGE_STATE
 
     class ReadOnly(StatefulProcessor):
         def __init__(self):
@@ -73,7 +73,7 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
 def baseline(spark, bootstrap: str, checkpoint: Path) -> tuple[int, float]:
     from pyspark.sql import functions as F
 
-    from jobs.common import kafka_source
+    from statectl.jobs.common import kafka_source
 
     src = kafka_source(spark, bootstrap, ["score-events"])
     parsed = src.select(F.from_json(F.col("value").cast("string"), "player_id LONG, product_id LONG, score DOUBLE").alias("s"))
@@ -93,7 +93,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from statectl.adapters.spark.session import spark_session
-    from jobs.registry import load_job_config
+    from statectl.jobs.registry import load_job_config
     from statectl.produce.datasets import DatasetOptions, dataset_batches
     from statectl.produce.send import produce_batches
     from statectl.run.runner import RunRequest, run_job

@@ -96,7 +96,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
 
-    from jobs.registry import load_job_config
+    from statectl.jobs.registry import load_job_config
     from statectl.produce.datasets import DatasetOptions, dataset_batches
     from statectl.produce.send import produce_batches
 

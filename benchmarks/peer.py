@@ -81,7 +81,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # ---------------------------------------------------------------- config and the twin's properties
 def load_config(path: Path, overrides: list[str]):
-    from jobs.registry import load_job_config
+    from statectl.jobs.registry import load_job_config
 
     return load_job_config(path, overrides, expect_job="leaderboard")
 
@@ -370,7 +370,7 @@ def oracle(bootstrap: str, config) -> Oracle:
 def output_view(bootstrap: str, topic: str) -> tuple[dict[str, list[dict]], int | None, int]:
     """A run's high-scores output: latest list per game, the first record's broker timestamp (ms,
     LogAppendTime), and how many records it wrote."""
-    from jobs.leaderboard.rules import apply_records
+    from statectl.jobs.leaderboard.rules import apply_records
 
     view: dict[str, list[dict]] = {}
     first, count, chunk = None, 0, []
@@ -501,7 +501,7 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
     yaml_path = run_dir / "leaderboard.yaml"
     run_yaml(base_config_path, yaml_path, run_dir / "checkpoint", bootstrap, high_scores, dlq)
     config = load_config(yaml_path, args.set)
-    from jobs.leaderboard.topics import declared_topics
+    from statectl.jobs.leaderboard.topics import declared_topics
 
     # Output topics made beforehand, alike for every system, as the job declares them, plus
     # LogAppendTime so the broker stamps when each record landed.

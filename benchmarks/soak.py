@@ -329,7 +329,7 @@ def svg_lines(title: str, unit: str, series: dict[str, list[tuple[float, float]]
 def _leaderboard_config(work: Path, bootstrap: str) -> Path:
     import yaml
 
-    config = yaml.safe_load((REPO / "jobs" / "configs" / "leaderboard.yaml").read_text())
+    config = yaml.safe_load((REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml").read_text())
     config["checkpoint_dir"] = str(work / "checkpoint")
     config["kafka"]["bootstrap_servers"] = bootstrap
     config["topics"] = {k: f"soak-{v}" for k, v in config["topics"].items()}

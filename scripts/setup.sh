@@ -53,10 +53,10 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.statectl-installed
-if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+if [[ ! -f $stamp || pyproject.toml -nt $stamp || scripts/constraints.txt -nt $stamp ]]; then
   log "installing Python dependencies (first time: a few minutes, PySpark is large)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[spark,test]"
   touch "$stamp"
 fi
 

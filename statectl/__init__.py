@@ -1,3 +1,3 @@
 """statectl: operate stateful Spark Structured Streaming jobs on Kafka."""
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"

@@ -17,18 +17,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from jobs.advanced.rules import (
+from statectl.jobs.advanced.rules import (
     DurationError, Visit, WindowSpec, iso_ms, lru_apply, parse_duration, sweep_windows, threshold_apply,
     visits_apply, window_key,
 )
-from jobs.advanced.config import (
+from statectl.jobs.advanced.config import (
     BoundedStateConfig,
     SalesThresholdConfig,
     TombstonesConfig,
     TopicConfigsConfig,
     WindowedRetentionConfig,
 )
-from jobs.registry import load_job_config
+from statectl.jobs.registry import load_job_config
 from statectl.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -318,7 +318,7 @@ def _dead_letter_rows() -> pd.DataFrame:
 def test_lru_processor_evicts_with_a_tombstone_and_keeps_max_keys():
     from pyspark.sql.streaming import TwsTester
 
-    from jobs.advanced.bounded_state import LruCounts
+    from statectl.jobs.advanced.bounded_state import LruCounts
 
     tester = TwsTester(LruCounts(3, "out", "dlq"))
     out = tester.testInPandas("store", _rows(key=list("aabcd")))
@@ -337,7 +337,7 @@ def test_lru_processor_evicts_with_a_tombstone_and_keeps_max_keys():
 def test_sales_processor_notifies_resets_and_passes_dead_letters():
     from pyspark.sql.streaming import TwsTester
 
-    from jobs.advanced.sales_threshold import SalesTotals
+    from statectl.jobs.advanced.sales_threshold import SalesTotals
 
     once = TwsTester(SalesTotals(2000, False, "notes", "totals", "dlq"))
     out = once.testInPandas("product1", _rows(amount=[1500, 1000, 700]))
@@ -362,7 +362,7 @@ def test_sales_processor_notifies_resets_and_passes_dead_letters():
 def test_tombstones_processor_deletes_state_at_check_out():
     from pyspark.sql.streaming import TwsTester
 
-    from jobs.advanced.tombstones import PatientVisits
+    from statectl.jobs.advanced.tombstones import PatientVisits
 
     tester = TwsTester(PatientVisits("check-out", "visits", "dlq"))
     out = tester.testInPandas("1", _rows(event=["check-in"]))
@@ -380,7 +380,7 @@ def test_tombstones_processor_deletes_state_at_check_out():
 def test_window_processor_closes_expires_and_dead_letters_late_pulses():
     from pyspark.sql.streaming import TwsTester
 
-    from jobs.advanced.windowed_retention import WindowCounts
+    from statectl.jobs.advanced.windowed_retention import WindowCounts
 
     spec = WindowSpec(60_000, 5_000, 180_000)
     # The job projects the watermarked column away, so Spark never filters late rows itself; an

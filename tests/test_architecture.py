@@ -3,18 +3,18 @@
 Every import counts: a lazy one inside a function, and a relative one (``from ..checkpoint import
 x``), resolved against the importing module's package.
 
-- **Layers.** ``LAYERS`` lists the packages of ``statectl/`` and ``jobs/`` from the top down. A
+- **Layers.** ``LAYERS`` lists the packages of ``statectl/`` (``statectl/jobs/`` among them) from the top down. A
   module imports its own package and the packages of lower layers; a peer in its own layer or
   anything above it, never.
 - **Adapters from the top.** The command line and the renderers reach Kafka and Spark through the
   domains: ``statectl.render`` and ``statectl.__main__`` import no adapter, and ``statectl.cli``
   only ``statectl.adapters.local`` (``CLI_ADAPTERS``, the one named exception).
-- **Jobs.** Only ``JOBS_IMPORTERS`` import ``jobs/``.
+- **Jobs.** Only ``JOBS_IMPORTERS`` import ``statectl.jobs``.
 - **Adapters among themselves.** ``ADAPTER_PEERS`` says which adapter imports which; adapters sit
   above only ``statectl.cluster`` and the kernel, so they import nothing else of statectl.
-- **Heavy imports.** Inside ``statectl/``, only ``statectl/adapters/`` imports PySpark, Py4J or
+- **Heavy imports.** Inside ``statectl/``, only ``statectl/adapters/`` and the job topologies (``statectl/jobs/``) import PySpark, Py4J or
   confluent-kafka.
-- **No cycles** between modules of ``statectl/`` and ``jobs/``.
+- **No cycles** between modules of ``statectl/`` (``statectl/jobs/`` among them).
 - The job catalogue and the command line's help load without PySpark.
 - ``docs/architecture.md`` names every package there is, only packages there are, and the layers
   in ``LAYERS``' order.
@@ -31,11 +31,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("statectl", "jobs")
+PACKAGES = ("statectl",)
 HEAVY = ("pyspark", "py4j", "confluent_kafka")
 DOC = REPO / "docs" / "architecture.md"
 
-#: Top to bottom. A package is a top-level package of ``statectl/`` (or ``jobs``, or a module
+#: Top to bottom. A package is a top-level package of ``statectl/`` (``statectl.jobs`` among them, or a module
 #: directly in ``statectl/``); the last layer is the kernel, ``statectl`` standing for its
 #: ``__init__``.
 LAYERS: list[tuple[str, ...]] = [
@@ -45,7 +45,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query", "statectl.produce", "statectl.dlq",
      "statectl.ui"),
     ("statectl.project",),
-    ("jobs",),
+    ("statectl.jobs",),
     ("statectl.topics",),
     ("statectl.checkpoint",),
     ("statectl.config",),
@@ -63,10 +63,10 @@ NO_ADAPTERS = ("statectl.__main__", "statectl.cli", "statectl.render")
 #: resolution, the JVM archive) have no domain between them and the command.
 CLI_ADAPTERS = "statectl.adapters.local"
 
-#: The packages that may import ``jobs/``: the command line, the domains that run or look at a job,
+#: The packages that may import ``statectl.jobs``: the command line, the domains that run or look at a job,
 #: and the jobs themselves.
 JOBS_IMPORTERS = ("statectl.cli", "statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query",
-                  "statectl.produce", "jobs")
+                  "statectl.produce", "statectl.jobs")
 
 #: Which adapter may import which. Kafka is the bottom edge; Spark resolves its jars and its JVM
 #: archive through local; local waits for its broker to answer through kafka, and the archive's
@@ -116,11 +116,11 @@ def _under(name: str, prefixes) -> bool:
 
 
 def package_of(name: str) -> str | None:
-    """The package of ``LAYERS`` a module belongs to (``jobs``, ``statectl.x``, ``statectl``)."""
+    """The package of ``LAYERS`` a module belongs to (``statectl.x``, ``statectl``)."""
     parts = name.split(".")
     if parts[0] not in PACKAGES:
         return None
-    return parts[0] if parts[0] == "jobs" else ".".join(parts[:2])
+    return ".".join(parts[:2])
 
 
 def adapter_of(name: str) -> str:
@@ -145,8 +145,10 @@ def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, s
             continue
         for imported, line in imports_of(name, path, known):
             where = f"{rel}:{line}: {name} imports {imported}"
-            if _under(imported, HEAVY) and name.startswith("statectl.") and not _under(name, ["statectl.adapters"]):
-                out.append(("heavy", f"{where} (only statectl.adapters may import {imported.split('.')[0]})"))
+            if _under(imported, HEAVY) and name.startswith("statectl.") \
+                    and not _under(name, ["statectl.adapters", "statectl.jobs"]):
+                out.append(("heavy", f"{where} (only statectl.adapters and statectl.jobs may import "
+                                     f"{imported.split('.')[0]})"))
             theirs = package_of(imported)
             if theirs not in LAYER_OF or theirs == mine:
                 if theirs == mine == "statectl.adapters":
@@ -169,8 +171,8 @@ def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, s
                     out.append(("adapters", f"{where} (statectl.cli imports no adapter but {CLI_ADAPTERS}, the "
                                             "local tools the CLI drives directly: the broker process, jar "
                                             "resolution, the JVM archive)"))
-            if theirs == "jobs" and mine not in JOBS_IMPORTERS:
-                out.append(("jobs", f"{where} (only {', '.join(JOBS_IMPORTERS)} import jobs)"))
+            if theirs == "statectl.jobs" and mine not in JOBS_IMPORTERS:
+                out.append(("jobs", f"{where} (only {', '.join(JOBS_IMPORTERS)} import statectl.jobs)"))
     return out
 
 
@@ -213,7 +215,7 @@ def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
 # ---------------------------------------------------------------- the code keeps the rules
 def test_the_rules_see_the_code():
     modules = source_modules()
-    assert "statectl.adapters.kafka.connect" in modules and "jobs.registry" in modules
+    assert "statectl.adapters.kafka.connect" in modules and "statectl.jobs.registry" in modules
     kafka_imports = {imp for imp, _ in imports_of("statectl.adapters.kafka.connect",
                                                   modules["statectl.adapters.kafka.connect"], set(modules))}
     assert "confluent_kafka" in kafka_imports
@@ -231,7 +233,7 @@ def test_no_import_cycles():
 def test_every_package_is_in_a_layer():
     """A new package fails here until it is placed; a removed one until its entry goes."""
     statectl = REPO / "statectl"
-    there = {"statectl", "jobs"}
+    there = {"statectl"}
     there |= {f"statectl.{p.stem}" for p in statectl.glob("*.py") if p.stem != "__init__"}
     there |= {f"statectl.{p.parent.name}" for p in statectl.glob("*/__init__.py")}
     assert set(LAYER_OF) == there
@@ -270,14 +272,15 @@ BROKEN = [
         "statectl/cli/x.py:2: statectl.cli.x imports statectl.adapters.kafka.admin (statectl.cli imports no "
         "adapter but statectl.adapters.local, the local tools the CLI drives directly: the broker process, jar "
         "resolution, the JVM archive)"]),
-    ("checkpoint-jobs", {"statectl/checkpoint/x.py": "from jobs.registry import job_entry\n"}, [
-        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports jobs.registry (statectl.checkpoint (layer 8) "
-        "may not import jobs (layer 6): imports go down the layers)",
-        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports jobs.registry (only statectl.cli, "
-        "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, jobs import jobs)"]),
-    ("render-jobs", {"statectl/render/x.py": "from jobs.registry import job_entry\n"}, [
-        "statectl/render/x.py:1: statectl.render.x imports jobs.registry (only statectl.cli, statectl.run, "
-        "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, jobs import jobs)"]),
+    ("checkpoint-jobs", {"statectl/checkpoint/x.py": "from statectl.jobs.registry import job_entry\n"}, [
+        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (statectl.checkpoint "
+        "(layer 8) may not import statectl.jobs (layer 6): imports go down the layers)",
+        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (only statectl.cli, "
+        "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import "
+        "statectl.jobs)"]),
+    ("render-jobs", {"statectl/render/x.py": "from statectl.jobs.registry import job_entry\n"}, [
+        "statectl/render/x.py:1: statectl.render.x imports statectl.jobs.registry (only statectl.cli, statectl.run, "
+        "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import statectl.jobs)"]),
     ("adapter-domain", {"statectl/adapters/kafka/x.py": "from statectl.topics.diff import TopicConfigDiff\n"}, [
         "statectl/adapters/kafka/x.py:1: statectl.adapters.kafka.x imports statectl.topics.diff (statectl.adapters "
         "(layer 11) may not import statectl.topics (layer 7): imports go down the layers)"]),
@@ -285,7 +288,8 @@ BROKEN = [
         "statectl/adapters/spark/x.py:1: statectl.adapters.spark.x imports statectl.adapters.kafka.admin "
         "(statectl.adapters.spark may import only statectl.adapters.local of the other adapters)"]),
     ("heavy", {"statectl/run/x.py": "def f():\n    import pyspark.sql\n"}, [
-        "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters may import pyspark)"]),
+        "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters and statectl.jobs may import "
+        "pyspark)"]),
     ("no-layer", {"statectl/audit/__init__.py": "", "statectl/audit/log.py": "from statectl import errors\n"}, [
         "statectl/audit/__init__.py: statectl.audit is in no layer (place it in LAYERS)"]),
 ]
@@ -315,7 +319,7 @@ def test_a_cycle_is_reported(tmp_path):
     {"statectl/adapters/local/x.py": "from statectl.adapters.kafka.connect import broker_answers\n"},
     {"statectl/adapters/spark/x.py": "from statectl.adapters.local import jars\nfrom statectl import errors\n"},
     {"statectl/render/x.py": "from statectl.observe.lag import LagReport\nfrom statectl.checkpoint import layout\n"},
-    {"statectl/run/x.py": "from jobs.registry import job_entry\nfrom statectl.adapters.spark import session\n"},
+    {"statectl/run/x.py": "from statectl.jobs.registry import job_entry\nfrom statectl.adapters.spark import session\n"},
     {"statectl/checkpoint/x.py": "from . import layout\nfrom .decode import formats\nfrom ..config import sections\n"},
 ], ids=["cli-local-adapters", "local-to-kafka", "spark-to-local", "render-down", "run-to-jobs", "relative-down"])
 def test_an_allowed_import_passes(tmp_path, files):
@@ -361,7 +365,7 @@ def test_the_doc_lists_the_layers_in_order():
 
 # ---------------------------------------------------------------- the light paths
 @pytest.mark.parametrize("code", [
-    "import jobs.registry as r; r.load_job_config",
+    "import statectl.jobs.registry as r; r.load_job_config",
     "from statectl.cli.main import app",
 ], ids=["job-registry", "cli"])
 def test_no_pyspark_or_kafka_client_on_the_light_paths(code):
@@ -372,7 +376,7 @@ def test_no_pyspark_or_kafka_client_on_the_light_paths(code):
 
 
 def test_validating_a_config_loads_no_pyspark():
-    probe = ("import sys; from jobs.registry import load_job_config; "
+    probe = ("import sys; from statectl.jobs.registry import load_job_config; "
              "load_job_config(__import__('pathlib').Path('configs/leaderboard.yaml')); "
              f"sys.exit(1 if any(m in sys.modules for m in {HEAVY!r}) else 0)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.leaderboard.config import LeaderboardConfig
-from jobs.registry import load_job_config
+from statectl.jobs.leaderboard.config import LeaderboardConfig
+from statectl.jobs.registry import load_job_config
 from statectl.config.loader import config_to_dict, parse_override
 from statectl.config.spark_values import (
     INTEGER_CONFS,

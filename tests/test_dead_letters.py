@@ -49,7 +49,7 @@ def original(letter: dict) -> tuple:
 
 
 def test_the_shape_is_the_documented_one():
-    from jobs.common import DEAD_LETTER_FIELDS, dead_letter_json
+    from statectl.jobs.common import DEAD_LETTER_FIELDS, dead_letter_json
 
     assert list(DEAD_LETTER_FIELDS) == FIELDS
     assert dead_letter_json("r", None, "t", 1, 2, 5, None, None) == (
@@ -64,7 +64,7 @@ def test_the_shape_is_the_documented_one():
 
 
 def test_bytes_that_are_not_utf8_are_kept_as_base64_and_an_oversized_value_is_cut_and_flagged():
-    from jobs.common import dead_letter_json
+    from statectl.jobs.common import dead_letter_json
 
     letter = assert_one_shape(dead_letter_json("r", "d", "t", 0, 0, 1, b"\x00\xfe", b"\xc3(" * 10))
     assert (letter["sourceKeyEncoding"], letter["valueEncoding"]) == ("base64", "base64")
@@ -76,7 +76,7 @@ def test_bytes_that_are_not_utf8_are_kept_as_base64_and_an_oversized_value_is_cu
 
 
 def test_a_letter_from_a_source_record_is_the_letter_built_at_once():
-    from jobs.common import dead_letter_from_record, dead_letter_json
+    from statectl.jobs.common import dead_letter_from_record, dead_letter_json
 
     whole = dead_letter_json("late", "its window closed", "t", 3, 4, 9, b"p", b"{}", [("a", b"b")])
     record = "{" + whole.split(',"sourceTopic"', 1)[1]
@@ -98,7 +98,7 @@ BAD_SCORES = [
 @pytest.mark.parametrize("key", [None, "k-é"], ids=["unkeyed", "keyed"])
 @pytest.mark.parametrize("reason, value", BAD_SCORES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(BAD_SCORES)])
 def test_every_bad_score_letter_has_every_field(reason, value, key):
-    from jobs.leaderboard.frames import bad_score_letter
+    from statectl.jobs.leaderboard.frames import bad_score_letter
 
     meta = None if key is None else json.dumps({"k": base64.b64encode(key.encode()).decode(), "h": []})
     raw = None if value is None else value.encode()
@@ -124,7 +124,7 @@ def score_meta(key: bytes | None, headers=()) -> str | None:
 def _score_rows(scores, tables=()) -> pd.DataFrame:
     """Operator rows (``ROW_SCHEMA``) of one bucket: ``scores`` as (player, game, score, key) or
     (player, game, score, key, value bytes, headers), ``tables`` as (kind, id, name)."""
-    from jobs.leaderboard.kinds import KIND_PLAYER, KIND_PRODUCT, KIND_SCORE
+    from statectl.jobs.leaderboard.kinds import KIND_PLAYER, KIND_PRODUCT, KIND_SCORE
 
     rows = []
     for i, (kind, table_id, name) in enumerate(tables):
@@ -141,7 +141,7 @@ def _score_rows(scores, tables=()) -> pd.DataFrame:
 
 
 def _leaderboard(**kwargs):
-    from jobs.leaderboard.operators import Leaderboard
+    from statectl.jobs.leaderboard.operators import Leaderboard
 
     processor = Leaderboard(3, "score-events", "high-scores", "dlq", 1024, **kwargs)
     processor.init(FakeHandle())
@@ -153,7 +153,7 @@ def _outputs(processor, key, rows) -> pd.DataFrame:
 
 
 def test_unknown_player_and_product_letters_keep_the_original_record():
-    from jobs.leaderboard.operators import GAME_BUCKET_KEYS
+    from statectl.jobs.leaderboard.operators import GAME_BUCKET_KEYS
 
     as_produced = b'{"score": 50.5, "product_id": 1, "player_id": 2, "session": "s-9"}'
     rows = _score_rows([(1, 1, 100, "k1"), (2, 1, 50.5, None, as_produced, [("client", b"ios"), ("bin", b"\xff")]),
@@ -175,8 +175,8 @@ def test_unknown_player_and_product_letters_keep_the_original_record():
 def test_a_late_pulse_letter_has_every_field_and_the_patient_as_key():
     from pyspark.sql.streaming import TwsTester
 
-    from jobs.advanced.rules import WindowSpec
-    from jobs.advanced.windowed_retention import WindowCounts
+    from statectl.jobs.advanced.rules import WindowSpec
+    from statectl.jobs.advanced.windowed_retention import WindowCounts
 
     spec = WindowSpec(60_000, 5_000, 180_000)
     tester = TwsTester(WindowCounts(spec, "final", "counts", "dlq"), timeMode="EventTime",

@@ -226,7 +226,7 @@ def test_inspect_state_on_a_mutated_checkpoint_file_gives_a_finding_or_one_line(
 
 
 # ---------------------------------------------------------------- files users write
-CONFIGS = sorted(p for p in (REPO / "jobs" / "configs").rglob("*.yaml") if p.name != "topics.yaml")
+CONFIGS = sorted(p for p in (REPO / "statectl" / "jobs" / "configs").rglob("*.yaml") if p.name != "topics.yaml")
 
 
 def _read_and_check(path: Path, read, what: str, secrets=lambda: ()) -> None:
@@ -260,13 +260,13 @@ def _mutated_copy(data, tmp_path_factory, sources: list[Path], what: str) -> tup
 @FUZZ
 @given(data=st.data())
 def test_a_mutated_job_config_loads_or_says_what_is_wrong(tmp_path_factory, data):
-    from jobs.registry import load_job_config
+    from statectl.jobs.registry import load_job_config
 
     path, case = _mutated_copy(data, tmp_path_factory, CONFIGS, "config")
     _read_and_check(path, lambda p: load_job_config(p, []), case)
 
 
-TOPICS_FILES = sorted((DATA / "topics" / "valid").glob("*.yaml")) + [REPO / "jobs" / "configs" / "topics.yaml"]
+TOPICS_FILES = sorted((DATA / "topics" / "valid").glob("*.yaml")) + [REPO / "statectl" / "jobs" / "configs" / "topics.yaml"]
 
 
 @FUZZ

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from jobs.registry import JOBS, default_config, job_entry, load_job_config, shipped_configs, shipped_declarations
+from statectl.jobs.registry import JOBS, default_config, job_entry, load_job_config, shipped_configs, shipped_declarations
 from statectl.errors import UsageError
 from statectl.topics.declared import merged
 from statectl.topics.jobs_file import REGENERATE, jobs_topics_file
@@ -56,7 +56,7 @@ def test_the_topics_file_lists_every_topic_the_jobs_use_and_no_other():
 
 
 def test_every_shipped_config_is_read_including_the_ttl_variant():
-    paths = [p.relative_to(REPO / "jobs" / "configs").as_posix() for p, _ in shipped_configs()]
+    paths = [p.relative_to(REPO / "statectl" / "jobs" / "configs").as_posix() for p, _ in shipped_configs()]
     assert paths[0] == "leaderboard.yaml"
     assert paths.index("advanced-state/bounded-state-ttl.yaml") == paths.index("advanced-state/bounded-state.yaml") + 1
     assert {config.job for _, config in shipped_configs()} == set(JOBS)
@@ -94,11 +94,11 @@ def test_a_config_naming_one_topic_twice_differently_is_refused():
 
 
 def test_two_shipped_configs_declaring_one_topic_differently_fail_the_file(monkeypatch):
-    import jobs.registry
+    import statectl.jobs.registry
 
     leaderboard = load_job_config(default_config("leaderboard"), ["topics.high_scores=shared"])
     tombstones = load_job_config(default_config("advanced-state/tombstones"), ["topics.output=shared"])
-    monkeypatch.setattr(jobs.registry, "shipped_configs",
+    monkeypatch.setattr(statectl.jobs.registry, "shipped_configs",
                         lambda: [(default_config("leaderboard"), leaderboard),
                                  (default_config("advanced-state/tombstones"), tombstones)])
     with pytest.raises(UsageError, match=r"^leaderboard \(topics.high_scores\) and advanced-state/tombstones "

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobs.registry import load_job_config
+from statectl.jobs.registry import load_job_config
 from statectl.checkpoint.health import ERROR, WARNING
 from statectl.checkpoint.progress import (
     kafka_offsets,

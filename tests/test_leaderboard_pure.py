@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.leaderboard.frames import one_frame
+from statectl.jobs.leaderboard.frames import one_frame
 from statectl.query.server import respond
 
 # ---------------------------------------------------------------- the per-key pandas reference
@@ -22,8 +22,8 @@ _DELETED = "\x00deleted"
 def operator_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """A test frame (kinds by name, ``name`` and ``dlq`` columns, as the references read it) as
     the operator receives it (``ROW_SCHEMA``: ``kind`` a byte, one ``text`` column)."""
-    from jobs.leaderboard.kinds import KIND_NAMES
-    from jobs.leaderboard.operators import COLUMNS
+    from statectl.jobs.leaderboard.kinds import KIND_NAMES
+    from statectl.jobs.leaderboard.operators import COLUMNS
 
     codes = {name: code for code, name in enumerate(KIND_NAMES)} | {"dlq": KIND_NAMES.index("dead_letter")}
     text = frame["name"] if "dlq" not in frame else frame["name"].where(frame["name"].notna(), frame["dlq"])
@@ -41,7 +41,7 @@ def operator_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def in_processing_order(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
-    """One key's rows of a micro-batch, in the order they are processed (see jobs/leaderboard/topology.py)."""
+    """One key's rows of a micro-batch, in the order they are processed (see statectl/jobs/leaderboard/topology.py)."""
     pdf = one_frame(rows)
     if len(pdf) > 1:
         prio = np.where(pdf["kind"].isin(TABLE_KINDS), 0, 1)
@@ -134,7 +134,7 @@ def test_rest_routes(path, status, body):
 
 
 def _entries(frame: pd.DataFrame) -> list:
-    from jobs.leaderboard.rules import ScoreEntry
+    from statectl.jobs.leaderboard.rules import ScoreEntry
 
     return [ScoreEntry(int(r.player_id), int(r.product_id), r.name, r.game_name, float(r.score), int(r.ts),
                        int(r.part), int(r.off)) for r in frame.itertuples(index=False)]
@@ -156,8 +156,8 @@ def _random_joined(rng, n: int) -> pd.DataFrame:
 def test_contenders_change_no_top_list_against_merging_every_score(seed, top_n):
     # Whatever a game's list was before the batch, merging only the contenders gives the same
     # new list as merging every joined score of the batch.
-    from jobs.leaderboard.frames import contenders
-    from jobs.leaderboard.rules import merge_top
+    from statectl.jobs.leaderboard.frames import contenders
+    from statectl.jobs.leaderboard.rules import merge_top
 
     rng = np.random.default_rng(seed)
     joined = _random_joined(rng, int(rng.integers(1, 80)))
@@ -175,7 +175,7 @@ def test_contenders_change_no_top_list_against_merging_every_score(seed, top_n):
 def test_the_cut_by_passes_and_by_sorting_keep_the_same_rows(seed, top_n, monkeypatch):
     # Each game's rows scoring at least its top_n-th distinct value: the passes (no sort) and
     # the sort must agree, and keep every row an exhaustive ranking would.
-    from jobs.leaderboard import frames as lf
+    from statectl.jobs.leaderboard import frames as lf
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 400))
@@ -193,7 +193,7 @@ def test_the_cut_by_passes_and_by_sorting_keep_the_same_rows(seed, top_n, monkey
 
 
 def test_contenders_keep_every_score_tied_with_the_last_place():
-    from jobs.leaderboard.frames import contenders
+    from statectl.jobs.leaderboard.frames import contenders
 
     joined = pd.DataFrame({"player_id": [1, 2, 3, 4, 1], "product_id": 5, "score": [9.0, 7.0, 7.0, 7.0, 9.0],
                            "ts": [5, 4, 3, 2, 1], "part": 0, "off": [0, 1, 2, 3, 4]})
@@ -255,7 +255,7 @@ def _identity(frame, *extra):
 @pytest.mark.parametrize("seed", range(40), ids=lambda s: f"seed-{s}")
 @pytest.mark.parametrize("ts_step", [1, 2**60], ids=["packed", "timestamps-too-far-apart-to-pack"])
 def test_join_scores_matches_joining_one_key_at_a_time(seed, ts_step):
-    from jobs.leaderboard.frames import join_scores
+    from statectl.jobs.leaderboard.frames import join_scores
 
     rng = np.random.default_rng(seed)
     pdf = _random_bucket(rng, players=int(rng.integers(1, 6)), n=int(rng.integers(1, 90)))
@@ -292,7 +292,7 @@ def _keep_at_least_the_cut(joined, top_n):
 
 
 def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
-    from jobs.leaderboard.frames import join_scores
+    from statectl.jobs.leaderboard.frames import join_scores
 
     pdf = pd.DataFrame({
         "kind": ["player", "product", "score", "score"], "player_id": [1, -1, 1, 2], "product_id": [-1, 5, 5, 5],
@@ -310,7 +310,7 @@ def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
 
 def test_every_score_of_an_unknown_game_is_kept_for_a_dead_letter():
     # More scores per player and game than top_n, game unknown: none may be filtered out.
-    from jobs.leaderboard.frames import join_scores
+    from statectl.jobs.leaderboard.frames import join_scores
 
     n = 6
     pdf = pd.DataFrame({"kind": "score", "player_id": 1, "product_id": 9, "score": np.arange(n, dtype=float),
@@ -331,7 +331,7 @@ def test_frames_joins_a_keys_frames_like_pandas_concat():
 
 
 def test_check_checkpoint_accepts_the_paged_layout_and_refuses_0_1_to_0_3():
-    from jobs.leaderboard.checkpoint import check_checkpoint
+    from statectl.jobs.leaderboard.checkpoint import check_checkpoint
     from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
     from statectl.checkpoint.reader import read_layout
     from tests.conftest import REPO
@@ -349,8 +349,8 @@ def test_check_checkpoint_accepts_the_paged_layout_and_refuses_0_1_to_0_3():
 
 
 def test_a_checkpoint_keeps_its_layout():
-    from jobs.leaderboard.checkpoint import check_checkpoint
-    from jobs.leaderboard.config import LeaderboardConfig
+    from statectl.jobs.leaderboard.checkpoint import check_checkpoint
+    from statectl.jobs.leaderboard.config import LeaderboardConfig
     from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
 
     buckets = CheckpointLayout(root="ckpt", operators={
@@ -399,7 +399,7 @@ def _spark_hash_long(value: int, seed: int = 42) -> int:
 def test_game_bucket_keys_fill_every_shuffle_partition_evenly():
     from collections import Counter
 
-    from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH
+    from statectl.jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH
 
     # Values Spark's own hash() gives (checked with spark.range(...).select(hash(...))).
     assert [_spark_hash_long(k) for k in (0, 1, 2)] == [-1670924195, -1712319331, -797927272]
@@ -431,7 +431,7 @@ class _CountingMapState:
 
 
 def test_a_paged_table_reads_and_writes_each_page_it_touches_once():
-    from jobs.leaderboard.operators import PAGE_BITS, PagedTable
+    from statectl.jobs.leaderboard.operators import PAGE_BITS, PagedTable
 
     state = _CountingMapState()
     table = PagedTable(state)
@@ -482,7 +482,7 @@ class _FakeHandle:
 
 def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.DataFrame:
     """One micro-batch's parsed rows of all three topics (and some dead letters of parsing)."""
-    from jobs.leaderboard.operators import PASS_THROUGH
+    from statectl.jobs.leaderboard.operators import PASS_THROUGH
 
     rows = []
     for i in range(n):
@@ -525,7 +525,7 @@ def _reference_batches(batches, top_n):
 def reference_batch(rows, players: dict, games: dict, tops: dict, top_n: int) -> tuple[dict, list]:
     """One batch's rows, in the order given, through the rules one at a time: the tables and top
     lists are updated in place; returns the changed top lists and the dead letters."""
-    from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
+    from statectl.jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
 
     candidates, letters = {}, []
     for r in rows:
@@ -568,7 +568,7 @@ def _processor_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle)
     """The same batches through ``Leaderboard``: rows routed to keys as ``with_bucket`` does,
     one processor and state per key (a new ``handle()`` each), a key's rows handed over in no
     particular order. ``table_ends``: the processor's table bootstrap offsets."""
-    from jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
+    from statectl.jobs.leaderboard.operators import GAME_BUCKET_KEYS, PASS_THROUGH, Leaderboard
 
     processors, results = {}, []
     for batch in batches:
@@ -597,7 +597,7 @@ def _sharded_batches(batches, top_n, rng, table_ends=None, handle=_FakeHandle):
     shuffle does; each key's rows handed over in no particular order."""
     import pandas as pd
 
-    from jobs.leaderboard.operators import PAGE_BITS, PASS_THROUGH, SHARD_KEYS, GameRanking, PlayerShard
+    from statectl.jobs.leaderboard.operators import PAGE_BITS, PASS_THROUGH, SHARD_KEYS, GameRanking, PlayerShard
 
     shards, rankings, results = {}, {}, []
     keys = np.array(SHARD_KEYS)
@@ -652,7 +652,7 @@ def test_the_sharded_layout_matches_the_rules_applied_one_row_at_a_time(seed):
 def test_shard_keys_fill_every_shuffle_partition():
     from collections import Counter
 
-    from jobs.leaderboard.operators import PASS_THROUGH, SHARD_KEYS
+    from statectl.jobs.leaderboard.operators import PASS_THROUGH, SHARD_KEYS
 
     assert len(set(SHARD_KEYS)) == 32 and PASS_THROUGH not in SHARD_KEYS
     for partitions in (1, 2, 4, 8, 16, 32):
@@ -697,15 +697,15 @@ NOT_FINITE = "score must be a finite number, not NaN or an infinity"
     ('{"player_id": 1, "product_id": 1, "score": true}', 46, ("mistyped_field", MISTYPED)),
 ], ids=lambda v: repr(v)[:30] if isinstance(v, str) else None)
 def test_a_bad_score_event_is_explained(value, size, expected):
-    from jobs.leaderboard.frames import explain_bad_score
+    from statectl.jobs.leaderboard.frames import explain_bad_score
 
     max_bytes = 64 if expected[0] == "oversized" else 1 << 20
     assert explain_bad_score(value, size, max_bytes) == expected
 
 
 def test_a_bad_score_letter_has_the_shape_of_sparks_letters():
-    from jobs.leaderboard.frames import bad_score_letter, parse_dead_letters
-    from jobs.leaderboard.kinds import KIND_BAD_SCORE, KIND_DEAD_LETTER
+    from statectl.jobs.leaderboard.frames import bad_score_letter, parse_dead_letters
+    from statectl.jobs.leaderboard.kinds import KIND_BAD_SCORE, KIND_DEAD_LETTER
 
     meta = json.dumps({"k": "azE=", "h": None})  # key b"k1", as Spark writes a binary key
     letter, reason = bad_score_letter(meta, '{"score": "é", "player_id": 1}'.encode(), "scores", 2, 7, 99, 1024)

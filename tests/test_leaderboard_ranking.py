@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jobs.leaderboard.rules import ScoreEntry, encode_top, materialize, merge_top
+from statectl.jobs.leaderboard.rules import ScoreEntry, encode_top, materialize, merge_top
 
 
 def e(player, score, ts=0, off=0, name="p", game="g"):
@@ -57,7 +57,7 @@ def test_a_view_updated_batch_by_batch_equals_one_read_of_the_whole_topic():
     """The REST server's view is updated one consumed batch at a time (``apply_records``); ``query``
     reads the topic once (``materialize``). Both must give the same view, in game order, including
     an unreadable value after a good one (the good one stays) and a tombstone in a later batch."""
-    from jobs.leaderboard.rules import apply_records, in_game_order
+    from statectl.jobs.leaderboard.rules import apply_records, in_game_order
 
     batches = [
         [(b"10", b'[{"score": 1}]'), (b"2", b'[{"score": 2}]')],

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.leaderboard.kinds import KIND_NAMES
+from statectl.jobs.leaderboard.kinds import KIND_NAMES
 from tests.fake_state import FakeHandle
 from tests.test_leaderboard_pure import (
     _processor_batches,
@@ -46,7 +46,7 @@ def rows(*spec) -> pd.DataFrame:
 
 
 def processor(table_ends=None, handle=None):
-    from jobs.leaderboard.operators import Leaderboard
+    from statectl.jobs.leaderboard.operators import Leaderboard
 
     p = Leaderboard(3, "score-events", "high-scores", "dlq", 1024, table_ends)
     p.init(handle or FakeHandle())
@@ -103,7 +103,7 @@ def test_a_checkpoint_that_knows_the_tables_continues_as_of_processing_time():
 
 
 def test_only_table_rows_below_their_partitions_end_are_bootstrapped():
-    from jobs.leaderboard.frames import below_table_ends
+    from statectl.jobs.leaderboard.frames import below_table_ends
 
     frame = rows(("player", 1, "A", 9, 0, 4), ("player", 2, "B", 9, 0, 5), ("player", 3, "C", 9, 1, 0),
                  ("product", 1, "G", 9, 0, 4), ("product_delete", 2, None, 9, 1, 3), ("score", (1, 1), 1, 9, 0, 0))
@@ -147,7 +147,7 @@ def test_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed, layout):
 
 
 def test_tables_setting_defaults_to_bootstrap_and_takes_as_of_only(tmp_path):
-    from jobs.registry import load_job_config
+    from statectl.jobs.registry import load_job_config
     from statectl.errors import ConfigError
     from tests.conftest import REPO
 
@@ -159,7 +159,7 @@ def test_tables_setting_defaults_to_bootstrap_and_takes_as_of_only(tmp_path):
 
 
 def test_kind_names_cover_the_table_kinds():
-    from jobs.leaderboard.frames import TABLE_KINDS
+    from statectl.jobs.leaderboard.frames import TABLE_KINDS
 
     assert sorted(KIND_NAMES[k] for kinds in TABLE_KINDS.values() for k in kinds) == [
         "player", "player_delete", "product", "product_delete"]

@@ -54,7 +54,7 @@ def _run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_the_wheel_is_what_runs(installed, tmp_path):
     done = _run(installed, tmp_path, installed / "python", "-c",
-                "import statectl, jobs.registry; print(statectl.__file__); print(jobs.registry.__file__)")
+                "import statectl, statectl.jobs.registry as r; print(statectl.__file__); print(r.__file__)")
     assert done.returncode == 0, done.stderr
     venv_dir = str(installed.parent)
     assert all(line.startswith(venv_dir) for line in done.stdout.splitlines()), done.stdout

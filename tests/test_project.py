@@ -411,7 +411,7 @@ def test_resolve_job_reads_project_jobs_and_the_contexts_checkpoint(tmp_path, mo
     import shutil
 
     import statectl.project as project
-    from jobs.registry import default_config
+    from statectl.jobs.registry import default_config
     from statectl.checkpoint.lock import checkpoint_for
     from statectl.cli.common import resolve_job
 

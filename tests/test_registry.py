@@ -10,7 +10,7 @@ import sys
 import pytest
 import typer.main
 
-from jobs.registry import JOBS, config_models, default_config, job_entry, job_id_for, load_job_config, shipped_configs
+from statectl.jobs.registry import JOBS, config_models, default_config, job_entry, job_id_for, load_job_config, shipped_configs
 from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
 from tests.conftest import REPO
@@ -98,7 +98,7 @@ def test_declared_topics_follow_the_config_and_need_no_spark():
     topics imports neither PySpark nor the Kafka client."""
     probe = (
         "import sys\n"
-        "from jobs.registry import JOBS, shipped_configs\n"
+        "from statectl.jobs.registry import JOBS, shipped_configs\n"
         "names = [t.name for _, c in shipped_configs() for t in JOBS[c.job].topics(c)]\n"
         "heavy = [m for m in ('pyspark', 'py4j', 'confluent_kafka') if m in sys.modules]\n"
         "print(len(names), heavy)\n"
@@ -115,6 +115,6 @@ def test_declared_topics_follow_the_config_and_need_no_spark():
 
 def test_topologies_declare_no_topics_of_their_own():
     """One declaration per job: the Spark side no longer lists topics the runner creates."""
-    for path in (REPO / "jobs").rglob("*.py"):
+    for path in (REPO / "statectl" / "jobs").rglob("*.py"):
         text = path.read_text()
         assert "TopicSpec" not in text and "TopicRequest" not in text, path

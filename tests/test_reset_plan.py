@@ -434,7 +434,7 @@ def test_a_backup_directory_that_exists_or_lies_inside_is_refused(tmp_path, wher
 
 # ---------------------------------------------------------------- the job: sources, lock, command line
 def _leaderboard_request(tmp_path, target: ResetTarget, **kwargs):
-    from jobs.registry import default_config, job_entry, load_job_config
+    from statectl.jobs.registry import default_config, job_entry, load_job_config
     from statectl.maintenance.reset import ResetRequest
 
     config = load_job_config(default_config("leaderboard"))
@@ -442,7 +442,7 @@ def _leaderboard_request(tmp_path, target: ResetTarget, **kwargs):
 
 
 def test_the_leaderboard_sources_are_score_events_then_its_two_tables():
-    from jobs.registry import default_config, job_entry, load_job_config
+    from statectl.jobs.registry import default_config, job_entry, load_job_config
     from statectl.maintenance.reset import job_sources
 
     config = load_job_config(default_config("leaderboard"))
@@ -453,7 +453,7 @@ def test_the_leaderboard_sources_are_score_events_then_its_two_tables():
 
 
 def test_the_checkpoints_source_order_wins_over_the_declared_one(tmp_path):
-    from jobs.registry import default_config, job_entry, load_job_config
+    from statectl.jobs.registry import default_config, job_entry, load_job_config
     from statectl.maintenance.reset import job_sources
 
     root = tmp_path / "ckpt"

@@ -158,7 +158,7 @@ class _Topics:
 
 def _session_conf_of_run(monkeypatch, checkpoint: Path, overrides: list[str]) -> dict:
     """The SQL confs `statectl run` asks Spark for, with the broker, topics and Spark stood in."""
-    from jobs.registry import default_config, load_job_config
+    from statectl.jobs.registry import default_config, load_job_config
     from statectl.adapters.kafka import connect as kafka
     from statectl.adapters.spark import session as spark
     from statectl.run import runner

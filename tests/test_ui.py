@@ -491,7 +491,7 @@ def secret_project(tmp_path: Path, monkeypatch) -> list[UiJob]:
     password, and whose run's last event quotes one in its error (as a client library's message
     might): the jobs as the dashboard finds them. The caller resets statectl.project and
     statectl.redact afterwards."""
-    from jobs.registry import load_job_config, shipped_configs
+    from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl import project, redact
     from statectl.ui.jobs import discover
 
@@ -503,7 +503,7 @@ def secret_project(tmp_path: Path, monkeypatch) -> list[UiJob]:
     monkeypatch.setenv("JOB_PASSWORD", JOB_SECRET)
     (tmp_path / "client.properties").write_text(
         f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\nsasl.password={SECRET}\n")
-    config = (REPO / "jobs" / "configs" / "leaderboard.yaml").read_text().replace(
+    config = (REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml").read_text().replace(
         "checkpoint_dir: .statectl/checkpoints/leaderboard", f"checkpoint_dir: {tmp_path / 'ck'}")
     config = config.replace("kafka:\n", "kafka:\n  properties:\n    security.protocol: SASL_PLAINTEXT\n"
                             "    sasl.mechanism: PLAIN\n    sasl.username: bob\n    sasl.password: ${JOB_PASSWORD}\n", 1)
@@ -550,7 +550,7 @@ def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_pa
 def test_a_project_jobs_checkpoint_is_where_run_keeps_it(tmp_path, monkeypatch):
     """The context's checkpoint_root/NAME over the job config's checkpoint_dir, and its bootstrap
     servers under $KAFKA_BOOTSTRAP_SERVERS: the order `statectl run NAME` follows."""
-    from jobs.registry import load_job_config, shipped_configs
+    from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl import project
     from statectl.cli.common import resolve_job
     from statectl.ui.jobs import discover
@@ -559,7 +559,7 @@ def test_a_project_jobs_checkpoint_is_where_run_keeps_it(tmp_path, monkeypatch):
     for name in ("STATECTL_PROJECT", "STATECTL_CONTEXT", "STATECTL_CLIENT_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "from-env:9092")
-    shutil.copy(REPO / "jobs" / "configs" / "leaderboard.yaml", tmp_path / "lb.yaml")
+    shutil.copy(REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml", tmp_path / "lb.yaml")
     (tmp_path / "statectl.yaml").write_text("current-context: dev\ncontexts:\n  dev:\n"
                                             "    bootstrap_servers: from-context:9092\n    checkpoint_root: cps\n"
                                             "jobs:\n  lb-eu: lb.yaml\n")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.registry import job_entry, load_job_config
-from jobs.user import UserCodeError, UserJob, parse_reference, python_failure
+from statectl.jobs.registry import job_entry, load_job_config
+from statectl.jobs.user import UserCodeError, UserJob, parse_reference, python_failure
 from statectl.checkpoint.lock import checkpoint_for
 from statectl.config.sections import UserJobConfig, is_job_reference
 from statectl.errors import ConfigError, UsageError

@@ -89,7 +89,7 @@ def _one_process_can_check(resolved) -> None:
     ./v1/clicks.py and ./v2/clicks.py) cannot both be imported, and Spark's Python workers get
     their path when Spark starts. So every candidate's folder goes on that path first, and two
     candidates whose code has one module name in different places are refused."""
-    from jobs.user import UserJob
+    from statectl.jobs.user import UserJob
     from statectl.errors import UsageError
     from statectl.run.runner import worker_python_path
 

@@ -18,7 +18,7 @@ from statectl.cli.completion import (attach as attach_completion, complete_check
 from statectl.errors import StatectlError
 
 if TYPE_CHECKING:
-    from jobs.registry import JobEntry
+    from statectl.jobs.registry import JobEntry
     from statectl.config.sections import JobConfig
 
 DEBUG = {"on": bool(os.environ.get("STATECTL_DEBUG"))}
@@ -102,7 +102,7 @@ def use_storage(storage_config: Path | None, job_config: "JobConfig | None" = No
 
 def _job_helps() -> tuple[str, str]:
     """The JOB and EXAMPLE arguments' help, from the job catalogue."""
-    from jobs.registry import examples_of, job_groups
+    from statectl.jobs.registry import examples_of, job_groups
 
     groups = job_groups()
     examples = "; ".join(f"for {g}: {' | '.join(examples_of(g))}" for g in groups if examples_of(g))
@@ -152,11 +152,11 @@ def resolve_job(job: str | None, example: str | None, config: Path | None,
     a user's own job (MODULE:FUNCTION, ./FILE.py) runs without a config at all. A day-2 command
     passes its ``checkpoint_dir`` (False when it takes none yet): with neither JOB nor --config,
     the job is the checkpoint's alone (``CheckpointOnlyJob``)."""
-    from jobs.registry import JOBS, default_config, job_entry, job_id_for, load_job_config
+    from statectl.jobs.registry import JOBS, default_config, job_entry, job_id_for, load_job_config
     from statectl.errors import UsageError
 
     if any_checkpoint and job is None and config is None and checkpoint_dir is not None:
-        from jobs.user import CheckpointOnlyJob
+        from statectl.jobs.user import CheckpointOnlyJob
         from statectl.config.sections import CheckpointJobConfig
 
         only = CheckpointJobConfig.at(checkpoint_dir)

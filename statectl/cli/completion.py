@@ -49,7 +49,7 @@ def _project(ctx: typer.Context | None):
 @_quiet
 def complete_job(ctx: typer.Context, args: list[str], incomplete: str) -> list[tuple[str, str]]:
     """JOB: the catalogue's jobs, then the project file's jobs."""
-    from jobs.registry import examples_of, job_groups
+    from statectl.jobs.registry import examples_of, job_groups
 
     found = {}
     for group in job_groups():
@@ -65,7 +65,7 @@ def complete_job(ctx: typer.Context, args: list[str], incomplete: str) -> list[t
 @_quiet
 def complete_example(ctx: typer.Context, args: list[str], incomplete: str) -> list[tuple[str, str]]:
     """EXAMPLE: the examples of the JOB given before it (of every job when there is none yet)."""
-    from jobs.registry import examples_of, job_groups
+    from statectl.jobs.registry import examples_of, job_groups
 
     job = _root_params(ctx).get("job")
     groups = [job] if job in job_groups() else job_groups()

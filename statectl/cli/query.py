@@ -14,7 +14,7 @@ serve_app = typer.Typer(help="Serve a job's current results over HTTP (the refer
 
 
 def _topic_and_cluster(config: Path | None, bootstrap: str | None, client_config: Path | None):
-    from jobs.registry import default_config, load_job_config
+    from statectl.jobs.registry import default_config, load_job_config
 
     path = config or default_config("leaderboard")
     cfg = load_job_config(path, expect_job="leaderboard")

@@ -45,7 +45,7 @@ def status(
 
       statectl status --watch
     """
-    from jobs.registry import load_job_config
+    from statectl.jobs.registry import load_job_config
     from statectl.render.status import status_report
     from statectl.observe.lag import LagCache
     from statectl.observe.status import StatusRequest, location_jobs, project_jobs, project_status

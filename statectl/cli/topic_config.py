@@ -64,7 +64,7 @@ def topic_config(
                               "" if print_file else cluster_for(bootstrap_servers, client_config), print_file)
     opts.check()
     if opts.print_file:
-        from jobs.registry import shipped_declarations
+        from statectl.jobs.registry import shipped_declarations
         from statectl.render.jobs_topics import jobs_topics_file as render_jobs_topics
         from statectl.topics.jobs_file import jobs_topics_file
 

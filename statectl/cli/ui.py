@@ -43,7 +43,7 @@ def ui(
     """
     import time
 
-    from jobs.registry import load_job_config, shipped_configs
+    from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl.project import active
     from statectl.render import message
     from statectl.ui.dashboard import Dashboard, project_info

@@ -2,7 +2,7 @@
 
 ``load_config`` reads a YAML file with ``yaml.safe_load``, applies ``--set dotted.key=value``
 overrides, and validates the data against the pydantic model of the job the file names
-(``jobs.registry`` knows which model a job id has). Every problem is collected (YAML syntax,
+(``statectl.jobs.registry`` knows which model a job id has). Every problem is collected (YAML syntax,
 duplicate and unknown keys with a "did you mean", wrong types, missing required values,
 out-of-range values, values Spark would refuse) and reported together with file, key and line
 before anything starts.

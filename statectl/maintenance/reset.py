@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.registry import JobEntry
-from jobs.user import CheckpointOnlyJob
+from statectl.jobs.registry import JobEntry
+from statectl.jobs.user import CheckpointOnlyJob
 from statectl.checkpoint.liveness import refuse_if_live
 from statectl.checkpoint.reader import read_layout
 from statectl.maintenance.backup import backup_dir_for

@@ -443,7 +443,7 @@ class LagRequest:
 
 def inputs_of(config: JobConfig) -> list[str]:
     """The topics a job's config declares as input (what it reads)."""
-    from jobs.registry import job_entry
+    from statectl.jobs.registry import job_entry
     from statectl.config.sections import CheckpointJobConfig
 
     if isinstance(config, CheckpointJobConfig):

@@ -253,7 +253,7 @@ def project_jobs(given: list[tuple[Path, JobConfig]],
     """The shipped job configs whose checkpoints exist (where `statectl run JOB` keeps them:
     ``where_run_keeps`` gives a shipped config the project context's checkpoint), then ``given``;
     one entry per checkpoint (a given config replaces a shipped one with its checkpoint)."""
-    from jobs.registry import shipped_configs
+    from statectl.jobs.registry import shipped_configs
     from statectl.checkpoint.lock import checkpoint_for
 
     chosen: dict[Path, tuple[Path, JobConfig]] = {}

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from jobs.leaderboard.topics import TABLE_TOPIC_CONFIGS
+from statectl.jobs.leaderboard.topics import TABLE_TOPIC_CONFIGS
 from statectl.errors import UsageError
 from statectl.text import did_you_mean
 
@@ -299,7 +299,7 @@ def _keys_for(opts: DatasetOptions, default: int) -> int:
 
 
 def _iso(ms: int) -> str:
-    from jobs.advanced.rules import iso_ms
+    from statectl.jobs.advanced.rules import iso_ms
 
     return iso_ms(ms)
 

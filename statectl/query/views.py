@@ -13,7 +13,7 @@ from typing import Callable
 from statectl.cluster import Cluster
 from statectl.errors import UsageError
 from statectl.text import did_you_mean, plural
-from jobs.leaderboard.rules import apply_records, in_game_order, materialize
+from statectl.jobs.leaderboard.rules import apply_records, in_game_order, materialize
 
 #: How many known ids an unknown-game error names.
 SHOWN_IDS = 5

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from jobs.user import UserJob
+from statectl.jobs.user import UserJob
 from statectl.checkpoint.lock import checkpoint_for
 from statectl.storage.files import is_object_path
 from statectl.checkpoint.restart_check import SHUFFLE_PARTITIONS, RestartVerdict, judge, state_keys_in_plan

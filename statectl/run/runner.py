@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from jobs.registry import JobEntry, job_entry
-from jobs.user import UserJob
+from statectl.jobs.registry import JobEntry, job_entry
+from statectl.jobs.user import UserJob
 from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location, checkpoint_for
 from statectl.storage.files import is_object_path, scandir
 from statectl.storage.spark_conf import spark_conf_for
@@ -386,7 +386,7 @@ def worker_python_path(paths: list[str]) -> None:
 def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, available_now: bool):
     """Call the user's build function with its context: the unstarted DataStreamWriter it returns.
     Whatever goes wrong is the user's, said plainly."""
-    from jobs.user import user_code_error
+    from statectl.jobs.user import user_code_error
     from statectl.adapters.spark.query import WriterShape, writer_shape
     from statectl.job_context import JobContext
 
@@ -441,7 +441,7 @@ def _query_error(job, what: str, exc: BaseException) -> StatectlError:
     from statectl.adapters.spark.session import failure_line
 
     if isinstance(job, UserJob):
-        from jobs.user import python_failure
+        from statectl.jobs.user import python_failure
 
         found = python_failure(str(exc))
         if found:
@@ -455,7 +455,7 @@ def _failure(job, exc: BaseException, query) -> str:
     from statectl.adapters.spark.session import failure_line
 
     if isinstance(job, UserJob):
-        from jobs.user import python_failure
+        from statectl.jobs.user import python_failure
 
         found = python_failure(str(exc))
         if found:

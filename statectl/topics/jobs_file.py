@@ -29,7 +29,7 @@ _HEADER = f"""\
 # (configs/): the topics `statectl run` creates, with the same partitions and configs, so
 # applying this file after a run changes nothing.
 #
-# Generated from the jobs' declarations (jobs/leaderboard/topics.py, jobs/advanced/topics.py):
+# Generated from the jobs' declarations (statectl/jobs/leaderboard/topics.py, statectl/jobs/advanced/topics.py):
 #   {REGENERATE}
 # A test fails when this file and the declarations differ. For topics of your own, copy the file
 # and edit the copy.
@@ -103,7 +103,7 @@ def _scalar(value: str) -> str:
 
 def jobs_topics_file(declarations: Iterable[tuple[str, str, list[DeclaredTopic]]]) -> JobsTopicsFile:
     """Every topic the jobs declare, from ``(job id, which config, its declared topics)`` per shipped
-    config (``jobs.registry.shipped_declarations``; the config is named when it is not the job's
+    config (``statectl.jobs.registry.shipped_declarations``; the config is named when it is not the job's
     default). Two configs that declare one topic differently are a UsageError naming both (the
     file could not say which is right)."""
     found: dict[str, JobsTopic] = {}

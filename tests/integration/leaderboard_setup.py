@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from jobs.registry import load_job_config
+from statectl.jobs.registry import load_job_config
 from statectl.config.loader import config_to_dict
 from tests.conftest import REPO
 

@@ -27,7 +27,7 @@ from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
 from statectl.adapters.kafka.produce import fast_producer
 from statectl.adapters.kafka.consume import read_topic
 from statectl.adapters.kafka.connect import require_broker
-from jobs.registry import load_job_config
+from statectl.jobs.registry import load_job_config
 from statectl.config.loader import config_to_dict
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
@@ -201,7 +201,7 @@ def _max_event_ms(pulses) -> int:
 
 
 def test_windowed_retention_keeps_state_bounded_counts_right_late_pulses_dead_lettered(cli, bootstrap, tmp_path):
-    from jobs.advanced.rules import iso_ms, window_key
+    from statectl.jobs.advanced.rules import iso_ms, window_key
     from statectl.produce.datasets import PULSE_START_MS, pulse_events
 
     settings = ["windows.size=60 seconds", "windows.grace=5 seconds", "windows.retention=3 minutes",

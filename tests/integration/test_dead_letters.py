@@ -121,7 +121,7 @@ def test_every_advanced_state_reason_has_the_one_shape(bootstrap, tmp_path, exam
 
 
 def test_every_windowed_retention_reason_has_the_one_shape(bootstrap, tmp_path):
-    from jobs.advanced.rules import iso_ms
+    from statectl.jobs.advanced.rules import iso_ms
     from statectl.produce.datasets import PULSE_START_MS
 
     ex = Example(bootstrap, tmp_path, "windowed-retention", "windows.max_record_bytes=200", partitions=1)

@@ -42,7 +42,7 @@ import pytest
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from jobs.registry import load_job_config
+from statectl.jobs.registry import load_job_config
 from statectl.adapters.local.broker import broker_down, broker_status, broker_up
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
 from statectl.adapters.kafka.connect import require_broker

@@ -14,7 +14,7 @@ import uuid
 
 import yaml
 
-from jobs.registry import load_job_config
+from statectl.jobs.registry import load_job_config
 from statectl.adapters.kafka.produce import fast_producer
 from statectl.config.loader import config_to_dict
 from statectl.checkpoint.lock import CheckpointLock

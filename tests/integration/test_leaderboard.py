@@ -27,8 +27,8 @@ import yaml
 
 from statectl.adapters.kafka.produce import fast_producer
 from statectl.adapters.kafka.consume import read_topic
-from jobs.registry import load_job_config
-from jobs.leaderboard.rules import materialize
+from statectl.jobs.registry import load_job_config
+from statectl.jobs.leaderboard.rules import materialize
 from statectl.checkpoint.lock import CheckpointLock
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO

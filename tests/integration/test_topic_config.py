@@ -216,7 +216,7 @@ def test_shipped_topics_file_validates_against_the_broker(cli, bootstrap):
     before = set(existing_topics(admin_client(bootstrap)))
     result = _run(cli, "--file", str(REPO / "configs" / "topics.yaml"), "--dry-run", "-b", bootstrap, "--json")
     assert result.exit_code == 0, result.output
-    from jobs.registry import shipped_declarations
+    from statectl.jobs.registry import shipped_declarations
     from statectl.topics.jobs_file import jobs_topics_file
 
     assert len(json.loads(result.stdout)["topics"]) == len(jobs_topics_file(shipped_declarations()).topics)
@@ -342,7 +342,7 @@ def test_applying_the_topics_file_after_a_run_changes_nothing(cli, bootstrap, tm
     file as a dry run: nothing to create, no config to change. Before, the file declared
     aggressive compaction for high-scores and 14 days for leaderboard-dlq where the run had
     created other values, and 7 topics the jobs write were missing from it."""
-    from jobs.registry import JOBS, shipped_configs
+    from statectl.jobs.registry import JOBS, shipped_configs
     from statectl.topics.declared import plan_job_topics
 
     produced = cli("produce-test-data", "leaderboard", "-b", bootstrap)

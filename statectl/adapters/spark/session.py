@@ -217,13 +217,13 @@ def worker_python(directory: Path) -> Path:
 
 
 def code_archive(directory: Path) -> Path:
-    """A zip of the ``statectl`` and ``jobs`` packages, for executors that do not have them."""
+    """A zip of the ``statectl`` package (its jobs too), for executors that do not have them."""
     import zipfile
 
     root = Path(__file__).resolve().parents[2]
     archive = directory / "statectl-code.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-        for package in ("statectl", "jobs"):
+        for package in ("statectl",):
             for path in sorted((root / package).rglob("*.py")):
                 zf.write(path, path.relative_to(root))
     return archive

@@ -36,17 +36,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from jobs.advanced.common import (
+from statectl.jobs.advanced.common import (
     DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, in_order, output_rows,
     read_records, record_detail,
 )
-from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from jobs.advanced.rules import lru_apply
-from jobs.advanced.config import BoundedStateConfig
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
+from statectl.jobs.advanced.rules import lru_apply
+from statectl.jobs.advanced.config import BoundedStateConfig
 
 REASONS = list(RECORD_REASONS)
 
-#: The one grouping key of the LRU store (a string: never a null key, see jobs/leaderboard/topology.py).
+#: The one grouping key of the LRU store (a string: never a null key, see statectl/jobs/leaderboard/topology.py).
 STORE_GROUP = "store"
 
 KEY_SCHEMA = StructType([StructField("key", StringType())])

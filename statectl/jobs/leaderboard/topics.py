@@ -4,7 +4,7 @@ Spark starts."""
 
 from __future__ import annotations
 
-from jobs.leaderboard.config import LeaderboardConfig
+from statectl.jobs.leaderboard.config import LeaderboardConfig
 from statectl.topics.declared import DeclaredTopic
 
 #: Tables (latest value per key, a null value deletes the key), compacted soon, so a job that reads

@@ -52,8 +52,8 @@ byte for what the row is, the ids, the score, one text column (a table row's nam
 key and headers, or a dead letter), a score's value bytes (a dead letter keeps the original
 record) and the processing-order fields (see ``ROW_SCHEMA``).
 
-The processor lives in ``jobs/leaderboard/operators.py`` and its batch logic (numpy, pandas) in
-``jobs/leaderboard/frames.py``.
+The processor lives in ``statectl/jobs/leaderboard/operators.py`` and its batch logic (numpy, pandas) in
+``statectl/jobs/leaderboard/frames.py``.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.common import INT_PATTERN, OUTPUT_SCHEMA, JobPlan, dlq_value, kafka_source
-from jobs.leaderboard.kinds import (
+from statectl.jobs.common import INT_PATTERN, OUTPUT_SCHEMA, JobPlan, dlq_value, kafka_source
+from statectl.jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
     KIND_PLAYER,
@@ -71,7 +71,7 @@ from jobs.leaderboard.kinds import (
     KIND_PRODUCT_DELETE,
     KIND_SCORE,
 )
-from jobs.leaderboard.operators import (
+from statectl.jobs.leaderboard.operators import (
     COLUMNS,
     GAME_BUCKET_KEYS,
     PAGE_BITS,
@@ -82,7 +82,7 @@ from jobs.leaderboard.operators import (
     Leaderboard,
     PlayerShard,
 )
-from jobs.leaderboard.config import LeaderboardConfig
+from statectl.jobs.leaderboard.config import LeaderboardConfig
 
 REASONS = [
     "null_value", "oversized", "malformed_json", "missing_field", "mistyped_field", "non_finite_score",

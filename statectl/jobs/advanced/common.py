@@ -9,7 +9,7 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.common import dlq_value, source_record
+from statectl.jobs.common import dlq_value, source_record
 
 #: Reasons every keyed job may give a record it cannot use, before its own checks.
 RECORD_REASONS = ["null_key", "null_value", "oversized"]

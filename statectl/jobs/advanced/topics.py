@@ -4,7 +4,7 @@ EXAMPLE` creates (and, for the topic-configs example's output, configures) and w
 
 from __future__ import annotations
 
-from jobs.advanced.config import (
+from statectl.jobs.advanced.config import (
     BoundedStateConfig,
     SalesThresholdConfig,
     TombstonesConfig,

@@ -35,14 +35,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-from jobs.advanced.common import (
+from statectl.jobs.advanced.common import (
     DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, original_record, output_rows,
     read_records, record_detail,
 )
-from jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_from_record, kafka_source
-from jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_from_record, kafka_source
+from statectl.jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
 from statectl.text import human_ms
-from jobs.advanced.config import WindowedRetentionConfig
+from statectl.jobs.advanced.config import WindowedRetentionConfig
 
 REASONS = RECORD_REASONS + ["malformed_json", "missing_field", "invalid_timestamp", "late"]
 

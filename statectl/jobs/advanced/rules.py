@@ -1,7 +1,7 @@
 """The rules of the advanced-state examples as plain Python: durations, window closing and
 retention, the least-recently-used key store, the sales threshold, patient visits.
 
-The StatefulProcessors in ``jobs/advanced/`` hold state and talk to Spark; every decision they
+The StatefulProcessors in ``statectl/jobs/advanced/`` hold state and talk to Spark; every decision they
 make about that state is one of the functions here, so it is tested without a JVM.
 """
 

@@ -37,13 +37,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StructField, StructType
 
-from jobs.advanced.common import (
+from statectl.jobs.advanced.common import (
     DEAD_LETTERS, dead_letter_columns, dead_letter_output, group_key, in_order, output_rows, read_records,
     record_detail,
 )
-from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from jobs.advanced.rules import threshold_apply
-from jobs.advanced.config import SalesThresholdConfig
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
+from statectl.jobs.advanced.rules import threshold_apply
+from statectl.jobs.advanced.config import SalesThresholdConfig
 
 REASONS = ["null_value", "oversized", "malformed_json", "missing_field", "mistyped_field", "negative_value"]
 

@@ -253,9 +253,9 @@ def _not_users(filename: str) -> bool:
     if filename.startswith("<"):
         return True
     path = os.path.realpath(filename)
-    ours = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    ours = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the statectl package
     library = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return (path.startswith(os.path.join(ours, "statectl") + os.sep) or path.startswith(os.path.join(ours, "jobs") + os.sep)
+    return (path.startswith(ours + os.sep)
             or "site-packages" in path.split(os.sep) or any(path.startswith(p + os.sep) for p in library)
             or "/pyspark/" in path or "/py4j/" in path)
 

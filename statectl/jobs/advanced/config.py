@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from jobs.advanced.rules import WindowSpec, duration_problem, parse_duration
+from statectl.jobs.advanced.rules import WindowSpec, duration_problem, parse_duration
 from statectl.config.model import Section, Text, text_mapping, topic_config_text
 from statectl.config.sections import JobConfig
 from statectl.topics.keys import value_problem

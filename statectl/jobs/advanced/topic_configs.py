@@ -6,7 +6,7 @@ job's changelog-style view of its state — is created or brought to the configs
 
 The job declares ``output_topic`` (partitions, replication factor, configs such as
 ``segment.bytes: 536870912`` and ``min.cleanable.dirty.ratio: 0.3``) as a managed topic
-(``jobs/advanced/topics.py``); before Spark starts the runner puts it through the code of
+(``statectl/jobs/advanced/topics.py``); before Spark starts the runner puts it through the code of
 ``statectl topic-config``: the same checks, the same diff, the broker's validate_only, then a
 create or an IncrementalAlterConfigs of just the keys that differ (keys the YAML does not name
 are left alone). A topic that already has the configs is not touched.
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from jobs.advanced.bounded_state import KeyCounts
-from jobs.advanced.common import RECORD_REASONS, dead_letter_columns, group_key, read_records, record_detail
-from jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from jobs.advanced.config import TopicConfigsConfig
+from statectl.jobs.advanced.bounded_state import KeyCounts
+from statectl.jobs.advanced.common import RECORD_REASONS, dead_letter_columns, group_key, read_records, record_detail
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
+from statectl.jobs.advanced.config import TopicConfigsConfig
 
 REASONS = list(RECORD_REASONS)
 

@@ -77,15 +77,15 @@ class JobEntry:
 
 def _advanced(example: str, config_class: str) -> JobEntry:
     module = example.replace("-", "_")
-    return JobEntry(f"advanced-state/{example}", f"jobs.advanced.config:{config_class}", f"jobs.advanced.{module}",
-                    f"jobs.advanced.topics:{module}_topics")
+    return JobEntry(f"advanced-state/{example}", f"statectl.jobs.advanced.config:{config_class}", f"statectl.jobs.advanced.{module}",
+                    f"statectl.jobs.advanced.topics:{module}_topics")
 
 
 JOBS: dict[str, JobEntry] = {
     entry.id: entry
     for entry in (
-        JobEntry("leaderboard", "jobs.leaderboard.config:LeaderboardConfig", "jobs.leaderboard.topology",
-                 "jobs.leaderboard.topics:declared_topics", "jobs.leaderboard.checkpoint:check_checkpoint"),
+        JobEntry("leaderboard", "statectl.jobs.leaderboard.config:LeaderboardConfig", "statectl.jobs.leaderboard.topology",
+                 "statectl.jobs.leaderboard.topics:declared_topics", "statectl.jobs.leaderboard.checkpoint:check_checkpoint"),
         _advanced("tombstones", "TombstonesConfig"),
         _advanced("windowed-retention", "WindowedRetentionConfig"),
         _advanced("bounded-state", "BoundedStateConfig"),
@@ -121,7 +121,7 @@ class _ConfigModels(dict):
 
 
 def _user_reference(job: str) -> str | None:
-    from jobs.user import user_job_names
+    from statectl.jobs.user import user_job_names
 
     return user_job_names(job)
 
@@ -136,7 +136,7 @@ def job_entry(job_id: str, config: JobConfig | None = None) -> JobEntry:
     a file named relative to it); a UsageError naming the known ones when there is none."""
     entry = JOBS.get(job_id)
     if entry is None and _user_reference(job_id) is not None:
-        from jobs.user import UserJob
+        from statectl.jobs.user import UserJob
         from statectl.config.sections import UserJobConfig
 
         return UserJob.of(config if isinstance(config, UserJobConfig) else UserJobConfig(job=job_id))
@@ -147,11 +147,11 @@ def job_entry(job_id: str, config: JobConfig | None = None) -> JobEntry:
 
 
 def default_config(job_id: str) -> Path:
-    """The example config statectl ships for a job (``jobs/configs/``, package data; ``configs/`` in
+    """The example config statectl ships for a job (``statectl/jobs/configs/``, package data; ``configs/`` in
     a checkout): what ``statectl run JOB`` uses without ``--config``."""
     group, _, example = job_id.partition("/")
     name = f"{group}/{example}.yaml" if example else f"{job_id}.yaml"
-    return Path(str(resources.files("jobs").joinpath("configs", name)))
+    return Path(str(resources.files("statectl.jobs").joinpath("configs", name)))
 
 
 #: The topics file in the shipped configs' folder: not a job config.
@@ -162,7 +162,7 @@ def shipped_configs() -> list[tuple[Path, JobConfig]]:
     """Every example config statectl ships, loaded: job by job in catalogue order, each job's
     default config first (``configs/advanced-state/bounded-state-ttl.yaml`` follows
     ``bounded-state.yaml``)."""
-    root = Path(str(resources.files("jobs").joinpath("configs")))
+    root = Path(str(resources.files("statectl.jobs").joinpath("configs")))
     defaults = [default_config(job_id) for job_id in JOBS]
     others = [p for p in sorted(root.rglob("*.yaml")) if p.name != TOPICS_FILE and p not in defaults]
     found: dict[str, list[tuple[Path, JobConfig]]] = {job_id: [] for job_id in JOBS}

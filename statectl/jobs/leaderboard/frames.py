@@ -1,6 +1,6 @@
 """The leaderboard operators' batch logic on numpy: processing order, as-of table lookups, the
 per-bucket join, ranking, dead letters, the tables' bootstrap. Pure functions, tested without a
-JVM against a per-key pandas reference; the operators in ``jobs/leaderboard/operators.py`` call
+JVM against a per-key pandas reference; the operators in ``statectl/jobs/leaderboard/operators.py`` call
 them.
 """
 
@@ -14,8 +14,8 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from jobs.common import NON_FINITE, dead_letter_json
-from jobs.leaderboard.kinds import (
+from statectl.jobs.common import NON_FINITE, dead_letter_json
+from statectl.jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
     KIND_PLAYER,

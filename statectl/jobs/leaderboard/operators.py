@@ -1,6 +1,6 @@
-"""The leaderboard's stateful processor (see ``jobs/leaderboard/topology.py`` for the topology).
+"""The leaderboard's stateful processor (see ``statectl/jobs/leaderboard/topology.py`` for the topology).
 
-Kept apart from the topology and from the numpy/pandas batch logic (``jobs/leaderboard/frames.py``,
+Kept apart from the topology and from the numpy/pandas batch logic (``statectl/jobs/leaderboard/frames.py``,
 imported when the first rows arrive) because Spark imports this module in a fresh Python process
 on the driver, once per operator and query start, only to learn the state variables from
 ``init``: importing pandas there would slow every query start.
@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, ByteType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from statectl.adapters.spark import tws as spark_tws
-from jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
+from statectl.jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -159,7 +159,7 @@ class _TableJoin(StatefulProcessor):
         unjoined ones as dead letters in processing order (``text``, ``reason``), or None."""
         import pandas as pd
 
-        from jobs.leaderboard import frames as lf
+        from statectl.jobs.leaderboard import frames as lf
 
         if self.table_ends:
             early = lf.below_table_ends(pdf, self.table_ends)
@@ -233,7 +233,7 @@ class Leaderboard(_TableJoin):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
-        from jobs.leaderboard import frames as lf
+        from statectl.jobs.leaderboard import frames as lf
 
         pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:  # the dead letters of parsing
@@ -271,7 +271,7 @@ class PlayerShard(_TableJoin):
         import numpy as np
         import pandas as pd
 
-        from jobs.leaderboard import frames as lf
+        from statectl.jobs.leaderboard import frames as lf
 
         pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:
@@ -326,7 +326,7 @@ class GameRanking(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
-        from jobs.leaderboard import frames as lf
+        from statectl.jobs.leaderboard import frames as lf
 
         pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:
