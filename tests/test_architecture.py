@@ -51,7 +51,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.config",),
     ("statectl.storage", "statectl.access"),
     ("statectl.adapters",),
-    ("statectl.cluster",),
+    ("statectl.cluster", "statectl.spark_support"),
     ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources",
      "statectl.job_context", "statectl.signals", "statectl.lag_trend"),
 ]
@@ -248,9 +248,10 @@ def test_every_adapter_is_placed():
 
 
 def test_adapters_sit_above_only_the_cluster_and_the_kernel():
-    """So an adapter imports only other adapters, how a cluster is reached and the kernel."""
+    """So an adapter imports only other adapters, how a cluster is reached, which Spark is
+    installed and the kernel."""
     below = [p for layer in LAYERS[LAYER_OF["statectl.adapters"]:] for p in layer]
-    assert below == ["statectl.cluster", *LAYERS[-1]]
+    assert below == ["statectl.cluster", "statectl.spark_support", *LAYERS[-1]]
 
 
 # ---------------------------------------------------------------- the rules catch a broken tree
