@@ -16,6 +16,7 @@ from statectl.paths import ONE_SHOT_JVM_OPTIONS
 REPO = Path(__file__).resolve().parent.parent
 INTEGRATION = REPO / "tests" / "integration"
 MATRIX = REPO / "tests" / "matrix"
+VERSIONS = REPO / "tests" / "versions"
 
 # Every Spark driver the tests start (statectl's runs, plain PySpark scripts, the matrix's other
 # PySpark versions, the engine) goes through spark-submit, which adds $SPARK_SUBMIT_OPTS to its
@@ -34,13 +35,17 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items):
     """Every test under tests/integration/ is `integration` (a real broker or Spark); every test under
-    tests/matrix/ is `matrix` (its own job; addopts leaves it out) and `integration`."""
+    tests/matrix/ is `matrix` (its own job; addopts leaves it out) and `integration`, and so is every
+    test under tests/versions/ `versions` (statectl installed beside each supported PySpark)."""
     for item in items:
         path = item.path.resolve()
         if path.is_relative_to(INTEGRATION):
             item.add_marker(pytest.mark.integration)
         elif path.is_relative_to(MATRIX):
             item.add_marker(pytest.mark.matrix)
+            item.add_marker(pytest.mark.integration)
+        elif path.is_relative_to(VERSIONS):
+            item.add_marker(pytest.mark.versions)
             item.add_marker(pytest.mark.integration)
 
 

@@ -21,7 +21,10 @@ checkpoint is written in a JVM that ran format-1 queries before, as it happens i
 runs several queries.
 
 Runs as its own job (``scripts/test.sh -m matrix``; .ci/run runs it after the main suite): it
-starts up to four JVMs per Spark version and takes a few minutes per version.
+starts up to four JVMs per Spark version and takes a few minutes per version. The checkpoints each
+release writes are kept between sessions (``~/.cache/statectl/matrix``, named for the release and a
+digest of the code that writes them), except those a case moves away; the damage and the restarts,
+the point of the matrix, are done anew every time.
 """
 
 from __future__ import annotations
@@ -172,15 +175,20 @@ class Generated:
     python: str
     base: Path
     state_metadata: dict[str, list[dict] | str | None]
+    #: Where the kinds the cases move away were written (this session's, never the cache).
+    moved_base: Path | None = None
 
     def lacks(self, kind: str) -> str | None:
         return _lacks(kind, self.spark_version)
 
     def checkpoint(self, kind: str) -> Path:
-        return self.base / kind / "checkpoint"
+        return self._base(kind) / kind / "checkpoint"
 
     def input_dir(self, kind: str) -> Path:
-        return self.base / kind / "input"
+        return self._base(kind) / kind / "input"
+
+    def _base(self, kind: str) -> Path:
+        return self.moved_base if kind in MOVED and self.moved_base is not None else self.base
 
 
 def _generate_jvms(kinds: list[str]) -> list[list[str]]:
@@ -195,19 +203,58 @@ def _generate_jvms(kinds: list[str]) -> list[list[str]]:
     return [jvm for jvm in (first, second) if jvm]
 
 
-@pytest.fixture(scope="module", params=SPARK_VERSIONS)
-def generated(request, tmp_path_factory) -> Generated:
-    version = _pyspark_version(request.param)
-    python = _spark_python(request.param)
-    base = tmp_path_factory.mktemp(f"matrix-{request.param}")
-    kinds = [k for k in GENERATED if not _lacks(k, version)]
+#: The kinds whose checkpoint a case moves away (so nothing is left where its metadata points):
+#: written again every session, in a JVM of their own, never kept.
+MOVED = ("tws_moved", "tws_relocated", "tws_rows_moved")
+
+
+def _write_checkpoints(python: str, version: str, base: Path, kinds: list[str]) -> dict:
     metadata = {}
     for i, jvm in enumerate(_generate_jvms(kinds)):
         specs = [f"{_query_kind(k)}:{base / k / 'checkpoint'}:{base / k / 'input'}" for k in jvm]
         doc = _worker(python, "generate", base / f"generated-{i}.json", specs, base / f"generate-{i}.log")
         assert doc["spark_version"] == version, (doc["spark_version"], version)
         metadata.update({Path(r["checkpoint"]).parent.name: r["state_metadata"] for r in doc["results"]})
-    return Generated(version, python, base, metadata)
+    return metadata
+
+
+def _generated_cache(version: str, kinds: list[str]) -> Path:
+    """Where the checkpoints one PySpark release writes for ``kinds`` are kept between sessions: a
+    folder named for the release and a digest of the code that writes them (the worker, its queries,
+    the kinds and their JVMs), so a change to any of them writes them again. The checkpoints stay
+    where they were written (a transformWithState checkpoint names its own path: a copied one is one
+    of the cases), and the tests only copy them."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for source in (REPO / "tests" / "matrix" / "spark_worker.py", REPO / "tests" / "integration" / "inspect_state_queries.py"):
+        digest.update(source.read_bytes())
+    digest.update(repr([[(k, _query_kind(k)) for k in jvm] for jvm in _generate_jvms(kinds)]).encode())
+    root = Path(os.environ.get("STATECTL_MATRIX_CACHE")
+                or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "statectl" / "matrix")
+    return root / f"pyspark-{version}-{digest.hexdigest()[:16]}"
+
+
+@pytest.fixture(scope="module", params=SPARK_VERSIONS)
+def generated(request, tmp_path_factory) -> Generated:
+    version = _pyspark_version(request.param)
+    python = _spark_python(request.param)
+    kinds = [k for k in GENERATED if not _lacks(k, version)]
+    kept = [k for k in kinds if k not in MOVED]
+    base = _generated_cache(version, kept)
+    done = base / "generated.json"
+    if done.is_file():
+        metadata = json.loads(done.read_text())
+    else:
+        shutil.rmtree(base, ignore_errors=True)  # a generation that did not finish
+        base.mkdir(parents=True)
+        metadata = _write_checkpoints(python, version, base, kept)
+        done.write_text(json.dumps(metadata))  # last: only a whole generation is taken again
+    moved = [k for k in kinds if k in MOVED]
+    moved_base = tmp_path_factory.mktemp(f"matrix-moved-{request.param}") if moved else None
+    if moved:
+        metadata = {**metadata, **_write_checkpoints(python, version, moved_base, moved)}
+    return Generated(version, python, base, metadata, moved_base)
 
 
 # ------------------------------------------------------------------------------------------
