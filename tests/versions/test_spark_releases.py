@@ -234,10 +234,10 @@ def write_job(work: Path, release: tuple[int, int], names: dict[str, str]) -> di
 
 # ------------------------------------------------------------------------------------ the tests
 @pytest.fixture(scope="module")
-def checkpoints() -> dict[str, tuple[Path, str]]:
+def checkpoints() -> dict[str, tuple[Path, str, Path]]:
     """The checkpoint each release's runs left and the broker they ran against, for the light
     install's turn; the brokers stop when the module ends."""
-    left: dict[str, tuple[Path, str]] = {}
+    left: dict[str, tuple[Path, str, Path]] = {}
     brokers: list[tuple[Statectl, Path]] = []
     left["_brokers"] = brokers  # type: ignore[assignment]
     yield left
@@ -296,13 +296,14 @@ def test_statectl_on_the_installed_spark(version, wheel, tmp_path, checkpoints):
     assert restart.returncode == 1, f"the change check-restart refused restarted: {restart.stderr[-2000:]}"
     assert "Traceback" not in restart.stderr
 
-    # reset --to-latest, then the changed job reads only what came after.
+    # reset --to-latest (the state is discarded), then the changed job reads only what came after.
     cli.produce(names["input"], SECOND)  # skipped by the reset
     cli.ok("reset", "--checkpoint-dir", str(checkpoint), "--to-latest")
     cli.produce(names["input"], AFTER_RESET)
     third = cli.run(configs["build_v2"])
     assert third["input_rows"] == len(AFTER_RESET), third
-    expected = oracle(FIRST + SECOND + [e for e in AFTER_RESET if e[0] != "ignored"])
+    # The output topic keeps what the runs before the reset wrote; the new state counts from zero.
+    expected = {**oracle(FIRST + SECOND), **oracle([e for e in AFTER_RESET if e[0] != "ignored"])}
     assert cli.latest(names["output"]) == expected
 
     # A feature this release lacks: one line, exit 2, before Spark starts.
@@ -318,7 +319,7 @@ def test_statectl_on_the_installed_spark(version, wheel, tmp_path, checkpoints):
         assert gated.returncode == 2, gated.stderr
         lines = [ln for ln in gated.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and refused_line in lines[0] and f"installed: {version}" in lines[0], gated.stderr
-    checkpoints[version] = (checkpoint, cli.bootstrap)
+    checkpoints[version] = (checkpoint, cli.bootstrap, work / ".statectl" / "events")
 
 
 def test_the_light_install_operates_what_the_releases_wrote(wheel, tmp_path, checkpoints, tmp_path_factory):
@@ -343,7 +344,7 @@ def test_the_light_install_operates_what_the_releases_wrote(wheel, tmp_path, che
         assert "local" in cli.ok("context", "list", kafka=False).stdout
         cli.ok("produce-test-data", "leaderboard")
         assert "players" in cli.ok("topic-config", "players").stdout
-        for version, (checkpoint, bootstrap) in written.items():
+        for version, (checkpoint, bootstrap, events) in written.items():
             inspect = cli("inspect-state", str(checkpoint), "--json", kafka=False)
             assert inspect.returncode == 0, f"{version}: {inspect.stderr[-2000:]}"
             assert json.loads(inspect.stdout)["healthy"] is True
