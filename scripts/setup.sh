@@ -56,7 +56,7 @@ stamp=.venv/.statectl-installed
 if [[ ! -f $stamp || pyproject.toml -nt $stamp || scripts/constraints.txt -nt $stamp ]]; then
   log "installing Python dependencies (first time: a few minutes, PySpark is large)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[spark,test]"
+  .venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[spark,s3,test]"
   touch "$stamp"
 fi
 

@@ -11,12 +11,15 @@ import signal
 import threading
 from typing import Callable, Iterable
 
-from statectl.errors import OperationalError, UsageError
+from statectl.errors import OperationalError, StatectlError, UsageError
 from statectl.storage.entries import ObjectEntry
 from statectl.storage.settings import S3Settings
 
 #: Seconds to wait for a connection, and attempts per request: an unreachable endpoint is
 #: reported within 10 s.
+#: boto3 (botocore: a third of the light install) comes with the "s3" extra.
+S3_EXTRA = 'pip install "statectl[s3]"'
+S3_EXTRA_NEEDED = "s3a:// checkpoints need AWS's S3 client (boto3)"
 CONNECT_TIMEOUT = 2.0
 READ_TIMEOUT = 30.0
 ATTEMPTS = 3
@@ -80,6 +83,8 @@ class S3Store:
             raise self._fail(exc, operation, key) from None
 
     def _fail(self, exc: BaseException, operation: str = "", key: str = "") -> BaseException:
+        if isinstance(exc, StatectlError):  # said already (no S3 client installed)
+            return exc
         from botocore import exceptions as bx
 
         where = self.uri(key)
@@ -353,7 +358,10 @@ def _etag(doc: dict) -> str | None:
 
 
 def _make_client(settings: S3Settings, fail: Callable):
-    import boto3
+    try:
+        import boto3
+    except ImportError:
+        raise UsageError(f"{S3_EXTRA_NEEDED}: {S3_EXTRA}") from None
     from botocore import UNSIGNED
     from botocore.config import Config
 
