@@ -133,3 +133,23 @@ def test_synthetic_leaderboard_tables_come_first():
     assert [(b.topic, b.count) for b in batches] == [("players", 3), ("products", 2), ("score-events", 10)]
     players = dict(batches[0].records)
     assert json.loads(players[b"2"]) == {"id": 2, "name": "Mitch-2"}
+
+
+@pytest.mark.parametrize("count, players, products, seed, chunk", [
+    (20_000, 1000, 100, 42, 65_536),
+    (70_001, 5, 3, 9, 65_536),  # a last chunk of one record
+    (10, 1, 1, 8, 65_536),  # one player and one product
+    (1_000, 50, 7, 3, 64),  # many chunks
+    (0, 3, 3, 1, 65_536),
+])
+def test_score_events_without_numpy_are_the_same_records(monkeypatch, count, players, products, seed, chunk):
+    """The light install has no numpy: the pure-Python lookups give the records numpy's do."""
+    import sys
+
+    from statectl.produce.datasets import score_value_chunks
+
+    with_numpy = list(score_value_chunks(count, players, products, seed, chunk))
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` raises ImportError
+    without = list(score_value_chunks(count, players, products, seed, chunk))
+    assert without == with_numpy
+    assert [v for c in without for v in c] == _score_values_with_random_choices(count, players, products, seed, chunk)

@@ -118,6 +118,10 @@ class InspectResult:
 
 def inspect_checkpoint(options: InspectOptions) -> InspectResult:
     """Explain the checkpoint at ``options.path``. Starts Spark only when ``options.rows`` is set."""
+    if options.rows is not None:
+        from statectl.spark_support import require, require_pyspark
+
+        require("state-rows", require_pyspark("inspect-state --rows"))
     if options.verify not in VERIFY_MODES:
         raise UsageError(f"--verify must be one of {', '.join(VERIFY_MODES)}, not {options.verify!r}.")
     layout = read_layout(options.path)

@@ -100,7 +100,8 @@ def state_keys_in_plan(plan: str) -> dict[int, list[str]]:
     deduplication state (``StateStoreSave [page#2], state info [... opId = 0 ...]``)."""
     out: dict[int, list[str]] = {}
     for match in _PLAN_STATE_KEYS.finditer(plan or ""):
-        keys = [re.sub(r"#\d+L?$", "", k.strip()) for k in match.group(2).split(",") if k.strip()]
+        # ``window#29-T10000ms``: an event-time column carries its watermark delay in the plan.
+        keys = [re.sub(r"#\d+L?(?:-T\d+ms)?$", "", k.strip()) for k in match.group(2).split(",") if k.strip()]
         out.setdefault(int(match.group(3)), keys)
     return out
 

@@ -59,7 +59,9 @@ def check_restart(
     from statectl.errors import UsageError
     from statectl.render.check_restart import verdict, verdicts
     from statectl.run.check_restart import CheckRestartRequest, check_restart as run_check
+    from statectl.spark_support import require_pyspark
 
+    require_pyspark("check-restart")  # before resolving the job: a user's job imports its Spark code
     candidates = configs or [None]
     if len(candidates) > 1 and checkpoint_dir is not None:
         raise UsageError("--checkpoint-dir with several --config: each candidate is checked against its own "

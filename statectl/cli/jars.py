@@ -15,20 +15,21 @@ app = typer.Typer(help="Resolve the Kafka broker and Spark Kafka connector jars 
 @app.command()
 def fetch(json: JsonOpt = False) -> None:
     """Resolve every jar bundle from Maven Central (once; later runs use the cache, offline)."""
-    from statectl.adapters.local.jars import BUNDLES, cached_jars, ensure_bundle
+    from statectl.adapters.local.jars import bundles, cached_jars, cached_release, ensure_bundle
     from statectl.render import emit_json, err, out
 
     result = {}
-    for bundle in BUNDLES.values():
+    for bundle in bundles().values():
         if not json and cached_jars(bundle) is None:
             err().print(f"resolving {bundle.name} {bundle.version} ...")
         jars = ensure_bundle(bundle)
-        result[bundle.name] = {"version": bundle.version, "directory": str(bundle.directory), "jars": len(jars)}
+        result[bundle.name] = {"version": bundle.version, "release": cached_release(bundle) if bundle.releases else None,
+                               "directory": str(bundle.directory), "jars": len(jars)}
     if json:
         emit_json(result)
     else:
         for name, info in result.items():
-            out().print(f"{name} {info['version']}: {info['jars']} jars in {info['directory']}")
+            out().print(f"{name} {info['version']}{_release_note(info)}: {info['jars']} jars in {info['directory']}")
 
 
 @app.command()
@@ -53,6 +54,9 @@ def archive(
     from statectl.adapters.local.jvm_archive import archive_path, build_archive
     from statectl.adapters.local.jars import pyspark_jars_dir
     from statectl.render import emit_json, err, out
+    from statectl.spark_support import require_pyspark
+
+    require_pyspark("jars archive")
 
     existing = archive_path(pyspark_jars_dir())
     if not json and (rebuild or existing is None or not existing.is_file()):
@@ -70,13 +74,13 @@ def archive(
 @app.command("list")
 def list_jars(json: JsonOpt = False) -> None:
     """Show which bundles are cached and where."""
-    from statectl.adapters.local.jars import BUNDLES, cached_jars
+    from statectl.adapters.local.jars import bundles, cached_jars, cached_release
     from statectl.render import emit_json, out
 
     result = {}
-    for bundle in BUNDLES.values():
+    for bundle in bundles().values():
         jars = cached_jars(bundle)
-        result[bundle.name] = {"version": bundle.version, "cached": jars is not None,
+        result[bundle.name] = {"version": bundle.version, "release": cached_release(bundle) if bundle.releases else None, "cached": jars is not None,
                                "directory": str(bundle.directory), "jars": [j.name for j in jars or []]}
     from statectl.adapters.local.jvm_archive import archive_path
     from statectl.adapters.local.jars import pyspark_jars_dir
@@ -88,7 +92,7 @@ def list_jars(json: JsonOpt = False) -> None:
     else:
         for name, info in result.items():
             state = f"{len(info['jars'])} jars in {info['directory']}" if info["cached"] else "not cached (run `statectl jars fetch`)"
-            out().print(f"{name} {info['version']}: {state}")
+            out().print(f"{name} {info['version']}{_release_note(info)}: {state}")
         out().print(f"driver class-data archive: {path if made else 'not made (run `statectl jars archive`)'}")
 
 
@@ -138,3 +142,9 @@ def spark_conf(
         emit_json(settings)
     else:
         out().print(as_format(settings, fmt), markup=False, highlight=False, soft_wrap=True)
+
+
+def _release_note(info: dict) -> str:
+    """`` (connector 3.5.7)`` when the Kafka connector is of another release than the installed Spark's."""
+    release = info.get("release")
+    return f" (connector {release})" if release and not info["version"].startswith(f"{release}-") else ""

@@ -57,6 +57,10 @@ def root(
 ) -> None:
     if debug:
         DEBUG["on"] = True
+    from statectl.adapters.local.jars import on_notice
+    from statectl.render import message
+
+    on_notice(message)  # a jar resolution's notices (a connector of an earlier patch release) go where messages go
     if context is not None or project is not None:  # before the command, as kubectl takes them
         select_project(project, context)
 

@@ -81,7 +81,9 @@ def run(
     from statectl.render import warning_line
     from statectl.run.events_file import EventsWriter, default_events_writer
     from statectl.run.runner import RunRequest, run_job
+    from statectl.spark_support import require_pyspark
 
+    require_pyspark("run")  # here, not in the runner: resolving a user's job imports its Spark code
     if json and events == "-":
         raise UsageError("--json and --events - both write to stdout; choose one (or --events-file PATH)")
     resolved = resolve_job(job, example, config, set_)

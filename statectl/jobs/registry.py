@@ -50,6 +50,9 @@ class JobEntry:
     #: an earlier statectl (or another setting of the config) wrote in a state layout this run
     #: cannot continue.
     check_checkpoint_ref: str | None = None
+    #: The ``statectl.spark_support.GATES`` key of the Spark feature the job is built on (checked
+    #: before Spark starts), or None when it runs on every release statectl supports.
+    needs: str | None = None
 
     @property
     def group(self) -> str:
@@ -78,14 +81,15 @@ class JobEntry:
 def _advanced(example: str, config_class: str) -> JobEntry:
     module = example.replace("-", "_")
     return JobEntry(f"advanced-state/{example}", f"statectl.jobs.advanced.config:{config_class}", f"statectl.jobs.advanced.{module}",
-                    f"statectl.jobs.advanced.topics:{module}_topics")
+                    f"statectl.jobs.advanced.topics:{module}_topics", needs="transformWithState")
 
 
 JOBS: dict[str, JobEntry] = {
     entry.id: entry
     for entry in (
         JobEntry("leaderboard", "statectl.jobs.leaderboard.config:LeaderboardConfig", "statectl.jobs.leaderboard.topology",
-                 "statectl.jobs.leaderboard.topics:declared_topics", "statectl.jobs.leaderboard.checkpoint:check_checkpoint"),
+                 "statectl.jobs.leaderboard.topics:declared_topics", "statectl.jobs.leaderboard.checkpoint:check_checkpoint",
+                 needs="transformWithState"),
         _advanced("tombstones", "TombstonesConfig"),
         _advanced("windowed-retention", "WindowedRetentionConfig"),
         _advanced("bounded-state", "BoundedStateConfig"),

@@ -18,6 +18,7 @@ traceback frames, never statectl's or Py4J's.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import os
@@ -37,6 +38,8 @@ from statectl.topics.declared import DeclaredTopic
 #: The entry-point group installed packages register their jobs in: ``clicks = my_pkg.clicks:build``.
 ENTRY_POINT_GROUP = "statectl.jobs"
 DEFAULT_FUNCTION = "build"
+#: Spark APIs a job's code may call that older releases lack: attribute -> its gate (spark_support.GATES).
+GATED_ATTRIBUTES = {"transformWithStateInPandas": "transformWithState", "transformWithState": "transformWithState-rows"}
 
 
 class UserCodeError(UsageError):
@@ -130,6 +133,7 @@ class UserJob(_SingleJob):
         try:
             return importlib.import_module(self.location.module)
         except ModuleNotFoundError as exc:
+            _refuse_without_spark_extra(exc, self.location.module)
             if exc.name and self.location.module.split(".")[0] == exc.name.split(".")[0] and not _raised_inside(exc):
                 raise UsageError(f"job: cannot import {self.location.module!r}: no module {exc.name!r} on the "
                                  f"Python path (install the package, or run statectl from the folder that holds "
@@ -157,6 +161,7 @@ class UserJob(_SingleJob):
             spec.loader.exec_module(module)
         except Exception as exc:
             del sys.modules[name]
+            _refuse_without_spark_extra(exc, path.name)
             raise user_code_error(f"importing {path.name}", exc) from None
         return module
 
@@ -172,6 +177,17 @@ class UserJob(_SingleJob):
         if not callable(function):
             raise UsageError(f"job: {where}: {self.location.function} is a {type(function).__name__}, not a function")
         return function
+
+    def spark_features(self) -> list[str]:
+        """The gated Spark features the job's own source uses (``GATED_ATTRIBUTES``), read with
+        ``ast`` before Spark starts; the modules it imports are not read (a missing attribute
+        there is still one line: ``missing_feature``)."""
+        where = self.location.file or Path(getattr(self.module, "__file__", "") or "")
+        try:
+            source = where.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return []
+        return gated_features(source)
 
     def python_path(self) -> list[str]:
         """What Spark's Python workers need on PYTHONPATH to import the job's module."""
@@ -275,6 +291,41 @@ def user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
 def format_frames(frames: list[traceback.FrameSummary]) -> str:
     return "".join(f"\n  File \"{f.filename}\", line {f.lineno}, in {f.name}" + (f"\n    {f.line}" if f.line else "")
                    for f in frames)
+
+
+#: What the "spark" extra installs that a job's code imports (the light install has none of them).
+SPARK_EXTRA_MODULES = ("pyspark", "py4j", "pandas", "pyarrow", "numpy", "grpc")
+
+
+def _refuse_without_spark_extra(exc: BaseException, what: str) -> None:
+    """A job whose code imports PySpark (or what comes with it) on the light install: one line
+    naming the extra, not the user's traceback."""
+    from statectl.spark_support import SPARK_EXTRA
+
+    missing = (getattr(exc, "name", None) or "").split(".")[0]
+    if isinstance(exc, ModuleNotFoundError) and missing in SPARK_EXTRA_MODULES:
+        raise UsageError(f"job: {what} imports {missing}, which is not installed: {SPARK_EXTRA}") from None
+
+
+def gated_features(source: str) -> list[str]:
+    """The gates of the gated attributes (``df.groupBy(...).transformWithStateInPandas``) a
+    module's source uses, in ``GATED_ATTRIBUTES`` order; none for source that does not parse
+    (importing it says why)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    return [gate for attr, gate in GATED_ATTRIBUTES.items() if attr in used]
+
+
+def missing_feature(exc: BaseException) -> str | None:
+    """The gate of a gated attribute an AttributeError says is missing (PySpark 3.5's GroupedData
+    has no ``transformWithStateInPandas``), else None."""
+    if isinstance(exc, AttributeError):
+        name = getattr(exc, "name", None) or next(iter(re.findall(r"has no attribute '(\w+)'", str(exc))), None)
+        return GATED_ATTRIBUTES.get(name)
+    return None
 
 
 def user_code_error(doing: str, exc: BaseException, error=UserCodeError) -> Exception:

@@ -375,7 +375,10 @@ def plan_repartition(request: RepartitionRequest, now: datetime | None = None) -
     from statectl.checkpoint.liveness import refuse_if_live
 
     checkpoint = request.checkpoint.expanduser().resolve()
-    if not request.dry_run:
+    if not request.dry_run:  # a dry run starts no Spark: it plans on any install
+        from statectl.spark_support import require, require_pyspark
+
+        require("repartition-state", require_pyspark("repartition-state"))
         refuse_if_live(checkpoint, request.force, "repartition its state")
     plan = repartition_plan(read_layout(checkpoint), request.partitions, request.configured)
     plan.dry_run = request.dry_run

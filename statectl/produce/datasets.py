@@ -3,6 +3,7 @@ generators. Pure Python, no Kafka: everything here yields ``(key, value)`` byte 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import random
@@ -238,8 +239,12 @@ def score_value_chunks(count: int, players: int, products: int, seed: int,
     The draws are ``random.choices`` and ``random.random`` of a ``random.Random(seed)``, in the
     order they always were, so a seed gives the same records in every version; numpy only does
     the lookups that ``choices`` does one by one in Python (bisecting each draw into the
-    cumulative weights), which was half the generator's time."""
-    import numpy as np
+    cumulative weights), which was half the generator's time. Without numpy (the light install)
+    the lookups are ``choices``' own, one by one: the same records, slower."""
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
 
     rng = random.Random(seed)
     # Shuffle rank -> id so the hot keys are not simply the smallest ids.
@@ -251,7 +256,10 @@ def score_value_chunks(count: int, players: int, products: int, seed: int,
 
     def chooser(population: list[int], cum_weights: list[float]):
         # random.choices: population[bisect_right(cum_weights, random() * total, 0, n - 1)]
-        ids, bounds, total = np.array(population), np.array(cum_weights[:-1]), cum_weights[-1] + 0.0
+        total, hi = cum_weights[-1] + 0.0, len(cum_weights) - 1
+        if np is None:
+            return lambda draws: [population[bisect.bisect_right(cum_weights, d * total, 0, hi)] for d in draws]
+        ids, bounds = np.array(population), np.array(cum_weights[:-1])
         return lambda draws: ids[np.searchsorted(bounds, draws * total, side="right")].tolist()
 
     choose_players = chooser(player_ids, zipf_cum_weights(players))
@@ -261,10 +269,14 @@ def score_value_chunks(count: int, players: int, products: int, seed: int,
     done = 0
     while done < count:
         k = min(chunk, count - done)
-        draws = np.fromiter(itertools.starmap(rnd, itertools.repeat((), 3 * k)), float, 3 * k)
+        if np is None:
+            draws = [rnd() for _ in range(3 * k)]
+            scores = [int(d * 100_000) for d in draws[2 * k:]]
+        else:
+            draws = np.fromiter(itertools.starmap(rnd, itertools.repeat((), 3 * k)), float, 3 * k)
+            scores = (draws[2 * k:] * 100_000).astype(np.int64).tolist()  # int(random() * 100_000)
         ps = choose_players(draws[:k])
         qs = choose_products(draws[k:2 * k])
-        scores = (draws[2 * k:] * 100_000).astype(np.int64).tolist()  # int(random() * 100_000)
         yield [(half if s & 7 == 0 else whole) % (s, q, p) for s, q, p in zip(scores, qs, ps)]
         done += k
 

@@ -122,6 +122,7 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
     from statectl.adapters.spark.session import failure_line, require_master, spark_session
     from statectl.checkpoint.reader import read_layout
     from statectl.checkpoint.restart_needs import restart_session_conf
+    from statectl.run.runner import checkpoint_features, job_features, require_features
 
     config = request.config
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
@@ -129,6 +130,7 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
         raise UsageError(f"no checkpoint at {checkpoint}: nothing to check (a new checkpoint takes any code); pass "
                          f"--checkpoint-dir")
     layout = read_layout(checkpoint)
+    require_features([*job_features(request.job, config), *checkpoint_features(layout)])
     last = layout.last_committed_batch
     if last is None:
         raise UsageError(f"{checkpoint} has no committed batch: nothing to check (any code starts it as a new query)")

@@ -31,12 +31,14 @@ from statectl.checkpoint.restore import StoreTotals
 from statectl.text import first_error_line
 
 # The pattern layout of statectl's log4j config: "yy/MM/dd HH:mm:ss.SSS LEVEL thread logger: msg".
-# Spark 4.2 names RocksDB's loggers after the store instance (see spark-log4j2.properties).
+# Spark 4.2 names RocksDB's loggers after the store instance (see spark-log4j2.properties); 3.5
+# prefixes the message with the store's short id instead, without the query's run.
 _LINE = re.compile(
     r"^(?P<ts>\d\d/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}) (?P<level>[A-Z]+) (?P<thread>.*?)"
-    r" (?:RocksDB|RocksDBFileManager|RocksDBStateStoreProvider) StateStoreProviderId\[ storeId=StateStoreId\["
+    r" (?:RocksDB|RocksDBFileManager|RocksDBStateStoreProvider) (?:StateStoreProviderId\[ storeId=StateStoreId\["
     r" operatorId=(?P<op>\d+), partitionId=(?P<part>\d+), storeName=(?P<store>.*?) \],"
-    r" queryRunId=(?P<run>[0-9a-fA-F-]+) \]: (?P<msg>.*)$"
+    r" queryRunId=(?P<run>[0-9a-fA-F-]+) \]"
+    r"|StateStoreId\(opId=(?P<op35>\d+),partId=(?P<part35>\d+),name=(?P<store35>[^)]*)\)): (?P<msg>.*)$"
 )
 _STAGE = re.compile(r"\bin stage (\d+)\.\d+\b")
 _MESSAGES = [
@@ -82,8 +84,8 @@ def parse_load_line(line: str) -> LoadLine | None:
     stage = _STAGE.search(m["thread"])
     groups = hit.groupdict()
     return LoadLine(
-        time=_log_time(m["ts"]), run_id=m["run"].lower(), operator_id=int(m["op"]), partition=int(m["part"]),
-        store=m["store"], stage=int(stage.group(1)) if stage else None, kind=kind,
+        time=_log_time(m["ts"]), run_id=(m["run"] or "").lower(), operator_id=int(m["op"] or m["op35"]),
+        partition=int(m["part"] or m["part35"]), store=m["store"] if m["op"] else m["store35"], stage=int(stage.group(1)) if stage else None, kind=kind,
         version=int(groups["v"]) if groups.get("v") else None,
         end_version=int(groups["end"]) if groups.get("end") else None,
         files=int(groups["files"]) if groups.get("files") else None,
@@ -336,7 +338,7 @@ class RestoreTracker:
         """Feed raw log lines; returns ``restore_progress`` events for operators that moved."""
         if self.done:
             return []
-        parsed = [p for p in map(parse_load_line, lines) if p is not None and p.run_id == (self.run_id or p.run_id)]
+        parsed = [p for p in map(parse_load_line, lines) if p is not None and p.run_id in ("", self.run_id or p.run_id)]
         parsed = [p for p in parsed if p.operator_id in self.operators]
         if not parsed:
             return []

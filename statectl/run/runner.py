@@ -174,6 +174,32 @@ def _refuse_incompatible_checkpoint(job, layout, config) -> None:
         raise UsageError(problem)
 
 
+def job_features(job, config: JobConfig) -> list[str]:
+    """The gated Spark features (``statectl.spark_support.GATES`` keys) a run of ``job`` uses: a
+    built-in job's ``needs``, the gated APIs a user's own source calls, checkpoint format 2 when
+    the config's spark.conf asks for it."""
+    from statectl.checkpoint.restart_needs import FORMAT_CONF
+
+    features = job.spark_features() if isinstance(job, UserJob) else [f for f in [getattr(job, "needs", None)] if f]
+    if str(config.spark.conf.get(FORMAT_CONF, "")).strip() == "2":
+        features.append("checkpoint-format-2")
+    return features
+
+
+def checkpoint_features(layout) -> list[str]:
+    """The gated features continuing a checkpoint takes: format 2, when its layout shows it."""
+    return ["checkpoint-format-2"] if layout is not None and layout.format_version >= 2 else []
+
+
+def require_features(features: list[str]) -> None:
+    """Refuse in one line (exit 2) the first feature the installed Spark is too old for."""
+    from statectl.spark_support import installed_spark, require
+
+    installed = installed_spark()
+    for feature in dict.fromkeys(features):
+        require(feature, installed)
+
+
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
     from statectl.adapters.kafka.connect import require_broker, require_operations
@@ -188,8 +214,11 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     master = request.master or config.spark.master
     engine = engine_for(request.remote, request.master, config)
-    # Refused in a second, before Spark starts (which takes many): a checkpoint path that cannot
-    # be a directory, a master or engine nobody answers at, the broker, a metrics port in use.
+    # Refused in a second, before Spark starts (which takes many): a feature the installed Spark
+    # lacks, a checkpoint path that cannot be a directory, a master or engine nobody answers at,
+    # the broker, a metrics port in use.
+    require_features([*job_features(job, config), *(["engine-run"] if engine.on_engine else []),
+                      *(["s3a-checkpoints"] if is_object_path(checkpoint) else [])])
     check_checkpoint_location(checkpoint)
     if engine.on_engine:
         from statectl.adapters.spark.remote import import_client_in_background, require_remote
@@ -218,6 +247,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         # Read before the query starts, once (pure Python, no JVM): whether this job can continue
         # the checkpoint, and what the first batch will load.
         layout = _checkpoint_layout(checkpoint)
+        require_features(checkpoint_features(layout))
         _refuse_incompatible_checkpoint(job, layout, config)
         restore, plan_note = tracked_restore(checkpoint, layout) if request.listen else ({}, None)
         topic_note = topics.apply()
@@ -386,7 +416,7 @@ def worker_python_path(paths: list[str]) -> None:
 def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, available_now: bool):
     """Call the user's build function with its context: the unstarted DataStreamWriter it returns.
     Whatever goes wrong is the user's, said plainly."""
-    from statectl.jobs.user import user_code_error
+    from statectl.jobs.user import missing_feature, user_code_error
     from statectl.adapters.spark.query import WriterShape, writer_shape
     from statectl.job_context import JobContext
 
@@ -400,6 +430,9 @@ def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, 
     except StatectlError:
         raise
     except Exception as exc:
+        feature = missing_feature(exc)
+        if feature:  # an API this Spark lacks, reached where the source scan could not see it
+            require_features([feature])
         raise user_code_error(call, exc) from None
     shape = writer_shape(writer)
     if shape is not WriterShape.WRITER:

@@ -26,6 +26,9 @@ def own_job_settings(master: str = "local[*]", object_store: bool = False) -> di
     S3A's jars and the settings of a checkpoint on S3, without the secret ones."""
     from statectl.adapters.spark.session import BASE_CONF, connector_jars, default_shuffle_partitions
     from statectl.redact import is_secret_key
+    from statectl.spark_support import require_pyspark
+
+    require_pyspark("jars spark-conf")  # the jars PySpark ships decide which connector jars are left out
 
     conf = {**BASE_CONF, "spark.sql.shuffle.partitions": str(default_shuffle_partitions(master))}
     settings = {"spark.jars": ",".join(str(jar) for jar in connector_jars(object_store))}

@@ -134,7 +134,7 @@ def test_an_installed_entry_point_names_the_job(tmp_path, bootstrap, unique_topi
     site = tmp_path / "site"
     (site / "click_pkg").mkdir(parents=True)
     (site / "click_pkg" / "__init__.py").write_text("")
-    (site / "click_pkg" / "statectl.jobs.py").write_text(CLICKS)
+    (site / "click_pkg" / "jobs.py").write_text(CLICKS)
     info = site / "click_pkg-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: click-pkg\nVersion: 1.0\n")

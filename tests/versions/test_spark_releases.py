@@ -359,6 +359,6 @@ def test_the_light_install_operates_what_the_releases_wrote(wheel, tmp_path, che
             cli.ok("events", "summarize", "--help", kafka=False)
         gated = cli("run", "leaderboard", "--available-now")
         assert gated.returncode == 2
-        assert gated.stderr.strip() == 'statectl run needs PySpark: pip install "statectl[spark]"'
+        assert gated.stderr.strip() == 'error: statectl run needs PySpark: pip install "statectl[spark]"'
     finally:
         cli("kafka", "down", "--data-dir", str(tmp_path / "kafka"), kafka=False)

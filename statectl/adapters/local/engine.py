@@ -145,6 +145,10 @@ def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
     """Start the engine of ``data_dir`` in the background and wait until Spark Connect answers.
     An engine already running there is left as it is (``already_running``). ``on_step`` is told
     what the wait is for as it changes (the engine's Python, its driver JVM, Spark Connect)."""
+    from statectl.spark_support import require, require_pyspark
+
+    installed = require_pyspark("engine up")  # the engine is this Python's PySpark: one line now, not a dead child later
+    require("engine", installed)
     data_dir = data_dir.resolve()
     current = engine_status(data_dir)
     if current.running:

@@ -37,11 +37,13 @@ def _training_processor():
 
 def _train(work: Path) -> None:
     """What a statectl job does in its first batch, minus Kafka: a session, a file source, JSON
-    parsing, a shuffle into transformWithStateInPandas on RocksDB with changelogs, a commit."""
+    parsing, a shuffle into transformWithStateInPandas (an aggregation before Spark 4.0) on RocksDB
+    with changelogs, a commit."""
     from pyspark import SparkContext
     from pyspark.sql import functions as F
 
     from statectl.adapters.spark.session import spark_session
+    from statectl.spark_support import GATES, installed_spark
 
     source = work / "input"
     source.mkdir()
@@ -64,8 +66,13 @@ def _train(work: Path) -> None:
         .alias("text"),
     ).withColumn("copies", F.explode(F.array(F.lit(1), F.lit(2)))).drop("copies")
     rows = rows.unionByName(rows.where("k < 0"))
+    tws = installed_spark().release >= GATES["transformWithState"].since
     for batch in range(2):  # the second batch loads state the first committed
-        counted = rows.groupBy("k").transformWithStateInPandas(_training_processor(), "k long, n long", "Update", "None")
+        if tws:
+            counted = rows.groupBy("k").transformWithStateInPandas(_training_processor(), "k long, n long", "Update",
+                                                                   "None")
+        else:  # Spark 3.5: no Python transformWithState; a streaming aggregation loads the state store's classes
+            counted = rows.groupBy("k").agg(F.count(F.lit(1)).alias("n"))
         query = (counted.writeStream.format("noop").outputMode("update")
                  .option("checkpointLocation", str(work / "checkpoint")).trigger(availableNow=True).start())
         query.awaitTermination(300)

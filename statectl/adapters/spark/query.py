@@ -63,7 +63,8 @@ class StopBetweenBatches:
     its execution state to TERMINATED, which the micro-batch loop reads before it plans a batch
     and after it ran one; this does the same. Spark 4.2 also reads it once a batch is planned and
     then interrupts that batch, so while the running batch is still being planned the state is
-    set only once its planning is done. Where this Spark's internals differ, it waits for the
+    set only once its planning is done (3.5 has no planning phase to tell apart, and does not read
+    the state once a batch is planned). Where this Spark's internals differ, it waits for the
     running batch's progress and then calls ``stop()``, which interrupts a batch that started
     meanwhile.
     """
@@ -114,7 +115,10 @@ class StopBetweenBatches:
         """The batch announced is still being planned (a batch that began since is not waited for)."""
         if self.batch_id is None or not self._execution.status().isTriggerActive():
             return False
-        context = self._execution.getLatestExecutionContext()
+        try:
+            context = self._execution.getLatestExecutionContext()
+        except Exception:  # Spark 3.5: no execution context, and no read of the state once a batch is planned
+            return False
         return context.batchId() == self.batch_id and not context.getDuration("queryPlanning").isDefined()
 
     def _running_batch(self) -> int | None:
@@ -166,10 +170,17 @@ def _execution(query):
 
 
 def _terminated_state():
+    """The JVM's ``TERMINATED`` execution state: in ``streaming.runtime`` from Spark 4.1, in
+    ``streaming`` before."""
+    from py4j.java_gateway import JavaClass
     from pyspark import SparkContext
 
-    package = SparkContext._jvm.org.apache.spark.sql.execution.streaming.runtime
-    return getattr(getattr(package, "TERMINATED$"), "MODULE$")
+    streaming = SparkContext._jvm.org.apache.spark.sql.execution.streaming
+    for package in (streaming.runtime, streaming):
+        state = getattr(package, "TERMINATED$")
+        if isinstance(state, JavaClass):
+            return getattr(state, "MODULE$")
+    raise LookupError("no TERMINATED state in this Spark")
 
 
 class WriterShape(enum.Enum):

@@ -66,11 +66,10 @@ def default_shuffle_partitions(master: str) -> int:
 def connector_jars(object_store: bool = False) -> list[Path]:
     """The Kafka connector bundle (and with ``object_store``, the S3A one) minus what PySpark
     already ships (same artifact, any version)."""
-    from statectl.adapters.local.jars import SPARK_KAFKA, SPARK_S3, artifact_base, ensure_bundle, pyspark_jars_dir
+    from statectl.adapters.local.jars import artifact_base, ensure_bundle, pyspark_jars_dir, spark_bundles
 
     shipped = {artifact_base(p.name) for p in pyspark_jars_dir().glob("*.jar")}
-    bundles = (SPARK_KAFKA, SPARK_S3) if object_store else (SPARK_KAFKA,)
-    return [j for b in bundles for j in ensure_bundle(b) if artifact_base(j.name) not in shipped]
+    return [j for b in spark_bundles(object_store) for j in ensure_bundle(b) if artifact_base(j.name) not in shipped]
 
 
 def spark_log_file() -> Path:
@@ -259,7 +258,10 @@ def _leave_sigint_alone() -> None:
     the JVM and raises KeyboardInterrupt; a Ctrl-C during another call to the JVM (Spark still
     starting) then fails inside Py4J with a reentrant-call traceback. statectl handles Ctrl-C
     itself: a run stops between batches, or before its first one while Spark starts."""
-    import pyspark.core.context as context
+    try:
+        import pyspark.core.context as context
+    except ImportError:  # PySpark 3.5: SparkContext's module moved to pyspark.core in 4.0
+        import pyspark.context as context
 
     if not isinstance(context.signal, _SignalsWithoutSigint):
         context.signal = _SignalsWithoutSigint()

@@ -130,10 +130,11 @@ def install() -> bool:
     if os.environ.get(OPT_OUT_ENV, "").strip().lower() == "pyspark":
         return False
     import pyspark
-    from pyspark.sql.pandas.serializers import TransformWithStateInPandasSerializer as Serializer
 
     if pyspark.__version__ != SUPPORTED_PYSPARK:
-        return False
+        return False  # before the import: PySpark 3.5 has no such serializer
+    from pyspark.sql.pandas.serializers import TransformWithStateInPandasSerializer as Serializer
+
     current = Serializer.__dict__.get("load_stream")
     if current is None or _code_digest(current) != _PYSPARK_420_DIGEST:
         return False
