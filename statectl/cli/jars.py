@@ -84,8 +84,9 @@ def list_jars(json: JsonOpt = False) -> None:
                                "directory": str(bundle.directory), "jars": [j.name for j in jars or []]}
     from statectl.adapters.local.jvm_archive import archive_path
     from statectl.adapters.local.jars import pyspark_jars_dir
+    from statectl.spark_support import installed_spark
 
-    path = archive_path(pyspark_jars_dir())
+    path = archive_path(pyspark_jars_dir()) if installed_spark() is not None else None
     made = path is not None and path.is_file()
     if json:
         emit_json({**result, "jvm-archive": {"path": str(path) if path else None, "made": made}})
@@ -93,7 +94,9 @@ def list_jars(json: JsonOpt = False) -> None:
         for name, info in result.items():
             state = f"{len(info['jars'])} jars in {info['directory']}" if info["cached"] else "not cached (run `statectl jars fetch`)"
             out().print(f"{name} {info['version']}{_release_note(info)}: {state}")
-        out().print(f"driver class-data archive: {path if made else 'not made (run `statectl jars archive`)'}")
+        archive = path if made else ("not made (run `statectl jars archive`)" if installed_spark() is not None
+                                     else "none (no PySpark installed)")
+        out().print(f"driver class-data archive: {archive}")
 
 
 @app.command("spark-conf")

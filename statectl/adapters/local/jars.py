@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from statectl.errors import JarResolutionError, OperationalError
+from statectl.errors import JarResolutionError, OperationalError, UsageError
 from statectl.paths import jar_cache
 from statectl.spark_support import SUPPORTED_BELOW, SUPPORTED_FROM, InstalledSpark, installed_spark, text
 
@@ -190,9 +190,11 @@ def spark_bundles(object_store: bool = False) -> list[JarBundle]:
     the S3A connector (gate ``s3a-checkpoints`` first: Spark 3.5's Hadoop has no SDK v2 S3A)."""
     from statectl.spark_support import require
 
+    from statectl.spark_support import SPARK_EXTRA
+
     spark = installed_spark()
     if spark is None:
-        raise OperationalError("PySpark is not installed; run scripts/setup.sh")
+        raise UsageError(f"Spark's jars need PySpark: {SPARK_EXTRA}")
     found = [spark_kafka_bundle(spark)]
     if object_store:
         require("s3a-checkpoints", spark)
@@ -427,7 +429,9 @@ def pyspark_jars_dir() -> Path:
 
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
-        raise OperationalError("PySpark is not installed; run scripts/setup.sh")
+        from statectl.spark_support import SPARK_EXTRA
+
+        raise UsageError(f"PySpark is not installed: {SPARK_EXTRA}")
     return Path(list(spec.submodule_search_locations)[0]) / "jars"
 
 
