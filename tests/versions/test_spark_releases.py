@@ -13,13 +13,16 @@ For PySpark 3.5.9, 4.0.5, 4.1.4 and 4.2.0, each in a cached venv of its own (scr
 - ``check-restart`` judges two changes, a filter (accepted) and a second source (refused), and a
   real restart of each agrees (the third run is the filter's; a copy of the checkpoint refuses
   the second source);
+- prints ``jars spark-conf`` with its own release line's connector for its Scala version, and
+  starts and stops ``engine up`` (3.5, which ships no Spark Connect server: the gate's line);
 - refuses a feature its release lacks with the gate's one line (3.5: the leaderboard's
   transformWithState; 4.0 and 4.1: repartition-state).
 
 Then a venv with the light install (no PySpark) runs the day-2 commands of the README's tour on
 the checkpoints those runs wrote.
 
-Bad inputs tried: a job change Spark refuses (a second source), a feature the release lacks.
+Bad inputs tried: a job change Spark refuses (a second source), a feature the release lacks, the
+engine on a release without Spark Connect, a Spark command on the light install.
 """
 
 from __future__ import annotations
@@ -173,6 +176,10 @@ def free_port() -> int:
     return port()
 
 
+NOT_INHERITED = ("PYTHONPATH", "VIRTUAL_ENV", "SPARK_HOME", "SPARK_REMOTE", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
+                 "STATECTL_SPARK_LOG", "STATECTL_STORAGE_CONFIG", "STATECTL_METRICS_TOKEN")
+
+
 class Statectl:
     """One venv's ``statectl``, run in ``work`` with its own STATECTL_HOME."""
 
@@ -180,7 +187,10 @@ class Statectl:
         self.bin = str(Path(python).parent / "statectl")
         self.work = work
         self.bootstrap = bootstrap
-        self.env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "SPARK_HOME")}
+        # As a user's shell has it: nothing of this test process's own Spark (an earlier test's
+        # session sets PYSPARK_PYTHON to a worker of the project's PySpark, which would run this
+        # release's tasks with another release's worker).
+        self.env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
         self.env["STATECTL_HOME"] = str(work / ".statectl")
 
     def __call__(self, *args: str, kafka: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -305,6 +315,24 @@ def test_statectl_on_the_installed_spark(version, wheel, tmp_path, checkpoints):
     # The output topic keeps what the runs before the reset wrote; the new state counts from zero.
     expected = {**oracle(FIRST + SECOND), **oracle([e for e in AFTER_RESET if e[0] != "ignored"])}
     assert cli.latest(names["output"]) == expected
+
+    # The settings for a job started elsewhere name this release's connector, for its Scala version.
+    conf = cli.ok("jars", "spark-conf", kafka=False).stdout
+    scala = "2.12" if release < (4, 0) else "2.13"
+    assert f"spark-sql-kafka-0-10_{scala}-{version.rsplit('.', 1)[0]}." in conf, conf[:2000]
+
+    # The engine: up and down where the release has Spark Connect, its gate's line where not.
+    engine_dir = work / "engine"
+    engine = cli("engine", "up", "--port", str(free_port()), "--data-dir", str(engine_dir), kafka=False, timeout=300)
+    try:
+        if release < (4, 0):
+            assert engine.returncode == 2 and "statectl engine needs Spark 4.0 or later" in engine.stderr, engine.stderr
+        else:
+            assert engine.returncode == 0, engine.stderr[-2000:]
+            assert engine.stdout.strip().splitlines()[-1].startswith("sc://"), engine.stdout
+    finally:
+        if release >= (4, 0):
+            cli("engine", "down", "--data-dir", str(engine_dir), kafka=False, timeout=120)
 
     # A feature this release lacks: one line, exit 2, before Spark starts.
     if release < (4, 0):
