@@ -15,7 +15,7 @@ app = typer.Typer(help="Resolve the Kafka broker and Spark Kafka connector jars 
 @app.command()
 def fetch(json: JsonOpt = False) -> None:
     """Resolve every jar bundle from Maven Central (once; later runs use the cache, offline)."""
-    from statectl.adapters.local.jars import bundles, cached_jars, cached_release, ensure_bundle
+    from statectl.adapters.local.jars import bundles, cached_jars, ensure_bundle
     from statectl.render import emit_json, err, out
 
     result = {}
@@ -23,7 +23,7 @@ def fetch(json: JsonOpt = False) -> None:
         if not json and cached_jars(bundle) is None:
             err().print(f"resolving {bundle.name} {bundle.version} ...")
         jars = ensure_bundle(bundle)
-        result[bundle.name] = {"version": bundle.version, "release": cached_release(bundle) if bundle.releases else None,
+        result[bundle.name] = {"version": bundle.version, "release": _connector_release(bundle),
                                "directory": str(bundle.directory), "jars": len(jars)}
     if json:
         emit_json(result)
@@ -74,19 +74,20 @@ def archive(
 @app.command("list")
 def list_jars(json: JsonOpt = False) -> None:
     """Show which bundles are cached and where."""
-    from statectl.adapters.local.jars import bundles, cached_jars, cached_release
+    from statectl.adapters.local.jars import bundles, cached_jars
     from statectl.render import emit_json, out
 
     result = {}
     for bundle in bundles().values():
         jars = cached_jars(bundle)
-        result[bundle.name] = {"version": bundle.version, "release": cached_release(bundle) if bundle.releases else None, "cached": jars is not None,
+        result[bundle.name] = {"version": bundle.version, "release": _connector_release(bundle), "cached": jars is not None,
                                "directory": str(bundle.directory), "jars": [j.name for j in jars or []]}
     from statectl.adapters.local.jvm_archive import archive_path
     from statectl.adapters.local.jars import pyspark_jars_dir
     from statectl.spark_support import installed_spark
 
-    path = archive_path(pyspark_jars_dir()) if installed_spark() is not None else None
+    spark = installed_spark()
+    path = archive_path(pyspark_jars_dir()) if spark is not None else None
     made = path is not None and path.is_file()
     if json:
         emit_json({**result, "jvm-archive": {"path": str(path) if path else None, "made": made}})
@@ -94,7 +95,7 @@ def list_jars(json: JsonOpt = False) -> None:
         for name, info in result.items():
             state = f"{len(info['jars'])} jars in {info['directory']}" if info["cached"] else "not cached (run `statectl jars fetch`)"
             out().print(f"{name} {info['version']}{_release_note(info)}: {state}")
-        archive = path if made else ("not made (run `statectl jars archive`)" if installed_spark() is not None
+        archive = path if made else ("not made (run `statectl jars archive`)" if spark is not None
                                      else "none (no PySpark installed)")
         out().print(f"driver class-data archive: {archive}")
 
@@ -145,6 +146,13 @@ def spark_conf(
         emit_json(settings)
     else:
         out().print(as_format(settings, fmt), markup=False, highlight=False, soft_wrap=True)
+
+
+def _connector_release(bundle) -> str | None:
+    """The release a Spark bundle's connector was resolved at (None for a bundle of fixed versions)."""
+    from statectl.adapters.local.jars import cached_release
+
+    return cached_release(bundle) if bundle.releases else None
 
 
 def _release_note(info: dict) -> str:

@@ -48,14 +48,27 @@ FIRST = [("home", 10), ("cart", 12), ("home", 15), ("about", 31), ("home", 33)]
 SECOND = [("cart", 41), ("home", 44), ("ignored", 45)]
 AFTER_RESET = [("about", 70), ("ignored", 71), ("home", 72)]
 
-#: Spark 3.5: an aggregation with a watermark (windows of 20 s of event time, counted per page).
-WINDOWED = '''
-from pyspark.sql import functions as F
-
+#: What both jobs declare and their two changed versions: a filter (Spark restarts it) and a second
+#: source (Spark refuses it).
+TOPICS_AND_VERSIONS = '''
 
 def topics(params):
     return [{"name": params["output_topic"], "partitions": 2, "output": True},
             {"name": params["other_topic"], "partitions": 1}]
+
+
+def build_v2(ctx):
+    return build(ctx, drop_ignored=True)
+
+
+def build_v3(ctx):
+    return build(ctx, second_source=True)
+'''
+
+#: Spark 3.5: an aggregation with a watermark (windows of 20 s of event time, counted per page).
+WINDOWED = '''
+from pyspark.sql import functions as F
+
 
 
 def build(ctx, drop_ignored=False, second_source=False):
@@ -74,13 +87,6 @@ def build(ctx, drop_ignored=False, second_source=False):
     return (out.writeStream.format("kafka").options(**ctx.kafka_options)
             .option("topic", p["output_topic"]).outputMode("update"))
 
-
-def build_v2(ctx):
-    return build(ctx, drop_ignored=True)
-
-
-def build_v3(ctx):
-    return build(ctx, second_source=True)
 '''
 
 #: Spark 4.x: a Python transformWithState count per page.
@@ -90,10 +96,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import LongType, StructField, StructType
 
-
-def topics(params):
-    return [{"name": params["output_topic"], "partitions": 2, "output": True},
-            {"name": params["other_topic"], "partitions": 1}]
 
 
 class PageCount(StatefulProcessor):
@@ -125,13 +127,6 @@ def build(ctx, drop_ignored=False, second_source=False):
     return (out.writeStream.format("kafka").options(**ctx.kafka_options)
             .option("topic", p["output_topic"]).outputMode("update"))
 
-
-def build_v2(ctx):
-    return build(ctx, drop_ignored=True)
-
-
-def build_v3(ctx):
-    return build(ctx, second_source=True)
 '''
 
 
@@ -225,7 +220,7 @@ class Statectl:
 
 def write_job(work: Path, release: tuple[int, int], names: dict[str, str]) -> dict[str, Path]:
     """The job module and one YAML per version of it (build, build_v2, build_v3), all on one checkpoint."""
-    (work / "pages.py").write_text(textwrap.dedent(WINDOWED if release < (4, 0) else TWS))
+    (work / "pages.py").write_text((WINDOWED if release < (4, 0) else TWS) + TOPICS_AND_VERSIONS)
     configs = {}
     for function in ("build", "build_v2", "build_v3"):
         path = work / f"pages-{function}.yaml"

@@ -24,7 +24,9 @@ from typing import Callable
 
 from statectl.errors import JarResolutionError, OperationalError, UsageError
 from statectl.paths import jar_cache
-from statectl.spark_support import SUPPORTED_BELOW, SUPPORTED_FROM, InstalledSpark, installed_spark, text
+from statectl.spark_support import (
+    GATES, SPARK_EXTRA, SUPPORTED_BELOW, SUPPORTED_FROM, InstalledSpark, installed_spark, require, text,
+)
 
 KAFKA_VERSION = "4.3.1"
 LOG4J_VERSION = "2.25.4"
@@ -188,10 +190,6 @@ def spark_s3_bundle(spark: InstalledSpark, hadoop: str) -> JarBundle:
 def spark_bundles(object_store: bool = False) -> list[JarBundle]:
     """The Spark bundles for the installed PySpark: the Kafka connector, and with ``object_store``
     the S3A connector (gate ``s3a-checkpoints`` first: Spark 3.5's Hadoop has no SDK v2 S3A)."""
-    from statectl.spark_support import require
-
-    from statectl.spark_support import SPARK_EXTRA
-
     spark = installed_spark()
     if spark is None:
         raise UsageError(f"Spark's jars need PySpark: {SPARK_EXTRA}")
@@ -205,8 +203,6 @@ def spark_bundles(object_store: bool = False) -> list[JarBundle]:
 def bundles() -> dict[str, JarBundle]:
     """Every bundle ``statectl jars fetch`` resolves: the broker's, and the Spark ones for the
     installed PySpark (the S3A one where its Spark can use it)."""
-    from statectl.spark_support import GATES
-
     found = [KAFKA_BROKER]
     spark = installed_spark()
     if spark is not None:
@@ -429,8 +425,6 @@ def pyspark_jars_dir() -> Path:
 
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
-        from statectl.spark_support import SPARK_EXTRA
-
         raise UsageError(f"PySpark is not installed: {SPARK_EXTRA}")
     return Path(list(spec.submodule_search_locations)[0]) / "jars"
 
@@ -443,4 +437,3 @@ def artifact_base(jar_name: str) -> str:
         if i > 0 and part[:1].isdigit():
             return "-".join(parts[:i])
     return stem
-
