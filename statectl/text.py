@@ -102,3 +102,18 @@ def wait_until(check: Callable[[], T], timeout: float, interval: float = 0.05,
         if test(result) or time.monotonic() >= deadline:
             return result
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+               "t": 1000**4, "tb": 1000**4, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+
+
+def parse_bytes(text: str) -> int:
+    """``2GiB``, ``500 MB``, ``1048576`` -> bytes; ValueError (naming the units) otherwise."""
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _BYTE_UNITS:
+        raise ValueError(f"{text!r} is not a size: a number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB")
+    return int(float(match.group(1)) * _BYTE_UNITS[unit])

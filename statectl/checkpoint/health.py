@@ -21,7 +21,7 @@ from statectl.checkpoint.decode import checksum
 from statectl.checkpoint import integrity, spark_versions
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.checkpoint.restart_needs import restart_needs
-from statectl.checkpoint.restore import RestorePlan, plan_store, rocksdb_snapshot_ssts
+from statectl.checkpoint.restore import RestorePlan, plan_store, restore_plan, rocksdb_snapshot_ssts
 from statectl.checkpoint.schema_paths import MOVED_CHECKPOINT, relocation_problems
 from statectl.text import human_bytes, plural
 
@@ -368,6 +368,13 @@ def _restore(plan: RestorePlan) -> list[Finding]:
                                    f"snapshot and a longer replay, or fail)",
                                    f"{where}/{s.snapshot.name if s.snapshot else ''}", s.operator_id, s.partition))
     return out
+
+
+def orphaned_files(layout: CheckpointLayout) -> list[Finding]:
+    """The orphaned-file findings alone, judged from the listing (no file is opened): what
+    `statectl advise` counts as the checkpoint's leftovers."""
+    plan = restore_plan(layout, read_snapshot_metadata=False)
+    return [f for f in _gaps_and_orphans(layout, plan) if f.code == ORPHANED_FILE]
 
 
 def _gaps_and_orphans(layout: CheckpointLayout, plan: RestorePlan) -> list[Finding]:

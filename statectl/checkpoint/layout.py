@@ -65,6 +65,8 @@ class StoreFiles:
     schema_file: str | None = None  # `_metadata/schema` relative to this store dir, when present
     key_schema: list[str] = field(default_factory=list)  # "name type" per key column, from the schema file
     value_schema: list[str] = field(default_factory=list)
+    #: key and value columns withWatermark marked (from the schema file's field metadata)
+    event_time_columns: list[str] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)  # leftovers of interrupted writes
     other_files: list[str] = field(default_factory=list)  # names statectl does not recognise
     empty_files: list[str] = field(default_factory=list)  # zero-byte state files (truncated)

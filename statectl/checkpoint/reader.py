@@ -483,3 +483,4 @@ def _read_store_schema(layout: CheckpointLayout, store: StoreFiles, path: str, r
     if families:
         store.key_schema = families[0].field_names("key")
         store.value_schema = families[0].field_names("value")
+        store.event_time_columns = families[0].event_time_columns("key") + families[0].event_time_columns("value")

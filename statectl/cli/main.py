@@ -22,6 +22,7 @@ from statectl.cli import new
 from statectl.cli import check_restart
 from statectl.cli import context, init
 from statectl.cli import ui
+from statectl.cli import advise
 from statectl.cli.common import DEBUG, ContextOpt, ProjectOpt, select_project
 from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
 from statectl.cli.watch import WatchCommand
@@ -79,6 +80,7 @@ app.add_typer(dlq.app, name="dlq", cls=LightGroup)
 app.add_typer(events.app, name="events", cls=LightGroup)
 app.command("lag", cls=WatchCommand)(lag.lag)
 app.command("status", cls=WatchCommand)(status.status)
+app.command("advise", cls=WatchCommand)(advise.advise)
 app.command("repartition-state")(repartition_state.repartition_state)
 app.command("reset")(reset.reset)
 app.command("relocate-checkpoint")(relocate_checkpoint.relocate_checkpoint)

@@ -46,6 +46,7 @@ def status(
       statectl status --watch
     """
     from statectl.jobs.registry import load_job_config
+    from statectl.render import wide
     from statectl.render.status import status_report
     from statectl.observe.lag import LagCache
     from statectl.observe.status import StatusRequest, location_jobs, project_jobs, project_status
@@ -67,7 +68,7 @@ def status(
             break
     request = StatusRequest(project_jobs(given, where_run_keeps=in_context),
                             cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path),
-                            names={str(job.config_path): job.name for job in project})
+                            names={str(job.config_path): job.name for job in project}, state_trend=wide())
     if watch is not None:
         from statectl.cli.watch import title_of, watch as watching
 

@@ -62,6 +62,10 @@ class JobStatus:
     state_bytes: int = 0
     state_files: int = 0
     state_size_partial: bool = False  # an object store's state counted up to STATE_SIZE_PAGES listings
+    #: the state's trend as `statectl advise` judges it (its worst operator's; -o wide only: it
+    #: reads the state files) and its warnings' codes
+    state_trend: str | None = None
+    state_findings: list[str] = field(default_factory=list)
     #: the Spark release the health verdict is for (the quick checks status runs come out the same
     #: for every release; inspect-state plays out the state files' restart for it)
     verdict_for: VerdictTarget | None = None
@@ -96,6 +100,7 @@ class JobStatus:
             "lag_topics": [t.to_dict() for t in self.lag_topics], "kafka_error": self.kafka_error,
             "state_bytes": self.state_bytes, "state_files": self.state_files,
             "state_size_partial": self.state_size_partial,
+            "state_trend": self.state_trend, "state_findings": list(self.state_findings),
             "verdict_for": self.verdict_for.to_dict() if self.verdict_for else None,
             "health": self.health, "findings": [f.to_dict() for f in self.findings],
             "last_error": self.last_error, "ok": self.ok,
@@ -178,6 +183,8 @@ class StatusRequest:
     #: a project job's name by its config file's path as text (`statectl run NAME`); other jobs
     #: show their config's (a job known by its checkpoint alone has an object-store path here)
     names: dict[str, str] = field(default_factory=dict)
+    #: judge each job's state trend as `statectl advise` does (-o wide: it reads the state files)
+    state_trend: bool = False
 
 
 @dataclass
@@ -282,6 +289,8 @@ def project_status(request: StatusRequest, look: Look = kafka_look,
         name = request.names.get(str(path), config.job_name)
         status = checkpoint_status(name, str(path), checkpoint_for(config, None), proc_locks,
                                    config.spark.restart_version, required=isinstance(config, CheckpointJobConfig))
+        if status.progress is not None and request.state_trend:
+            _add_state_trend(status, config)
         if status.progress is not None:
             status.inputs = inputs_of(config)
             status.topics = topics_to_ask(status.progress, status.inputs)
@@ -291,6 +300,20 @@ def project_status(request: StatusRequest, look: Look = kafka_look,
     _add_lag(statuses, look, cache)
     cache.keep_only([h for s in statuses for h in s.history])
     return StatusReport(statuses)
+
+
+def _add_state_trend(status: JobStatus, config: JobConfig) -> None:
+    from statectl.checkpoint.advice import ERROR as SEVERE, WARNING as WARN, AdviseOptions, advise
+    from statectl.paths import default_events_file
+
+    try:
+        advice = advise(AdviseOptions(status.checkpoint, conf=dict(config.spark.conf),
+                                      events_files=[default_events_file(status.job)]))
+    except StatectlError as exc:
+        status.state_trend = f"unknown ({str(exc).splitlines()[0]})"
+        return
+    status.state_trend = advice.trend
+    status.state_findings = [f.code for f in advice.findings if f.severity in (SEVERE, WARN)]
 
 
 def _add_lag(statuses: list[JobStatus], look: Look, cache: LagCache) -> None:

@@ -349,8 +349,16 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
         table.add_row(f"written to {topic}", f"{n:,}")
     table.add_row("dead letters", ", ".join(f"{k} {v:,}" for k, v in sorted(summary.dropped.items())) or "none")
     table.add_row("state rows", f"{summary.state_rows:,}")
+    for grew in summary.state_growth:
+        rate = f", {grew['per_hour']:+,.0f} rows an hour" if grew.get("per_hour") else ""
+        table.add_row(f"state of operator {grew['operator_id']}",
+                      f"grew without bound ({grew['trend']}): {grew['first']:,.0f} → {grew['last']:,.0f} rows{rate}")
     table.add_row("checkpoint", display_path(summary.checkpoint_dir))
     (console or out()).print(table)
+    if summary.state_growth:
+        err().print(labelled("warning:", "yellow", f"the state grew without bound during the run: statectl advise "
+                                                   f"{display_path(summary.checkpoint_dir)} says why and when it "
+                                                   f"runs out of room"), soft_wrap=True)
     letters = sum(summary.dropped.values())
     if summary.input_rows and letters / summary.input_rows >= DEAD_LETTER_WARNING_SHARE:
         share = 100 * letters / summary.input_rows

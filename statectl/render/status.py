@@ -45,6 +45,15 @@ def status_report(report: StatusReport, as_json: bool) -> None:
         message(f"not ok: {', '.join(failing)}")
 
 
+def _state_trend(job) -> Text | str:
+    """`statectl advise`'s verdict on the job's state, with its warnings' codes."""
+    if job.state_trend is None:
+        return "-"
+    codes = f" ({', '.join(job.state_findings)})" if job.state_findings else ""
+    style = "yellow" if job.state_findings else "green" if job.state_trend == "bounded" else ""
+    return Text(job.state_trend + codes, style=style)
+
+
 def status_table(report: StatusReport) -> Table:
     """One line per job; -o wide adds the oldest unread record's time and where the trend's
     window started, per job."""
@@ -53,7 +62,8 @@ def status_table(report: StatusReport) -> Table:
     columns = [("JOB", "left"), ("RUNNING", "left"), ("BATCH", "right"), ("COMMITTED", "left"),
                ("LAG", "right"), ("LAG-SECONDS", "right"), ("TREND", "left"), ("STATE", "right"), ("HEALTH", "left")]
     if more:
-        columns += [("NEXT-RECORD-TIME", "left"), ("WINDOW-START", "left"), ("WINDOW-BATCHES", "right")]
+        columns += [("NEXT-RECORD-TIME", "left"), ("WINDOW-START", "left"), ("WINDOW-BATCHES", "right"),
+                    ("STATE-TREND", "left")]
     columns.append(("LAST ERROR", "left"))
     for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold" if column == "LAST ERROR" else "ellipsis")
@@ -84,6 +94,6 @@ def status_table(report: StatusReport) -> Table:
             stamps = [t.oldest_unread_ms for t in job.lag_topics if t.oldest_unread_ms is not None]
             starts = [t.window[0].time_ms for t in job.lag_topics if t.window]
             cells += [local_time(min(stamps)) if stamps else "-", local_time(min(starts)) if starts else "-",
-                      str(max((len(t.window) for t in job.lag_topics), default=0))]
+                      str(max((len(t.window) for t in job.lag_topics), default=0)), _state_trend(job)]
         table.add_row(*cells, job.last_error or "")
     return table

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
 
+from statectl.run.state_growth import StateGrowth
+
 EventSink = Callable[[dict], None]
 
 EVENT_TYPES = (
@@ -301,8 +303,11 @@ class RunTotals:
     last_batch_at: float | None = None
     processing_ms: int = 0
     terminated: bool = False
+    #: each operator's rows per batch, judged as `statectl advise` judges a checkpoint
+    state_growth: StateGrowth = field(default_factory=StateGrowth)
 
     def add(self, event: dict) -> None:
+        self.state_growth(event)
         if event.get("type") == "terminated":
             self.terminated = True
         if event.get("type") != "batch_progress":

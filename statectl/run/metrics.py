@@ -12,6 +12,7 @@ import socket
 from statectl.errors import OperationalError, UsageError
 from statectl.lag_trend import TRENDS
 from statectl.run.lifecycle import State
+from statectl.run.state_growth import StateGrowth
 
 _STATES = [state.value for state in State]
 
@@ -42,6 +43,14 @@ class RunMetrics:
         self.state_rows = Gauge("statectl_state_rows", "Rows in state, per operator", ["job", "operator"], registry=r)
         self.state_memory = Gauge("statectl_state_memory_bytes", "State store memory, per operator",
                                   ["job", "operator"], registry=r)
+        self.state_growth_rate = Gauge("statectl_state_growth_rows_per_hour",
+                                       "Growth of the operator's state rows per hour of wall time over the last "
+                                       "batches (0 while it stays bounded; statectl advise)", ["job", "operator"],
+                                       registry=r)
+        self.state_unbounded = Gauge("statectl_state_unbounded",
+                                     "1 when the operator's state rows grow without bound over the last batches "
+                                     "(linear or accelerating), else 0", ["job", "operator"], registry=r)
+        self._growth = StateGrowth()
         self.records_behind = Gauge("statectl_input_records_behind",
                                     "Kafka records between the last batch's end and the latest offsets it saw",
                                     ["job", "source"], registry=r)
@@ -112,6 +121,10 @@ class RunMetrics:
             for op in event["state_operators"]:
                 self.state_rows.labels(job, str(op["operator_id"])).set(op["rows_total"])
                 self.state_memory.labels(job, str(op["operator_id"])).set(op["memory_bytes"])
+            self._growth(event)
+            for oid, grew in self._growth.growth().items():
+                self.state_growth_rate.labels(job, str(oid)).set(grew.per_hour if grew.growing and grew.per_hour else 0)
+                self.state_unbounded.labels(job, str(oid)).set(1 if grew.growing else 0)
             for source in event["sources"]:
                 if source["records_behind"] is not None:
                     self.records_behind.labels(job, source["description"] or "?").set(source["records_behind"])

@@ -70,6 +70,9 @@ class RunSummary:
     dropped: dict[str, int] = field(default_factory=dict)
     outputs: dict[str, int] = field(default_factory=dict)
     state_rows: int = 0
+    #: operators whose rows grew without bound during the run (`statectl advise` says why):
+    #: {"operator_id", "trend", "first", "last", "per_hour"}
+    state_growth: list[dict] = field(default_factory=list)
     error: str | None = None
     processing_seconds: float = 0.0  # the batches' own time (triggerExecution), without start-up
     engine: str | None = None  # the Spark Connect engine it ran on (None: a driver in statectl's process)
@@ -344,7 +347,8 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         seconds=round(time.monotonic() - started, 2),
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
         outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(output_topics)},
-        state_rows=totals.last_state_rows, error=error, processing_seconds=processing_seconds,
+        state_rows=totals.last_state_rows, state_growth=_unbounded_state(totals), error=error,
+        processing_seconds=processing_seconds,
         engine=engine.remote,
         **run_timing(command_started, spark_started, query_started, query_ended, time.monotonic(), processing_seconds),
     )
@@ -352,6 +356,11 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         raise OperationalError(f"the {name} query failed{_in_batch(checkpoint)}: "
                                f"{_resource_error(error, error_text, checkpoint)}")
     return summary
+
+
+def _unbounded_state(totals: RunTotals) -> list[dict]:
+    return [{"operator_id": oid, "trend": g.trend, "first": g.first.value, "last": g.last.value,
+             "per_hour": g.per_hour} for oid, g in totals.state_growth.unbounded().items()]
 
 
 def _whole_text(exc: BaseException) -> str:

@@ -24,13 +24,16 @@ LIVE_STATES = ("CREATED", "RESTORING", "RUNNING", "IDLE", "STOPPING")
 #: How long an inspect-state report is reused (the page asks again when a user opens it).
 CHECKPOINT_TTL_SECONDS = 5.0
 
+#: How long `statectl advise`'s verdict on a job's state is reused (it reads the state files).
+ADVICE_TTL_SECONDS = 30.0
+
 #: How often GET /api/jobs looks for new jobs at most.
 REDISCOVER_SECONDS = 10.0
 
 #: The API's routes, as GET /api lists them.
 ROUTES = {
     "/api/jobs": "every job: state, last batch, lag (records, seconds), rates, restore in progress",
-    "/api/jobs/NAME": "one job, with its runs and their restores",
+    "/api/jobs/NAME": "one job, with its runs and their restores, and statectl advise's verdict on its state",
     "/api/jobs/NAME/series?from=N": "the job's chart points (one per batch) from index N on; 'next' is where to ask from next",
     "/api/jobs/NAME/checkpoint": "the job's checkpoint as statectl inspect-state --json reports it (layout, restore plan, findings)",
 }
@@ -100,6 +103,7 @@ class Dashboard:
         self._jobs: dict[str, UiJob] = {}
         self._series: dict[str, EventsSeries] = {}
         self._checkpoints: dict[str, tuple[float, tuple[int, dict]]] = {}
+        self._advice: dict[str, tuple[float, dict | None]] = {}
         self._discovered = time.monotonic()
         self._set_jobs(jobs)
 
@@ -159,9 +163,35 @@ class Dashboard:
             "checkpoint_error": progress["error"] if progress else None,
         }
         if detail:
+            view["state_advice"] = self.state_advice(job) if view["checkpoint_exists"] else None
             view["runs"] = summary["runs"]
             view["events"]["problems"] = summary["problems"]
         return view
+
+    def state_advice(self, job: UiJob) -> dict | None:
+        """`statectl advise`'s verdict on the job's state, for the page's banner and state chart:
+        the trend, the warnings with their fixes, the nearest limit at the current rate."""
+        cached = self._advice.get(job.name)
+        if cached and time.monotonic() - cached[0] < ADVICE_TTL_SECONDS:
+            return cached[1]
+        from statectl.checkpoint.advice import INFO, AdviseOptions, advise, projection_text
+        from statectl.storage.files import checkpoint_path
+
+        try:
+            advice = advise(AdviseOptions(checkpoint_path(job.checkpoint), events_files=[job.events_file]))
+        except StatectlError as exc:
+            answer = {"error": str(exc).splitlines()[0]}
+        else:
+            timed = [p for op in advice.operators for p in op.projections if p.seconds is not None]
+            nearest = min(timed, key=lambda p: p.seconds) if timed else None
+            growing = [op for op in advice.operators if op.rows.growing]
+            answer = {"trend": advice.trend, "warned": advice.warned,
+                      "findings": [{"severity": f.severity, "code": f.code, "message": f.message, "fix": f.fix}
+                                   for f in advice.findings if f.severity != INFO],
+                      "rows_per_hour": sum(op.rows.per_hour or 0 for op in growing) if growing else 0,
+                      "projection": {"text": projection_text(nearest), "seconds": nearest.seconds} if nearest else None}
+        self._advice[job.name] = (time.monotonic(), answer)
+        return answer
 
     def checkpoint_report(self, job: UiJob) -> tuple[int, dict]:
         name = job.name

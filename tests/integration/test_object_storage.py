@@ -236,3 +236,37 @@ def test_settings_from_the_aws_environment(s3, tmp_path):
     out = statectl("lag", "--checkpoint-dir", f"{s3.url}/ck", "--json", env=env)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["batch"] == 2
+
+
+def test_advise_on_a_10000_batch_checkpoint_on_s3_reads_a_bounded_number_of_objects(s3, tmp_path):
+    """A dropDuplicates whose state grows, after 10,000 batches as Spark leaves it (the last 100
+    batches' logs, the last 120 state versions with a snapshot every 10, in 2 partitions): advise on
+    S3 says what it says on the local disk, reads each object at most once, writes nothing, and
+    the requests are bounded by what Spark keeps, not by the number of batches."""
+    from tests.growth_checkpoint import Growing, build_growing
+
+    spec = Growing(batches=10_000, first_batch=9_900, first_version=9_881, snapshot_every=10)
+    local = build_growing(tmp_path / "ck", spec)
+    upload_tree(s3.client, s3.bucket, "jobs/grows", local)
+    remote = f"{s3.url}/jobs/grows"
+    on_disk = statectl("advise", str(local), "--json", env=s3.env)
+    mark = s3.server.mark()
+    on_s3 = statectl("advise", remote, "--json", env=s3.env)
+    requests = s3.server.requests_since(mark)
+    assert on_s3.returncode == on_disk.returncode == 1, on_s3.stderr  # the state grows: a warning
+    a, b = _same_json(on_disk.stdout, local, on_s3.stdout, remote)
+    for doc in (a, b):
+        doc.pop("seconds"), doc["maintenance"].pop("disk_free_bytes")
+        for op in doc["operators"]:  # the disk's free space differs: its projection
+            op["projections"] = [p for p in op["projections"] if not p["source"].startswith("the disk")]
+        for f in doc["findings"] + [f for op in doc["operators"] for f in op["findings"]]:
+            f["message"] = f["message"].split("; at this rate")[0]
+    assert b == a
+    assert b["operators"][0]["trend"] == "linear" and b["findings"][0]["code"] == "unbounded-state"
+    assert all(r.method in ("GET", "HEAD") for r in requests), "advise changed something"
+    gets = [r.target for r in requests if r.operation == "GetObject"]
+    assert len(set(gets)) == len(gets), "an object was read twice"
+    # the logs (100 offsets, 100 commits), the metadata files, and per partition the base snapshot,
+    # 120 changelogs and the 12 snapshots in between: about 470, whatever the number of batches
+    assert len(requests) <= 500, len(requests)
+    print(f"advise on S3: {len(requests)} requests ({len(gets)} GETs)")

@@ -86,6 +86,9 @@ def parse_operator_metadata(text: str) -> dict[str, Any]:
     return doc
 
 
+WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"
+
+
 @dataclass
 class ColumnFamilySchema:
     """One column family (state variable or internal index) of a state schema file."""
@@ -97,6 +100,13 @@ class ColumnFamilySchema:
     def field_names(self, which: str) -> list[str]:
         schema = self.key_schema if which == "key" else self.value_schema
         return [f"{f.get('name')} {_type_name(f.get('type'))}" for f in schema.get("fields", [])]
+
+    def event_time_columns(self, which: str) -> list[str]:
+        """The columns withWatermark marked (Spark keeps ``spark.watermarkDelayMs`` in the field's
+        metadata, and a window over such a column carries it too)."""
+        schema = self.key_schema if which == "key" else self.value_schema
+        return [str(f.get("name")) for f in schema.get("fields", [])
+                if isinstance(f.get("metadata"), dict) and WATERMARK_DELAY_KEY in f["metadata"]]
 
 
 def parse_state_schema(data: bytes) -> list[ColumnFamilySchema]:

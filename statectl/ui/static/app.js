@@ -19,7 +19,8 @@
     { id: "state_memory", title: "State memory", format: C.bytes, series: [{ key: "state_memory_bytes", label: "memory", cls: "s7" }] },
   ];
 
-  const view = { jobs: [], selected: null, points: [], next: 0, generation: null, drawnPoints: -1, busy: false };
+  const view = { jobs: [], selected: null, points: [], next: 0, generation: null, drawnPoints: -1, busy: false,
+    advice: null, adviceSaid: null };
   const $ = (id) => document.getElementById(id);
 
   function el(tag, text, cls) {
@@ -125,6 +126,7 @@
       e.classList.add("wide");
       cards.appendChild(e);
     }
+    drawAdvice(job.state_advice);
     drawRestore(job);
     drawRuns(job.runs || []);
     const inspectable = Boolean(job.checkpoint_exists);
@@ -142,6 +144,26 @@
     if (ev.skipped_lines) notes.push(ev.skipped_lines + " line(s) of the events file skipped: " + (ev.problems || []).slice(0, 3).join("; "));
     p.textContent = !ev.exists ? "No events file yet (" + job.events_file + "): the charts fill in when a run writes one."
       : notes.join("; ");
+  }
+
+  // statectl advise's verdict: a banner per warning (with its fix), the projection on the state chart
+  function drawAdvice(advice) {
+    const said = JSON.stringify(advice || null);
+    if (said === view.adviceSaid) return;
+    view.adviceSaid = said;
+    view.advice = advice || null;
+    const box = $("state-advice");
+    box.textContent = "";
+    const findings = (advice && advice.findings) || [];
+    box.hidden = !findings.length;
+    for (const f of findings) {
+      const p = el("p", null, "advice-" + f.severity);
+      p.appendChild(el("strong", f.severity + " " + f.code + ": "));
+      p.appendChild(document.createTextNode(f.message));
+      if (f.fix) p.appendChild(el("span", " fix: " + f.fix, "dim"));
+      box.appendChild(p);
+    }
+    view.drawnPoints = -1; // the state chart's projection changed
   }
 
   function bar(label, done, total, cls) {
@@ -211,7 +233,15 @@
       }
       return [box, spec];
     });
-    for (const [box, spec] of boxes) C.draw(box, spec, view.points);
+    for (const [box, spec] of boxes) {
+      C.draw(box, spec, view.points);
+      const advice = view.advice;
+      if (spec.id === "state_rows" && advice && advice.trend) {
+        const rate = advice.rows_per_hour ? ", " + C.num(Math.round(advice.rows_per_hour)) + " rows an hour" : "";
+        const text = "trend: " + advice.trend + rate + (advice.projection ? "; " + advice.projection.text : "");
+        box.appendChild(el("p", text, "projection " + (advice.warned ? "problem" : "dim")));
+      }
+    }
   }
 
   // ---------------------------------------------------------------- the checkpoint report
@@ -316,6 +346,7 @@
     view.next = 0;
     view.generation = null;
     view.drawnPoints = -1;
+    view.adviceSaid = null;
     $("checkpoint").textContent = "";
     $("inspect-status").textContent = "";
     for (const tr of $("jobs").tBodies[0].rows) tr.classList.toggle("selected", tr.dataset.job === name);
