@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -119,4 +120,4 @@ def live_rows(spec: Growing, version: int) -> int:
 
 
 def _partition(k: bytes, partitions: int) -> int:
-    return sum(k) % partitions
+    return zlib.crc32(k) % partitions

@@ -422,3 +422,22 @@ def test_the_dashboard_has_the_verdict_for_its_banner_and_state_chart(tmp_path):
     assert advice["rows_per_hour"] == pytest.approx(3600)
     listed = dashboard.answer("/api/jobs")[1]["jobs"][0]
     assert "state_advice" not in listed  # the list polled every second reads no state files
+
+
+def test_a_job_named_reads_its_checkpoint_config_and_events_file(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    build_growing(tmp_path / ".statectl" / "checkpoints" / "leaderboard",
+                  Growing(changes=lambda v: ([key(i) for i in range(10)], [])))
+    events = tmp_path / ".statectl" / "events" / "leaderboard.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_text("".join(json.dumps({"type": "batch_progress", "query_id": "5eed0000-0000-0000-0000-00000000a11e",
+                                          "batch_id": b, "time": 1_795_000_000 + b,
+                                          "state_operators": [{"operator_id": 0, "rows_total": 10 * b,
+                                                               "memory_bytes": 0}]}) + "\n" for b in range(20)))
+    result = cli("advise", "leaderboard", "--json")
+    doc = json.loads(result.stdout)
+    assert doc["checkpoint"] == str(tmp_path / ".statectl" / "checkpoints" / "leaderboard")
+    assert doc["events_file"] == str(events) and doc["operators"][0]["trend"] == "linear"
+    assert result.exit_code == 1
+    missing = cli("advise", "leaderbord")
+    assert missing.exit_code == 2 and "neither a checkpoint here nor a job (did you mean 'leaderboard'?)" in missing.output

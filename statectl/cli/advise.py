@@ -84,21 +84,26 @@ def advise(
 def _target(target: str | None, example: str | None, config: Path | None, checkpoint_dir: Path | None):
     """(checkpoint, the job's config or None, the job's events files) from CHECKPOINT|JOB [EXAMPLE],
     --config and --checkpoint-dir."""
-    from statectl.checkpoint.lock import checkpoint_for
     from statectl.errors import UsageError
-    from statectl.paths import default_events_file
     from statectl.storage.files import checkpoint_path
 
-    if target is not None and (config is not None or _names_a_job(target)):
+    if config is not None or (target is not None and _names_a_job(target)):
+        from statectl.checkpoint.lock import checkpoint_for
+        from statectl.paths import default_events_file
+
         resolved = resolve_job(target, example, config, checkpoint_dir=checkpoint_dir)
-        return checkpoint_for(resolved.config, checkpoint_dir), resolved.config, [default_events_file(resolved.name)]
-    if target is None and config is not None:
-        resolved = resolve_job(None, None, config, checkpoint_dir=checkpoint_dir)
         return checkpoint_for(resolved.config, checkpoint_dir), resolved.config, [default_events_file(resolved.name)]
     if example is not None:
         raise UsageError(f"{target} is not a job, so it takes no EXAMPLE (got {example!r})")
     if target is not None and checkpoint_dir is not None and checkpoint_path(target) != checkpoint_path(checkpoint_dir):
         raise UsageError(f"two checkpoints given ({target} and --checkpoint-dir {checkpoint_dir}): give one")
+    if target is not None and "/" not in target and "://" not in target and not Path(target).exists():
+        from statectl.jobs.registry import JOBS
+        from statectl.text import did_you_mean
+
+        jobs = sorted({e.group for e in JOBS.values()})
+        raise UsageError(f"{target!r} is neither a checkpoint here nor a job{did_you_mean(target, jobs)}; "
+                         f"jobs: {', '.join(jobs)}")
     where = target if target is not None else checkpoint_dir
     if where is None:
         raise UsageError("name the checkpoint or the job: statectl advise CHECKPOINT_DIR, statectl advise JOB, "

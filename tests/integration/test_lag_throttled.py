@@ -150,3 +150,18 @@ def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstra
                   for s in e["sources"] if topics["score_events"] in (s.get("lag_by_topic") or {})]
     assert max(s["lag_seconds"] or 0 for s in score_lags) > 0
     assert "growing" in {s["lag_trend"] for s in score_lags}
+
+    # No false alarm on the leaderboard (its tables and top-N lists are finite): statectl advise
+    # calls its state bounded, from the run's events and from the state files alone, and the run's
+    # own gauge said so throughout
+    progress = [e for e in batches if e["type"] == "batch_progress"]
+    assert len(progress) >= 20
+    for extra in (["--events-file", str(events)], []):
+        advice = cli("advise", "--checkpoint-dir", str(checkpoint), "--json", *extra)
+        assert advice.exit_code == 0, advice.stdout
+        doc = json.loads(advice.stdout)
+        assert {op["trend"] for op in doc["operators"]} == {"bounded"}, doc["operators"]
+        assert doc["operators"][0]["history"]["source"] == ("events" if extra else "changelogs")
+        assert not [f for f in doc["findings"] if f["severity"] in ("warning", "error")], doc["findings"]
+    assert "statectl_state_unbounded" in metrics and 'statectl_state_unbounded{job="leaderboard",operator="0"} 1.0' \
+        not in metrics
