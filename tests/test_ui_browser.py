@@ -317,3 +317,24 @@ def test_no_secret_in_the_page(open_page, tmp_path, monkeypatch):
     finally:
         project.reset()
         redact.forget_all()
+
+
+def test_a_growing_state_shows_a_banner_and_its_projection_on_the_state_chart(open_page, served, tmp_path):
+    """statectl advise's verdict on the page: the warning with its fix above the cards, the trend
+    and the time to the nearest limit under the state rows chart."""
+    from statectl.ui.jobs import UiJob
+    from tests.growth_checkpoint import Growing, build_growing
+
+    events = tmp_path / "clicks.jsonl"
+    shutil.copy(RECORDED, events)
+    job = UiJob("clicks", events, checkpoint=str(build_growing(tmp_path / "ck", Growing())))
+    s = served([job])
+    p = open_page()
+    p.page.goto(s.base + "/#job=clicks")
+    p.page.wait_for_selector("#state-advice p.advice-warning")
+    banner = p.page.inner_text("#state-advice")
+    assert "unbounded-state" in banner and "withWatermark" in banner, banner
+    p.page.wait_for_selector('[data-box="state_rows"] .projection')
+    caption = p.page.inner_text('[data-box="state_rows"] .projection')
+    assert caption.startswith("trend: linear, 3600 rows an hour; at this rate"), caption
+    assert p.errors == []

@@ -128,7 +128,7 @@ def _complete_versions(rows: dict[int, float], op: OperatorLayout, pids: list[in
     for pid in pids:
         for store in op.partitions[pid].stores.values():
             if store.versions:
-                wanted &= set(range(min(store.versions), max(store.versions) + 1)) | {0}
+                wanted &= set(range(min(store.versions), max(store.versions) + 1))
     return wanted
 
 
