@@ -403,7 +403,8 @@ def test_project_status_per_job_and_per_cluster(tmp_path):
     assert set(doc) == {"job", "config", "checkpoint", "checkpoint_exists", "running", "pid", "active", "batch", "batch_time",
                         "committed_at", "pending_batch", "lag", "lag_unknown_partitions", "lag_seconds", "lag_trend",
                         "lag_topics", "kafka_error",
-                        "state_bytes", "state_files", "state_size_partial", "verdict_for", "health", "findings", "last_error", "ok"}
+                        "state_bytes", "state_files", "state_size_partial", "state_trend", "state_findings", "verdict_for",
+                        "health", "findings", "last_error", "ok"}
     assert doc["batch_time"] == "2026-11-21T06:19:16.103Z"
 
 

@@ -53,6 +53,7 @@ MIN_BATCHES_TO_RETAIN = 100  # spark.sql.streaming.minBatchesToRetain's default
 MIN_DELTAS_FOR_SNAPSHOT = 10
 STUCK_BATCHES = 10
 HORIZON_S = 24 * 3600
+YEAR_S = 365 * 86400  # a limit further off than this is not worth a line in a finding
 MIN_BATCHES_CONF = "spark.sql.streaming.minBatchesToRetain"
 BOUNDED_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage"
 MAX_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
@@ -351,7 +352,8 @@ def _operator_findings(layout: CheckpointLayout, op: OperatorLayout, advice: Ope
         return []
     cause, fix, side = _cause(op, advice, watermark)
     soon = [p for p in advice.projections if p.seconds is not None and p.seconds <= options.horizon_s]
-    projection = "; ".join(projection_text(p) for p in advice.projections if p.seconds is not None)
+    projection = "; ".join(projection_text(p) for p in advice.projections
+                           if p.seconds is not None and p.seconds < YEAR_S)
     rate = f"{rows.per_hour:,.0f} rows an hour" if rows.per_hour else "a rate statectl cannot time"
     event_rate = f" ({rows.per_event_hour:,.0f} per hour of event time)" if rows.per_event_hour else ""
     who = f"operator {oid} ({op.kind})" + (f", the {side} side," if side else "")
@@ -379,7 +381,7 @@ def projection_text(p: Projection) -> str:
 def duration_text(seconds: float) -> str:
     """``6 h 40 min``, ``3 d 4 h``, ``12 min``, ``40 s``."""
     s = int(seconds)
-    if s >= 365 * 86400:
+    if s >= YEAR_S:
         return "more than a year"
     if s >= 86400:
         return f"{s // 86400} d {s % 86400 // 3600} h"

@@ -40,7 +40,7 @@ ACCELERATING_FACTOR = 1.4
 
 @dataclass(frozen=True)
 class Point:
-    """One figure of the series: ``x`` is the batch (or state version), ``seconds`` its wall time
+    """One figure of the series: ``x`` is the state version (the state after batch x - 1), ``seconds`` its wall time
     (epoch), ``event_seconds`` the event-time watermark then (None: no watermark)."""
 
     x: float
@@ -71,14 +71,18 @@ class Growth:
     def to_dict(self) -> dict:
         return {"trend": self.trend, "points": self.points,
                 "first": _point_dict(self.first), "last": _point_dict(self.last),
-                "per_hour": self.per_hour, "per_event_hour": self.per_event_hour,
+                "per_hour": _rounded(self.per_hour), "per_event_hour": _rounded(self.per_event_hour),
                 "window_peaks": list(self.peaks), "reason": self.reason}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def _point_dict(p: Point | None) -> dict | None:
     if p is None:
         return None
-    return {"batch": int(p.x) if float(p.x).is_integer() else p.x, "value": p.value, "time": p.seconds,
+    return {"version": int(p.x) if float(p.x).is_integer() else p.x, "value": p.value, "time": p.seconds,
             "watermark": p.event_seconds}
 
 
@@ -109,7 +113,7 @@ def classify(points: Sequence[Point]) -> Growth:
     if late >= ACCELERATING_FACTOR * early and all(b >= a for a, b in zip(steps, steps[1:])):
         return _with(base, ACCELERATING, f"each window adds more than the one before ({late / early:.1f}× the "
                                          f"earlier average in the last)")
-    return _with(base, LINEAR, f"climbs in every window by about the same (τ {tau:.2f})")
+    return _with(base, LINEAR, f"climbs by about the same in every window, Kendall's τ {tau:.2f}")
 
 
 def kendall_tau(pts: Sequence[Point], at_most: int = 200) -> float:
@@ -181,7 +185,7 @@ class Projection:
 
     def to_dict(self) -> dict:
         return {"what": self.what, "limit": self.limit, "source": self.source, "current": self.current,
-                "seconds": self.seconds}
+                "seconds": _rounded(self.seconds)}
 
 
 def project(growth: Growth, limit: float, what: str, source: str) -> Projection | None:

@@ -185,6 +185,7 @@ def _replay(root: str, store: StoreFiles, last: int, max_versions: int, out: _St
         if not before:
             # no snapshot and version 1 gone: replay the window from nothing (rows added since)
             base_version, exact = min(v for v in changelogs if v >= first_wanted) - 1, False
+            known = None
         else:
             base_version = before[-1]
             base, known = _base(root, store, base_version, out)
@@ -196,7 +197,7 @@ def _replay(root: str, store: StoreFiles, last: int, max_versions: int, out: _St
                 keys, exact = base, known
     out.exact = exact
     count_unknown = 0 if known is not False else int(out.rows.get(base_version, 0))
-    if base_version:
+    if base_version and known is not None:  # a snapshot's figure (not the zero of "rows added since")
         out.rows.setdefault(base_version, float(len(keys) + count_unknown))
         out.bytes.setdefault(base_version, float(sum(keys.values())))
     for v in range(base_version + 1, last + 1):

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from statectl.checkpoint import growth
 from statectl.checkpoint.advice import ERROR, WARNING, Advice, OperatorAdvice, projection_text
+from statectl.paths import display_path
 from statectl.render import emit_json, labelled, message, out, wide
 from statectl.text import human_bytes, plural
 
@@ -22,7 +23,7 @@ def render(advice: Advice, as_json: bool) -> None:
         emit_json(advice.to_dict())
         return
     console = out()
-    console.print(Text(f"{advice.checkpoint}  (query {advice.query_id or 'unknown'}, last committed batch "
+    console.print(Text(f"{display_path(advice.checkpoint)}  (query {advice.query_id or 'unknown'}, last committed batch "
                        f"{advice.last_batch if advice.last_batch is not None else 'none'})", style="bold"))
     if advice.operators:
         console.print(operators_table(advice))
@@ -42,7 +43,7 @@ def render(advice: Advice, as_json: bool) -> None:
                   f"{plural(m.checkpoint_files, 'file')}{per_batch}{free}"
                   + (f"; {plural(m.orphaned_files, 'leftover file')}" if m.orphaned_files else ""))
     if advice.events_file:
-        message(f"rows per batch from the run's events: {advice.events_file}")
+        message(f"rows per batch from the run's events: {display_path(advice.events_file)}")
     if not advice.warned:
         message("no warning: the state is not growing out of bounds")
 

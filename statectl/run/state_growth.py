@@ -22,11 +22,11 @@ class StateGrowth:
     def __call__(self, event: dict) -> None:
         if event.get("type") != "batch_progress":
             return
-        batch = int(event.get("batch_id") or 0)
+        version = int(event.get("batch_id") or 0) + 1  # the state after the batch, as advise counts
         when = float(event.get("time") or 0) or None
         for op in event.get("state_operators") or []:
             points = self._points.setdefault(int(op.get("operator_id", 0)), deque(maxlen=self._window))
-            points.append(Point(batch, float(op.get("rows_total") or 0), when))
+            points.append(Point(version, float(op.get("rows_total") or 0), when))
 
     def growth(self) -> dict[int, Growth]:
         """Per operator, the trend of its rows over the batches seen."""
