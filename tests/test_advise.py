@@ -166,7 +166,8 @@ def test_transform_with_state_without_ttl_names_the_variable(tmp_path):
     spec = Growing(operator="transformWithStateInPandasExec", state_variables=(("count", "ValueState", False),))
     advice = _advise(build_growing(tmp_path / "ck", spec))
     finding = next(f for f in advice.findings if f.code == "unbounded-state")
-    assert finding.cause == "no TTL" and '"count"' in finding.fix and "TTLConfig" in finding.fix
+    assert finding.cause == "no TTL" and '"count"' in finding.fix
+    assert 'getValueState("count", schema, ttlDurationMs=...)' in finding.fix
 
 
 def test_transform_with_state_with_ttl_that_expires_is_bounded(tmp_path):

@@ -64,6 +64,7 @@ _DEDUPES = ("dedupe",)
 _JOINS = ("symmetricHashJoin",)
 _TWS = ("transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
 _GROUP_STATE = ("flatMapGroupsWithState", "applyInPandasWithState")
+_GETTERS = {"ValueState": "getValueState", "ListState": "getListState", "MapState": "getMapState"}
 
 
 @dataclass
@@ -404,12 +405,14 @@ def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark) -> 
     marked = sorted({c for s in stores for c in s.event_time_columns})
     ts = _time_column(stores) or "ts"
     if name in _TWS or "transformWithState" in kind:
-        without = [v.name for v in op.state_variables if not v.internal and not v.ttl and v.type != "TimerState"]
+        without = [v for v in op.state_variables if not v.internal and not v.ttl and v.type != "TimerState"]
         if without:
-            quoted = ", ".join(f'"{n}"' for n in without)
+            quoted = ", ".join(f'"{v.name}"' for v in without)
+            getter = _GETTERS.get(without[0].type, "getValueState")
             return (NO_TTL, f"set a TTL on the state variable{'s' if len(without) > 1 else ''} {quoted}: "
-                            f"getValueState(..., ttl_config=TTLConfig(ttl_duration_ms=...)) with timeMode="
-                            f"\"ProcessingTime\", or clear a key's state when its last timer fires", None)
+                            f'{getter}("{without[0].name}", schema, ttlDurationMs=...) in PySpark (TTLConfig in '
+                            f'Scala and Java) with timeMode "ProcessingTime", or clear a key\'s state when its last '
+                            f"timer fires", None)
         return (UNKNOWN_CAUSE, "every state variable has a TTL: keys arrive faster than it expires them; shorten it",
                 None)
     if name in _GROUP_STATE or "GroupsWithState" in kind:
