@@ -10,7 +10,7 @@ import typer
 
 from statectl.cli.common import (CheckpointDirOpt, ConfigOpt, ExampleArg, JsonOpt, StorageConfigOpt,
                                  resolve_job, use_storage)
-from statectl.cli.watch import WatchOpt
+from statectl.cli.watch import WatchOpt, look_or_watch
 
 
 def advise(
@@ -69,16 +69,8 @@ def advise(
                             conf=dict(conf.spark.conf) if conf is not None else {},
                             events_files=list(events_file or []) + events, stuck_batches=stuck_batches,
                             horizon_s=horizon * 3600, max_partitions=sample_partitions)
-    if watch is not None:
-        from statectl.cli.watch import title_of, watch as watching
-
-        watching(lambda: advise_checkpoint(options), watch, title=title_of(), document=lambda r: r.to_dict(),
-                 show=lambda r: render(r, False))
-        return
-    advice = advise_checkpoint(options)
-    render(advice, json)
-    if advice.warned:
-        raise typer.Exit(1)
+    look_or_watch(lambda: advise_checkpoint(options), watch, as_json=json, show=render,
+                  document=lambda advice: advice.to_dict(), failed=lambda advice: advice.warned)
 
 
 def _target(target: str | None, example: str | None, config: Path | None, checkpoint_dir: Path | None):

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt, LOCATION, RemoteOpt, StorageConfigOpt, use_storage
-from statectl.cli.watch import WatchOpt
+from statectl.cli.watch import WatchOpt, look_or_watch
 
 
 def inspect_state(
@@ -66,13 +66,5 @@ def inspect_state(
         timers=timers, spark_version=spark_version,
         remote=engine_for(*spark_target(remote, None, None), None).remote if rows is not None else None,
     )
-    if watch is not None:
-        from statectl.cli.watch import title_of, watch as watching
-
-        watching(lambda: inspect_checkpoint(options), watch, title=title_of(), document=lambda r: r.to_dict(),
-                 show=lambda r: render(r, False))
-        return
-    result = inspect_checkpoint(options)
-    render(result, json)
-    if result.failed:
-        raise typer.Exit(1)
+    look_or_watch(lambda: inspect_checkpoint(options), watch, as_json=json, show=render,
+                  document=lambda result: result.to_dict(), failed=lambda result: result.failed)

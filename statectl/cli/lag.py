@@ -9,7 +9,7 @@ import typer
 
 from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, cluster_for,
                                  resolve_job)
-from statectl.cli.watch import WatchOpt
+from statectl.cli.watch import WatchOpt, look_or_watch
 
 
 def lag(
@@ -52,11 +52,6 @@ def lag(
     use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = LagRequest(resolved.config, inputs_of(resolved.config), cluster, checkpoint_dir)
-    if watch is not None:
-        from statectl.cli.watch import title_of, watch as watching
-
-        cache = LagCache()
-        watching(lambda: job_lag(request, cache=cache), watch, title=title_of(), document=lambda r: r.to_dict(),
-                 show=lambda r: lag_report(r, False))
-        return
-    lag_report(job_lag(request), json)
+    cache = LagCache()  # what one look keeps for the next (--watch)
+    look_or_watch(lambda: job_lag(request, cache=cache), watch, as_json=json, show=lag_report,
+                  document=lambda report: report.to_dict())

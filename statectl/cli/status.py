@@ -8,7 +8,7 @@ import typer
 
 from statectl.cli.common import (BootstrapOpt, ClientConfigOpt, JsonOpt, StorageConfigOpt, cluster_for, in_context,
                                  project_job_configs, use_storage)
-from statectl.cli.watch import WatchOpt
+from statectl.cli.watch import WatchOpt, look_or_watch
 
 
 def status(
@@ -69,14 +69,6 @@ def status(
     request = StatusRequest(project_jobs(given, where_run_keeps=in_context),
                             cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path),
                             names={str(job.config_path): job.name for job in project}, state_trend=wide())
-    if watch is not None:
-        from statectl.cli.watch import title_of, watch as watching
-
-        cache = LagCache()
-        watching(lambda: project_status(request, cache=cache), watch, title=title_of(),
-                 document=lambda r: r.to_list(), show=lambda r: status_report(r, False))
-        return
-    report = project_status(request)
-    status_report(report, json)
-    if not report.ok:
-        raise typer.Exit(1)
+    cache = LagCache()  # what one look keeps for the next (--watch)
+    look_or_watch(lambda: project_status(request, cache=cache), watch, as_json=json, show=status_report,
+                  document=lambda report: report.to_list(), failed=lambda report: not report.ok)

@@ -109,6 +109,21 @@ def watch(poll: Callable[[], T], interval: float, *, title: str, document: Calla
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def look_or_watch(poll: Callable[[], T], interval: float | None, *, as_json: bool, show: Callable[[T, bool], None],
+                  document: Callable[[T], Any], failed: Callable[[T], bool] = lambda result: False) -> None:
+    """A command that looks at something: one look rendered by ``show`` (exit 1 when ``failed``),
+    or with --watch (``interval``) a look every ``interval`` seconds until Ctrl-C (exit 0)."""
+    if interval is not None:
+        watch(poll, interval, title=title_of(), document=document, show=lambda result: show(result, False))
+        return
+    result = poll()
+    show(result, as_json)
+    if failed(result):
+        import typer
+
+        raise typer.Exit(1)
+
+
 def title_of(argv: list[str] | None = None) -> str:
     """The command line as typed, for a frame's header."""
     return "statectl " + " ".join((argv if argv is not None else sys.argv)[1:])
