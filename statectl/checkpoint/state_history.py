@@ -356,6 +356,7 @@ class EventsHistory:
 
 #: how much of an events file's end is read (a long run's file: the recent batches are what count)
 EVENTS_TAIL_BYTES = 8 << 20
+EVENTS_PEEK_BYTES = 64 << 10
 
 
 def events_history(files: Iterable[Path], query_id: str | None) -> EventsHistory | None:
@@ -374,11 +375,13 @@ def _events_of(file: Path, query_id: str) -> EventsHistory | None:
         with open(file, "rb") as fh:
             fh.seek(0, 2)
             size = fh.tell()
+            # the last few lines first: a file of another job's runs costs one small read
+            fh.seek(max(0, size - EVENTS_PEEK_BYTES))
+            if query_id.encode() not in fh.read():
+                return None
             fh.seek(max(0, size - EVENTS_TAIL_BYTES))
             data = fh.read()
     except OSError:
-        return None
-    if query_id.encode() not in data:
         return None
     history = EventsHistory(str(file))
     for line in data.splitlines():
