@@ -119,6 +119,7 @@ def test_dedupe_of_new_keys_without_a_watermark_is_unbounded_and_says_why(tmp_pa
     assert op.rows.trend == growth.LINEAR
     assert op.history.exact and op.history.source == "changelogs"
     assert op.rows.last.value == live_rows(spec, 30) == 300
+    assert op.bytes.last.value == 300 * (12 + 24)  # each row's key and value bytes
     assert op.rows.per_hour == pytest.approx(3600)  # 10 rows a batch, a batch every 10 s
     [finding] = [f for f in advice.findings if f.code == "unbounded-state"]
     assert finding.cause == "no watermark" and "withWatermark" in finding.fix

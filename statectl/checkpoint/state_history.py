@@ -197,9 +197,10 @@ def _replay(root: str, store: StoreFiles, last: int, max_versions: int, out: _St
                 keys, exact = base, known
     out.exact = exact
     count_unknown = 0 if known is not False else int(out.rows.get(base_version, 0))
+    size = sum(keys.values())  # the bytes of the keys known, kept up to date record by record
     if base_version and known is not None:  # a snapshot's figure (not the zero of "rows added since")
         out.rows.setdefault(base_version, float(len(keys) + count_unknown))
-        out.bytes.setdefault(base_version, float(sum(keys.values())))
+        out.bytes.setdefault(base_version, float(size))
     for v in range(base_version + 1, last + 1):
         files = changelogs.get(v)
         if not files:
@@ -208,32 +209,30 @@ def _replay(root: str, store: StoreFiles, last: int, max_versions: int, out: _St
         if data is None:
             break
         try:
-            for op, key, size in _records(data, store.changelog_kind):
+            for op, key, length in _records(data, store.changelog_kind):
                 h = hash(key)
+                before = keys.pop(h, None) if op == _DELETE else keys.get(h)
                 if op == _DELETE:
-                    if keys.pop(h, None) is None and count_unknown:
+                    if before is None and count_unknown:
                         count_unknown -= 1  # a key of the snapshot's, unknown to us, deleted
                 else:
-                    keys[h] = size
+                    keys[h] = length
+                    size += length
+                size -= before or 0
         except (ValueError, struct.error, lz4block.StreamCorrupt) as exc:
             out.note = f"{store.path}/{files[0].name} cannot be decoded ({exc})"
             break
         if v in store.snapshots and known is False:  # a RocksDB snapshot's count: exact again
             meta = _zip_meta(root, store, v, out)
             if meta is not None:
-                count_unknown, keys = int(meta[0]) - len(keys), keys
-                count_unknown = max(0, count_unknown)
+                count_unknown = max(0, int(meta[0]) - len(keys))
         out.rows[v] = float(len(keys) + count_unknown)
-        out.bytes[v] = float(sum(keys.values()) + count_unknown * _mean(keys))
+        out.bytes[v] = float(size + count_unknown * (size / len(keys) if keys else 0.0))
         if len(keys) > MAX_KEYS:
             out.note = f"replay stopped at version {v}: over {MAX_KEYS:,} keys in one store"
             break
     out.source = CHANGELOGS if out.rows else NONE
     return out
-
-
-def _mean(keys: dict[int, int]) -> float:
-    return sum(keys.values()) / len(keys) if keys else 0.0
 
 
 def _base(root: str, store: StoreFiles, version: int, out: _StoreReplay) -> tuple[dict | None, bool | None]:
