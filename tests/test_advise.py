@@ -18,7 +18,7 @@ import pytest
 from statectl.checkpoint import growth
 from statectl.checkpoint.advice import AdviseOptions, advise, duration_text
 from statectl.checkpoint.growth import Point, classify
-from tests.checkpoint_factory import tree_fingerprint
+from tests.checkpoint_factory import struct_json, tree_fingerprint
 from tests.growth_checkpoint import Growing, build_growing, key, live_rows
 
 from tests.conftest import statectl_in_process
@@ -443,3 +443,21 @@ def test_a_job_named_reads_its_checkpoint_config_and_events_file(tmp_path, cli, 
     assert result.exit_code == 1
     missing = cli("advise", "leaderbord")
     assert missing.exit_code == 2 and "neither a checkpoint here nor a job (did you mean 'leaderboard'?)" in missing.output
+
+
+def test_a_key_that_is_a_raw_timestamp_is_named(tmp_path):
+    spec = Growing(operator="stateStoreSave", key_schema=struct_json(("event_time", "timestamp")))
+    finding = next(f for f in _advise(build_growing(tmp_path / "ck", spec)).findings if f.code == "unbounded-state")
+    assert finding.cause == "unique key column" and '"event_time"' in finding.fix and "window(" in finding.fix
+
+
+def test_a_deduplication_whose_key_has_no_event_time_is_not_evicted_by_its_watermark(tmp_path):
+    # the watermark moves, but dropDuplicates(["id"]) keeps every id all the same
+    spec = Growing(watermark=lambda b: 60_000 * (b + 1), key_schema=struct_json(("id", "string")),
+                   value_schema=json.dumps({"type": "struct", "fields": [
+                       {"name": "ts", "type": "timestamp", "nullable": True,
+                        "metadata": {"spark.watermarkDelayMs": 30000}}]}))
+    advice = _advise(build_growing(tmp_path / "ck", spec))
+    finding = next(f for f in advice.findings if f.code == "unbounded-state")
+    assert finding.cause == "key without event time" and "dropDuplicatesWithinWatermark" in finding.fix
+    assert finding.message.count("per hour of event time") == 1  # the watermark moves: a rate against it
