@@ -299,6 +299,12 @@ def test_damaged_and_undecodable_state_files_are_said_not_guessed(tmp_path):
     (root / "state/0/0/1.changelog").write_bytes(b"LZ4Block garbage")
     advice = _advise(root)
     assert "cannot be decoded" in (advice.operators[0].history.note or "")
+    zips = build_growing(tmp_path / "zips", Growing(changelog=False))
+    (zips / "state/0/0/5.zip").write_bytes(b"PK\x03\x04garbage")
+    advice = _advise(zips)
+    op = advice.operators[0]
+    assert op.history.note == "state/0/0/5.zip has no metadata entry" and 5 not in op.history.rows
+    assert op.rows.trend == growth.LINEAR and op.rows.points == 29  # version 5 left out, not read as a dip
     zstd = build_growing(tmp_path / "z", Growing(conf={"spark.sql.streaming.stateStore.compression.codec": "zstd"}))
     advice = _advise(zstd)
     assert advice.operators[0].rows.trend == growth.NOT_ENOUGH

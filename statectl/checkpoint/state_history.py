@@ -97,14 +97,16 @@ def _operator(layout, op: OperatorLayout, lz4: bool, codec: str, max_versions: i
     scale = max(op.num_partitions, len(in_use)) / len(chosen)
     exact = scale == 1
     sources: set[str] = set()
+    present: set[int] | None = None  # the versions every store read has a figure for
     for pid in history.partitions_read:
         for name, store in sorted(op.partitions[pid].stores.items()):
             replay = _store_history(layout.root, store, lz4, max_versions)
             history.files_read += replay.files_read
+            if replay.note and not history.note:
+                history.note = replay.note  # a file it could not read or decode
             if replay.source == NONE:
-                if replay.note and not history.note:
-                    history.note = replay.note
                 continue
+            present = set(replay.rows) if present is None else present & set(replay.rows)
             sources.add(replay.source)
             exact = exact and replay.exact
             _add(history.rows, replay.rows, scale)
@@ -116,20 +118,13 @@ def _operator(layout, op: OperatorLayout, lz4: bool, codec: str, max_versions: i
         history.note = f"state files compressed with {codec}: statectl decodes lz4 (rows from snapshots only)"
     history.source = CHANGELOGS if CHANGELOGS in sources else SNAPSHOTS if sources else NONE
     history.exact = exact and bool(sources)
-    # a version only some stores reached (a store read mid-write) would look like a dip
-    complete = _complete_versions(history.rows, op, history.partitions_read)
+    # a version some store has no figure for (a damaged file, a store read mid-write) would read
+    # as a dip: only the versions every store has count
+    complete = present or set()
     history.rows = {v: n for v, n in history.rows.items() if v in complete}
     history.bytes = {v: n for v, n in history.bytes.items() if v in complete}
+    history.sides = {side: {v: n for v, n in rows.items() if v in complete} for side, rows in history.sides.items()}
     return history
-
-
-def _complete_versions(rows: dict[int, float], op: OperatorLayout, pids: list[int]) -> set[int]:
-    wanted = set(rows)
-    for pid in pids:
-        for store in op.partitions[pid].stores.values():
-            if store.versions:
-                wanted &= set(range(min(store.versions), max(store.versions) + 1))
-    return wanted
 
 
 def _add(into: dict[int, float], values: dict[int, float], scale: float) -> None:

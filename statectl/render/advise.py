@@ -42,6 +42,9 @@ def render(advice: Advice, as_json: bool) -> None:
                   f"{m.min_batches_to_retain}; {human_bytes(m.checkpoint_bytes)} in "
                   f"{plural(m.checkpoint_files, 'file')}{per_batch}{free}"
                   + (f"; {plural(m.orphaned_files, 'leftover file')}" if m.orphaned_files else ""))
+    for op in advice.operators:
+        if op.history.note and op.history.rows:  # read around it: say what was left out
+            message(f"operator {op.operator_id}: {op.history.note}; the versions it holds are left out")
     if advice.events_file:
         message(f"rows per batch from the run's events: {display_path(advice.events_file)}")
     if not advice.warned:
