@@ -293,7 +293,8 @@ def _operator(layout: CheckpointLayout, op: OperatorLayout, history: OperatorHis
         history.source = EVENTS
         history.exact = True
     rows = growth.classify(_points(layout, rows_by_version, seconds))
-    size = growth.classify(_points(layout, memory or bytes_by_version, seconds)) if (memory or bytes_by_version) else None
+    sized = memory or bytes_by_version
+    size = growth.classify(_points(layout, sized, seconds)) if sized else None
     sides = {side: growth.classify(_points(layout, series, seconds)) for side, series in sorted(history.sides.items())}
     advice = OperatorAdvice(op.operator_id, op.kind, op.name, history, rows, size, sides)
     advice.projections = _projections(advice, options, conf, disk_free, memory is not None)
@@ -438,7 +439,8 @@ def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark) -> 
                                 f'(window("{unique}", "5 minutes")) with withWatermark, or leave it out of the key',
                     None)
         return (NO_WATERMARK, f'add withWatermark("{ts}", "10 minutes") and group by a window of it '
-                              f'(window("{ts}", "5 minutes")): Spark then drops each window once the watermark passes it',
+                              f'(window("{ts}", "5 minutes")): Spark then drops each window once the watermark '
+                              f"passes it",
                 None)
     if watermark.defined and watermark.sources_moved and watermark.unchanged_batches >= STUCK_BATCHES // 2:
         return (WATERMARK_HELD, "the watermark does not move (see watermark-stuck): feed or drop the idle input",

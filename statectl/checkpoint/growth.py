@@ -40,8 +40,9 @@ ACCELERATING_FACTOR = 1.4
 
 @dataclass(frozen=True)
 class Point:
-    """One figure of the series: ``x`` is the state version (the state after batch x - 1), ``seconds`` its wall time
-    (epoch), ``event_seconds`` the event-time watermark then (None: no watermark)."""
+    """One figure of the series: ``x`` is the state version (the state after batch x - 1),
+    ``seconds`` its wall time (epoch), ``event_seconds`` the event-time watermark then (None: no
+    watermark)."""
 
     x: float
     value: float
