@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,8 +56,6 @@ def files_read(doc: dict, root: Path) -> list[str]:
 
 
 def floor_seconds(paths: list[str], rounds: int) -> float:
-    import subprocess
-
     times = []
     for _ in range(rounds):
         started = time.perf_counter()
@@ -85,8 +84,6 @@ def main() -> int:
             url = f"s3a://bench/ck-{partitions}"
             requests, _, t_s3 = measure(server, [*STATECTL, "advise", url, "--json"], env, args.rounds, (1,))
             _, _, t_disk = measure(server, [*STATECTL, "advise", str(local), "--json"], env, args.rounds, (1,))
-            import subprocess
-
             doc = json.loads(subprocess.run([*STATECTL, "advise", str(local), "--json"], capture_output=True,
                                             text=True, env=env, cwd=REPO).stdout)
             read = files_read(doc, local)

@@ -467,3 +467,18 @@ def test_a_deduplication_whose_key_has_no_event_time_is_not_evicted_by_its_water
     finding = next(f for f in advice.findings if f.code == "unbounded-state")
     assert finding.cause == "key without event time" and "dropDuplicatesWithinWatermark" in finding.fix
     assert finding.message.count("per hour of event time") == 1  # the watermark moves: a rate against it
+
+
+def test_a_join_is_told_by_its_kind(tmp_path):
+    # the kind is what the operator metadata says, or what the stores show on Spark 3.5: the cause
+    # of a join without a watermark names a side either way
+    finding = next(f for f in _advise(build_growing(tmp_path / "ck", Growing(operator="symmetricHashJoin"))).findings
+                   if f.code == "unbounded-state")
+    assert finding.cause == "no watermark" and finding.side in ("left", "right") and "time-range" not in finding.fix
+
+
+def test_every_finding_code_is_in_the_docs_table():
+    from statectl.checkpoint.advice import CODES
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "commands" / "advise.md").read_text()
+    assert [code for code in CODES if f"| `{code}` |" not in page] == []

@@ -18,15 +18,13 @@ from pathlib import Path
 
 from statectl.checkpoint import growth
 from statectl.checkpoint.growth import Growth, Point, Projection
-from statectl.checkpoint.health import orphaned_files
-from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout
+from statectl.checkpoint.health import ERROR, INFO, WARNING, orphaned_files
+from statectl.checkpoint.layout import OPERATOR_KINDS, CheckpointLayout, OperatorLayout
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.state_history import (EVENTS, MAX_PARTITIONS, MAX_VERSIONS, EventsHistory, OperatorHistory,
                                                events_history, operator_histories)
 from statectl.storage.files import is_object_path
 from statectl.text import human_bytes, plural
-
-ERROR, WARNING, INFO = "error", "warning", "info"
 
 # Finding codes (stable: scripts match on them).
 UNBOUNDED_STATE = "unbounded-state"
@@ -59,11 +57,7 @@ BOUNDED_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage
 MAX_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 MAX_MEMORY_DEFAULT_MB = 500
 
-_AGGREGATIONS = ("stateStoreSave", "sessionWindowStateStoreSaveExec")
-_DEDUPES = ("dedupe",)
-_JOINS = ("symmetricHashJoin",)
-_TWS = ("transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
-_GROUP_STATE = ("flatMapGroupsWithState", "applyInPandasWithState")
+_JOIN = OPERATOR_KINDS["symmetricHashJoin"]  # what op.kind says, from the metadata or inferred (Spark 3.5)
 _GETTERS = {"ValueState": "getValueState", "ListState": "getListState", "MapState": "getMapState"}
 
 
@@ -114,10 +108,6 @@ class OperatorAdvice:
     sides: dict[str, Growth] = field(default_factory=dict)
     projections: list[Projection] = field(default_factory=list)
     findings: list[AdviceFinding] = field(default_factory=list)
-
-    @property
-    def verdict(self) -> str:
-        return self.rows.trend
 
     def to_dict(self) -> dict:
         return {"operator_id": self.operator_id, "kind": self.kind, "name": self.name, "trend": self.rows.trend,
@@ -179,9 +169,14 @@ class Advice:
     seconds: float = 0.0
 
     @property
+    def warnings(self) -> list[AdviceFinding]:
+        """The findings that are a warning or worse."""
+        return [f for f in self.findings if f.severity != INFO]
+
+    @property
     def warned(self) -> bool:
         """A warning or worse: what exit 1 says."""
-        return any(f.severity in (ERROR, WARNING) for f in self.findings)
+        return bool(self.warnings)
 
     @property
     def trend(self) -> str:
@@ -352,7 +347,7 @@ def _operator_findings(layout: CheckpointLayout, op: OperatorLayout, advice: Ope
                               operator_id=oid)]
     if not rows.growing:
         return []
-    cause, fix, side = _cause(op, advice, watermark)
+    cause, fix, side = _cause(op, advice, watermark, options.stuck_batches)
     soon = [p for p in advice.projections if p.seconds is not None and p.seconds <= options.horizon_s]
     projection = "; ".join(projection_text(p) for p in advice.projections
                            if p.seconds is not None and p.seconds < YEAR_S)
@@ -398,14 +393,16 @@ def _fmt_rows(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark) -> tuple[str, str, str | None]:
-    """(cause, one-line fix, the join side it concerns)."""
-    name = op.name or ""
+def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark,
+           stuck_batches: int) -> tuple[str, str, str | None]:
+    """(cause, one-line fix, the join side it concerns), by the operator's kind (its metadata's,
+    or inferred from its stores on Spark 3.5)."""
     kind = op.kind
+    dedupe = kind.startswith("dropDuplicates")
     stores = [s for _, s in op.stores_in_use()]
     marked = sorted({c for s in stores for c in s.event_time_columns})
     ts = _time_column(stores) or "ts"
-    if name in _TWS or "transformWithState" in kind:
+    if "transformWithState" in kind:
         without = [v for v in op.state_variables if not v.internal and not v.ttl and v.type != "TimerState"]
         if without:
             quoted = ", ".join(f'"{v.name}"' for v in without)
@@ -416,9 +413,9 @@ def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark) -> 
                             f"timer fires", None)
         return (UNKNOWN_CAUSE, "every state variable has a TTL: keys arrive faster than it expires them; shorten it",
                 None)
-    if name in _GROUP_STATE or "GroupsWithState" in kind:
+    if "WithState" in kind:  # flatMapGroupsWithState, mapGroupsWithState, applyInPandasWithState
         return (NO_TTL, "set a timeout (GroupStateTimeout) and call state.remove() when it fires", None)
-    if name in _JOINS:
+    if kind == _JOIN:
         sides = [s for s, g in advice.sides.items() if g.growing] or ["left", "right"]
         without = [s for s in ("left", "right")
                    if not any(st.event_time_columns for st in stores if st.name.startswith(f"{s}-"))]
@@ -430,7 +427,7 @@ def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark) -> 
         return (KEY_NOT_EVICTABLE, "the join has watermarks but no condition that bounds it in time: add a time-range "
                                    "condition between the two event-time columns", sides[0])
     if not watermark.defined and not marked:
-        if name in _DEDUPES or "dropDuplicates" in kind:
+        if dedupe:
             return (NO_WATERMARK, f'add withWatermark("{ts}", "10 minutes") before dropDuplicates and name "{ts}" '
                                   f"among its columns, or use dropDuplicatesWithinWatermark", None)
         unique = _unique_key_column(stores)
@@ -442,11 +439,10 @@ def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark) -> 
                               f'(window("{ts}", "5 minutes")): Spark then drops each window once the watermark '
                               f"passes it",
                 None)
-    if watermark.defined and watermark.sources_moved and watermark.unchanged_batches >= STUCK_BATCHES // 2:
+    if watermark.defined and watermark.sources_moved and watermark.unchanged_batches >= stuck_batches:
         return (WATERMARK_HELD, "the watermark does not move (see watermark-stuck): feed or drop the idle input",
                 None)
-    if (name in _DEDUPES or "dropDuplicates" in kind) and not any(c for s in stores for c in s.event_time_columns
-                                                                 if any(k.startswith(f"{c} ") for k in s.key_schema)):
+    if dedupe and not any(k.startswith(f"{c} ") for s in stores for c in s.event_time_columns for k in s.key_schema):
         return (KEY_NOT_EVICTABLE, f'the deduplication key has no event-time column, so the watermark never drops a '
                                    f'key: add "{ts}" to dropDuplicates\' columns, or use dropDuplicatesWithinWatermark',
                 None)
@@ -460,8 +456,8 @@ def _cause(op: OperatorLayout, advice: OperatorAdvice, watermark: Watermark) -> 
 
 def _time_column(stores) -> str | None:
     for s in stores:
-        for col in s.event_time_columns:
-            return col
+        if s.event_time_columns:
+            return s.event_time_columns[0]
         for entry in s.key_schema + s.value_schema:
             name, _, kind = entry.partition(" ")
             if kind == "timestamp":

@@ -10,7 +10,8 @@ from typing import Any
 from statectl.storage.files import is_object_path, join
 from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
 from statectl.checkpoint.decode.javazip import ZipDamage
-from statectl.checkpoint.integrity import VerifyReport, snapshot_metadata
+from statectl.checkpoint.integrity import VerifyReport
+from statectl.checkpoint.restore import snapshot_metadata
 from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, _ranges
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import OperatorRestore, RestorePlan, files_a_restart_reads, restore_plan

@@ -35,8 +35,6 @@ import json
 import os
 import re
 import struct
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +48,7 @@ from statectl.checkpoint.layout import (
     StateFile,
     StoreFiles,
 )
-from statectl.checkpoint.restore import RestorePlan, StoreRestore, plan_store, state_lineage
+from statectl.checkpoint.restore import RestorePlan, StoreRestore, plan_store, snapshot_metadata, state_lineage
 from statectl.checkpoint.spark_versions import Version
 from statectl.text import plural
 
@@ -346,23 +344,20 @@ class _Probe:
         return Damage(METADATA_VERSION, SNAPSHOT_VERSION_MISMATCH, detail, spark)
 
 
-def snapshot_metadata(path: str) -> bytes | None:
-    """The ``metadata`` entry of a RocksDB snapshot zip (None: no such entry). Reads the central
-    directory first (cheap) and falls back to Spark's way (entry by entry) when it is damaged."""
-    try:
-        with zipfile.ZipFile(open_binary(path)) as zf:
-            return zf.read("metadata")
-    except (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, EOFError):
-        with open_binary(path) as fh:
-            return javazip.read_member(fh.read(), "metadata")
-
-
 # --------------------------------------------------------------------------------------------
 # LZ4 streams and their records
 
 
 class _RecordError(ValueError):
     pass
+
+
+def changelog_header(buf: bytes | bytearray) -> tuple[int, int]:
+    """(changelog version, where its records start) of a whole decompressed changelog; a
+    ValueError when the header is not one Spark writes (``_Records`` reads it so)."""
+    records = _Records("changelog")
+    start = records._header(bytearray(buf), final=True)
+    return records.version or 1, start or 0
 
 
 def check_stream(data: bytes, kind: str, report: VerifyReport | None = None) -> Damage | None:

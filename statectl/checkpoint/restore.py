@@ -253,22 +253,37 @@ def _plan_ssts(root: str, store: StoreFiles, snapshot: StateFile, out: StoreRest
         out.sst_bytes += on_disk if on_disk is not None else size
 
 
-def rocksdb_snapshot_ssts(zip_path: str) -> list[tuple[str, int]]:
-    """The SST files (name in SSTs/, bytes) a RocksDB snapshot zip refers to, from its `metadata`."""
+def snapshot_metadata(path: str) -> bytes | None:
+    """The ``metadata`` entry of a RocksDB snapshot zip (None: no such entry). Reads the central
+    directory first (cheap) and falls back to Spark's way (entry by entry) when it is damaged:
+    Spark unzips entry by entry and never reads the central directory."""
     try:
-        with zipfile.ZipFile(open_binary(zip_path)) as zf:
-            text = zf.read("metadata").decode("utf-8")
+        with zipfile.ZipFile(open_binary(path)) as zf:
+            return zf.read("metadata")
     except (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, EOFError):
-        # Spark unzips entry by entry and never reads the central directory: neither must we.
-        with open_binary(zip_path) as fh:
-            metadata = javazip.read_member(fh.read(), "metadata")
-        if metadata is None:
-            raise KeyError("There is no item named 'metadata' in the archive") from None
-        text = metadata.decode("utf-8")
-    lines = text.split("\n", 1)
+        with open_binary(path) as fh:
+            return javazip.read_member(fh.read(), "metadata")
+
+
+def rocksdb_snapshot_doc(zip_path: str) -> dict[str, Any]:
+    """The JSON of a RocksDB snapshot zip's ``metadata`` entry (its SST files, ``numKeys``...).
+    KeyError: no such entry; ValueError: not the version line and JSON Spark writes (a damaged
+    zip's javazip.ZipDamage is one too)."""
+    metadata = snapshot_metadata(zip_path)
+    if metadata is None:
+        raise KeyError("There is no item named 'metadata' in the archive")
+    lines = metadata.decode("utf-8").split("\n", 1)
     if len(lines) < 2 or not lines[0].startswith("v"):
         raise ValueError("the zip's metadata has no version line")
     doc = json.loads(lines[1])
+    if not isinstance(doc, dict):
+        raise ValueError("the zip's metadata is not a JSON object")
+    return doc
+
+
+def rocksdb_snapshot_ssts(zip_path: str) -> list[tuple[str, int]]:
+    """The SST files (name in SSTs/, bytes) a RocksDB snapshot zip refers to, from its `metadata`."""
+    doc = rocksdb_snapshot_doc(zip_path)
     return [(f["dfsSstFileName"], int(f.get("sizeBytes", 0))) for f in doc.get("sstFiles", [])]
 
 

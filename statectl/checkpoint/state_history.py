@@ -22,14 +22,14 @@ which partitions were read). One GET per file read on an object store.
 from __future__ import annotations
 
 import json
-import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from statectl.checkpoint.decode import lz4block
-from statectl.checkpoint.integrity import CODEC_CONF, snapshot_metadata
+from statectl.checkpoint.integrity import CODEC_CONF, changelog_header
+from statectl.checkpoint.restore import rocksdb_snapshot_doc
 from statectl.checkpoint.layout import HDFS, ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.storage.files import join, read_bytes
 
@@ -248,22 +248,16 @@ def _zip_meta(root: str, store: StoreFiles, version: int, out: _StoreReplay) -> 
     name = store.snapshots[version][0].name
     out.files_read += 1
     try:
-        raw = snapshot_metadata(join(root, store.path, name))
-    except OSError as exc:
-        out.note = f"{store.path}/{name} cannot be read ({exc})"
-        return None
-    if raw is None:
-        out.note = f"{store.path}/{name} has no metadata entry"
-        return None
-    text = raw.decode("utf-8", "replace")
-    body = text.split("\n", 1)[1] if text.startswith("v") else text
-    try:
-        doc = json.loads(body)
+        doc = rocksdb_snapshot_doc(join(root, store.path, name))
         ssts = sum(int(f.get("sizeBytes", 0)) for f in doc.get("sstFiles", []))
         return float(doc.get("numKeys", 0)), float(ssts)
+    except OSError as exc:
+        out.note = f"{store.path}/{name} cannot be read ({exc.strerror or exc})"
+    except KeyError:
+        out.note = f"{store.path}/{name} has no metadata entry"
     except (ValueError, TypeError, AttributeError):
         out.note = f"{store.path}/{name}: its metadata is not the JSON Spark writes"
-        return None
+    return None
 
 
 def _snapshot_keys(root: str, store: StoreFiles, version: int, out: _StoreReplay) -> dict[int, int] | None:
@@ -291,7 +285,6 @@ def _read(root: str, store: StoreFiles, name: str, out: _StoreReplay) -> bytes |
 
 
 _PUT, _DELETE, _MERGE = 1, 2, 3
-_VERSION = re.compile(r"v([1-4])")
 
 
 def _records(data: bytes, kind: str) -> Iterable[tuple[int, bytes, int]]:
@@ -301,15 +294,7 @@ def _records(data: bytes, kind: str) -> Iterable[tuple[int, bytes, int]]:
     buf = bytearray()
     while (block := stream.read_block()) is not None:
         buf += block
-    pos, version = 0, 1
-    if kind == "changelog" and len(buf) >= 2:
-        n = struct.unpack_from(">H", buf)[0]
-        match = _VERSION.fullmatch(bytes(buf[2:2 + n]).decode("utf-8", "replace"))
-        if match:
-            version = int(match.group(1))
-            pos = 2 + n if version != 1 else 0
-            if version in (3, 4):
-                pos += 2 + struct.unpack_from(">H", buf, pos)[0]  # checkpoint format 2's lineage
+    version, pos = changelog_header(buf) if kind == "changelog" else (1, 0)
     unpack = struct.Struct(">i").unpack_from
     end = len(buf)
     if version in (2, 4):

@@ -303,7 +303,7 @@ def project_status(request: StatusRequest, look: Look = kafka_look,
 
 
 def _add_state_trend(status: JobStatus, config: JobConfig) -> None:
-    from statectl.checkpoint.advice import ERROR as SEVERE, WARNING as WARN, AdviseOptions, advise
+    from statectl.checkpoint.advice import AdviseOptions, advise
     from statectl.paths import default_events_file
 
     try:
@@ -313,7 +313,7 @@ def _add_state_trend(status: JobStatus, config: JobConfig) -> None:
         status.state_trend = f"unknown ({str(exc).splitlines()[0]})"
         return
     status.state_trend = advice.trend
-    status.state_findings = [f.code for f in advice.findings if f.severity in (SEVERE, WARN)]
+    status.state_findings = [f.code for f in advice.warnings]
 
 
 def _add_lag(statuses: list[JobStatus], look: Look, cache: LagCache) -> None:

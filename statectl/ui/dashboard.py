@@ -174,7 +174,7 @@ class Dashboard:
         cached = self._advice.get(job.name)
         if cached and time.monotonic() - cached[0] < ADVICE_TTL_SECONDS:
             return cached[1]
-        from statectl.checkpoint.advice import INFO, AdviseOptions, advise, projection_text
+        from statectl.checkpoint.advice import AdviseOptions, advise, projection_text
         from statectl.storage.files import checkpoint_path
 
         try:
@@ -187,7 +187,7 @@ class Dashboard:
             growing = [op for op in advice.operators if op.rows.growing]
             answer = {"trend": advice.trend, "warned": advice.warned,
                       "findings": [{"severity": f.severity, "code": f.code, "message": f.message, "fix": f.fix}
-                                   for f in advice.findings if f.severity != INFO],
+                                   for f in advice.warnings],
                       "rows_per_hour": sum(op.rows.per_hour or 0 for op in growing) if growing else 0,
                       "projection": {"text": projection_text(nearest), "seconds": nearest.seconds} if nearest else None}
         self._advice[job.name] = (time.monotonic(), answer)
