@@ -34,10 +34,26 @@ class JobContext:
     available_now: bool = False
     #: ``kafka.starting_offsets`` of the config (earliest | latest), for the job's Kafka reads.
     starting_offsets: str = "earliest"
+    #: What ``kafka_sink`` calls: ``(df, topic) -> DataStreamWriter``, set by the run.
+    sink_builder: Any = field(repr=False, default=None)
 
     def kafka_reader(self, topics: str | list[str]):
         """``spark.readStream`` of ``topics`` from Kafka with ``kafka_options`` and the config's
         starting offsets: the common start of a job."""
         names = topics if isinstance(topics, str) else ",".join(topics)
+        # read_committed: a record of a transaction that was aborted (an exactly-once writer killed
+        # mid-batch, a dlq replay broken off) is never read.
         return (self.spark.readStream.format("kafka").options(**self.kafka_options)
+                .option("kafka.isolation.level", "read_committed")
                 .option("subscribe", names).option("startingOffsets", self.starting_offsets))
+
+    def kafka_sink(self, df, topic: str | None = None):
+        """``df.writeStream`` to Kafka as the config's ``sink.delivery`` says: exactly once (the
+        default: each micro-batch in one Kafka transaction, written once however often Spark runs
+        it; docs/guarantees.md#exactly-once-output) or at least once (Spark's Kafka sink). ``df``
+        has a ``value`` column, optionally ``key``; ``topic=`` names the topic (at least once, a
+        ``topic`` column may instead). Return it from the build function:
+        ``return ctx.kafka_sink(counts, topic="clicks-per-page").outputMode("update")``."""
+        if self.sink_builder is None:
+            raise RuntimeError("ctx.kafka_sink works in a job statectl runs (statectl run)")
+        return self.sink_builder(df, topic)

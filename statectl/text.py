@@ -4,6 +4,7 @@ with their noun, and waiting until something is true or a deadline passes."""
 from __future__ import annotations
 
 import difflib
+import re
 import time
 from typing import Callable, Iterable, TypeVar
 
@@ -33,10 +34,20 @@ def did_you_mean(word: str, choices: Iterable[str], otherwise: str = "", cutoff:
 _NOISE = ("at ", "Traceback", "JVM stacktrace", 'File "', "...", "===", "An error occurred while calling")
 
 
+#: statectl's own error raised in Python inside a query (the exactly-once sink's foreachBatch), as
+#: the Python traceback Spark carries in the Java error's text; the last such line is the raise.
+_STATECTL_RAISED = re.compile(
+    r"^statectl(?:\.\w+)+\.(?:Fenced|NotAuthorized|OperationalError|DeliveryFailed): (.+)$", re.MULTILINE)
+
+
 def first_error_line(error: BaseException | str, limit: int = 500) -> str:
     """The first line of an error worth showing a user (Py4J and Spark errors carry whole stack
-    traces in their text); the first line at all when every line is noise; the exception's type
-    name when the text is empty."""
+    traces in their text): statectl's own error when one was raised inside the query, else the
+    first line that is not noise; the first line at all when every line is noise; the exception's
+    type name when the text is empty."""
+    raised = _STATECTL_RAISED.findall(str(error))
+    if raised:
+        return raised[-1].strip()[:limit]
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     for line in lines:
         if not line.startswith(_NOISE):

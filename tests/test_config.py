@@ -166,7 +166,7 @@ def test_every_problem_across_nested_sections_at_once_in_file_order(tmp_path):
         f"{where}16: leaderboard.max_record_bytes: must be at least 64, found 10",
         f"{where}18: topics.dlq: expected a string, found ['a']",
         f"{where}19: topics.scores: unknown key (did you mean 'high_scores'?)",
-        f"{where}20: colour: unknown key (known keys: job, checkpoint_dir, kafka, spark, trigger, topics, leaderboard)",
+        f"{where}20: colour: unknown key (known keys: job, checkpoint_dir, kafka, spark, trigger, sink, topics, leaderboard)",
     ]
 
 

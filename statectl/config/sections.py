@@ -78,6 +78,18 @@ class TriggerConfig(Section):
     processing_time: Annotated[Text, AfterValidator(_spark_interval)] = "1 second"
 
 
+class SinkConfig(Section):
+    #: exactly-once: each micro-batch's output and dead letters go to Kafka in one transaction with
+    #: the batch's id, so a batch Spark runs again after a crash is written once (read_committed
+    #: readers see each record once; docs/guarantees.md#exactly-once-output). at-least-once: Spark's Kafka sink,
+    #: which writes a re-run batch again.
+    delivery: Literal["exactly-once", "at-least-once"] = "exactly-once"
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery == "exactly-once"
+
+
 class JobConfig(Section):
     """What every job shares: where it reads and writes, where its checkpoint lives, how Spark runs."""
 
@@ -86,6 +98,7 @@ class JobConfig(Section):
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     trigger: TriggerConfig = Field(default_factory=TriggerConfig)
+    sink: SinkConfig = Field(default_factory=SinkConfig)
 
     #: The YAML file the config was read from (None when built in code): a user job's
     #: ``./file.py`` is found beside it, and a user job's ``params`` problems name its lines.

@@ -49,6 +49,9 @@ def kafka_source(spark, bootstrap: Cluster | str, topics: list[str], starting_of
         .option("kafka.fetch.max.wait.ms", "10")
         # A dead letter keeps the original record's headers (DEAD_LETTER_FIELDS).
         .option("includeHeaders", "true")
+        # A record of an aborted transaction (a job's exactly-once output, a dlq replay broken off)
+        # was never written as far as a job is concerned.
+        .option("kafka.isolation.level", "read_committed")
     )
     if max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))

@@ -347,6 +347,9 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
     table.add_row("time", time_text(summary))
     for topic, n in summary.outputs.items():
         table.add_row(f"written to {topic}", f"{n:,}")
+    if summary.delivery:
+        table.add_row("delivery", "exactly once (a Kafka transaction per batch)" if summary.delivery == "exactly-once"
+                      else "at least once (a batch run again is written again)")
     table.add_row("dead letters", ", ".join(f"{k} {v:,}" for k, v in sorted(summary.dropped.items())) or "none")
     table.add_row("state rows", f"{summary.state_rows:,}")
     for grew in summary.state_growth:

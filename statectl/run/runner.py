@@ -76,6 +76,8 @@ class RunSummary:
     error: str | None = None
     processing_seconds: float = 0.0  # the batches' own time (triggerExecution), without start-up
     engine: str | None = None  # the Spark Connect engine it ran on (None: a driver in statectl's process)
+    #: the output's sink.delivery (exactly-once, at-least-once); None for a user's job (its own writer)
+    delivery: str | None = None
     # Where the wall time went, from the command's start to the summary (run_timing):
     wall_seconds: float = 0.0  # all of it: what the user waited
     start_seconds: float = 0.0  # until the query started: statectl's checks, then Spark's start
@@ -241,6 +243,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         from statectl.adapters.spark.session import failure_line, spark_session
         from statectl.adapters.spark.query import kafka_sink_writer
         from statectl.checkpoint.restart_needs import restart_session_conf
+        from statectl.run.exactly_once import TransactionalBatches, run_transactional_id
 
         # From here on Ctrl-C asks for a stop: while Spark starts, the run then ends before its
         # first batch instead of breaking off inside a call to the JVM.
@@ -272,15 +275,17 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             spark = spark_session(app_name=f"statectl {name}", master=master, conf=conf, ui=config.spark.ui,
                                   object_store=is_object_path(checkpoint))
             engine_notes = []
+        txn_id = run_transactional_id(config, checkpoint, layout)
         if isinstance(job, UserJob):
-            writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now)
+            writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now, txn_id)
             output_topics: list[str] = []
         else:
             plan = job.topology().build(spark, config, bootstrap)
             output_topics = plan.output_topics
+            batches = None if txn_id is None else TransactionalBatches(bootstrap, txn_id, output_topics[0])
             writer = kafka_sink_writer(
                 plan.output, plan.reasons, plan.output_topics, bootstrap, str(checkpoint), name.replace("/", "-"),
-                request.available_now, config.trigger.processing_time)
+                request.available_now, config.trigger.processing_time, batches)
 
         totals = RunTotals()
         trigger = "available-now" if request.available_now else f"processing-time {config.trigger.processing_time}"
@@ -350,6 +355,7 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         state_rows=totals.last_state_rows, state_growth=_unbounded_state(totals), error=error,
         processing_seconds=processing_seconds,
         engine=engine.remote,
+        delivery=None if isinstance(job, UserJob) else config.sink.delivery,
         **run_timing(command_started, spark_started, query_started, query_ended, time.monotonic(), processing_seconds),
     )
     if status == "failed":
@@ -422,17 +428,20 @@ def worker_python_path(paths: list[str]) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *current]))
 
 
-def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, available_now: bool):
+def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, available_now: bool,
+                      sink=None):
     """Call the user's build function with its context: the unstarted DataStreamWriter it returns.
     Whatever goes wrong is the user's, said plainly."""
     from statectl.jobs.user import missing_feature, user_code_error
     from statectl.adapters.spark.query import WriterShape, writer_shape
     from statectl.job_context import JobContext
+    from statectl.run.exactly_once import UserSink
 
     context = JobContext(spark=spark, params=job.params(config), bootstrap_servers=bootstrap.bootstrap,
                          kafka_options=bootstrap.spark_options(), name=config.job_name,
                          checkpoint_dir=str(checkpoint), available_now=available_now,
-                         starting_offsets=config.kafka.starting_offsets)
+                         starting_offsets=config.kafka.starting_offsets,
+                         sink_builder=sink if sink is not None else UserSink(bootstrap, None))
     call = f"{job.location.function}(ctx)"
     try:
         writer = job.builder()(context)
@@ -451,27 +460,35 @@ def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, 
     return writer
 
 
-def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: Path, available_now: bool):
+def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: Path, available_now: bool,
+                    transactional_id: str | None = None):
     """The user's writer made statectl's run: checkpoint location, query name, trigger."""
-    writer = build_user_writer(job, spark, config, bootstrap, checkpoint, available_now)
-    _check_output_topic(writer, admin, job)
+    from statectl.run.exactly_once import UserSink
+
+    sink = UserSink(bootstrap, transactional_id)
+    writer = build_user_writer(job, spark, config, bootstrap, checkpoint, available_now, sink)
+    for topic in dict.fromkeys([*writer_topic(writer), *sink.topics]):
+        _check_output_topic(topic, admin, job)
     writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.job_name)
     if available_now:
         return writer.trigger(availableNow=True)
     return writer.trigger(processingTime=config.trigger.processing_time)
 
 
-def _check_output_topic(writer, admin, job: UserJob) -> None:
-    """A Kafka sink whose ``topic`` option names a topic that does not exist and that the job does
-    not declare: one line now, instead of a query that retries forever (the local broker creates
-    no topics by itself)."""
-    from statectl.adapters.kafka.admin import existing_topics
+def writer_topic(writer) -> list[str]:
+    """The topic a Kafka sink's ``topic`` option names, if it is one."""
     from statectl.adapters.spark.query import writer_options
 
     source, options = writer_options(writer)
     topic = options.get("topic")
-    if (source or "").lower() != "kafka" or not topic:
-        return
+    return [topic] if (source or "").lower() == "kafka" and topic else []
+
+
+def _check_output_topic(topic: str, admin, job: UserJob) -> None:
+    """An output topic that does not exist and that the job does not declare: one line now,
+    instead of a query that retries forever (the local broker creates no topics by itself)."""
+    from statectl.adapters.kafka.admin import existing_topics
+
     if topic in existing_topics(admin):
         return
     raise UsageError(f"the output topic {topic!r} does not exist: declare it in {job.location.describe().rsplit(':', 1)[0]}"

@@ -36,6 +36,7 @@ CLICKS = textwrap.dedent('''
         input_topic: str
         output_topic: str
         fail_on: str | None = None
+        sink: str = "spark"  # spark: the job's own writer; statectl: ctx.kafka_sink
 
 
     def topics(params):
@@ -57,6 +58,8 @@ CLICKS = textwrap.dedent('''
         events = ctx.kafka_reader(p.input_topic).option("maxOffsetsPerTrigger", "2").load()
         counts = events.select(page_of(p.fail_on)("value").alias("page")).groupBy("page").count()
         out = counts.select(F.col("page").alias("key"), F.col("count").cast("string").alias("value"))
+        if p.sink == "statectl":
+            return ctx.kafka_sink(out, topic=p.output_topic).outputMode("update")
         return (out.writeStream.format("kafka").options(**ctx.kafka_options)
                 .option("topic", p.output_topic).outputMode("update"))
 ''')
@@ -120,11 +123,14 @@ def test_a_module_job_runs_from_the_command_line_without_a_yaml(tmp_path, bootst
     _produce(bootstrap, clicks, ["a", "b", "a"])
     done = run_statectl("run", "clicks_mod:build", "--available-now", "-b", bootstrap, "--json",
                         "--set", f"params.input_topic={clicks}", "--set", f"params.output_topic={counts}",
+                        "--set", "params.sink=statectl", "--set", "sink.delivery=at-least-once",
                         "--checkpoint-dir", str(tmp_path / "ck"), cwd=tmp_path,
                         env={"PYTHONPATH": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["job"] == "clicks_mod"
     assert _latest_counts(bootstrap, counts) == {"a": 2, "b": 1}
+    # ctx.kafka_sink with sink.delivery at-least-once is Spark's own sink: no transaction, no batch header.
+    assert all(not r.headers for r in read_topic(bootstrap, counts))
 
 
 def test_an_installed_entry_point_names_the_job(tmp_path, bootstrap, unique_topic):
@@ -268,7 +274,7 @@ def test_a_user_job_on_a_secured_cluster_gets_the_security_settings(tmp_path, se
     for page in ("home", "cart", "home"):
         producer.produce(clicks, page.encode())
     assert producer.flush(30) == 0
-    work = _job_dir(tmp_path, clicks, counts)
+    work = _job_dir(tmp_path, clicks, counts, params="  sink: statectl\n")
     env = {"STATECTL_CLIENT_CONFIG": str(secure_broker.client_config),
            "KAFKA_BOOTSTRAP_SERVERS": secure_broker.bootstrap_servers}
     events = tmp_path / "events.jsonl"
@@ -276,6 +282,10 @@ def test_a_user_job_on_a_secured_cluster_gets_the_security_settings(tmp_path, se
                         "--json", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert _latest_counts(cluster, counts) == {"home": 2, "cart": 1}
+    # ctx.kafka_sink wrote exactly once, over SASL_SSL: each record in a batch's transaction.
+    assert {dict(r.headers).get("statectl.batch") is not None for r in read_topic(cluster, counts)} == {True}
     secret = next(ln for ln in Path(secure_broker.client_config).read_text().splitlines()
                   if ln.startswith("sasl.jaas.config")).split('password="', 1)[1].split('"', 1)[0]
     assert secret and secret not in done.stdout + done.stderr + events.read_text()
+    checkpoint_bytes = b"".join(f.read_bytes() for f in (tmp_path / "checkpoint").rglob("*") if f.is_file())
+    assert secret.encode() not in checkpoint_bytes

@@ -5,8 +5,9 @@ For PySpark 3.5.9, 4.0.5, 4.1.4 and 4.2.0, each in a cached venv of its own (scr
 
 - starts a broker (``kafka up``) and produces a user's input with ``produce-test-data --file``;
 - runs a user's job written here (3.5: a windowed count with a watermark; 4.x: a Python
-  transformWithState count) twice, the second continuing from the checkpoint, and its output
-  equals an oracle computed here;
+  transformWithState count) twice, the second continuing from the checkpoint, written exactly once
+  through ``ctx.kafka_sink`` (each batch one Kafka transaction), and its output equals an oracle
+  computed here;
 - answers ``lag``, ``status`` and ``inspect-state`` (verdict healthy) on that checkpoint;
 - ``reset --to-latest``, then a third run (the job changed compatibly) reads only the records
   produced after the reset;
@@ -84,8 +85,7 @@ def build(ctx, drop_ignored=False, second_source=False):
               .groupBy(F.window("ts", "20 seconds"), "page").count())
     out = counts.select(F.concat_ws("|", F.unix_timestamp("window.start").cast("string"), "page").alias("key"),
                         F.col("count").cast("string").alias("value"))
-    return (out.writeStream.format("kafka").options(**ctx.kafka_options)
-            .option("topic", p["output_topic"]).outputMode("update"))
+    return ctx.kafka_sink(out, topic=p["output_topic"]).outputMode("update")
 
 '''
 
@@ -124,8 +124,7 @@ def build(ctx, drop_ignored=False, second_source=False):
     out = pages.groupBy("page").transformWithStateInPandas(
         statefulProcessor=PageCount(), outputStructType="key string, value string", outputMode="Update",
         timeMode="None")
-    return (out.writeStream.format("kafka").options(**ctx.kafka_options)
-            .option("topic", p["output_topic"]).outputMode("update"))
+    return ctx.kafka_sink(out, topic=p["output_topic"]).outputMode("update")
 
 '''
 

@@ -85,6 +85,11 @@ def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator
                                      msg.timestamp()[1], msg.headers())
                 if p in ends and msg.offset() + 1 >= ends[p]:
                     del ends[p]
+            # A transactional topic's last offsets are its transactions' markers (and an aborted
+            # transaction's records): never delivered, but the position moves past them.
+            for tp in consumer.position([TopicPartition(topic, p) for p in ends]) if ends else ():
+                if tp.offset >= ends[tp.partition]:
+                    del ends[tp.partition]
         if ends:
             raise OperationalError(f"timed out reading {topic!r} after {timeout:.0f} s")
     finally:

@@ -15,9 +15,12 @@ from statectl.cluster import Cluster, as_cluster
 
 
 def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], bootstrap: Cluster | str,
-                      checkpoint: str, query_name: str, available_now: bool, processing_time: str):
+                      checkpoint: str, query_name: str, available_now: bool, processing_time: str,
+                      batch_writer=None):
     """A DataStreamWriter of ``output`` (columns topic, key, value, reason) to Kafka, connected
-    with the cluster's client settings.
+    with the cluster's client settings: through ``batch_writer`` (a ``foreachBatch`` function:
+    the exactly-once writer, statectl/run/exactly_once.py) when one is given, else Spark's Kafka
+    sink (at least once).
 
     Each batch observes (``observe("statectl", ...)``) its output rows, its dead letters per
     reason (``dropped_<reason>``) and its rows per output topic (``to_<i>``, in the order of
@@ -29,18 +32,45 @@ def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], boot
     observed += [F.count(F.when(F.col("reason") == r, 1)).alias(f"dropped_{r}") for r in reasons]
     observed += [F.count(F.when(F.col("topic") == t, 1)).alias(f"to_{i}") for i, t in enumerate(output_topics)]
     rows = output.observe("statectl", *observed).select("topic", "key", "value")
-    writer = (
-        rows.writeStream.format("kafka")
-        # An idempotent producer that waits for every in-sync replica: a retry after a broker of a
-        # cluster goes down neither duplicates nor reorders a record. The client config may override.
-        .option("kafka.acks", "all")
-        .option("kafka.enable.idempotence", "true")
-        .options(**as_cluster(bootstrap).spark_options())
-        .option("checkpointLocation", checkpoint)
-        .outputMode("append")
-        .queryName(query_name)
-    )
+    if batch_writer is not None:
+        writer = rows.select("*", batch_at()).writeStream.foreachBatch(batch_writer)
+    else:
+        writer = (
+            rows.writeStream.format("kafka")
+            # An idempotent producer that waits for every in-sync replica: a retry after a broker of a
+            # cluster goes down neither duplicates nor reorders a record. The client config may override.
+            .option("kafka.acks", "all")
+            .option("kafka.enable.idempotence", "true")
+            .options(**as_cluster(bootstrap).spark_options())
+        )
+    writer = writer.option("checkpointLocation", checkpoint).outputMode("append").queryName(query_name)
     return writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=processing_time)
+
+
+def batch_at():
+    """The micro-batch's timestamp in ms, as a column: in a streaming query ``current_timestamp()``
+    is the batch's, from its offset log entry, so a batch Spark runs again has the same one."""
+    from pyspark.sql import functions as F
+
+    return F.unix_millis(F.current_timestamp()).alias("statectl_batch_at")
+
+
+def key_value_sink(df, topic: str | None, kafka_options: dict[str, str], batch_writer=None):
+    """``df.writeStream`` of its ``value`` (and ``key``, if any) to ``topic`` (else its ``topic``
+    column): through ``batch_writer`` (``foreachBatch``) when given, else Spark's Kafka sink."""
+    from pyspark.sql import functions as F
+
+    columns = set(df.columns)
+    if "value" not in columns:
+        raise ValueError(f"kafka_sink writes a DataFrame with a 'value' column; this one has {sorted(columns)}")
+    if topic is None and "topic" not in columns:
+        raise ValueError("kafka_sink needs topic= or a 'topic' column")
+    rows = df.select(F.lit(topic).alias("topic") if topic else F.col("topic"),
+                     F.col("key") if "key" in columns else F.lit(None).cast("string").alias("key"),
+                     F.col("value"))
+    if batch_writer is not None:
+        return rows.select("*", batch_at()).writeStream.foreachBatch(batch_writer)
+    return rows.writeStream.format("kafka").options(**kafka_options).option("kafka.acks", "all")
 
 
 def ended_within(query, seconds: float) -> bool:

@@ -1,0 +1,120 @@
+"""The pure parts of exactly-once output: how a failed transactional call is handled, where a
+query's marker and transactional id come from, the config that switches it, the fault hold.
+
+Bad inputs tried: a hold setting that is not a number, a marker offset librdkafka reports as
+missing (negative), a group offset whose metadata is not a marker's or disagrees with it, a
+checkpoint without metadata (a new query), a config with an unknown delivery.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+from confluent_kafka import KafkaError
+
+from statectl.adapters.kafka.transactions import (ABORT, FATAL, FENCED, RETRY, WrittenBatch, already_written,
+                                                  failure_kind, hold_seconds)
+from statectl.cluster import Cluster
+from statectl.cluster.properties import parse_properties
+from statectl.cluster.settings import client_settings
+from statectl.config.sections import JobConfig
+from statectl.errors import ConfigError
+from statectl.run.exactly_once import TransactionalBatches, query_identity, run_transactional_id, transactional_id
+
+
+@pytest.mark.parametrize("error, kind", [
+    (KafkaError(KafkaError._FENCED, "fenced", fatal=True), FENCED),
+    (KafkaError(KafkaError.PRODUCER_FENCED, "fenced"), FENCED),
+    (KafkaError(KafkaError.INVALID_PRODUCER_EPOCH, "old epoch", txn_requires_abort=True), FENCED),
+    (KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "moved", txn_requires_abort=True), ABORT),
+    (KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True), RETRY),
+    (KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "denied", fatal=True), FATAL),
+])
+def test_each_failure_of_a_transactional_call_is_handled_by_its_kind(error, kind):
+    assert failure_kind(error) == kind
+
+
+def test_the_marker_reads_back_what_it_wrote_and_nothing_else():
+    written = WrittenBatch(7, 1_795_000_000_000)
+    assert WrittenBatch.from_commit(8, written.metadata()) == written
+    assert WrittenBatch.from_commit(-1001, None) is None  # nothing committed yet
+    assert WrittenBatch.from_commit(8, "statectl batch 7") is None  # not a marker's metadata
+    assert WrittenBatch.from_commit(9, written.metadata()) is None  # offset and metadata disagree
+    assert WrittenBatch.from_commit(1, WrittenBatch(0).metadata()) == WrittenBatch(0, None)
+
+
+@pytest.mark.parametrize("batch, at, written", [
+    (7, 1_000, True),    # Spark runs the last batch again after a crash: the same timestamp
+    (7, 2_000, False),   # a rolled-back checkpoint plans batch 7 anew
+    (6, 500, False),     # an older id: a roll back further
+    (8, 3_000, False),   # the next batch
+])
+def test_only_the_last_batch_run_again_counts_as_written(batch, at, written):
+    assert already_written(WrittenBatch(7, 1_000), batch, at) is written
+    assert already_written(None, batch, at) is False
+
+
+@pytest.mark.parametrize("setting, batch, seconds", [
+    (None, 3, 0.0), ("", 3, 0.0), ("2.5", 3, 2.5), ("3:4", 3, 4.0), ("3:4", 2, 0.0), ("x:4", 3, 0.0),
+    ("soon", 3, 0.0),
+])
+def test_the_fault_hold_applies_to_the_batches_it_names(setting, batch, seconds):
+    assert hold_seconds(batch, setting) == seconds
+
+
+def test_a_new_checkpoint_gets_its_query_id_written_as_spark_writes_it(tmp_path):
+    checkpoint = tmp_path / "ck"
+    first = query_identity(checkpoint, None)
+    assert (checkpoint / "metadata").read_text() == json.dumps({"id": first}, separators=(",", ":"))
+    assert query_identity(checkpoint, None) == first  # read back, not made again
+    assert query_identity(checkpoint, "known-id") == "known-id"
+
+
+def test_the_transactional_id_follows_the_query_and_the_config_can_turn_it_off(tmp_path):
+    (tmp_path / "metadata").write_text('{"id":"622ffd72-991a-4e26-b1ef-155f5f203332"}')
+    config = JobConfig(job="advanced-state/tombstones")
+    assert config.sink.delivery == "exactly-once"
+    assert run_transactional_id(config, tmp_path, None) == \
+        "statectl.advanced-state.tombstones.622ffd72-991a-4e26-b1ef-155f5f203332"
+    assert transactional_id("leaderboard", "q") == "statectl.leaderboard.q"
+    off = JobConfig(job="leaderboard", sink={"delivery": "at-least-once"})
+    assert run_transactional_id(off, tmp_path, None) is None
+
+
+def test_an_unknown_delivery_is_a_config_error(tmp_path):
+    from statectl.jobs.registry import load_job_config
+
+    path = tmp_path / "job.yaml"
+    path.write_text("job: leaderboard\nsink:\n  delivery: exactly-twice\n")
+    with pytest.raises(ConfigError, match="delivery"):
+        load_job_config(path)
+
+
+def test_the_batch_writer_travels_to_an_engine_without_its_producer_and_never_shows_a_secret():
+    props = parse_properties("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\n"
+                             "sasl.password=hunter2-secret\n", "client.properties")
+    cluster = Cluster("broker:9093", client_settings(props))
+    sink = TransactionalBatches(cluster, "statectl.job.q", "out")
+    sink._transactions = object()  # an open producer is not pickled
+    copy = pickle.loads(pickle.dumps(sink))
+    assert copy._transactions is None and copy.transactional_id == "statectl.job.q"
+    assert "hunter2" not in repr(sink)
+
+
+def test_a_fenced_run_says_so_in_one_line_out_of_the_python_traceback_spark_carries():
+    from statectl.adapters.spark.session import failure_line
+    from statectl.run.lifecycle import error_summary
+
+    text = ("py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: Traceback (most "
+            "recent call last):\n  File \"/x/pyspark/sql/utils.py\", line 120, in call\n    self.func(DataFrame(jdf, "
+            "wrapped_session_jdf), batch_id)\n  File \"/x/statectl/adapters/kafka/transactions.py\", line 150, in "
+            "write\n    raise self._error(error, f\"writing batch {batch_id}\") from None\n"
+            "statectl.adapters.kafka.transactions.Fenced: another run took over the transactional id t.q (the same "
+            "checkpoint started elsewhere) while this one was writing batch 16: this run stops so that each batch "
+            "is written once\n\n\tat py4j.Protocol.getReturnValue(Protocol.java:476)\n")
+    expected = ("another run took over the transactional id t.q (the same checkpoint started elsewhere) while this "
+                "one was writing batch 16: this run stops so that each batch is written once")
+    assert failure_line(text) == expected
+    assert error_summary(text) == expected
