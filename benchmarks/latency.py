@@ -2,34 +2,49 @@
 
     .venv/bin/python benchmarks/latency.py                               # 1k, 10k, 50k events/s
     .venv/bin/python benchmarks/latency.py --rates 10000 --duration 120 --systems statectl-engine,twin-book
+    .venv/bin/python benchmarks/latency.py --rates 10000 --systems statectl,statectl-alo,twin-book,twin-book-eos
 
 Starts its own broker (and, for statectl-engine, its own engine unless --remote names one),
-produces the players and products tables once, then for each rate and system in turn: a fresh
-score-events topic and a fresh LogAppendTime output topic; the system started in continuous
-mode; score events produced at the fixed rate for --warmup seconds (not measured: start-up and
-its backlog), then --duration seconds (measured); the system stopped; its output read back.
+produces the players and products tables once, makes the broker's transaction log (one empty
+transaction, so that no exactly-once run pays for creating it), then for each rate and system in
+turn: a fresh score-events topic and a fresh LogAppendTime output topic; the system started in
+continuous mode; score events produced at the fixed rate for --warmup seconds (not measured:
+start-up and its backlog), then --duration seconds (measured); the system stopped; its output
+read back. Output is read read_committed, as a downstream consumer reads a transactional writer:
+a record counts from the moment it can be read, not from when it landed in the log.
 
 Each event's creation time travels in the record: its score is ``created_ms * 1000 + n`` (n
 counts the events of that millisecond), so scores only grow and every event goes to the top of
-its game's list. Two figures per run:
+its game's list. A read_committed consumer in this script follows the output topic from before
+the system starts and notes when each record reached it (its read time): for a transactional
+writer (statectl's exactly once, the twin's exactly_once_v2) that is after the transaction's
+commit, while the record's broker timestamp (LogAppendTime) is when it landed, before the commit.
+Three figures per run:
 
-- **output latency**, per output record: its broker timestamp (LogAppendTime: when the record
-  landed) minus the creation time of the newest event it shows (its top entry);
-- **event latency**, per score event created in the measured window: the broker timestamp of
-  the first output record of its game that shows it or a newer score, minus its creation time.
-  This is what a player sees; a system that emits one record per game per micro-batch shows it
-  for every event that batch folded in.
+- **output latency**, per output record: its read time minus the creation time of the newest
+  event it shows (its top entry);
+- **event latency**, per score event created in the measured window: the read time of the first
+  output record of its game that shows it or a newer score, minus its creation time. This is
+  what a player sees; a system that emits one record per game per micro-batch shows it for every
+  event that batch folded in;
+- **wait**, per output record: its read time minus its broker timestamp. At least once that is
+  the delivery to a consumer (a few ms); exactly once it adds the wait for the transaction's
+  commit, the part of the latency the guarantee costs.
 
 Both as p50 / p95 / p99 / max, with how many events were never shown before the run stopped
 (``unseen``: a system that fell behind). Events go on for --tail seconds after the measured
 window: the measured ones are followed by more, as in a stream that keeps flowing. Systems:
 
-  statectl            `statectl run leaderboard` in its own process, the low-latency profile
-  statectl-engine     the same on the engine (`--remote`)
-  statectl-default    in its own process with the shipped config (trigger 1 second)
-  twin-book           the Kafka Streams twin, the book's settings (record cache off)
+  statectl            `statectl run leaderboard` in its own process, the low-latency profile,
+                      exactly once (sink.delivery=exactly-once: a Kafka transaction per batch)
+  statectl-alo        the same at least once (sink.delivery=at-least-once: Spark's Kafka sink)
+  statectl-engine     the same as statectl on the engine (`--remote`)
+  statectl-default    in its own process with the shipped config (trigger 1 second, exactly once)
+  twin-book           the Kafka Streams twin, the book's settings (record cache off), at least once
+  twin-book-eos       the same with processing.guarantee=exactly_once_v2 (commits every 100 ms)
   twin-defaults       the twin with Kafka Streams' defaults (10 MB cache, 30 s commits)
-  twin-book-2t, twin-defaults-2t   the same with num.stream.threads=2
+  twin-defaults-eos   the same with processing.guarantee=exactly_once_v2
+  twin-book-2t, twin-defaults-2t   twin-book and twin-defaults with num.stream.threads=2
   floor-stateless     the ceiling: a bare Spark Connect client on the same engine, score events
                       copied to the output (the game as key, the score as a one-entry list),
                       trigger 0 seconds: the least any Spark micro-batch query pays here
@@ -67,13 +82,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import local_engine, throwaway_broker  # noqa: E402
-from benchmarks.peer import (REPO, TWIN_JAR, TWIN_VARIANTS, create_topics, delete_topics, load_config,  # noqa: E402
-                             read_topic, run_yaml, topics_with_prefix, twin_command, twin_properties)
+from benchmarks.peer import (GUARANTEE_PAIRS, REPO, STATECTL_VARIANTS, TWIN_JAR, TWIN_VARIANTS,  # noqa: E402
+                             committed_reader, create_topics, delete_topics, load_config, read_topic,
+                             readable_ends, run_yaml, start_transactions, topics_with_prefix, twin_command,
+                             twin_properties, unread)
 
 LOW_LATENCY = ["trigger.processing_time=0 seconds"]
 LOW_LATENCY_CONF = {"spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false"}
-SYSTEMS = ("statectl", "statectl-engine", "statectl-default", "twin-book", "twin-defaults", "twin-book-2t",
-           "twin-defaults-2t", "floor-stateless", "floor-tws", "floor-realtime")
+SYSTEMS = ("statectl", "statectl-alo", "statectl-engine", "statectl-default", "twin-book", "twin-book-eos",
+           "twin-defaults", "twin-defaults-eos", "twin-book-2t", "twin-defaults-2t", "floor-stateless", "floor-tws",
+           "floor-realtime")
+#: the statectl systems that run the low-latency profile
+LOW_LATENCY_SYSTEMS = ("statectl", "statectl-alo", "statectl-engine")
 
 _FLOOR = r"""
 import sys, time
@@ -153,6 +173,82 @@ class Result:
     outputs: int
     load: tuple[float, float, float]
     note: str = ""
+    wait: list[float] = field(default_factory=list)
+
+
+class ReadTimes:
+    """When each record of a topic could first be read: a read_committed consumer follows the topic
+    from its beginning in a thread of its own and notes the wall-clock time (ms) each record reached
+    it. Started before the system writes anything; ``finish`` reads on to the end, then stops."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        self.bootstrap, self.topic = bootstrap, topic
+        self._offsets: dict[int, array] = {}
+        self._times: dict[int, array] = {}
+        self._ends: dict[int, int] | None = None  # set by finish: read to these, then stop
+        self._deadline = float("inf")
+        self.note = ""
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        self._started.wait(30)
+
+    def _run(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        # The broker answers a fetch as soon as something becomes readable; the cap only bounds
+        # a wait it would not cut short.
+        c = committed_reader(self.bootstrap, **{"fetch.wait.max.ms": 20})
+        try:
+            partitions = c.list_topics(self.topic, timeout=10).topics[self.topic].partitions
+            for p in partitions:
+                self._offsets[p], self._times[p] = array("q"), array("q")
+            c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions])
+            self._started.set()
+            # Only this thread calls the consumer: the client serializes calls on one handle, and a
+            # poll loop would keep any other caller waiting.
+            while True:
+                # poll() returns as soon as one record is there (consume() would wait for its whole
+                # count or its timeout); then whatever else has arrived, without waiting.
+                first = c.poll(0.05)
+                if first is not None:
+                    now = time.time_ns() // 1_000_000
+                    for m in (first, *c.consume(10_000, timeout=0)):
+                        if m.error() is None:
+                            self._offsets[m.partition()].append(m.offset())
+                            self._times[m.partition()].append(now)
+                if self._ends is not None:
+                    self._ends = unread(c, self.topic, self._ends)
+                    if not self._ends:
+                        return
+                    if time.monotonic() > self._deadline:
+                        self.note = f"read times: partition(s) {sorted(self._ends)} not read to the end in time"
+                        return
+        finally:
+            self._started.set()
+            c.close()
+
+    def finish(self, timeout: float = 120.0) -> str:
+        """Read on to the topic's readable end, then stop. A note when that took too long."""
+        reader = committed_reader(self.bootstrap)
+        try:
+            ends = readable_ends(reader, self.topic)
+        finally:
+            reader.close()
+        self._deadline = time.monotonic() + timeout
+        self._ends = ends
+        self._thread.join(timeout + 30)
+        return self.note
+
+    def at(self, partition: int, offset: int) -> int | None:
+        """The read time (epoch ms) of a record, None when it was not read."""
+        from bisect import bisect_left
+
+        offsets = self._offsets.get(partition)
+        if not offsets:
+            return None
+        i = bisect_left(offsets, offset)
+        return self._times[partition][i] if i < len(offsets) and offsets[i] == offset else None
 
 
 def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, measure_from: float,
@@ -198,25 +294,34 @@ def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, 
 
 
 def latencies(bootstrap: str, topic: str, events: Events, measure_from_ms: int,
-              measure_until_ms: int | None = None) -> tuple[list[float], list[float], int, int]:
+              measure_until_ms: int | None = None, read_times: ReadTimes | None = None
+              ) -> tuple[list[float], list[float], int, int, list[float], int]:
     """Output latencies (ms, per record created in the window), event latencies (ms, per event
-    recorded), how many recorded events no output showed, and the output records read."""
-    per_game: dict[int, list[tuple[int, float]]] = {}  # game -> [(broker ts, top score)] in offset order
+    recorded), how many recorded events no output showed, the output records read, the waits
+    from landing to being read (ms, per record created in the window) and how many records have
+    no read time. A record's time is its read time (``read_times``), its broker timestamp without."""
+    per_game: dict[int, list[tuple[int, float]]] = {}  # game -> [(read time, top score)] in offset order
     output: list[float] = []
-    count = 0
-    for key, value, ts, _, _ in read_topic(bootstrap, topic):
+    wait: list[float] = []
+    count = untimed = 0
+    for key, value, ts, partition, offset in read_topic(bootstrap, topic):
         count += 1
         if value is None or key is None:
             continue
         entries = json.loads(value)
         if not entries:
             continue
+        seen = read_times.at(partition, offset) if read_times is not None else None
+        if seen is None:
+            untimed += read_times is not None
+            seen = ts
         top = max(float(e["score"]) for e in entries)
         game = game_of_key(key)
-        per_game.setdefault(game, []).append((ts, top))
+        per_game.setdefault(game, []).append((seen, top))
         created = int(top) // 1000
         if created >= measure_from_ms and (measure_until_ms is None or created < measure_until_ms):
-            output.append(ts - created)
+            output.append(seen - created)
+            wait.append(seen - ts)
     event: list[float] = []
     unseen = 0
     by_game: dict[int, list[int]] = {}
@@ -239,7 +344,7 @@ def latencies(bootstrap: str, topic: str, events: Events, measure_from_ms: int,
                 unseen += len(indices) - position
                 break
             event.append(best_so_far[j][0] - events.created[i])
-    return output, event, unseen, count
+    return output, event, unseen, count, wait, untimed
 
 
 def game_of_key(key: bytes) -> int:
@@ -255,7 +360,7 @@ def start_system(system: str, work: Path, bootstrap: str, scores: str, high_scor
 
     doc = yaml.safe_load(yaml_path.read_text())
     doc.setdefault("topics", {})["score_events"] = scores
-    if system in ("statectl", "statectl-engine"):
+    if system in LOW_LATENCY_SYSTEMS:
         doc.setdefault("spark", {}).setdefault("conf", {}).update(LOW_LATENCY_CONF)
     yaml_path.write_text(yaml.safe_dump(doc, sort_keys=False))
     env = dict(os.environ, STATECTL_HOME=str(work / "home"), PYTHONUNBUFFERED="1")
@@ -269,7 +374,8 @@ def start_system(system: str, work: Path, bootstrap: str, scores: str, high_scor
     if system.startswith("statectl"):
         cmd = [str(REPO / ".venv" / "bin" / "statectl"), "run", "leaderboard", "--config", str(yaml_path),
                "-b", bootstrap, "--remote", remote if system == "statectl-engine" else "none"]
-        for override in (LOW_LATENCY if system != "statectl-default" else []):
+        overrides = [*(LOW_LATENCY if system in LOW_LATENCY_SYSTEMS else []), *STATECTL_VARIANTS.get(system, [])]
+        for override in overrides:
             cmd += ["--set", override]
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work,
                                 start_new_session=True), ""
@@ -305,6 +411,7 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
                                                                   "cleanup.policy": "delete"}),
                               (dlq, 1, {})])
     load0 = os.getloadavg()
+    read_times = ReadTimes(bootstrap, high_scores)
     proc, app_id = start_system(system, work, bootstrap, scores, high_scores, dlq, args, remote)
     events = Events()
     stop = threading.Event()
@@ -318,19 +425,29 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
         note = "" if proc.poll() is None else f"exited early with {proc.returncode}"
     finally:
         stop_system(proc)
+        read_note = read_times.finish()
     load = os.getloadavg()
-    output, event, unseen, count = latencies(bootstrap, high_scores, events, int(measure_from * 1000),
-                                             int((measure_from + args.duration) * 1000))
+    output, event, unseen, count, wait, untimed = latencies(
+        bootstrap, high_scores, events, int(measure_from * 1000), int((measure_from + args.duration) * 1000),
+        read_times)
     if proc.returncode not in (0, 130, 143, -2, -15) and not note:
         note = f"exit {proc.returncode}"
+    if untimed:
+        read_note = "; ".join(n for n in (read_note, f"{untimed:,} records without a read time (their broker "
+                                          f"time used)") if n)
+    if read_note:
+        print(f"{system} @ {rate}/s: {read_note}", file=sys.stderr)
     if note:
         tail = (work / "stderr.log").read_text(errors="replace").strip().splitlines()[-10:]
-        print(f"{system} @ {rate}/s: {note}\n  " + "\n  ".join(tail), file=sys.stderr)
+        print(f"{system} @ {rate}/s: {note} (its logs and state are kept in {work})\n  " + "\n  ".join(tail),
+              file=sys.stderr)
     delete_topics(bootstrap, [scores, high_scores, dlq, *(topics_with_prefix(bootstrap, app_id + "-") if app_id else [])])
-    shutil.rmtree(work, ignore_errors=True)
+    if not note:
+        shutil.rmtree(work, ignore_errors=True)
     measured = len(events.created)
     return Result(system, rate, sent, measured / args.duration if args.duration else 0.0, output, event, unseen,
-                  count, (max(load0[0], load[0]), load[1], load[2]), note)
+                  count, (max(load0[0], load[0]), load[1], load[2]), "; ".join(n for n in (note, read_note) if n),
+                  wait)
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -354,16 +471,39 @@ def with_unit(v: float | None) -> str:
 def report(results: list[Result]) -> None:
     print()
     print(f"{'rate/s':>7}  {'system':<18}{'out recs':>10}  {'output p50':>10}{'p95':>9}{'p99':>9}{'max':>9}  "
-          f"{'event p50':>10}{'p95':>9}{'p99':>9}{'max':>9}{'unseen':>9}  load")
+          f"{'event p50':>10}{'p95':>9}{'p99':>9}{'max':>9}{'unseen':>9}  {'wait p50':>8}{'p99':>7}  load")
     for r in results:
         print(f"{r.rate:>7,}  {r.system:<18}{r.outputs:>10,}  {fmt_ms(pct(r.output, .5)):>10}"
               f"{fmt_ms(pct(r.output, .95)):>9}{fmt_ms(pct(r.output, .99)):>9}{fmt_ms(max(r.output, default=None)):>9}  "
               f"{fmt_ms(pct(r.event, .5)):>10}{fmt_ms(pct(r.event, .95)):>9}{fmt_ms(pct(r.event, .99)):>9}"
-              f"{fmt_ms(max(r.event, default=None)):>9}{r.unseen:>9,}  {r.load[0]:.2f}"
-              f"{'  ' + r.note if r.note else ''}")
-    print("(ms unless marked s; output: per output record, its broker time minus its newest event's creation; "
-          "event: per score event, until its game's list showed it or a newer score; load: 1-min load average, "
-          "the higher of before and after)")
+              f"{fmt_ms(max(r.event, default=None)):>9}{r.unseen:>9,}  {fmt_ms(pct(r.wait, .5)):>8}"
+              f"{fmt_ms(pct(r.wait, .99)):>7}  {r.load[0]:.2f}{'  ' + r.note if r.note else ''}")
+    print("(ms unless marked s; output: per output record, from its newest event's creation until it was read "
+          "read_committed; event: per score event, until its game's list showed it or a newer score; wait: per "
+          "output record, from landing in the log (broker time) to being read: a transaction's commit and the "
+          "delivery; load: 1-min load average, the higher of before and after)")
+    guarantee_costs(results)
+
+
+def guarantee_costs(results: list[Result]) -> None:
+    """Each exactly-once system's p99s beside those of the same system at least once, rate by rate."""
+    by = {(r.system, r.rate): r for r in results}
+    lines = []
+    for rate in dict.fromkeys(r.rate for r in results):
+        for eos, alo in GUARANTEE_PAIRS:
+            e, a = by.get((eos, rate)), by.get((alo, rate))
+            if e is None or a is None:
+                continue
+            ep, ap_ = pct(e.event, .99), pct(a.event, .99)
+            ratio = f"{ep / ap_:.2f}" if ep is not None and ap_ else "-"
+            lines.append(f"  {rate:>7,}/s  {eos + ' / ' + alo:<34}event p99 {with_unit(ep)} against {with_unit(ap_)} "
+                         f"({ratio}); output p99 {with_unit(pct(e.output, .99))} against "
+                         f"{with_unit(pct(a.output, .99))}; wait p99 {with_unit(pct(e.wait, .99))} against "
+                         f"{with_unit(pct(a.wait, .99))}")
+    if lines:
+        print()
+        print("exactly once against at least once:")
+        print("\n".join(lines))
 
 
 def main() -> None:
@@ -395,19 +535,24 @@ def main() -> None:
 
         config = load_config(args.config, [])
         create_topics(bootstrap, [(config.topics.players, 2, {}), (config.topics.products, 2, {})])
-        producer = Producer({"bootstrap.servers": bootstrap})
+        # Keyed as Java's default partitioner keys them (murmur2): the twin repartitions score
+        # events by player that way, and joins each with the players partition of the same number.
+        producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
         for k, v in player_records(PLAYERS):
             producer.produce(config.topics.players, v, k)
         for k, v in product_records(PRODUCTS):
             producer.produce(config.topics.products, v, k)
         producer.flush(30)
         del producer  # no client left to log the broker's going away
+        print(f"transactions ready in {start_transactions(bootstrap):.1f} s (the broker's transaction log, "
+              f"not counted)", flush=True)
         for rate in rates:
             for system in systems:
                 r = run_one(system, rate, args, bootstrap, engine.remote if engine else None)
                 results.append(r)
                 print(f"{rate:,}/s {system}: output p99 {with_unit(pct(r.output, .99))}, event p99 "
-                      f"{with_unit(pct(r.event, .99))}, {r.unseen:,} unseen, {r.achieved_rate:,.0f} events/s "
+                      f"{with_unit(pct(r.event, .99))}, wait p99 {with_unit(pct(r.wait, .99))}, {r.unseen:,} unseen, "
+                      f"{r.achieved_rate:,.0f} events/s "
                       f"measured, load {r.load[0]:.2f}{', ' + r.note if r.note else ''}", flush=True)
         if engine is not None:
             print(f"engine: RSS after the runs {engine.rss_after() / 2**20:,.0f} MiB", flush=True)

@@ -2,33 +2,53 @@
 
     .venv/bin/python benchmarks/peer.py [--events 100000] [--rounds 1] [--players 1000] [--products 100]
     .venv/bin/python benchmarks/peer.py --dataset leaderboard        # the 14 seed records
+    .venv/bin/python benchmarks/peer.py --systems statectl,statectl-alo,twin-book,twin-book-eos  # exactly once's cost
     .venv/bin/python benchmarks/peer.py --twin-properties configs/leaderboard.yaml   # what the twin reads
 
 Build the twin first: `scripts/setup.sh --bench` (or `mvn -q package` in benchmarks/kafka_streams).
 
 Starts its own broker (a free port, a temporary directory), produces the dataset once (players
 and products keyed by id and partitioned like Java's default partitioner, murmur2; score events
-unkeyed), then for each round runs one after the other, each a new process on new state:
+unkeyed), makes the broker's transaction log (one empty transaction: the first run written in
+transactions would otherwise pay for creating it), then for each round runs one after the other,
+each a new process on new state:
 
-  statectl        `statectl run leaderboard --config <copy of --config> --available-now`, on a new
-                  checkpoint; processed = the run's exit (0: everything available committed)
-  twin-book       the twin with the chapter's settings: record cache off
-                  (statestore.cache.max.bytes=0), commit interval at its default (30 s)
-  twin-defaults   the twin with Kafka Streams' defaults: 10 MB record cache, commits every 30 s
+  statectl           `statectl run leaderboard --config <copy of --config> --available-now`, on a new
+                     checkpoint, with sink.delivery=exactly-once (the default: each micro-batch's
+                     output one Kafka transaction); processed = the run's exit (0: everything
+                     available committed)
+  statectl-alo       the same with sink.delivery=at-least-once (Spark's own Kafka sink)
+  statectl-engine    the same as statectl on a warm engine (--remote, or one started here)
+  twin-book          the twin with the chapter's settings: record cache off
+                     (statestore.cache.max.bytes=0), commit interval at its default (30 s),
+                     processing.guarantee at its default (at_least_once)
+  twin-book-eos      the same with processing.guarantee=exactly_once_v2 (which makes the commit
+                     interval's default 100 ms)
+  twin-defaults      the twin with Kafka Streams' defaults: 10 MB record cache, commits every 30 s
+  twin-defaults-eos  the same with processing.guarantee=exactly_once_v2
+  twin-book-2t, twin-defaults-2t   twin-book and twin-defaults with num.stream.threads=2
+
+sink.delivery is the system's own (a --set of it is overridden for statectl and statectl-alo);
+statectl-engine takes it from --config and --set.
 
 For the twin, processed = its consumer group's committed offsets at the log end of score-events,
 players and both repartition topics; the twin stops itself once they are (see
 benchmarks/kafka_streams/.../DoneWatch.java) and this script checks them again after it exits.
 Every run writes to its own high-scores topic, created with message.timestamp.type=LogAppendTime
 so the broker stamps when each output record landed: time to first output = the first record's
-stamp minus the process's start. Topic names, top N and the rest come from --config, for both:
-the twin reads them from a properties file written from the same YAML.
+stamp minus the process's start (written in a transaction, a record can be read only once that
+commits, a little later). Outputs are read read_committed, as a downstream consumer reads them:
+no record of an aborted transaction. Topic names, top N and the rest come from --config, for
+both: the twin reads them from a properties file written from the same YAML.
 
 Per system: events/s (score events / wall time, process start to exit), time to first output,
 CPU seconds of the whole process tree (this script is a child subreaper, so every descendant,
 the Spark JVM and its Python workers too, is reaped here and counted in RUSAGE_CHILDREN), the
 broker's CPU seconds over the same span (its /proc stat before and after), peak RSS of the tree
 (sampled from /proc every 0.2 s: the sum of every process's RSS), and statectl / twin ratios.
+With both guarantees measured it prints what exactly once costs each: statectl against
+statectl-alo (the target: at most 10 % more wall time) beside twin-book-eos against twin-book and
+twin-defaults-eos against twin-defaults.
 Both outputs are checked against an oracle computed here from the raw topics: statectl's rule
 (best score first, a player may hold several places, the same player and score once, ties by
 Kafka timestamp, partition, offset) and the book's (a set ordered by score alone: of two equal
@@ -63,14 +83,30 @@ from benchmarks._common import local_engine, mib, throwaway_broker, tree_rss_byt
 REPO = Path(__file__).resolve().parent.parent
 TWIN_DIR = REPO / "benchmarks" / "kafka_streams"
 TWIN_JAR = TWIN_DIR / "target" / "leaderboard-twin.jar"
-SYSTEMS = ("statectl", "statectl-engine", "twin-book", "twin-defaults", "twin-book-2t", "twin-defaults-2t")
+SYSTEMS = ("statectl", "statectl-alo", "statectl-engine", "twin-book", "twin-book-eos", "twin-defaults",
+           "twin-defaults-eos", "twin-book-2t", "twin-defaults-2t")
+EXACTLY_ONCE, AT_LEAST_ONCE = "sink.delivery=exactly-once", "sink.delivery=at-least-once"
+#: what a statectl system name means: the config overrides it adds after --set's
+STATECTL_VARIANTS = {
+    "statectl": [EXACTLY_ONCE],
+    "statectl-alo": [AT_LEAST_ONCE],
+    "statectl-engine": [],
+}
+TWIN_EOS = "processing.guarantee=exactly_once_v2"
 #: what a twin system name means: its settings and the Kafka Streams properties it adds
 TWIN_VARIANTS = {
     "twin-book": ("book", []),
+    "twin-book-eos": ("book", [TWIN_EOS]),
     "twin-defaults": ("defaults", []),
+    "twin-defaults-eos": ("defaults", [TWIN_EOS]),
     "twin-book-2t": ("book", ["num.stream.threads=2"]),
     "twin-defaults-2t": ("defaults", ["num.stream.threads=2"]),
 }
+#: the pairs whose ratio is the cost of exactly once: (exactly once, at least once)
+GUARANTEE_PAIRS = (("statectl", "statectl-alo"), ("twin-book-eos", "twin-book"),
+                   ("twin-defaults-eos", "twin-defaults"))
+#: statectl's target for its own pair: exactly once at most this much slower (wall time)
+EOS_COST_TARGET = 0.10
 
 
 def is_statectl(system: str) -> bool:
@@ -230,40 +266,89 @@ def topics_with_prefix(bootstrap: str, prefix: str) -> list[str]:
     return sorted(t for t in admin_client(bootstrap).list_topics(timeout=10).topics if t.startswith(prefix))
 
 
-def read_topic(bootstrap: str, topic: str):
-    """Every record of ``topic`` up to its end as (key, value, timestamp ms, partition, offset),
-    in offset order per partition."""
-    from confluent_kafka import Consumer, TopicPartition
+def committed_reader(bootstrap: str, **extra):
+    """A consumer that reads only what committed transactions wrote, as a downstream consumer of a
+    transactional writer does; its group is new and it commits nothing (partitions are assigned)."""
+    from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"peer-read-{uuid.uuid4().hex}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
-                  "queued.max.messages.kbytes": 262144})
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": f"peer-read-{uuid.uuid4().hex}",
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                     "isolation.level": "read_committed", "log_level": 4, **extra})
+
+
+def readable_ends(consumer, topic: str) -> dict[int, int]:
+    """Per partition with something to read, the offset a read_committed reader reads up to (the
+    last stable offset: the high watermark, unless a transaction is still open)."""
+    from confluent_kafka import TopicPartition
+
+    ends = {}
+    for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+        if high > low:
+            ends[p] = high
+    return ends
+
+
+def unread(consumer, topic: str, left: dict[int, int]) -> dict[int, int]:
+    """The partitions of ``left`` (partition: end offset) the consumer's position has not reached.
+    Not the last record's offset + 1: a transactional writer's last offset is a commit marker,
+    never delivered (nor are aborted records); the position moves past them."""
+    from confluent_kafka import TopicPartition
+
+    if not left:
+        return {}
+    positions = consumer.position([TopicPartition(topic, p) for p in left])
+    return {tp.partition: left[tp.partition] for tp in positions if tp.offset < left[tp.partition]}
+
+
+def read_topic(bootstrap: str, topic: str, stall_timeout: float = 120.0):
+    """Every committed record of ``topic`` up to its end as (key, value, timestamp ms, partition,
+    offset), in offset order per partition."""
+    from confluent_kafka import TopicPartition
+
+    c = committed_reader(bootstrap, **{"fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
+                                       "queued.max.messages.kbytes": 262144})
     try:
-        meta = c.list_topics(topic, timeout=10).topics[topic]
-        ends = {}
-        for p in meta.partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high > low:
-                ends[p] = high
-        if not ends:
+        left = readable_ends(c, topic)
+        if not left:
             return
-        c.assign([TopicPartition(topic, p, 0) for p in ends])
-        left = dict(ends)
+        c.assign([TopicPartition(topic, p, 0) for p in left])
+        progress = time.monotonic()
         while left:
-            for m in c.consume(10_000, timeout=5):
+            messages = c.consume(10_000, timeout=1)
+            for m in messages:
                 if m.error():
                     continue
-                p, o = m.partition(), m.offset()
-                yield m.key(), m.value(), m.timestamp()[1], p, o
-                if p in left and o + 1 >= left[p]:
-                    del left[p]
+                yield m.key(), m.value(), m.timestamp()[1], m.partition(), m.offset()
+            before = len(left)
+            left = unread(c, topic, left)
+            if messages or len(left) < before:
+                progress = time.monotonic()
+            elif time.monotonic() - progress > stall_timeout:
+                raise RuntimeError(f"reading {topic}: nothing more for {stall_timeout:.0f} s, short of the end of "
+                                   f"partition(s) {sorted(left)}")
     finally:
         c.close()
 
 
+def start_transactions(bootstrap: str) -> float:
+    """One empty transaction, committed: the broker creates its transaction log (50 partitions) on
+    the first use of transactions, and the first exactly-once run would pay for that alone. Done
+    before any run; returns the seconds it took."""
+    from confluent_kafka import Producer
+
+    started = time.monotonic()
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"peer-start-{uuid.uuid4().hex}",
+                         "log_level": 3})
+    producer.init_transactions(120)
+    producer.begin_transaction()
+    producer.commit_transaction(60)
+    return time.monotonic() - started
+
+
 def committed_at_log_end(bootstrap: str, group: str, topics: list[str]) -> tuple[bool, str]:
-    """Whether ``group`` has committed every partition of ``topics`` at its log end."""
+    """Whether ``group`` has committed every partition of ``topics`` at its log end (the high
+    watermark: on a topic written in transactions, after the last commit marker)."""
     from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 
     admin = admin_client(bootstrap)
@@ -500,7 +585,8 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
     high_scores, dlq = f"high-scores-{tag}", f"leaderboard-dlq-{tag}"
     yaml_path = run_dir / "leaderboard.yaml"
     run_yaml(base_config_path, yaml_path, run_dir / "checkpoint", bootstrap, high_scores, dlq)
-    config = load_config(yaml_path, args.set)
+    overrides = [*args.set, *STATECTL_VARIANTS.get(system, [])]
+    config = load_config(yaml_path, overrides)
     from statectl.jobs.leaderboard.topics import declared_topics
 
     # Output topics made beforehand, alike for every system, as the job declares them, plus
@@ -518,7 +604,7 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
     app_id = f"twin-{tag}"
     if is_statectl(system):
         remote = args.remote if system == "statectl-engine" else None
-        cmd = statectl_command(yaml_path, run_dir / "checkpoint", bootstrap, args.set, remote)
+        cmd = statectl_command(yaml_path, run_dir / "checkpoint", bootstrap, overrides, remote)
     else:
         props = run_dir / "twin.properties"
         props.write_text(twin_properties(config, bootstrap))
@@ -543,6 +629,9 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
             ok = False
             note = "; ".join(n for n in (note, f"status {summary.get('status')}, {summary.get('input_rows')} input rows")
                              if n)
+        if summary.get("delivery", config.sink.delivery) != config.sink.delivery:
+            ok = False
+            note = "; ".join(n for n in (note, f"ran {summary.get('delivery')}, not {config.sink.delivery}") if n)
     elif lines:
         with contextlib.suppress(ValueError):
             twin = json.loads(lines[-1])
@@ -625,18 +714,19 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
         if r and r.twin:
             print(f"{s}: statestore.cache.max.bytes={r.twin.get('statestore_cache_max_bytes')}, "
                   f"commit.interval.ms={r.twin.get('commit_interval_ms')}, "
-                  f"num.stream.threads={r.twin.get('num_stream_threads')}; done by "
+                  f"num.stream.threads={r.twin.get('num_stream_threads')}, "
+                  f"processing.guarantee={r.twin.get('processing_guarantee', '?')}; done by "
                   f"{'a regular commit' if r.twin.get('finished_by') == 'commit' else 'the commit of its close once caught up'}"
                   f" at {r.twin.get('seconds_to_done', 0):.1f} s, {r.twin.get('records_processed', 0):,} records "
                   f"processed (scores, players, both repartition topics)")
     twins = {s: r for s, r in rows.items() if not is_statectl(s)}
     best = min(twins, key=lambda s: twins[s].wall) if twins else None
-    for name in ("statectl", "statectl-engine"):
+    for name in (s for s in SYSTEMS if is_statectl(s)):
         st = rows.get(name)
         if st and st.summary:
-            print(f"{name}: {st.summary.get('batches')} batch(es), {st.summary.get('input_rows', 0):,} input rows "
-                  f"(score events and table records); the batches' own time (triggerExecution) "
-                  f"{st.summary.get('processing_seconds', 0):.1f} s of {st.wall:.1f} s")
+            print(f"{name}: {st.summary.get('delivery', '?')}, {st.summary.get('batches')} batch(es), "
+                  f"{st.summary.get('input_rows', 0):,} input rows (score events and table records); the batches' "
+                  f"own time (triggerExecution) {st.summary.get('processing_seconds', 0):.1f} s of {st.wall:.1f} s")
         if not st:
             continue
         for s, r in twins.items():
@@ -644,6 +734,7 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
                   f"CPU s (tree) {st.cpu / r.cpu:.2f}, "
                   f"CPU s with the broker's {(st.cpu + st.broker_cpu) / (r.cpu + r.broker_cpu):.2f}, "
                   f"peak RSS {st.peak_rss / max(r.peak_rss, 1):.2f}")
+    guarantee_costs(rows)
     print()
     games = sorted(set(o.full) | {g for r in results for g in r.view}, key=lambda g: (len(g), g))
     tied = sum(has_tie(o, g) for g in o.full)
@@ -677,6 +768,28 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
               f"by a tie (each right by its own rule), {len(games) - same - tie_only} differ otherwise")
 
 
+def guarantee_costs(rows: dict[str, Result]) -> None:
+    """What exactly once costs each system: its exactly-once run against its at-least-once run."""
+    pairs = [(eos, alo) for eos, alo in GUARANTEE_PAIRS if eos in rows and alo in rows]
+    if not pairs:
+        return
+    print()
+    print("exactly once against at least once (ratios of the runs above):")
+    print(f"  {'pair':<34}{'wall':>8}{'slower by':>11}{'CPU s':>8}{'+ broker':>10}{'peak RSS':>10}{'out recs':>10}")
+    for eos, alo in pairs:
+        e, a = rows[eos], rows[alo]
+        slower = e.wall / a.wall - 1
+        target = ""
+        if eos == "statectl":
+            met = "met" if slower <= EOS_COST_TARGET else "NOT met"
+            target = f"  target at most {EOS_COST_TARGET:.0%} slower: {met}"
+        print(f"  {eos + ' / ' + alo:<34}{e.wall / a.wall:>8.2f}{slower:>+11.1%}{e.cpu / max(a.cpu, 1e-9):>8.2f}"
+              f"{(e.cpu + e.broker_cpu) / max(a.cpu + a.broker_cpu, 1e-9):>10.2f}"
+              f"{e.peak_rss / max(a.peak_rss, 1):>10.2f}{e.output_records / max(a.output_records, 1):>10.2f}{target}")
+    print("  (wall: process start to exit; CPU s: the tree's; + broker: with the broker's; out recs: records read "
+          "read_committed)")
+
+
 def show(results: list[Result]) -> None:
     """Each game's list as each run left it in its high-scores topic."""
     games = sorted({g for r in results for g in r.view}, key=lambda g: (len(g), g))
@@ -699,11 +812,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dataset", choices=("synthetic-leaderboard", "leaderboard"), default="synthetic-leaderboard",
                     help="leaderboard: the 14 seed records instead of synthetic events")
-    ap.add_argument("--rounds", type=int, default=1, help="rounds of the three runs, alternating (medians shown)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of the runs, alternating (medians shown)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help=f"which to run, comma-separated: {','.join(SYSTEMS)}")
     ap.add_argument("--config", type=Path, default=REPO / "configs" / "leaderboard.yaml",
                     help="the leaderboard's job config both systems take their topics and top N from")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="statectl config override")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="statectl config override (statectl and statectl-alo set sink.delivery themselves)")
     ap.add_argument("--twin-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a Kafka Streams property for the twin (both settings), e.g. num.stream.threads=2")
     ap.add_argument("--twin-java-opt", action="append", default=[], metavar="OPT", help="a JVM option for the twin")
@@ -744,6 +858,8 @@ def main() -> None:
             if broker is None or broker.pid is None:
                 sys.exit(f"cannot find the broker process of {bootstrap}")
             events = produce(bootstrap, args, config)
+            print(f"transactions ready in {start_transactions(bootstrap):.1f} s (the broker's transaction log, "
+                  f"not counted)", flush=True)
             if "statectl-engine" in systems:
                 # A warm engine is the point of one: a first run of the job (not counted) loads its
                 # classes, compiles its hot code and starts its Python workers.

@@ -40,6 +40,10 @@ _STATECTL_RAISED = re.compile(
     r"^statectl(?:\.\w+)+\.(?:Fenced|NotAuthorized|OperationalError|DeliveryFailed): (.+)$", re.MULTILINE)
 
 
+_PYTHON_PROXY = "An exception was raised by the Python Proxy"
+_PYTHON_ERROR = re.compile(r"^(?::\s*)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception): .+)$", re.MULTILINE)
+
+
 def first_error_line(error: BaseException | str, limit: int = 500) -> str:
     """The first line of an error worth showing a user (Py4J and Spark errors carry whole stack
     traces in their text): statectl's own error when one was raised inside the query, else the
@@ -48,6 +52,11 @@ def first_error_line(error: BaseException | str, limit: int = 500) -> str:
     raised = _STATECTL_RAISED.findall(str(error))
     if raised:
         return raised[-1].strip()[:limit]
+    if _PYTHON_PROXY in str(error):
+        # Python code Spark called back (foreachBatch) raised: its error is the traceback's last.
+        found = [m for m in _PYTHON_ERROR.findall(str(error)) if not m.startswith(("py4j.", "Py4J"))]
+        if found:
+            return found[-1].strip()[:limit]
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     for line in lines:
         if not line.startswith(_NOISE):

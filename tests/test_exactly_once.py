@@ -118,3 +118,29 @@ def test_a_fenced_run_says_so_in_one_line_out_of_the_python_traceback_spark_carr
                 "one was writing batch 16: this run stops so that each batch is written once")
     assert failure_line(text) == expected
     assert error_summary(text) == expected
+
+
+@pytest.mark.parametrize("status, text, cut_short", [
+    ("stopped", "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: Traceback ...\n"
+                "py4j.protocol.Py4JJavaError: An error occurred while calling o311.collectToPython.\n"
+                ": org.apache.spark.SparkException: Job 12 cancelled part of cancelled job group abc", True),
+    ("caught_up", "java.lang.InterruptedException\n\tat java.base/...", True),
+    ("stopped", "org.apache.spark.SparkException: Job aborted due to stage failure: boom", False),
+    ("finished", "ValueError: cannot count page 'boom'", False),
+])
+def test_a_batch_a_stop_interrupted_inside_python_is_not_a_failure(status, text, cut_short):
+    from statectl.run.runner import cut_short_by_stop
+
+    assert cut_short_by_stop(status, text) is cut_short
+
+
+def test_an_error_raised_in_python_inside_a_batch_is_its_own_line_not_the_proxys():
+    from statectl.text import first_error_line
+
+    text = ("py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: Traceback (most "
+            "recent call last):\n  File \"/x/statectl/run/exactly_once.py\", line 95, in __call__\n"
+            "    rows = batch.collect()\npy4j.protocol.Py4JJavaError: An error occurred while calling o311.collect.\n"
+            ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed: disk full\n"
+            "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2900)\n")
+    assert first_error_line(text) == ("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 "
+                                      "failed: disk full")

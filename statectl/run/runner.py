@@ -323,9 +323,11 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             exc = query.exception()
             if status == KAFKA_LOST:
                 status, error = "failed", lost
-            elif exc is not None:
+            elif exc is not None and not cut_short_by_stop(status, _whole_text(exc)):
                 status, error = "failed", _failure(job, exc, query)
                 error_text = _whole_text(exc)
+            if status == CAUGHT_UP:
+                status = "finished"
         except _StoppedBeforeStart:
             status = "stopped"
         except KeyboardInterrupt:
@@ -522,6 +524,20 @@ def _failure(job, exc: BaseException, query) -> str:
     return failure_line(exc)
 
 
+#: What a batch interrupted by ``query.stop()`` says when the interruption reached it inside
+#: Python code (the exactly-once writer's collect in foreachBatch): its Spark job was cancelled.
+_CUT_SHORT = ("InterruptedException", "ClosedByInterruptException", "cancelled part of cancelled job group",
+              "cancelled because SparkContext was shut down", "cancelled as part of cancellation of all jobs")
+
+
+def cut_short_by_stop(status: str, error_text: str) -> bool:
+    """Whether the query's error is only the interruption of a batch this run stopped itself (a
+    stop asked for, the end of an available-now run): with Spark's sink Spark ends such a query
+    cleanly, but an interruption that reached Python code inside the batch comes back as its
+    error. The interrupted batch was not committed; the next run runs it again."""
+    return status in ("stopped", CAUGHT_UP) and any(marker in error_text for marker in _CUT_SHORT)
+
+
 def _in_batch(checkpoint: Path) -> str:
     """`` in batch N``: the failed batch is the last one the offset log holds (Spark logs a batch's
     offsets before it runs it)."""
@@ -534,6 +550,8 @@ def _in_batch(checkpoint: Path) -> str:
     return f" in batch {max(batches)}" if batches else ""
 
 
+#: What ``_follow`` returns when it stopped an available-now query that had caught up.
+CAUGHT_UP = "caught_up"
 #: What ``_follow`` returns when no broker answered for ``kafka.unavailable_timeout``.
 KAFKA_LOST = "kafka_lost"
 
@@ -578,7 +596,7 @@ def _follow(query, signals: StopSignals, request: RunRequest, started: float,
             # forever. What runs now is another no-data batch: stopping it loses no output, and
             # if it was cut short the next run re-runs it from the offset log.
             query.stop()
-            return "finished"
+            return CAUGHT_UP
     return "finished"
 
 

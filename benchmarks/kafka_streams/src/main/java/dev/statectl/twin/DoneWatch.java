@@ -32,6 +32,12 @@ import org.apache.kafka.streams.KafkaStreams;
  * producer's buffer empty and no request in flight (so nothing more is about to land in a
  * repartition topic). After the close the caller checks the committed offsets again: that check,
  * not the metrics, says whether the run counts.
+ *
+ * <p>Under {@code processing.guarantee=exactly_once_v2} the repartition topics are written in
+ * transactions, so their log end counts commit markers besides records and "consumed to the end"
+ * by record count never holds: the committed offsets decide alone. That costs nothing, as the
+ * commit interval's default is then 100 ms, and Kafka Streams commits its consumer's position,
+ * which moves past the markers.
  */
 final class DoneWatch implements AutoCloseable {
   private final KafkaStreams streams;
@@ -77,7 +83,8 @@ final class DoneWatch implements AutoCloseable {
           end += e.getValue();
         }
       }
-      // Offsets start at 0 on these fresh, non-transactional topics: end offset = record count.
+      // Offsets start at 0 on these fresh topics: end offset = record count, unless they are
+      // written in transactions (exactly once: see above).
       if (counts.consumed.getOrDefault(tag(topic), 0L) < end) {
         consumedToEnd = false;
       }

@@ -98,13 +98,15 @@ public final class LeaderboardTwin {
       committed = watch.committedAtLogEnd();
       System.out.printf(
           "{\"settings\":\"%s\",\"statestore_cache_max_bytes\":%d,\"commit_interval_ms\":%d,"
-              + "\"num_stream_threads\":%d,\"finished_by\":\"%s\",\"records_processed\":%d,"
+              + "\"num_stream_threads\":%d,\"processing_guarantee\":\"%s\",\"finished_by\":\"%s\","
+              + "\"records_processed\":%d,"
               + "\"seconds_to_done\":%.3f,\"seconds\":%.3f,\"committed_at_log_end\":%b,"
               + "\"repartition_topics\":%d}%n",
           config.settings.name().toLowerCase(),
           effective.getLong(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG),
           effective.getLong(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG),
           effective.getInt(StreamsConfig.NUM_STREAM_THREADS_CONFIG),
+          effective.getString(StreamsConfig.PROCESSING_GUARANTEE_CONFIG),
           finishedBy,
           processed,
           doneSeconds,
