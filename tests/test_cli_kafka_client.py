@@ -78,8 +78,9 @@ def test_kafka_down_takes_port_like_up(cli, closed_port, tmp_path):
 
 
 # ---------------------------------------------------------------- consume: records as JSON lines
-def _record(key: bytes | None, value: bytes | None, timestamp: int | None = 1_700_000_000_000) -> ConsumedRecord:
-    return ConsumedRecord("leaderboard-dlq", 2, 41, key, value, timestamp)
+def _record(key: bytes | None, value: bytes | None, timestamp: int | None = 1_700_000_000_000,
+            headers=None) -> ConsumedRecord:
+    return ConsumedRecord("leaderboard-dlq", 2, 41, key, value, timestamp, headers)
 
 
 @pytest.mark.parametrize(
@@ -105,8 +106,27 @@ def test_a_record_becomes_one_json_line(key, value, expected_key, expected_value
 
     line = json.dumps(record_json(_record(key, value)))
     assert json.loads(line) == {"topic": "leaderboard-dlq", "partition": 2, "offset": 41,
-                                "timestamp": 1_700_000_000_000, "key": expected_key, "value": expected_value}
+                                "timestamp": 1_700_000_000_000, "key": expected_key, "value": expected_value,
+                                "headers": []}
     assert "NaN" not in line or isinstance(expected_value, str)
+
+
+@pytest.mark.parametrize(
+    "headers, expected",
+    [
+        (None, []),
+        ([("statectl.batch", b"7")], [["statectl.batch", "7"]]),
+        ([("a", b"1"), ("b", None), ("a", b"2")], [["a", "1"], ["b", None], ["a", "2"]]),
+        ([("bin", b"\x00\xfe")], [["bin", "\x00\\xfe"]]),
+    ],
+    ids=["none", "batch-header", "repeated-name-and-null", "not-utf8"],
+)
+def test_headers_are_name_value_pairs_in_their_order(headers, expected):
+    """Bad inputs: a header name given twice (an object would lose one), a null header value,
+    bytes that are not UTF-8."""
+    from statectl.query.consume import record_json
+
+    assert json.loads(json.dumps(record_json(_record(b"k", b"1", headers=headers))))["headers"] == expected
 
 
 def test_the_start_message_says_what_the_read_does():
@@ -116,13 +136,35 @@ def test_the_start_message_says_what_the_read_does():
     at_end = ConsumeRequest("b:1", "leaderboard-dlq")
     assert at_end.follows
     assert start_message(at_end, 3, 12, 0) == (
-        "following leaderboard-dlq (3 partitions) from its end (12 earlier records: add --from-beginning "
+        "following leaderboard-dlq (3 partitions) from its end (up to 12 earlier records: add --from-beginning "
         "to see them); Ctrl-C to stop")
     whole = ConsumeRequest("b:1", "leaderboard-dlq", from_beginning=True)
     assert not whole.follows
-    assert start_message(whole, 1, 0, 1) == "reading leaderboard-dlq (1 partition) from the beginning (1 record)"
+    assert start_message(whole, 1, 0, 1) == "reading leaderboard-dlq (1 partition) from the beginning (up to 1 record)"
     then_follow = ConsumeRequest("b:1", "leaderboard-dlq", from_beginning=True, follow=True)
     assert then_follow.follows
+
+
+@pytest.mark.parametrize(
+    "request_args, before, to_end, expected",
+    [
+        ({"from_beginning": True}, 0, 0, "reading t (2 partitions) from the beginning (no records)"),
+        ({"from_beginning": True}, 0, 5, "reading t (2 partitions) from the beginning (up to 5 records)"),
+        ({"from_beginning": True, "read_committed": False}, 0, 5,
+         "reading t (2 partitions, uncommitted records too) from the beginning (up to 5 records)"),
+        ({"from_beginning": True, "follow": True}, 0, 0,
+         "reading t (2 partitions) from the beginning (no records so far), then following; Ctrl-C to stop"),
+        ({}, 1, 0, "following t (2 partitions) from its end (up to 1 earlier record: add --from-beginning to see "
+                   "them); Ctrl-C to stop"),
+    ],
+    ids=["empty", "offsets-not-records", "read-uncommitted", "follow-empty", "one-earlier"],
+)
+def test_the_start_message_counts_offsets_as_up_to_records(request_args, before, to_end, expected):
+    """A transactional topic's markers take offsets: 5 offsets may be 3 records and 2 markers, so
+    the message never claims they are records."""
+    from statectl.query.consume import ConsumeRequest, start_message
+
+    assert start_message(ConsumeRequest("b:1", "t", **request_args), 2, before, to_end) == expected
 
 
 # ---------------------------------------------------------------- query: an unknown game

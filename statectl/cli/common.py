@@ -44,6 +44,14 @@ ClientConfigOpt = Annotated[
 ConfigOpt = Annotated[
     Optional[Path], typer.Option("--config", "-c", metavar="PATH", help="Job config YAML (see configs/).")
 ]
+ReadUncommittedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--read-uncommitted",
+        help="Also read the records of aborted and still open Kafka transactions (default: committed "
+             "records only, isolation.level=read_committed). See docs/guarantees.md.",
+    ),
+]
 
 
 def location_arg(value):

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_for
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, ReadUncommittedOpt, cluster_for
 
 app = typer.Typer(
     help="Read a dead-letter topic by reason, and send its letters' original records through again.",
@@ -20,6 +20,7 @@ TopicArg = Annotated[str, typer.Argument(help="The dead-letter topic, e.g. leade
 def show(
     topic: TopicArg,
     samples: Annotated[int, typer.Option("--samples", "-n", min=0, max=100, metavar="N", help="Letters shown per reason (the first ones).")] = 3,
+    read_uncommitted: ReadUncommittedOpt = False,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     json: JsonOpt = False,
@@ -27,8 +28,10 @@ def show(
     """Count the letters of TOPIC by reason, with the oldest and newest original timestamps and
     the first N letters of each reason (where the original record was, its key and value).
 
-    Reads every record now in the topic, joins no consumer group and commits nothing. Records
-    that are not dead letters are counted apart. Exit 0, or 1 if the topic does not exist.
+    Reads every committed record now in the topic (--read-uncommitted: the letters of aborted
+    transactions too, such as a job's batch that was written again), joins no consumer group and
+    commits nothing. Records that are not dead letters are counted apart. Exit 0, or 1 if the
+    topic does not exist.
 
     Examples:
 
@@ -39,7 +42,8 @@ def show(
     from statectl.dlq.replay import show as summarize
     from statectl.render.dlq import show_report
 
-    show_report(summarize(cluster_for(bootstrap_servers, client_config), topic, samples), json)
+    show_report(summarize(cluster_for(bootstrap_servers, client_config), topic, samples,
+                          read_committed=not read_uncommitted), json)
 
 
 @app.command()
@@ -52,6 +56,7 @@ def replay(
     partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, metavar="P", help="Replay only this partition of TOPIC (an offset range: no group).")] = None,
     from_offset: Annotated[Optional[int], typer.Option("--from-offset", min=0, metavar="OFFSET", help="Replay letters from this offset on (an offset range: no group).")] = None,
     to_offset: Annotated[Optional[int], typer.Option("--to-offset", min=0, metavar="OFFSET", help="Replay letters up to this offset, included (an offset range: no group).")] = None,
+    read_uncommitted: ReadUncommittedOpt = False,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     json: JsonOpt = False,
@@ -61,12 +66,15 @@ def replay(
     letter (statectl.replay.of = TOPIC:PARTITION:OFFSET), the reason and the original place and
     timestamp. Keyed records land in the partition a Java producer would choose.
 
-    A replay is never done twice by accident: a consumer group per topic and reason
-    (statectl-dlq-replay.TOPIC.REASON, or --group) starts where the last replay ended, and is
-    moved on only once the records it sent are acknowledged. An offset range (--partition,
-    --from-offset, --to-offset) replays exactly that, without a group. Letters whose value was
-    cut (oversized) are not sent: the whole record is in the source topic. Ctrl-C stops after
-    the records already sent are acknowledged and committed.
+    Each letter is replayed exactly once: a consumer group per topic and reason
+    (statectl-dlq-replay.TOPIC.REASON, or --group) starts where the last replay ended, and the
+    records sent commit in one Kafka transaction with the group's offsets past their letters
+    (transactional id: the group's name), so a replay killed at any point and run again sends
+    nothing twice. Only committed letters are read (--read-uncommitted: aborted ones too). An
+    offset range (--partition, --from-offset, --to-offset) replays exactly that, without a group
+    or a transaction, each time it runs. Letters whose value was cut (oversized) are not sent:
+    the whole record is in the source topic. Ctrl-C stops after the records already sent are
+    committed.
 
     Exit 0 (also when nothing matched), 1 if the topic or a target topic is missing or a record
     was not delivered, 2 for contradictory options.
@@ -85,7 +93,7 @@ def replay(
     from statectl.signals import stop_on_sigint
 
     request = ReplayRequest(cluster_for(bootstrap_servers, client_config), topic, reason, to, dry_run, group,
-                            partition, from_offset, to_offset)
+                            partition, from_offset, to_offset, read_committed=not read_uncommitted)
     with stop_on_sigint() as stop, count_progress("letters read", enabled=not json) as progress:
         report = send_again(request, stop=stop, progress=progress)
     replay_report(report, json)

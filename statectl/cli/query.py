@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, cluster_for
+from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, ReadUncommittedOpt, cluster_for
 
 query_app = typer.Typer(help="Query a job's current results (read from its materialised output topic).", no_args_is_help=True)
 serve_app = typer.Typer(help="Serve a job's current results over HTTP (the reference app's REST API).", no_args_is_help=True)
@@ -25,6 +25,7 @@ def _topic_and_cluster(config: Path | None, bootstrap: str | None, client_config
 def query_leaderboard(
     product_id: Annotated[Optional[str], typer.Argument(help="One game's id; omit for all games.")] = None,
     table: Annotated[bool, typer.Option("--table", help="A rich table instead of JSON.")] = False,
+    read_uncommitted: ReadUncommittedOpt = False,
     config: ConfigOpt = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
@@ -32,13 +33,15 @@ def query_leaderboard(
     """Print the current leaderboard as JSON: {"<productId>": [entry, ...]} or one game's [entry, ...].
 
     Entries are best first: {"playerId", "productId", "playerName", "gameName", "score"}.
-    Exit 2 for an unknown game.
+    Reads committed records only (read_committed): --read-uncommitted also applies the records of
+    aborted and open transactions. Exit 2 for an unknown game.
     """
     from statectl.render.query import leaderboard
     from statectl.query.views import read_view, select_game
 
     topic, bootstrap = _topic_and_cluster(config, bootstrap_servers, client_config)
-    leaderboard(select_game(read_view(bootstrap, topic), product_id), product_id, table)
+    view = read_view(bootstrap, topic, read_committed=not read_uncommitted)
+    leaderboard(select_game(view, product_id), product_id, table)
 
 
 @serve_app.command("leaderboard")

@@ -3,6 +3,7 @@ through again (docs/commands/dlq.md). Knows nothing about the terminal."""
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -11,17 +12,24 @@ from statectl.cluster import Cluster
 from statectl.dlq.letters import DEFAULT_SAMPLES, DlqSummary, NotALetter, add_to_summary, parse_letter, replay_headers
 from statectl.errors import DeliveryFailed, OperationalError, UsageError
 
-#: Letters produced between two commits of the replay group's offsets: a crash or a Ctrl-C
-#: re-sends at most this many on the next replay (at least once, like any Kafka consumer).
+#: Letters produced in one transaction, which also commits the replay group's offsets past them:
+#: a replay killed re-reads at most this many on the next run, and sends each of them once.
 COMMIT_EVERY = 5_000
+#: A transaction open this long commits whatever number of letters it holds: a slow replay's
+#: records become visible as it goes, and stay well within the transaction timeout.
+COMMIT_SECONDS = 10.0
+#: Letters per transaction instead of COMMIT_EVERY (a positive whole number): for tests that need
+#: many transactions out of few letters.
+COMMIT_EVERY_ENV = "STATECTL_DLQ_COMMIT_EVERY"
 
 
-def show(cluster: Cluster, topic: str, samples: int = DEFAULT_SAMPLES) -> DlqSummary:
-    """Every record now in ``topic``, summed up by reason (``DlqSummary``)."""
+def show(cluster: Cluster, topic: str, samples: int = DEFAULT_SAMPLES, read_committed: bool = True) -> DlqSummary:
+    """Every record now in ``topic``, summed up by reason (``DlqSummary``); the records of
+    aborted transactions (a job's batch that was written again) too with ``read_committed=False``."""
     from statectl.adapters.kafka.consume import TopicReader
 
     summary = DlqSummary(topic)
-    with TopicReader(cluster, topic, from_beginning=True) as reader:
+    with TopicReader(cluster, topic, from_beginning=True, read_committed=read_committed) as reader:
         for record in reader.records(follow=False):
             add_to_summary(summary, record.value, record.partition, record.offset, samples)
     return summary
@@ -29,8 +37,24 @@ def show(cluster: Cluster, topic: str, samples: int = DEFAULT_SAMPLES) -> DlqSum
 
 def replay_group(topic: str, reason: str) -> str:
     """The consumer group that remembers how far replays of ``reason`` from ``topic`` got: one per
-    reason, so replaying one reason never passes over the letters of another."""
+    reason, so replaying one reason never passes over the letters of another. It is also the
+    replay's transactional id: two replays of one group fence each other."""
     return f"statectl-dlq-replay.{topic}.{reason}"
+
+
+def commit_every(environ: dict[str, str] | None = None) -> int:
+    """Letters per transaction: ``COMMIT_EVERY``, or ``$STATECTL_DLQ_COMMIT_EVERY``."""
+    raw = (os.environ if environ is None else environ).get(COMMIT_EVERY_ENV, "").strip()
+    if not raw:
+        return COMMIT_EVERY
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{COMMIT_EVERY_ENV}={raw!r} is not a positive whole number of letters; unset it for "
+                         f"the default ({COMMIT_EVERY:,})")
+    return value
 
 
 @dataclass
@@ -44,6 +68,7 @@ class ReplayRequest:
     partition: int | None = None
     from_offset: int | None = None
     to_offset: int | None = None  # inclusive
+    read_committed: bool = True  # False: letters of aborted transactions are replayed too
 
     @property
     def ranged(self) -> bool:
@@ -56,13 +81,18 @@ class ReplayReport:
     reason: str
     dry_run: bool
     group: str | None
+    #: the producer's transactional id (the group's name): records and the group's offsets commit
+    #: together; None for an offset range (idempotent, no transaction) and a dry run
+    transactional_id: str | None = None
     read: int = 0  # records of the dead-letter topic read
     matched: int = 0  # letters with the reason
     sent: dict[str, int] = field(default_factory=dict)  # per target topic (would be, in a dry run)
     truncated: int = 0  # matched letters not sent: their value was cut (``oversized``)
     no_topic: int = 0  # matched letters not sent: no source topic and no --to
     not_letters: int = 0
-    replayed_before: int = 0  # letters the group had already passed
+    #: offsets the group had already passed when the replay started: records, and the markers of
+    #: transactions, which take an offset each
+    replayed_before: int = 0
     stopped: bool = False  # Ctrl-C: the count is what was sent (and committed) before it
     reasons_seen: dict[str, int] = field(default_factory=dict)
 
@@ -72,7 +102,8 @@ class ReplayReport:
 
     def to_dict(self) -> dict:
         return {"topic": self.topic, "reason": self.reason, "dryRun": self.dry_run, "group": self.group,
-                "read": self.read, "matched": self.matched, "sent": self.total_sent, "sentByTopic": self.sent,
+                "transactionalId": self.transactional_id, "read": self.read, "matched": self.matched,
+                "sent": self.total_sent, "sentByTopic": self.sent,
                 "skippedTruncated": self.truncated, "skippedNoTopic": self.no_topic, "notLetters": self.not_letters,
                 "replayedBefore": self.replayed_before, "stopped": self.stopped}
 
@@ -98,16 +129,21 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
            progress: Callable[[int, int], None] | None = None) -> ReplayReport:
     """Produce the original record of every letter with ``request.reason`` (see
     docs/commands/dlq.md). Without an offset range, the replay group's committed offsets say
-    where to start, and are moved past what was sent once it is acknowledged; a dry run reads
-    and counts only. ``progress(read, to_read)`` is called as records are read."""
+    where to start, and each transaction commits the records sent with the group's offsets past
+    the letters they came from: exactly once, whenever a replay is killed and run again. An
+    offset range sends without a transaction (idempotent, every time it runs); a dry run reads and
+    counts only. ``progress(read, to_read)`` is called as records are read."""
     from statectl.adapters.kafka.admin import existing_topics, topic_admin
     from statectl.adapters.kafka.consume import TopicReader
     from statectl.adapters.kafka.produce import fast_producer, produce_one
+    from statectl.adapters.kafka.transactions import Fenced, GroupTransactions
 
     _check(request)
+    every = commit_every()
     stop = stop or threading.Event()
     group = None if request.ranged else (request.group or replay_group(request.topic, request.reason))
-    report = ReplayReport(request.topic, request.reason, request.dry_run, group)
+    transactional = group is not None and not request.dry_run
+    report = ReplayReport(request.topic, request.reason, request.dry_run, group, group if transactional else None)
     topics = existing_topics(topic_admin(request.cluster, read_only=True))
     if request.topic not in topics:
         raise OperationalError(f"topic {request.topic!r} does not exist")
@@ -118,8 +154,8 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
         if target is None or target == request.topic:  # a letter about the dead-letter topic itself
             return None
         if target not in topics:
-                raise OperationalError(f"topic {target!r}, where letters of {request.topic!r} go back to, does not "
-                                       "exist; create it or choose another with --to")
+            raise OperationalError(f"topic {target!r}, where letters of {request.topic!r} go back to, does not "
+                                   "exist; create it or choose another with --to")
         return target
 
     failures: list[str] = []
@@ -128,52 +164,79 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
         if err is not None:
             failures.append(f"{msg.topic()}: {err.str()}")
 
-    with TopicReader(request.cluster, request.topic, from_beginning=True, group=group, ranges=ranges) as reader:
-        report.replayed_before = reader.start.before_start if group else 0
-        to_read = reader.start.to_end
-        producer = None if request.dry_run else fast_producer(request.cluster)
-        positions: dict[int, int] = {}
-        since_commit = 0
-
-        def commit() -> None:
-            nonlocal since_commit
-            if producer is not None:
-                producer.flush()
-                if failures:
-                    raise DeliveryFailed(f"{len(failures)} replayed records were not delivered ({failures[0]}); "
-                                         "the replay group was not moved past them: run the replay again")
-                if group:
-                    reader.commit(positions)
+    # The transactional producer starts before the group's offsets are read: its start fences an
+    # earlier replay of the group (killed, or still running) and aborts what that left open, so the
+    # offsets read are the last ones committed with their records.
+    writer = GroupTransactions(request.cluster, group) if transactional else None
+    try:
+        if writer is not None:
+            writer.open()
+        with TopicReader(request.cluster, request.topic, from_beginning=True, group=group, ranges=ranges,
+                         read_committed=request.read_committed) as reader:
+            report.replayed_before = reader.start.before_start if group else 0
+            to_read = reader.start.to_end
+            producer = fast_producer(request.cluster) if not request.dry_run and writer is None else None
+            positions: dict[int, int] = {}
             since_commit = 0
 
-        for record in reader.records(follow=False, stop=stop.is_set):
-            report.read += 1
-            positions[record.partition] = record.offset + 1
-            if progress is not None:
-                progress(report.read, to_read)
-            try:
-                letter = parse_letter(record.value)
-            except NotALetter:
-                report.not_letters += 1
-                continue
-            report.reasons_seen[letter.reason] = report.reasons_seen.get(letter.reason, 0) + 1
-            if letter.reason != request.reason:
-                continue
-            report.matched += 1
-            if letter.value_truncated:
-                report.truncated += 1
-                continue
-            target = target_of(letter)
-            if target is None:
-                report.no_topic += 1
-                continue
-            if producer is not None:
-                produce_one(producer, target, letter.key, letter.value,
-                            replay_headers(letter, request.topic, record.partition, record.offset), delivered)
-                since_commit += 1
-            report.sent[target] = report.sent.get(target, 0) + 1
-            if since_commit >= COMMIT_EVERY:
-                commit()
-        report.stopped = stop.is_set()
-        commit()
+            def send(topic: str, key, value, headers) -> None:
+                if writer is not None:
+                    writer.produce(topic, key, value, headers)
+                elif producer is not None:
+                    produce_one(producer, topic, key, value, headers, delivered)
+
+            def commit() -> None:
+                nonlocal since_commit
+                if writer is not None:
+                    writer.commit(request.topic, positions, reader.group_metadata())
+                elif producer is not None:
+                    producer.flush()
+                    if failures:
+                        raise DeliveryFailed(f"{len(failures)} replayed records were not delivered ({failures[0]}); "
+                                             "run the replay again")
+                since_commit = 0
+
+            for record in reader.records(follow=False, stop=stop.is_set):
+                report.read += 1
+                positions[record.partition] = record.offset + 1
+                if progress is not None:
+                    progress(report.read, to_read)
+                try:
+                    letter = parse_letter(record.value)
+                except NotALetter:
+                    report.not_letters += 1
+                    continue
+                report.reasons_seen[letter.reason] = report.reasons_seen.get(letter.reason, 0) + 1
+                if letter.reason != request.reason:
+                    continue
+                report.matched += 1
+                if letter.value_truncated:
+                    report.truncated += 1
+                    continue
+                target = target_of(letter)
+                if target is None:
+                    report.no_topic += 1
+                    continue
+                if not request.dry_run:
+                    send(target, letter.key, letter.value,
+                         replay_headers(letter, request.topic, record.partition, record.offset))
+                    since_commit += 1
+                report.sent[target] = report.sent.get(target, 0) + 1
+                if since_commit >= every or (writer is not None and writer.open_for() >= COMMIT_SECONDS):
+                    commit()
+            report.stopped = stop.is_set()
+            if writer is not None:
+                # Every record fetched has been handled: the group may also move past the markers
+                # (and aborted records) after the last record, so that a next replay starts at the end.
+                for p, at in reader.positions().items():
+                    if at > max(positions.get(p, 0), reader.starts[p]):
+                        positions[p] = at
+            commit()
+    except Fenced:
+        raise OperationalError(f"another replay of group {group} took over (it started with the same transactional "
+                               f"id): this one stopped, and what it sent since its last commit was aborted; the "
+                               f"other replays those letters once") from None
+    finally:
+        if writer is not None:
+            writer.close()
     return report

@@ -1,8 +1,10 @@
 """Reading a topic as JSON lines (``statectl consume``): what a job wrote to its output and
 dead-letter topics, without a Kafka client script.
 
-Each record becomes ``{"topic", "partition", "offset", "timestamp", "key", "value"}``: the key as
-text, the value as the JSON document it holds or else as text (see ``record_json``).
+Each record becomes ``{"topic", "partition", "offset", "timestamp", "key", "value", "headers"}``:
+the key as text, the value as the JSON document it holds or else as text, the headers as
+``[name, text]`` pairs (see ``record_json``). Only committed records are read unless the request
+says otherwise.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ class ConsumeRequest:
     from_beginning: bool = False
     follow: bool = False
     max_records: int | None = None
+    #: False: also the records of aborted (and still open) transactions
+    read_committed: bool = True
 
     @property
     def follows(self) -> bool:
@@ -74,19 +78,28 @@ def record_json(record) -> dict:
         "timestamp": record.timestamp_ms,
         "key": text_of(record.key),
         "value": value_of(record.value),
+        # Pairs, not an object: a header name may occur more than once, and the order is kept.
+        "headers": [[name, text_of(value)] for name, value in record.headers or ()],
     }
 
 
 def start_message(request: ConsumeRequest, partitions: int, before_start: int, to_end: int) -> str:
-    """What a read is about to do, for stderr."""
-    where = f"{request.topic} ({plural(partitions, 'partition')})"
+    """What a read is about to do, for stderr. ``before_start`` and ``to_end`` count offsets: a
+    transaction marker takes one and is no record, an aborted transaction's records are read only
+    ``--read-uncommitted`` and a compacted topic has gaps, so they are said as "up to" records."""
+    uncommitted = "" if request.read_committed else ", uncommitted records too"
+    where = f"{request.topic} ({plural(partitions, 'partition')}{uncommitted})"
     if not request.from_beginning:
-        earlier = (f"{plural(before_start, 'earlier record')}: add --from-beginning to see them"
+        earlier = (f"{_up_to(before_start, 'earlier record')}: add --from-beginning to see them"
                    if before_start else "no earlier records")
         return f"following {where} from its end ({earlier}); Ctrl-C to stop"
     if request.follow:
-        return f"reading {where} from the beginning ({plural(to_end, 'record')} so far), then following; Ctrl-C to stop"
-    return f"reading {where} from the beginning ({plural(to_end, 'record')})"
+        return f"reading {where} from the beginning ({_up_to(to_end, 'record')} so far), then following; Ctrl-C to stop"
+    return f"reading {where} from the beginning ({_up_to(to_end, 'record')})"
+
+
+def _up_to(offsets: int, noun: str) -> str:
+    return f"up to {plural(offsets, noun)}" if offsets else f"no {noun}s"
 
 
 def consume(request: ConsumeRequest, emit: Callable[[dict], None],
@@ -99,7 +112,8 @@ def consume(request: ConsumeRequest, emit: Callable[[dict], None],
 
     count = 0
     stopped = "end"
-    with TopicReader(request.bootstrap, request.topic, request.from_beginning) as reader, \
+    with TopicReader(request.bootstrap, request.topic, request.from_beginning,
+                     read_committed=request.read_committed) as reader, \
             _ctrl_c_between_records() as interrupted:
         if announce:
             start = reader.start

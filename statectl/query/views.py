@@ -1,7 +1,8 @@
 """Interactive queries over a job's materialised output topic (the high-scores view).
 
 ``read_view`` reads the compacted topic to its end once; ``LiveView`` keeps a copy current from a
-background consumer, for the REST server. Both work while the job runs and after it stopped.
+background consumer, for the REST server. Both work while the job runs and after it stopped, and
+read committed records only: a batch the job's transaction aborted is not part of the view.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from statectl.jobs.leaderboard.rules import apply_records, in_game_order, materi
 SHOWN_IDS = 5
 
 
-def read_view(bootstrap: Cluster | str, topic: str) -> dict[str, list[dict]]:
+def read_view(bootstrap: Cluster | str, topic: str, read_committed: bool = True) -> dict[str, list[dict]]:
+    """The view as the topic holds it now; ``read_committed=False`` applies the records of
+    aborted and open transactions too (what a reader that ignores transactions would show)."""
     from statectl.adapters.kafka.admin import existing_topics
     from statectl.adapters.kafka.consume import read_topic
     from statectl.adapters.kafka.connect import require_broker, require_operations
@@ -29,7 +32,8 @@ def read_view(bootstrap: Cluster | str, topic: str) -> dict[str, list[dict]]:
     if topic not in existing_topics(admin):
         raise UsageError(f"topic {topic!r} does not exist yet; run the job first (statectl run leaderboard)")
     # A key lives in one partition, so offset order is its update order.
-    records = sorted(read_topic(bootstrap, topic, timeout=30), key=lambda r: (r.partition, r.offset))
+    records = sorted(read_topic(bootstrap, topic, timeout=30, read_committed=read_committed),
+                     key=lambda r: (r.partition, r.offset))
     return materialize((r.key, r.value) for r in records)
 
 

@@ -58,8 +58,12 @@ def replay_report(report, as_json: bool) -> None:
         line += f" (group {report.group})"
     out().print(line, markup=False, highlight=False, soft_wrap=True)
     if report.replayed_before:
-        err().print(f"{plural(report.replayed_before, 'letter')} before these were replayed already (group "
-                    f"{report.group}); an offset range replays them again", markup=False, soft_wrap=True)
+        # Offsets, not letters: the markers of the transactions that wrote the topic take one each.
+        err().print(f"earlier replays (group {report.group}) passed the {plural(report.replayed_before, 'offset')} "
+                    "before these; an offset range replays them again", markup=False, soft_wrap=True)
+    if not report.dry_run and report.group is None and report.total_sent:
+        err().print("an offset range is sent without a transaction: running it again sends its letters again",
+                    markup=False, soft_wrap=True)
     if report.truncated:
         err().print(f"{plural(report.truncated, 'letter')} not sent: the value was cut (oversized); the whole "
                     "record is in its source topic", markup=False, soft_wrap=True)
@@ -70,5 +74,5 @@ def replay_report(report, as_json: bool) -> None:
         seen = ", ".join(sorted(report.reasons_seen))
         err().print(f"no letter has the reason {report.reason!r}; reasons read: {seen}", markup=False, soft_wrap=True)
     if report.stopped:
-        err().print("stopped (Ctrl-C): what was sent is acknowledged and committed; run again to go on",
+        err().print("stopped (Ctrl-C): what was sent is committed; run again to go on",
                     markup=False, soft_wrap=True)

@@ -1,5 +1,10 @@
 """Reading topics without a consumer group (assigned partitions, nothing committed): a topic's
-records to its end offsets, following it as records arrive, and tailing it for a live view."""
+records to its end offsets, following it as records arrive, and tailing it for a live view.
+
+Every reader reads ``read_committed`` unless asked otherwise: statectl's jobs write each batch in
+a Kafka transaction, and the records of a transaction that was aborted (a run killed mid-batch)
+are never part of the output. librdkafka's default is the same; it is set here so that no
+client property can change it unnoticed."""
 
 from __future__ import annotations
 
@@ -40,18 +45,30 @@ class ConsumedRecord:
 _GROUP_ONLY = (KafkaError.GROUP_AUTHORIZATION_FAILED,)
 
 
-def read_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> list[ConsumedRecord]:
-    """Every record currently in ``topic``, from the beginning to the end offsets seen at the start."""
-    return list(iter_topic(bootstrap, topic, timeout=timeout))
+def isolation(read_committed: bool) -> dict[str, str]:
+    """A consumer's ``isolation.level``: committed records only, or every record written
+    (records of aborted and still open transactions too).
+
+    It also decides what the end of a partition is: the last stable offset (before the first
+    open transaction) for ``read_committed``, the high watermark otherwise."""
+    return {"isolation.level": "read_committed" if read_committed else "read_uncommitted"}
 
 
-def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator[ConsumedRecord]:
+def read_topic(bootstrap: Target, topic: str, timeout: float = 10.0,
+               read_committed: bool = True) -> list[ConsumedRecord]:
+    """Every record currently in ``topic``, from the beginning to the end offsets seen at the start
+    (committed records only, unless ``read_committed`` is False)."""
+    return list(iter_topic(bootstrap, topic, timeout=timeout, read_committed=read_committed))
+
+
+def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0,
+               read_committed: bool = True) -> Iterator[ConsumedRecord]:
     errors = ConnectErrors()
     consumer = Consumer(
         client_config(
             bootstrap, error_cb=errors,
             **{"group.id": "statectl-reader", "enable.auto.commit": False,
-               "auto.offset.reset": "earliest", "enable.partition.eof": False},
+               "auto.offset.reset": "earliest", "enable.partition.eof": False, **isolation(read_committed)},
         )
     )
     try:
@@ -98,8 +115,12 @@ def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0) -> Iterator
 
 @dataclass(frozen=True)
 class ReadStart:
-    """Where a TopicReader starts: the topic's partitions, the records that lie before the start
-    and those between the start and the end offsets seen when it opened."""
+    """Where a TopicReader starts: the topic's partitions, the offsets that lie before the start
+    and those between the start and the end offsets seen when it opened.
+
+    Offsets, not records: a transaction's commit or abort marker takes an offset and is never
+    read, an aborted transaction's records are not read ``read_committed``, and compaction leaves
+    gaps. A read yields at most this many records."""
 
     partitions: int
     before_start: int
@@ -116,10 +137,13 @@ class TopicReader:
     group has none) and ``commit`` records how far it got: the group is never joined, only its
     offsets are used, as ``kafka-consumer-groups --reset-offsets`` does. ``ranges``
     (``{partition: (first, end)}``, end excluded) reads only those offsets.
+
+    ``read_committed`` (the default) reads committed records only and ends at each partition's
+    last stable offset; False reads every record written, aborted transactions' too.
     """
 
     def __init__(self, bootstrap: Target, topic: str, from_beginning: bool, group: str | None = None,
-                 ranges: dict[int, tuple[int, int]] | None = None):
+                 ranges: dict[int, tuple[int, int]] | None = None, read_committed: bool = True):
         self.topic = topic
         self._bootstrap = bootstrap
         self._group = group
@@ -129,7 +153,8 @@ class TopicReader:
         self._consumer = Consumer(
             client_config(bootstrap, error_cb=self._errors, **{"group.id": group or "statectl-consume",
                                                                 "enable.auto.commit": False,
-                                                                "enable.partition.eof": False})
+                                                                "enable.partition.eof": False,
+                                                                **isolation(read_committed)})
         )
         try:
             self._starts, self._ends, self.start = self._assign(bootstrap, from_beginning)
@@ -199,6 +224,20 @@ class TopicReader:
         """Where each partition's read stops (the end offsets seen when the reader opened)."""
         return dict(self._ends)
 
+    def group_metadata(self):
+        """The consumer group's metadata, for a transaction that commits the group's offsets
+        (``send_offsets_to_transaction``)."""
+        return self._consumer.consumer_group_metadata()
+
+    def positions(self) -> dict[int, int]:
+        """Each partition's next offset to read, never past its end: past the records yielded so
+        far and the transaction markers (and aborted records) behind them. Only once every record
+        yielded is handled is it the place a group may be committed at: records are fetched in
+        batches, and the position is past the whole batch."""
+        tps = self._consumer.position([TopicPartition(self.topic, p) for p in self._starts])
+        return {tp.partition: min(max(tp.offset, self._starts[tp.partition]), self._ends[tp.partition])
+                for tp in tps if tp.offset >= 0}
+
     def commit(self, positions: dict[int, int]) -> None:
         """Store ``{partition: next offset}`` as the group's committed offsets (needs ``group``)."""
         if not positions:
@@ -263,7 +302,7 @@ def tail_topic(bootstrap: Target, topic: str, stop, poll_seconds: float = 0.05, 
     # can serve it, and nothing is committed.
     consumer = Consumer(
         client_config(bootstrap, **{"group.id": "statectl-view", "enable.auto.commit": False,
-                                    "enable.partition.eof": True})
+                                    "enable.partition.eof": True, **isolation(True)})
     )
     def partitions_now() -> list[int]:
         tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)

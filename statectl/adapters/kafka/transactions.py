@@ -1,5 +1,6 @@
-"""Writing each micro-batch to Kafka once: one Kafka transaction per batch, holding the batch's
-records and the commit of its id.
+"""Writing to Kafka exactly once: records and a consumer group's offsets in one Kafka transaction
+(``GroupTransactions``: dlq replay's read-process-write), and on it each micro-batch of a job
+written once, its records with the commit of its id (``BatchTransactions``).
 
 Spark runs a micro-batch again after a crash (its offsets are logged before it runs, its commit
 after), so a sink that only appends writes that batch twice. Here the batch's records and a marker
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from statectl.adapters.kafka.connect import Target, client_config
-from statectl.adapters.kafka.produce import fast_producer, produce_one
+from statectl.adapters.kafka.produce import fast_producer
 from statectl.errors import NotAuthorized, OperationalError
 
 #: The header each record written in a batch's transaction carries: the batch id, as text, so a
@@ -44,7 +45,12 @@ TRANSACTION_TIMEOUT_MS = 120_000
 
 
 class Fenced(OperationalError):
-    """Another producer took over this query's transactional id: this run may not write any more."""
+    """Another producer took over the transactional id: this one may not write any more."""
+
+
+class TransactionAborted(OperationalError):
+    """The broker aborted the transaction (a leader moved, say): nothing of it is visible, and
+    the same records may be sent again in a new one."""
 
 
 @dataclass(frozen=True)
@@ -135,25 +141,19 @@ class BatchTransactions:
         self.timeout = timeout
         #: The last batch written, as the marker said at ``open`` and writes since.
         self.last: WrittenBatch | None = None
-        self._producer = None
+        self._transactions = GroupTransactions(cluster, transactional_id, timeout, TRANSACTION_TIMEOUT_MS)
         self._consumer = None
 
     def open(self) -> "BatchTransactions":
-        self._producer = fast_producer(self.cluster, **{
-            "transactional.id": self.transactional_id,
-            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
-            "message.timeout.ms": TRANSACTION_TIMEOUT_MS - 10_000,
-            # A batch's records leave when it commits (commit flushes): lingering only adds latency.
-            "linger.ms": 5,
-        })
-        self._call(self._producer.init_transactions, self.timeout, what="starting its transactions")
-        # read_committed, and the fetch of a group with a commit still pending waits for it (KIP-447):
-        # after init_transactions the marker is the last batch that really committed.
-        self._consumer = Consumer(client_config(self.cluster, **{
-            "group.id": self.marker.group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
-        committed = self._call(self._consumer.committed,
-                               [TopicPartition(self.marker.topic, self.marker.partition)], self.timeout,
-                               what=f"reading its last batch (group {self.marker.group})")
+        with self._as_a_run("starting its transactions"):
+            self._transactions.open()
+            # read_committed, and the fetch of a group with a commit still pending waits for it
+            # (KIP-447): after the producer's start the marker is the last batch really committed.
+            self._consumer = Consumer(client_config(self.cluster, **{
+                "group.id": self.marker.group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
+            committed = self._transactions.call(
+                self._consumer.committed, [TopicPartition(self.marker.topic, self.marker.partition)], self.timeout,
+                what=f"reading its last batch (group {self.marker.group})")
         self.last = WrittenBatch.from_commit(committed[0].offset, committed[0].metadata)
         return self
 
@@ -166,31 +166,22 @@ class BatchTransactions:
         records = list(records)
         header = [(BATCH_HEADER, str(batch_id).encode())]
         written = WrittenBatch(batch_id, at)
-        marker = [TopicPartition(self.marker.topic, self.marker.partition, batch_id + 1, written.metadata())]
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                self._producer.begin_transaction()
-                for topic, key, value in records:
-                    produce_one(self._producer, topic, key, value, header, None)
-                hold = hold_seconds(batch_id, os.environ.get(HOLD_ENV))
-                if hold:
-                    self._producer.flush(self.timeout)
-                    time.sleep(hold)
-                self._producer.send_offsets_to_transaction(marker, self._consumer.consumer_group_metadata(),
-                                                           self.timeout)
-                self._commit()
+                with self._as_a_run(f"writing batch {batch_id}"):
+                    for topic, key, value in records:
+                        self._transactions.produce(topic, key, value, header)
+                    hold = hold_seconds(batch_id, os.environ.get(HOLD_ENV))
+                    if hold:
+                        self._transactions.flush()
+                        time.sleep(hold)
+                    self._transactions.commit(self.marker.topic, {self.marker.partition: batch_id + 1},
+                                              self._consumer.consumer_group_metadata(), written.metadata())
                 self.last = written
                 return len(records)
-            except KafkaException as exc:
-                error = exc.args[0]
-                if failure_kind(error) == ABORT and attempt < ATTEMPTS:
-                    self._abort()
-                    continue
-                self._abort()
-                raise self._error(error, f"writing batch {batch_id}") from None
-            except OperationalError:  # a record librdkafka refused: nothing of the batch may commit
-                self._abort()
-                raise
+            except TransactionAborted:
+                if attempt == ATTEMPTS:
+                    raise
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -198,44 +189,148 @@ class BatchTransactions:
             with contextlib.suppress(Exception):
                 self._consumer.close()
             self._consumer = None
-        self._producer = None
+        self._transactions.close()
 
-    def _commit(self) -> None:
-        deadline = time.monotonic() + self.timeout
+    @contextlib.contextmanager
+    def _as_a_run(self, what: str):
+        """A fenced producer of a run says what fenced it: another run of the same checkpoint."""
+        try:
+            yield
+        except Fenced:
+            raise Fenced(f"another run took over the transactional id {self.transactional_id} (the same checkpoint "
+                         f"started elsewhere) while this one was {what}: this run stops so that each batch is "
+                         f"written once") from None
+
+
+class GroupTransactions:
+    """One transactional producer. ``open`` fences every older producer of the transactional id
+    and aborts what it left open: open it *before* reading the group's committed offsets, which
+    are then the last ones really committed. ``produce`` queues records in the current transaction
+    (begun with the first one); ``commit`` commits them with the group's offsets."""
+
+    def __init__(self, cluster: Target, transactional_id: str, timeout: float = 60.0,
+                 transaction_timeout_ms: int = 60_000):
+        self.cluster = cluster
+        self.transactional_id = transactional_id
+        self.timeout = timeout
+        #: How long a transaction may stay open before the broker aborts it (its cap is 15 min):
+        #: a writer commits well before; this bounds how long a stalled writer's records stay
+        #: invisible.
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self._producer = None
+        self._begun: float | None = None  # time.monotonic() of the current transaction's begin
+
+    def open(self) -> "GroupTransactions":
+        self._producer = fast_producer(self.cluster, **{
+            "transactional.id": self.transactional_id,
+            "transaction.timeout.ms": self.transaction_timeout_ms,
+            "message.timeout.ms": self.transaction_timeout_ms - 5_000,
+            # Records leave when their transaction commits (the commit flushes): lingering longer
+            # only delays every commit.
+            "linger.ms": 5,
+        })
+        self.call(self._producer.init_transactions, self.timeout, what="starting")
+        return self
+
+    def open_for(self) -> float:
+        """Seconds since the current transaction began (0 with none open)."""
+        return 0.0 if self._begun is None else time.monotonic() - self._begun
+
+    def produce(self, topic: str, key, value, headers) -> None:
+        """Queue one record in the current transaction, beginning one if none is open. A record
+        that is not delivered fails the transaction's commit, so no delivery callback is needed;
+        none is used, as confluent-kafka fails inside one once the producer is fenced."""
+        self._begin()
         while True:
             try:
-                self._producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+                self._producer.produce(topic, key=key, value=value, headers=headers)
                 return
+            except BufferError:  # the local queue is full: let librdkafka send some first
+                self.call(self._producer.poll, 0.1, what="sending records")
             except KafkaException as exc:
-                # A commit whose outcome is unknown (its coordinator moved, a timeout) is called
-                # again: librdkafka resumes the same commit, it never commits twice.
-                if failure_kind(exc.args[0]) != RETRY or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.2)
+                raise self._error(self._cause(exc.args[0]), f"sending a record to {topic!r}") from None
 
-    def _abort(self) -> None:
+    def commit(self, topic: str, positions: dict[int, int], group_metadata, metadata: str | None = None) -> None:
+        """Commit the records produced since the last commit together with ``{partition: next
+        offset}`` of ``topic`` (with ``metadata``) as the offsets of the group ``group_metadata``
+        belongs to. On any failure the transaction is aborted (nothing of it is visible, the group
+        stays where it was) and the error raised: ``TransactionAborted`` when the broker asked for
+        the abort (a leader moved, say) and the same records may simply be sent again."""
+        if self._begun is None and not positions:
+            return
+        self._begin()
+        try:
+            offsets = [TopicPartition(topic, p, o, metadata) if metadata is not None else TopicPartition(topic, p, o)
+                       for p, o in sorted(positions.items())]
+            if offsets:
+                self.call(self._producer.send_offsets_to_transaction, offsets, group_metadata, self.timeout,
+                          what="committing the group's offsets")
+            # The commit flushes the records first, and fails when one of them was not delivered.
+            self.call(self._producer.commit_transaction, self.timeout, what="committing")
+        except OperationalError:
+            self.abort()
+            raise
+        self._begun = None
+
+    def abort(self) -> None:
+        """Abort the current transaction, if one is open (a fenced producer cannot: the producer
+        that fenced it already did)."""
+        if self._begun is None or self._producer is None:
+            return
+        self._begun = None
         with contextlib.suppress(KafkaException):
             self._producer.abort_transaction(self.timeout)
 
-    def _call(self, method, *args, what: str):
+    def close(self) -> None:
+        self.abort()
+        self._producer = None
+
+    def flush(self) -> None:
+        """Send every record queued (they stay invisible until the commit)."""
+        self.call(self._producer.flush, self.timeout, what="sending records")
+
+    def _begin(self) -> None:
+        if self._begun is None:
+            self.call(self._producer.begin_transaction, what="beginning a transaction")
+            self._begun = time.monotonic()
+
+    def _cause(self, error: KafkaError) -> KafkaError:
+        """A producer that met a fatal error (fenced, say) refuses every later record with a bare
+        "fatal error"; the transactional calls still name the error itself."""
+        if error.code() != KafkaError._FATAL:
+            return error
+        try:
+            self._producer.abort_transaction(self.timeout)
+        except KafkaException as exc:
+            return exc.args[0]
+        return error
+
+    def call(self, method, *args, what: str):
+        """``method(*args)``, called again while it fails with an error worth retrying, until
+        ``timeout``; any other failure as one line (``Fenced``, ``NotAuthorized``, ...)."""
+        # A call whose outcome is unknown (a coordinator moving, a timeout) is made again:
+        # librdkafka resumes the same commit, it never commits twice.
         deadline = time.monotonic() + self.timeout
         while True:
             try:
                 return method(*args)
             except KafkaException as exc:
-                if failure_kind(exc.args[0]) != RETRY or time.monotonic() >= deadline:
-                    raise self._error(exc.args[0], what) from None
+                error = self._cause(exc.args[0])
+                if failure_kind(error) != RETRY or time.monotonic() >= deadline:
+                    raise self._error(error, what) from None
                 time.sleep(0.2)
 
     def _error(self, error: KafkaError, what: str) -> OperationalError:
         kind = failure_kind(error)
         if kind == FENCED:
-            return Fenced(f"another run took over the transactional id {self.transactional_id} (the same "
-                          f"checkpoint started elsewhere) while this one was {what}: this run stops so that "
-                          f"each batch is written once")
+            return Fenced(f"another producer took over the transactional id {self.transactional_id} while this "
+                          f"one was {what}")
         if error.code() in (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
-                            KafkaError.TOPIC_AUTHORIZATION_FAILED):
-            return NotAuthorized(f"{what}: {error.str()} (exactly-once output needs WRITE and DESCRIBE on the "
-                                 f"transactional id {self.transactional_id} and READ on the group of that name; "
-                                 f"or set sink.delivery: at-least-once)")
-        return OperationalError(f"the transaction failed {what}: {error.str()}")
+                            KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+            return NotAuthorized(f"the transaction of {self.transactional_id} was refused while {what}: {error.str()} "
+                                 f"(it needs WRITE and DESCRIBE on that transactional id, READ on the consumer group "
+                                 f"and WRITE on the topics written)")
+        aborted = ("; it was aborted and the group not moved: run again to send its records once"
+                   if self._begun is not None else "")
+        error_type = TransactionAborted if kind == ABORT else OperationalError
+        return error_type(f"the transaction of {self.transactional_id} failed while {what}: {error.str()}{aborted}")
