@@ -9,6 +9,8 @@ other, each as a new process:
 
   statectl        `statectl run leaderboard --available-now` on a new checkpoint (archive on)
   statectl-cold   the same with STATECTL_JVM_ARCHIVE=off
+  statectl-alo    the statectl run with `--set sink.delivery=at-least-once` (Spark's Kafka sink
+                  instead of the exactly-once writer, the default)
   floor           a bare PySpark script: statectl's session (same jars, confs, log setup, archive
                   on), the three topics read by Spark's Kafka source and written to the noop
                   sink, availableNow, on a new checkpoint: no parsing, no state, no Python worker
@@ -84,8 +86,9 @@ def run_once(kind: str, bootstrap: str, work: Path, round_: int, remote: str | N
         events = work / f"{kind}-{round_}.jsonl"
         wall_start = time.time()
         where = ["--remote", remote] if kind == "statectl-engine" else ["--remote", "none"]
+        delivery = ["--set", "sink.delivery=at-least-once"] if kind == "statectl-alo" else []
         seconds, _ = timed([STATECTL, "run", "leaderboard", "--bootstrap-servers", bootstrap, "--checkpoint-dir",
-                            str(checkpoint), "--available-now", "--events-file", str(events), *where], env)
+                            str(checkpoint), "--available-now", "--events-file", str(events), *where, *delivery], env)
         return seconds, phases(events, wall_start, seconds)
     mode = "floor" if kind.startswith("floor") else "session"
     where = remote if kind == "floor-engine" else "-"
@@ -122,7 +125,7 @@ def main() -> None:
                                      "starts)")
     ap.add_argument("--no-engine", action="store_true", help="leave out the engine kinds")
     args = ap.parse_args()
-    kinds = ("statectl", "statectl-cold", "floor", "floor-cold", "session")
+    kinds = ("statectl", "statectl-alo", "statectl-cold", "floor", "floor-cold", "session")
     if not args.no_engine:
         kinds += ("statectl-engine", "floor-engine")
     subprocess.run([STATECTL, "jars", "archive"], check=True, cwd=REPO, capture_output=True)
@@ -155,6 +158,8 @@ def main() -> None:
         values = times[kind]
         print(f"{kind:15} {statistics.median(values):9.2f} {min(values):6.2f} {max(values):6.2f}")
     med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"exactly-once / at-least-once: {med['statectl']:.2f} / {med['statectl-alo']:.2f} s = "
+          f"{med['statectl'] / med['statectl-alo']:.2f}")
     print(f"archive: statectl {med['statectl-cold']:.2f} -> {med['statectl']:.2f} s "
           f"({med['statectl-cold'] - med['statectl']:.2f} s less); floor {med['floor-cold']:.2f} -> {med['floor']:.2f} s")
     print(f"statectl / floor (archive on): {med['statectl'] / med['floor']:.2f}; statectl above the floor: "

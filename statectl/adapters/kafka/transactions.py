@@ -180,6 +180,7 @@ class BatchTransactions:
                 self.last = written
                 return len(records)
             except TransactionAborted:
+                self._transactions.abort()  # (a commit that failed has aborted it already)
                 if attempt == ATTEMPTS:
                     raise
         raise AssertionError("unreachable")
