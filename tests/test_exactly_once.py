@@ -144,3 +144,11 @@ def test_an_error_raised_in_python_inside_a_batch_is_its_own_line_not_the_proxys
             "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2900)\n")
     assert first_error_line(text) == ("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 "
                                       "failed: disk full")
+
+
+def test_a_damaged_metadata_file_is_one_line_not_a_traceback(tmp_path):
+    from statectl.errors import OperationalError
+
+    (tmp_path / "metadata").write_text("{not json")
+    with pytest.raises(OperationalError, match="is not a Spark query's metadata"):
+        query_identity(tmp_path, None)

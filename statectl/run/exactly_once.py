@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import uuid
 
+from statectl.errors import OperationalError
+
 
 
 def transactional_id(job: str, query_id: str) -> str:
@@ -28,7 +30,11 @@ def query_identity(checkpoint, known: str | None) -> str:
         return known
     metadata = checkpoint / "metadata"
     if metadata.is_file():
-        return json.loads(metadata.read_text())["id"]
+        try:
+            return str(json.loads(metadata.read_text())["id"])
+        except (ValueError, KeyError, TypeError):
+            raise OperationalError(f"{metadata} is not a Spark query's metadata (expected {{\"id\": \"…\"}}): the "
+                                   f"checkpoint is damaged; statectl inspect-state says what else is") from None
     query_id = str(uuid.uuid4())
     checkpoint.mkdir(parents=True, exist_ok=True)
     metadata.write_text(json.dumps({"id": query_id}, separators=(",", ":")))
