@@ -16,7 +16,6 @@ import uuid
 from statectl.errors import OperationalError
 
 
-
 def transactional_id(job: str, query_id: str) -> str:
     """The transactional id (and the marker group) of one query: the same for every run of one
     checkpoint, different for every checkpoint (a reset starts a new query id)."""

@@ -32,17 +32,7 @@ def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], boot
     observed += [F.count(F.when(F.col("reason") == r, 1)).alias(f"dropped_{r}") for r in reasons]
     observed += [F.count(F.when(F.col("topic") == t, 1)).alias(f"to_{i}") for i, t in enumerate(output_topics)]
     rows = output.observe("statectl", *observed).select("topic", "key", "value")
-    if batch_writer is not None:
-        writer = rows.select("*", batch_at()).writeStream.foreachBatch(batch_writer)
-    else:
-        writer = (
-            rows.writeStream.format("kafka")
-            # An idempotent producer that waits for every in-sync replica: a retry after a broker of a
-            # cluster goes down neither duplicates nor reorders a record. The client config may override.
-            .option("kafka.acks", "all")
-            .option("kafka.enable.idempotence", "true")
-            .options(**as_cluster(bootstrap).spark_options())
-        )
+    writer = _writer(rows, as_cluster(bootstrap).spark_options(), batch_writer)
     writer = writer.option("checkpointLocation", checkpoint).outputMode("append").queryName(query_name)
     return writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=processing_time)
 
@@ -68,9 +58,18 @@ def key_value_sink(df, topic: str | None, kafka_options: dict[str, str], batch_w
     rows = df.select(F.lit(topic).alias("topic") if topic else F.col("topic"),
                      F.col("key") if "key" in columns else F.lit(None).cast("string").alias("key"),
                      F.col("value"))
+    return _writer(rows, kafka_options, batch_writer)
+
+
+def _writer(rows, kafka_options: dict[str, str], batch_writer=None):
+    """``rows`` (topic, key, value) written by ``batch_writer`` (``foreachBatch``, given each
+    batch's timestamp too) or by Spark's Kafka sink."""
     if batch_writer is not None:
         return rows.select("*", batch_at()).writeStream.foreachBatch(batch_writer)
-    return rows.writeStream.format("kafka").options(**kafka_options).option("kafka.acks", "all")
+    # An idempotent producer that waits for every in-sync replica: a retry after a broker of a
+    # cluster goes down neither duplicates nor reorders a record. The client config may override.
+    return (rows.writeStream.format("kafka").option("kafka.acks", "all").option("kafka.enable.idempotence", "true")
+            .options(**kafka_options))
 
 
 def ended_within(query, seconds: float) -> bool:
