@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 
 import pytest
 from confluent_kafka import KafkaError
@@ -20,7 +21,7 @@ from statectl.cluster import Cluster
 from statectl.cluster.properties import parse_properties
 from statectl.cluster.settings import client_settings
 from statectl.config.sections import JobConfig
-from statectl.errors import ConfigError
+from statectl.errors import ConfigError, OperationalError
 from statectl.run.exactly_once import TransactionalBatches, query_identity, run_transactional_id, transactional_id
 
 
@@ -152,3 +153,71 @@ def test_a_damaged_metadata_file_is_one_line_not_a_traceback(tmp_path):
     (tmp_path / "metadata").write_text("{not json")
     with pytest.raises(OperationalError, match="is not a Spark query's metadata"):
         query_identity(tmp_path, None)
+
+
+class _SessionConf:
+    """A Connect session's settings as the writer sees them (a dict; pure, no engine)."""
+
+    def __init__(self, **values):
+        self.values = dict(values)
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+    def set(self, key, value):
+        self.values[key] = value
+
+
+class _Session:
+    def __init__(self, **values):
+        self.conf = _SessionConf(**values)
+
+
+@pytest.mark.parametrize("raw, seconds", [("10000ms", 10.0), ("60m", 3600.0), ("30s", 30.0), ("2h", 7200.0),
+                                          ("5min", 300.0), ("1500", 1.5), ("nonsense", 3600.0)])
+def test_the_engines_session_timeout_is_read_as_spark_writes_it(raw, seconds):
+    from statectl.adapters.spark.remote import session_timeout_s
+
+    assert session_timeout_s(_Session(**{"spark.connect.session.manager.defaultSessionTimeout": raw})) == seconds
+
+
+def test_a_writer_on_an_engine_stops_its_query_once_its_client_is_silent_past_the_session_timeout(monkeypatch):
+    """A foreachBatch writer keeps its own session in use, so the engine's time-out alone would
+    never end a killed client's query: the writer ends it when the client's beat stops."""
+    from statectl.adapters.spark.remote import CLIENT_BEAT, ClientWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    session = _Session(**{"spark.connect.session.manager.defaultSessionTimeout": "10000ms", CLIENT_BEAT: "1"})
+    watch = ClientWatch()
+    watch.check(session)
+    clock[0] += 9.0
+    watch.check(session)  # silent 9 s: within the time-out
+    session.conf.set(CLIENT_BEAT, "2")
+    clock[0] += 9.0
+    watch.check(session)  # it beat: the silence starts again
+    clock[0] += 11.0
+    with pytest.raises(OperationalError, match="client has not been heard from for 11 s"):
+        watch.check(session)
+    watch = pickle.loads(pickle.dumps(ClientWatch()))  # the way it reaches the engine
+    watch.check(_Session())  # a session nobody beats in (never set): first sight starts the clock
+    clock[0] += 3599.0
+    watch.check(_Session())  # Spark's default time-out, 60 minutes, when the engine says none
+
+
+def test_the_client_beats_in_its_session_until_it_stops():
+    from statectl.adapters.spark.remote import CLIENT_BEAT, ClientHeartbeat
+
+    session = _Session(**{"spark.connect.session.manager.defaultSessionTimeout": "2000ms"})
+    beat = ClientHeartbeat(session)
+    try:
+        assert beat.interval_s == 0.5 and session.conf.get(CLIENT_BEAT) == "1"
+        deadline = time.monotonic() + 5
+        while session.conf.get(CLIENT_BEAT) == "1" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert int(session.conf.get(CLIENT_BEAT)) >= 2
+    finally:
+        beat.stop()
+    stopped_at = session.conf.get(CLIENT_BEAT)
+    time.sleep(1.2)
+    assert session.conf.get(CLIENT_BEAT) in (stopped_at, str(int(stopped_at) + 1))  # at most one beat in flight

@@ -63,10 +63,11 @@ class TransactionalBatches:
     Pickled to an engine without its producer, which it opens on first use.
     """
 
-    def __init__(self, cluster, transactional_id: str, marker_topic: str):
+    def __init__(self, cluster, transactional_id: str, marker_topic: str, client_watch=None):
         self.cluster = cluster
         self.transactional_id = transactional_id
         self.marker_topic = marker_topic
+        self.client_watch = client_watch  # on an engine: statectl.adapters.spark.remote.ClientWatch
         self._transactions = None
 
     def __getstate__(self) -> dict:
@@ -78,6 +79,8 @@ class TransactionalBatches:
     def __call__(self, batch, batch_id: int) -> None:
         from statectl.adapters.kafka.transactions import BatchTransactions
 
+        if self.client_watch is not None:
+            self.client_watch.check(batch.sparkSession)
         if self._transactions is None:
             self._transactions = BatchTransactions(self.cluster, self.transactional_id, self.marker_topic).open()
         rows = batch.collect()
@@ -94,9 +97,10 @@ class UserSink:
     """``ctx.kafka_sink`` of a user's job: its ``sink.delivery``'s writer, and the topics it was
     asked for (the run checks they exist before the query starts)."""
 
-    def __init__(self, cluster, transactional_id: str | None):
+    def __init__(self, cluster, transactional_id: str | None, client_watch=None):
         self.cluster = cluster
         self.transactional_id = transactional_id
+        self.client_watch = client_watch
         self.topics: list[str] = []
 
     def __repr__(self) -> str:
@@ -112,5 +116,5 @@ class UserSink:
             if not topic:
                 raise ValueError("kafka_sink with sink.delivery exactly-once needs topic= (the batches' marker is "
                                  "kept on it)")
-            batches = TransactionalBatches(self.cluster, self.transactional_id, topic)
+            batches = TransactionalBatches(self.cluster, self.transactional_id, topic, self.client_watch)
         return key_value_sink(df, topic, self.cluster.spark_options(), batches)

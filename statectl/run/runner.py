@@ -263,12 +263,14 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         # whose format the session does not match (either way round): set the one it was written in.
         conf = {**spark_conf_for(checkpoint), **config.spark.conf, **restart_session_conf(layout)}
         spark_started = time.monotonic()
-        link = None
+        link = client_watch = None
         if engine.on_engine:
-            from statectl.adapters.spark.remote import close_session
+            from statectl.adapters.spark.remote import ClientHeartbeat, ClientWatch, close_session
 
             spark, link, engine_notes = _engine_session(engine, name, conf, job)
             session_scope.callback(close_session, spark)  # its queries end with it on the engine
+            session_scope.callback(ClientHeartbeat(spark).stop)
+            client_watch = ClientWatch()
         else:
             if isinstance(job, UserJob):
                 worker_python_path(job.python_path())
@@ -277,12 +279,14 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
             engine_notes = []
         txn_id = run_transactional_id(config, checkpoint, layout)
         if isinstance(job, UserJob):
-            writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now, txn_id)
+            writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now, txn_id,
+                                     client_watch)
             output_topics: list[str] = []
         else:
             plan = job.topology().build(spark, config, bootstrap)
             output_topics = plan.output_topics
-            batches = None if txn_id is None else TransactionalBatches(bootstrap, txn_id, output_topics[0])
+            batches = (None if txn_id is None
+                       else TransactionalBatches(bootstrap, txn_id, output_topics[0], client_watch))
             writer = kafka_sink_writer(
                 plan.output, plan.reasons, plan.output_topics, bootstrap, str(checkpoint), name.replace("/", "-"),
                 request.available_now, config.trigger.processing_time, batches)
@@ -463,11 +467,11 @@ def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, 
 
 
 def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: Path, available_now: bool,
-                    transactional_id: str | None = None):
+                    transactional_id: str | None = None, client_watch=None):
     """The user's writer made statectl's run: checkpoint location, query name, trigger."""
     from statectl.run.exactly_once import UserSink
 
-    sink = UserSink(bootstrap, transactional_id)
+    sink = UserSink(bootstrap, transactional_id, client_watch)
     writer = build_user_writer(job, spark, config, bootstrap, checkpoint, available_now, sink)
     for topic in dict.fromkeys([*writer_topic(writer), *sink.topics]):
         _check_output_topic(topic, admin, job)

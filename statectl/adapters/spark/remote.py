@@ -196,6 +196,90 @@ def close_session(spark) -> None:
         pass
 
 
+#: The session setting a run's client on an engine bumps while it lives (``ClientHeartbeat``).
+CLIENT_BEAT = "statectl.client.beat"
+_SESSION_TIMEOUT = "spark.connect.session.manager.defaultSessionTimeout"
+_SPARK_TIME = re.compile(r"\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*", re.IGNORECASE)
+_TIME_UNIT_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def session_timeout_s(spark) -> float:
+    """How long the engine keeps a session nobody uses (Spark's default, 60 minutes, when it
+    does not say)."""
+    try:
+        raw = spark.conf.get(_SESSION_TIMEOUT, "60m")
+    except Exception:
+        raw = "60m"
+    m = _SPARK_TIME.fullmatch(str(raw))
+    if m is None:
+        return 3600.0
+    return int(m.group(1)) * _TIME_UNIT_S[(m.group(2) or "ms").lower()]
+
+
+class ClientHeartbeat:
+    """Bumps ``CLIENT_BEAT`` in the run's session every quarter of the engine's session time-out,
+    from a daemon thread, for as long as this process lives.
+
+    An engine stops a killed client's queries when its session times out, but a query with a
+    Python ``foreachBatch`` writer keeps its session in use itself: the writer's worker talks to
+    the engine in that session on every batch. ``ClientWatch`` in the writer reads the beat, so a
+    query whose client is gone still ends after the session time-out.
+    """
+
+    def __init__(self, spark):
+        import threading
+
+        self.spark = spark
+        self.interval_s = max(0.5, session_timeout_s(spark) / 4)
+        self._stopped = threading.Event()
+        self._beats = 0
+        self.beat()
+        self._thread = threading.Thread(target=self._run, name="statectl-client-heartbeat", daemon=True)
+        self._thread.start()
+
+    def beat(self) -> None:
+        self._beats += 1
+        try:
+            self.spark.conf.set(CLIENT_BEAT, str(self._beats))
+        except Exception:
+            pass  # the engine is gone or busy: the run's own wait says so; the next beat tries again
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.interval_s):
+            self.beat()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
+class ClientWatch:
+    """Raised on by a query's ``foreachBatch`` writer on an engine when its client stopped beating
+    (``ClientHeartbeat``) for longer than the engine's session time-out: the query fails there,
+    before the batch writes anything, as the engine would have stopped it with the session.
+    Pickled to the engine; its clock is the engine's Python worker's own."""
+
+    def __init__(self):
+        self._beat: str | None = None
+        self._seen_at = 0.0
+        self._timeout_s: float | None = None
+
+    def check(self, spark) -> None:
+        import time
+
+        beat = spark.conf.get(CLIENT_BEAT, None)
+        now = time.monotonic()
+        if self._timeout_s is None:
+            self._timeout_s = session_timeout_s(spark)
+        if beat != self._beat or self._beat is None:
+            self._beat, self._seen_at = beat, now
+            return
+        silent = now - self._seen_at
+        if silent > self._timeout_s:
+            raise OperationalError(f"the run's client has not been heard from for {silent:.0f} s (the engine's "
+                                   f"session time-out is {self._timeout_s:g} s): it was killed or lost, so its "
+                                   "query stops here; the next run continues the checkpoint")
+
+
 def spark_remote_from_env() -> str | None:
     value = os.environ.get("SPARK_REMOTE", "").strip()
     return value or None
