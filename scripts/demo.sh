@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything (scripts/setup.sh), starts the embedded local Kafka broker, produces the
-# chapter-4 seed data, runs the leaderboard once (--available-now) and prints it.
+# Installs what the demo runs (scripts/setup.sh without --tests: no browser, shells or test extras),
+# starts the embedded local Kafka broker, produces the chapter-4 seed data, runs the leaderboard once
+# (--available-now) and prints it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs everything (scripts/setup.sh), then runs the whole test suite against a real Kafka
-# broker and real Spark that the tests start themselves. Extra arguments go to pytest.
+# Installs everything, the tests' own tools included (scripts/setup.sh --tests), then runs the whole
+# test suite against a real Kafka broker and real Spark that the tests start themselves. Extra
+# arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 set +e
 .venv/bin/python -m pytest "$@"
 rc=$?

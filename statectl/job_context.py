@@ -1,5 +1,8 @@
 """What statectl hands a user's job function: ``def build(ctx: JobContext) -> DataStreamWriter``.
 
+Public API: users import it as ``statectl.job_context``, so it stays at this path and its names
+only ever grow (docs/own-jobs.md).
+
 A job module never has to import this (any object with these attributes would do); it is here for
 type hints and editors. It imports nothing, so importing it costs nothing (docs/own-jobs.md).
 """

@@ -14,6 +14,8 @@ x``), resolved against the importing module's package.
   above only ``statectl.cluster`` and the kernel, so they import nothing else of statectl.
 - **Heavy imports.** Inside ``statectl/``, only ``statectl/adapters/`` and the job topologies (``statectl/jobs/``) import PySpark, Py4J or
   confluent-kafka.
+- **The checkpoint only reads.** No module of ``statectl/checkpoint/`` but its lock (``READING_ONLY``,
+  ``WRITERS_ALLOWED``) calls a function that writes to a filesystem or an object store.
 - **No cycles** between modules of ``statectl/`` (``statectl/jobs/`` among them).
 - The job catalogue and the command line's help load without PySpark.
 - ``docs/architecture.md`` names every package there is, only packages there are, and the layers
@@ -42,18 +44,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.__main__",),
     ("statectl.cli",),
     ("statectl.render",),
-    ("statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query", "statectl.produce", "statectl.dlq",
-     "statectl.ui"),
+    ("statectl.run", "statectl.maintenance", "statectl.query", "statectl.produce", "statectl.dlq", "statectl.ui"),
+    ("statectl.observe",),
     ("statectl.project",),
     ("statectl.jobs",),
     ("statectl.topics",),
     ("statectl.checkpoint",),
     ("statectl.config",),
-    ("statectl.storage", "statectl.access"),
+    ("statectl.storage", "statectl.endpoints"),
     ("statectl.adapters",),
     ("statectl.cluster", "statectl.spark_support"),
     ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources",
-     "statectl.job_context", "statectl.signals", "statectl.lag_trend"),
+     "statectl.job_context"),
 ]
 LAYER_OF = {package: number for number, layer in enumerate(LAYERS, 1) for package in layer}
 
@@ -76,6 +78,42 @@ ADAPTER_PEERS = {
     "statectl.adapters.spark": ("statectl.adapters.local",),
     "statectl.adapters.local": ("statectl.adapters.kafka", "statectl.adapters.spark"),
 }
+
+
+#: Packages whose promise is to read only, and the one module of each that may write (a lock is a file).
+READING_ONLY = {"statectl.checkpoint": ("statectl.checkpoint.lock",)}
+#: Calls that change a filesystem or an object store: pathlib's, os's, shutil's, tempfile's,
+#: statectl.storage's. ``open`` counts with a mode that writes; ``replace`` only as ``Path.replace``
+#: is called (one positional argument, no keyword: ``str.replace`` takes two, ``dataclasses.replace``
+#: keywords).
+WRITING_CALLS = frozenset({
+    "write_text", "write_bytes", "unlink", "mkdir", "makedirs", "rmdir", "removedirs", "rmtree", "remove",
+    "rename", "renames", "copy", "copy2", "copyfile", "copytree", "copy_to", "move", "touch", "symlink_to",
+    "hardlink_to", "symlink", "link", "mkdtemp", "mkstemp", "NamedTemporaryFile", "TemporaryDirectory",
+    "truncate", "chmod", "utime", "delete", "delete_many", "put_marker", "delete_marker",
+})
+
+
+def writing_calls(path: Path) -> list[tuple[int, str]]:
+    """(line, name) of every call in ``path`` that writes to a filesystem (``WRITING_CALLS``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name in WRITING_CALLS:
+            found.append((node.lineno, name))
+        elif name == "replace" and len(node.args) == 1 and not node.keywords \
+                and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                         and func.value.id == "dataclasses"):
+            found.append((node.lineno, name))
+        elif name == "open":
+            mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"),
+                                                                  None)
+            if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
+                found.append((node.lineno, f"open(..., {mode.value!r})"))
+    return sorted(found)
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
@@ -127,7 +165,7 @@ def adapter_of(name: str) -> str:
     return ".".join(name.split(".")[:3])
 
 
-RULES = ("layers", "adapters", "jobs", "adapter-peers", "heavy")
+RULES = ("layers", "adapters", "jobs", "adapter-peers", "heavy", "checkpoint-reads")
 
 
 def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, str]]:
@@ -173,6 +211,10 @@ def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, s
                                             "resolution, the JVM archive)"))
             if theirs == "statectl.jobs" and mine not in JOBS_IMPORTERS:
                 out.append(("jobs", f"{where} (only {', '.join(JOBS_IMPORTERS)} import statectl.jobs)"))
+        if mine in READING_ONLY and not _under(name, READING_ONLY[mine]):
+            for line, call in writing_calls(path):
+                out.append(("checkpoint-reads", f"{rel}:{line}: {name} calls {call} ({mine} only reads; only "
+                                                f"{', '.join(READING_ONLY[mine])} writes, its lock's files)"))
     return out
 
 
@@ -258,14 +300,17 @@ def test_adapters_sit_above_only_the_cluster_and_the_kernel():
 BROKEN = [
     ("climb", {"statectl/checkpoint/x.py": "def f():\n    from statectl.run.runner import run_job\n"}, [
         "statectl/checkpoint/x.py:2: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
-        "(layer 8) may not import statectl.run (layer 4): imports go down the layers)"]),
-    ("peer", {"statectl/run/x.py": "from statectl.observe.lag import lag_report\n"}, [
-        "statectl/run/x.py:1: statectl.run.x imports statectl.observe.lag (statectl.run (layer 4) may not "
-        "import statectl.observe (layer 4): peers in a layer do not import each other)"]),
+        "(layer 9) may not import statectl.run (layer 4): imports go down the layers)"]),
+    ("peer", {"statectl/run/x.py": "from statectl.query.view import leaderboard_view\n"}, [
+        "statectl/run/x.py:1: statectl.run.x imports statectl.query.view (statectl.run (layer 4) may not "
+        "import statectl.query (layer 4): peers in a layer do not import each other)"]),
+    ("observe-climb", {"statectl/observe/x.py": "from statectl.run.events import read_events\n"}, [
+        "statectl/observe/x.py:1: statectl.observe.x imports statectl.run.events (statectl.observe (layer 5) may "
+        "not import statectl.run (layer 4): imports go down the layers)"]),
     ("relative-climb", {"statectl/checkpoint/__init__.py": "", "statectl/checkpoint/x.py": "from ..run import runner\n",
                         "statectl/run/runner.py": ""}, [
         "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
-        "(layer 8) may not import statectl.run (layer 4): imports go down the layers)"]),
+        "(layer 9) may not import statectl.run (layer 4): imports go down the layers)"]),
     ("render-adapters", {"statectl/render/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
         "statectl/render/x.py:1: statectl.render.x imports statectl.adapters.kafka.admin (statectl.render never "
         "imports statectl.adapters: it reaches Kafka and Spark only through the domains)"]),
@@ -275,7 +320,7 @@ BROKEN = [
         "resolution, the JVM archive)"]),
     ("checkpoint-jobs", {"statectl/checkpoint/x.py": "from statectl.jobs.registry import job_entry\n"}, [
         "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (statectl.checkpoint "
-        "(layer 8) may not import statectl.jobs (layer 6): imports go down the layers)",
+        "(layer 9) may not import statectl.jobs (layer 7): imports go down the layers)",
         "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (only statectl.cli, "
         "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import "
         "statectl.jobs)"]),
@@ -284,13 +329,22 @@ BROKEN = [
         "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import statectl.jobs)"]),
     ("adapter-domain", {"statectl/adapters/kafka/x.py": "from statectl.topics.diff import TopicConfigDiff\n"}, [
         "statectl/adapters/kafka/x.py:1: statectl.adapters.kafka.x imports statectl.topics.diff (statectl.adapters "
-        "(layer 11) may not import statectl.topics (layer 7): imports go down the layers)"]),
+        "(layer 12) may not import statectl.topics (layer 8): imports go down the layers)"]),
     ("adapter-peer", {"statectl/adapters/spark/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
         "statectl/adapters/spark/x.py:1: statectl.adapters.spark.x imports statectl.adapters.kafka.admin "
         "(statectl.adapters.spark may import only statectl.adapters.local of the other adapters)"]),
     ("heavy", {"statectl/run/x.py": "def f():\n    import pyspark.sql\n"}, [
         "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters and statectl.jobs may import "
         "pyspark)"]),
+    ("checkpoint-writes", {"statectl/checkpoint/x.py": "import shutil\ndef f(p, q):\n    p.replace(q)\n"
+                                                     "    open(p, 'a')\n    shutil.copy2(p, q)\n",
+                           "statectl/checkpoint/lock.py": "def f(p):\n    p.write_text('pid')\n"}, [
+        "statectl/checkpoint/x.py:3: statectl.checkpoint.x calls replace (statectl.checkpoint only reads; only "
+        "statectl.checkpoint.lock writes, its lock's files)",
+        "statectl/checkpoint/x.py:4: statectl.checkpoint.x calls open(..., 'a') (statectl.checkpoint only reads; only "
+        "statectl.checkpoint.lock writes, its lock's files)",
+        "statectl/checkpoint/x.py:5: statectl.checkpoint.x calls copy2 (statectl.checkpoint only reads; only "
+        "statectl.checkpoint.lock writes, its lock's files)"]),
     ("no-layer", {"statectl/audit/__init__.py": "", "statectl/audit/log.py": "from statectl import errors\n"}, [
         "statectl/audit/__init__.py: statectl.audit is in no layer (place it in LAYERS)"]),
 ]
@@ -321,8 +375,12 @@ def test_a_cycle_is_reported(tmp_path):
     {"statectl/adapters/spark/x.py": "from statectl.adapters.local import jars\nfrom statectl import errors\n"},
     {"statectl/render/x.py": "from statectl.observe.lag import LagReport\nfrom statectl.checkpoint import layout\n"},
     {"statectl/run/x.py": "from statectl.jobs.registry import job_entry\nfrom statectl.adapters.spark import session\n"},
+    {"statectl/ui/x.py": "from statectl.observe.status import project_jobs\n"},
     {"statectl/checkpoint/x.py": "from . import layout\nfrom .decode import formats\nfrom ..config import sections\n"},
-], ids=["cli-local-adapters", "local-to-kafka", "spark-to-local", "render-down", "run-to-jobs", "relative-down"])
+    {"statectl/checkpoint/x.py": "import dataclasses\ndef f(p, d):\n    open(p, 'rb')\n    p.read_text()\n"
+                                 "    dataclasses.replace(d, a=1)\n    str(p).replace('a', 'b')\n"},
+], ids=["cli-local-adapters", "local-to-kafka", "spark-to-local", "render-down", "run-to-jobs", "ui-to-observe",
+        "relative-down", "checkpoint-reading"])
 def test_an_allowed_import_passes(tmp_path, files):
     assert violations(_tree(tmp_path, files), tmp_path) == []
 

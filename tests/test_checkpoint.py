@@ -614,7 +614,7 @@ def test_layout_path_imports_no_pyspark(tmp_path):
 
 
 def test_replica_copies_the_chosen_operator_and_leaves_the_original_alone(tmp_path):
-    from statectl.checkpoint.isolation import checkpoint_replica
+    from statectl.storage.replica import checkpoint_replica
 
     ops = (OperatorSpec(0, "dedupe"), OperatorSpec(1, "stateStoreSave"))
     built = build_checkpoint(tmp_path / "cp", operators=ops)

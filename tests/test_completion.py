@@ -154,7 +154,7 @@ def test_protocol_bash_example_of_an_unknown_job(project):
 
 
 # ---------------------------------------------------------------- zsh and fish, really
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (scripts/setup.sh installs it as root)")
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (scripts/setup.sh --tests installs it as root)")
 def test_zsh_really(project, tmp_path):
     script = subprocess.run(["zsh", "-c", "statectl --show-completion; true"], env=_env(), capture_output=True,
                             text=True, cwd=project, timeout=60).stdout
@@ -168,7 +168,7 @@ def test_zsh_really(project, tmp_path):
     assert (done.stdout, done.stderr) == ("*: :((\"windowed-retention\":\"of advanced-state\"))\n", "")
 
 
-@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed (scripts/setup.sh installs it as root)")
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed (scripts/setup.sh --tests installs it as root)")
 def test_fish_really(project):
     command = ("statectl --show-completion | source; complete -C 'statectl run '; "
                "complete -C 'statectl status --context '; complete -C 'statectl inspect-state cps/'")

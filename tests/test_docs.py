@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 COMMAND_DOCS = DOCS / "commands"
-README_MAX_BYTES = 16 * 1024
+README_MAX_BYTES = 15_000
 
 
 # ---------------------------------------------------------------- the command tree

@@ -200,7 +200,7 @@ def _inode(st: os.stat_result) -> tuple[int, int, int, int]:
 
 @pytest.mark.parametrize("operator", [1, None], ids=["one-operator", "all-operators"])
 def test_replica_leaves_every_inode_of_the_checkpoint_alone(tmp_path, operator):
-    from statectl.checkpoint.isolation import checkpoint_replica
+    from statectl.storage.replica import checkpoint_replica
 
     built = build_checkpoint(tmp_path / "cp", operators=(OperatorSpec(0, "dedupe"), OperatorSpec(1, "stateStoreSave")))
     before, content = inode_fingerprint(built.root), tree_fingerprint(built.root)
@@ -219,21 +219,21 @@ def test_replica_leaves_every_inode_of_the_checkpoint_alone(tmp_path, operator):
 
 
 def test_replica_that_does_not_fit_is_refused_before_copying(tmp_path, monkeypatch):
-    from statectl.checkpoint import isolation
+    from statectl.storage import replica
 
     built = build_checkpoint(tmp_path / "cp")
-    monkeypatch.setattr(isolation.tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(replica.tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(isolation.shutil, "disk_usage", lambda p: SimpleNamespace(total=10**9, used=10**9, free=1024))
+    monkeypatch.setattr(replica.shutil, "disk_usage", lambda p: SimpleNamespace(total=10**9, used=10**9, free=1024))
     with pytest.raises(OperationalError, match=r"--rows copies [\d.]+ KiB of the checkpoint .* has only 1\.0 KiB "
                                                 r"free; point TMPDIR at a larger disk"):
-        with isolation.checkpoint_replica(str(built.root), 0):
+        with replica.checkpoint_replica(str(built.root), 0):
             pass
     assert list((tmp_path / "tmp").iterdir()) == []  # nothing left behind
 
 
 def test_replica_of_an_unreadable_entry_is_an_operational_error(tmp_path):
-    from statectl.checkpoint.isolation import checkpoint_replica
+    from statectl.storage.replica import checkpoint_replica
 
     built = build_checkpoint(tmp_path / "cp")
     (built.root / "state/0/0/dangling").symlink_to(tmp_path / "gone")

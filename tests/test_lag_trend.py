@@ -17,9 +17,9 @@ import json
 
 import pytest
 
-from statectl import lag_trend
+from statectl.observe import lag_trend
 from statectl.checkpoint.progress import read_progress
-from statectl.lag_trend import CAUGHT_UP, FALLING, GROWING, STALLED, STEADY, UNKNOWN, LagSample
+from statectl.observe.lag_trend import CAUGHT_UP, FALLING, GROWING, STALLED, STEADY, UNKNOWN, LagSample
 from statectl.observe.lag import (KafkaLook, LagCache, LookRequest, NextRecord, batch_history, lag_report,
                                   look_request, merged_request, topic_windows)
 from tests.lag_checkpoint import T0_MS, build_kafka_checkpoint

@@ -141,8 +141,12 @@ def test_the_summary_table_and_json_carry_the_wall_time(capsys):
     summary = _summary(wall_seconds=42.1, start_seconds=18.3, spark_start_seconds=16.8,
                        between_batches_seconds=0.4, stop_seconds=2.4)
     run_summary(summary, as_json=False)
-    row = next(line for line in capsys.readouterr().out.splitlines() if " time " in line)
-    assert "42.1 s: start 18.3 s (Spark 16.8 s), batches 21.0 s" in row
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if " time " in line)
+    # The whole on the row's first line, then a part per line (the table stays narrow).
+    assert [line.split("│")[2].strip() for line in lines[at:at + 5]] == [
+        "42.1 s:", "start 18.3 s (Spark 16.8 s)", "batches 21.0 s (3,000 rows/s)", "between batches 0.4 s",
+        "stop 2.4 s"]
     run_summary(summary, as_json=True)
     data = json.loads(capsys.readouterr().out)
     assert {k: data[k] for k in ("seconds", "processing_seconds", "wall_seconds", "start_seconds",

@@ -1,4 +1,4 @@
-"""statectl ui without a browser: the token rule (statectl.access) the dashboard, `serve` and a
+"""statectl ui without a browser: the token rule (statectl.endpoints.access) the dashboard, `serve` and a
 run's metrics share, the events file followed as chart series, the JSON API's routes, the HTTP
 server's access checks and static files, the default events file a run appends to, and secrets.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from statectl import access
+from statectl.endpoints import access
 from statectl.errors import UsageError
 from statectl.ui.dashboard import Dashboard, clean, job_state
 from statectl.ui.jobs import UiJob
@@ -613,10 +613,33 @@ def test_the_metrics_server_on_loopback_is_open(monkeypatch):
     monkeypatch.delenv("STATECTL_METRICS_TOKEN", raising=False)
     server, _ = _start_metrics_server("127.0.0.1", 0, CollectorRegistry())
     try:
-        assert _get(f"http://127.0.0.1:{server.server_address[1]}/metrics")[0] == 200
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        assert _get(url)[0] == 200
+        assert _get(url, {"Host": f"localhost:{server.server_address[1]}"})[0] == 200
+        # A page whose name a hostile DNS server turned into 127.0.0.1 (DNS rebinding) is refused,
+        # as by the dashboard and serve: the same rule (statectl.endpoints.access.refusal).
+        status, body = _get(url, {"Host": "evil.example"})
+        assert status == 403 and b"the metrics endpoint answers only requests to a loopback name" in body
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("token, headers, target, expected", [
+    (None, {}, "/", None),
+    (None, {"Host": "localhost:80"}, "/", None),
+    (None, {"Host": "[::1]:80"}, "/", None),
+    (None, {"Host": "evil.example"}, "/", 403),
+    ("t0k", {"Host": "evil.example"}, "/?token=t0k", None),
+    ("t0k", {}, "/", 401),
+    ("t0k", {"Authorization": "Bearer nope"}, "/", 403),
+    ("t0k", {"Authorization": "Bearer t0k"}, "/", None),
+], ids=["open", "localhost", "ipv6-loopback", "rebound-host", "token-any-host", "no-token", "wrong", "right"])
+def test_one_refusal_rule_for_every_endpoint(token, headers, target, expected):
+    refused = access.refusal(token, headers, target, server="this server", realm="r", send_token="send it")
+    assert (refused.status if refused else None) == expected
+    if expected == 401:
+        assert refused.headers == {"WWW-Authenticate": 'Bearer realm="r"'} and refused.message.endswith("send it")
 
 
 def test_serve_answers_only_with_its_token():
@@ -782,3 +805,61 @@ def test_a_failing_default_events_file_warns_once_and_the_run_goes_on(tmp_path, 
     writer(event)
     writer.close()
     assert len(warnings) == 1 and "No space left on device" in warnings[0] and "the run goes on" in warnings[0]
+
+
+def _status_and_ui_jobs(tmp_path, monkeypatch) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(name, checkpoint) of the jobs `statectl status` and `statectl ui` list here, each as its
+    command finds them (the ui's events-file-only jobs aside: it alone reads events files)."""
+    from statectl import project
+    from statectl.cli.common import in_context, project_job_configs
+    from statectl.jobs.registry import load_job_config, shipped_configs
+    from statectl.observe.status import project_jobs
+    from statectl.checkpoint.lock import checkpoint_for
+    from statectl.ui.jobs import discover
+
+    project.reset()
+    resolved = project_job_configs()
+    names = {str(job.config_path): job.name for job in resolved}
+    status = [(names.get(str(path), config.job_name), str(checkpoint_for(config, None)))
+              for path, config in project_jobs([(j.config_path, j.config) for j in resolved], where_run_keeps=in_context)]
+    ui = [(job.name, str(job.checkpoint)) for job in discover(load_job_config, shipped_configs) if job.job is not None]
+    return status, ui
+
+
+@pytest.mark.parametrize("project_file", [None, "jobs", "jobs-and-context"])
+@pytest.mark.parametrize("events", [False, True], ids=["no-events-file", "events-files"])
+def test_status_and_ui_list_the_same_jobs(tmp_path, monkeypatch, project_file, events):
+    """One rule (statectl.project.jobs) for both: the project file's jobs, then the shipped jobs
+    whose checkpoint exists where `statectl run JOB` keeps it; with or without a project file or
+    a context, with or without events files."""
+    from statectl import project
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("STATECTL_PROJECT", "STATECTL_CONTEXT", "STATECTL_CLIENT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("STATECTL_HOME", str(tmp_path / ".statectl"))
+    root = tmp_path / "cps" if project_file == "jobs-and-context" else tmp_path / ".statectl" / "checkpoints"
+    # Checkpoints of two shipped jobs where `statectl run JOB` keeps them, one of a project job.
+    for job in ("leaderboard", "advanced-state-tombstones", "lb-eu"):
+        (root / job / "offsets").mkdir(parents=True)
+    shutil.copy(REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml", tmp_path / "lb.yaml")
+    if project_file:
+        context = ("current-context: dev\ncontexts:\n  dev:\n    checkpoint_root: cps\n"
+                   if project_file == "jobs-and-context" else "")
+        (tmp_path / "statectl.yaml").write_text(context + "jobs:\n  lb-eu: lb.yaml\n")
+        if project_file == "jobs":  # no context: the config's own checkpoint_dir
+            (tmp_path / "lb.yaml").write_text((tmp_path / "lb.yaml").read_text().replace(
+                "checkpoint_dir: .statectl/checkpoints/leaderboard", f"checkpoint_dir: {root / 'lb-eu'}"))
+    if events:
+        folder = tmp_path / ".statectl" / "events"
+        folder.mkdir(parents=True)
+        for name in ("leaderboard", "lb-eu", "someone-elses"):
+            (folder / f"{name}.jsonl").write_text("")
+    try:
+        status, ui = _status_and_ui_jobs(tmp_path, monkeypatch)
+    finally:
+        project.reset()
+    assert status == ui
+    names = [name for name, _ in status]
+    assert "leaderboard" in names and any(n.startswith("advanced-state") for n in names)
+    assert ("lb-eu" in names) == (project_file is not None)

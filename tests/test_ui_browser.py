@@ -1,5 +1,5 @@
 """statectl ui in a real headless browser: Debian's Chromium (/usr/bin/chromium, installed by
-scripts/setup.sh) driven by Playwright, one browser for the module.
+scripts/setup.sh --tests) driven by Playwright, one browser for the module.
 
 What is checked: the page loads with no console errors (nor failed requests or CSP refusals); the
 charts hold the series the events file holds (the numbers in each SVG path's data-points against
@@ -40,7 +40,7 @@ LINES = RECORDED.read_text().splitlines()
 @pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
-        pytest.skip("no /usr/bin/chromium: scripts/setup.sh installs Debian's chromium when run as root")
+        pytest.skip("no /usr/bin/chromium: scripts/setup.sh --tests installs Debian's chromium when run as root")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)

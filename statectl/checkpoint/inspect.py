@@ -193,7 +193,7 @@ def _read_rows(request, keep=None, remote: str | None = None):
     """Spark reads a copy of the checkpoint, never the checkpoint itself. When the copy or the read
     fails, the rows carry the error and the rest of the result stands (exit 1)."""
     from statectl.adapters.spark.state_source import read_state_rows
-    from statectl.checkpoint.isolation import checkpoint_replica
+    from statectl.storage.replica import checkpoint_replica
 
     rows = StateRows(request=request)
     try:

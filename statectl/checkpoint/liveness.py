@@ -11,7 +11,8 @@ running query logs each batch's offsets before it runs the batch and writes its 
 say a query may be running. Batches statectl itself wrote before it last released the lock (a run
 that ended, a repartitioning) are not signs. A query that runs but has had nothing to do for
 longer than the window writes nothing; the observer a user's job can attach (statectl.run.attach)
-beats a heartbeat for it, on this machine, which is a sign too.
+beats a heartbeat for it, on this machine, which is a sign too. The heartbeat is one of the lock's
+cache records (lock.py writes it); this module only reads.
 """
 
 from __future__ import annotations
@@ -128,34 +129,6 @@ def checkpoint_live_sign(checkpoint: Path, now: float | None = None,
 # ---------------------------------------------------------------- the observer's heartbeat
 #: A heartbeat older than this many of its intervals is a query that stopped without saying so.
 HEARTBEATS_MISSED = 3
-
-
-def write_heartbeat(checkpoint: Path, query_id: str, interval_s: float) -> None:
-    """The observer says its query runs on ``checkpoint`` (statectl.run.attach), now."""
-    import json
-    import os
-    import socket
-
-    from statectl.checkpoint.lock import cache_record
-
-    record = cache_record("heartbeats", checkpoint)
-    try:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        tmp = record.with_name(f".{record.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"checkpoint": str(checkpoint), "query_id": query_id, "pid": os.getpid(),
-                                   "host": socket.gethostname(), "at": time.time(), "interval_s": interval_s}))
-        tmp.replace(record)
-    except OSError:
-        pass  # a heartbeat that cannot be written must not touch the query
-
-
-def clear_heartbeat(checkpoint: Path) -> None:
-    from statectl.checkpoint.lock import cache_record
-
-    try:
-        cache_record("heartbeats", checkpoint).unlink()
-    except OSError:
-        pass
 
 
 def read_heartbeat(checkpoint: Path) -> dict | None:

@@ -265,3 +265,26 @@ def last_release(checkpoint: Path) -> float | None:
         return float(doc["released_at"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+# ---------------------------------------------------------------- the observer's heartbeat (liveness.py reads it)
+def write_heartbeat(checkpoint: Path, query_id: str, interval_s: float) -> None:
+    """The observer says its query runs on ``checkpoint`` (statectl.run.attach), now."""
+    import socket
+
+    record = cache_record("heartbeats", checkpoint)
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record.with_name(f".{record.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"checkpoint": str(checkpoint), "query_id": query_id, "pid": os.getpid(),
+                                   "host": socket.gethostname(), "at": time.time(), "interval_s": interval_s}))
+        tmp.replace(record)
+    except OSError:
+        pass  # a heartbeat that cannot be written must not touch the query
+
+
+def clear_heartbeat(checkpoint: Path) -> None:
+    try:
+        cache_record("heartbeats", checkpoint).unlink()
+    except OSError:
+        pass

@@ -221,14 +221,11 @@ def _in_context(loaded: "JobConfig", overrides: list[str] | None = None,
     checkpoint_dir; --set checkpoint_dir=... and --checkpoint-dir go over it, as flags do
     (statectl.project.precedence). JOB is the project job's name when the config is one: two
     project jobs over the same shipped job must not share a checkpoint."""
-    from statectl.project.precedence import checkpoint_of
+    from statectl.project.jobs import in_context
 
     if any(item.partition("=")[0].strip() == "checkpoint_dir" for item in overrides or []):
         return loaded
-    checkpoint = checkpoint_of(project_job or loaded.job_name)
-    if checkpoint is None:
-        return loaded
-    return loaded.model_copy(update={"checkpoint_dir": checkpoint})
+    return in_context(loaded, project_job)
 
 
 #: ``--checkpoint-dir`` on the commands that also take the checkpoint as their argument, so that

@@ -90,7 +90,7 @@ def replay(
     from statectl.cli.progress import count_progress
     from statectl.dlq.replay import ReplayRequest, replay as send_again
     from statectl.render.dlq import replay_report
-    from statectl.signals import stop_on_sigint
+    from statectl.produce.signals import stop_on_sigint
 
     request = ReplayRequest(cluster_for(bootstrap_servers, client_config), topic, reason, to, dry_run, group,
                             partition, from_offset, to_offset, read_committed=not read_uncommitted)

@@ -42,7 +42,7 @@ def archive(
     that starts Spark starts sooner (measured in docs/performance.md).
 
     One training run (a local session and a small stateful query), once per Java and
-    PySpark install; scripts/setup.sh runs it. Kept in ~/.cache/statectl/jvm. A JVM that cannot
+    PySpark install; scripts/setup.sh --tests (and --bench) runs it. Kept in ~/.cache/statectl/jvm. A JVM that cannot
     use the archive ignores it; STATECTL_JVM_ARCHIVE=off starts Spark without it.
 
     Examples:

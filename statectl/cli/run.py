@@ -126,7 +126,7 @@ def _metrics_token(host: str, token: str | None) -> None:
     hidden in everything statectl prints."""
     import os
 
-    from statectl.access import token_for
+    from statectl.endpoints.access import token_for
     from statectl.redact import register
 
     chosen, _ = token_for(host, token, "--metrics-token", generate=False)

@@ -7,7 +7,7 @@ and writes nothing, so it works while the job runs; Kafka is asked for end offse
 timestamps of the next unread records and the log ends at the last batches' times (no consumer
 group, no commit), which a user with READ/DESCRIBE on the topics may do.
 
-Lag in seconds is the age of the next unread record; the trend (statectl.lag_trend) is judged
+Lag in seconds is the age of the next unread record; the trend (statectl.observe.lag_trend) is judged
 over the last batches of the offset log, each a sample of where the job was and where the log
 ended then. docs/commands/lag.md says why and what the verdicts mean.
 """
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from statectl import lag_trend
+from statectl.observe import lag_trend
 from statectl.checkpoint.progress import CheckpointProgress, kafka_offsets, read_progress
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
-from statectl.lag_trend import LagSample
+from statectl.observe.lag_trend import LagSample
 from statectl.text import plural
 
 #: ``(topic, partition, offset)``: a record whose timestamp is wanted.
@@ -146,7 +146,7 @@ class TopicLag:
     unknown_seconds: int = 0
     #: the oldest next unread record's timestamp (ms)
     oldest_unread_ms: int | None = None
-    #: the verdict over the window (statectl.lag_trend)
+    #: the verdict over the window (statectl.observe.lag_trend)
     trend: str = lag_trend.UNKNOWN
     #: the samples it was judged on: one per batch, oldest first
     window: tuple[WindowSample, ...] = ()

@@ -54,7 +54,7 @@ class JobStatus:
     pending_batch: int | None = None
     lag: int | None = None
     lag_unknown_partitions: int = 0
-    #: the furthest-behind partition's lag in seconds, and the trend (statectl.lag_trend)
+    #: the furthest-behind partition's lag in seconds, and the trend (statectl.observe.lag_trend)
     lag_seconds: float | None = None
     lag_trend: str | None = None
     lag_topics: list[TopicLag] = field(default_factory=list)
@@ -256,24 +256,15 @@ def location_jobs(root: Path) -> list[tuple[Path, JobConfig]]:
 
 
 def project_jobs(given: list[tuple[Path, JobConfig]],
-                 where_run_keeps: Callable[[JobConfig], JobConfig] = lambda config: config) -> list[tuple[Path, JobConfig]]:
-    """The shipped job configs whose checkpoints exist (where `statectl run JOB` keeps them:
-    ``where_run_keeps`` gives a shipped config the project context's checkpoint), then ``given``;
-    one entry per checkpoint (a given config replaces a shipped one with its checkpoint)."""
+                 where_run_keeps: Callable[[JobConfig], JobConfig] | None = None) -> list[tuple[Path, JobConfig]]:
+    """``given`` (the project file's jobs, the configs and checkpoints named), then the shipped jobs
+    whose checkpoints exist where `statectl run JOB` keeps them (``where_run_keeps``: in the
+    project's context); one entry per checkpoint. The same rule as the dashboard's list
+    (statectl.project.jobs)."""
     from statectl.jobs.registry import shipped_configs
-    from statectl.checkpoint.lock import checkpoint_for
+    from statectl.project.jobs import in_context, jobs_here
 
-    chosen: dict[Path, tuple[Path, JobConfig]] = {}
-    for path, config in shipped_configs():
-        config = where_run_keeps(config)
-        checkpoint = checkpoint_for(config, None)
-        if checkpoint.exists():
-            chosen[checkpoint] = (path, config)
-    for path, config in given:
-        checkpoint = checkpoint_for(config, None)
-        chosen.pop(checkpoint, None)
-        chosen[checkpoint] = (path, config)
-    return list(chosen.values())
+    return jobs_here(given, shipped_configs(), where_run_keeps or in_context)
 
 
 def project_status(request: StatusRequest, look: Look = kafka_look,

@@ -12,7 +12,7 @@ from typing import Callable
 from statectl.produce.datasets import TopicBatch
 from statectl.errors import DeliveryFailed
 from statectl.cluster import Cluster
-from statectl.signals import stop_on_sigint
+from statectl.produce.signals import stop_on_sigint
 
 ProgressFn = Callable[[str, int], None]  # (topic, records sent so far in this topic)
 

@@ -11,7 +11,7 @@ import re
 from http.server import ThreadingHTTPServer
 from typing import Callable
 
-from statectl import access
+from statectl.endpoints import access
 from statectl.cluster import Cluster
 from statectl.errors import OperationalError
 from statectl.query.views import LiveView
@@ -52,7 +52,7 @@ def stale_headers(stale_since: float | None) -> dict[str, str]:
 
 
 def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token: str | None = None):
-    """The request handler; with ``token`` every request must carry it (statectl.access)."""
+    """The request handler; with ``token`` every request must carry it (statectl.endpoints.access)."""
 
     class Handler(access.LoggedAnswers):
         server_version = "statectl"
@@ -68,17 +68,11 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token
                 self._answer(*respond(live.snapshot(), self.path))
 
         def _allowed(self) -> bool:
-            if not access.host_header_ok(token, self.headers.get("Host")):
-                self._answer(403, {"error": "this server answers only requests to a loopback name (localhost, "
-                                            "127.0.0.1); start it with --token to reach it by another name"})
-                return False
-            status = access.check(token, self.headers, self.path)
-            if status == 401:
-                self._answer(401, {"error": "a token is required: send 'Authorization: Bearer T' or ?token=T"},
-                             {"WWW-Authenticate": 'Bearer realm="statectl"'})
-            elif status == 403:
-                self._answer(403, {"error": "wrong token"})
-            return status == 200
+            refused = access.refusal(token, self.headers, self.path, server="this server", realm="statectl",
+                                     send_token="send 'Authorization: Bearer T' or ?token=T")
+            if refused is not None:
+                self._answer(refused.status, {"error": refused.message}, refused.headers)
+            return refused is None
 
         def _not_allowed(self) -> None:
             self._answer(405, {"error": f"{self.command} is not allowed: the API is read-only ({ALLOWED})"},
@@ -104,7 +98,7 @@ def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
                 token: str | None = None) -> tuple[ThreadingHTTPServer, LiveView]:
     """A bound (not yet serving) HTTP server over a live view of ``topic``; ``log`` hears every
     request and when the view goes stale and current again; ``token``: what every request must
-    carry (None: none, a loopback bind only — statectl.access.token_for decides)."""
+    carry (None: none, a loopback bind only — statectl.endpoints.access.token_for decides)."""
     from statectl.adapters.kafka.admin import existing_topics
     from statectl.adapters.kafka.connect import require_broker, require_operations
 

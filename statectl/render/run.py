@@ -312,23 +312,47 @@ def run_display(console: Console | None = None, job: str = "", live: bool | None
     return LiveRunDisplay(console, job) if live else PlainRunLines(console)
 
 
-def time_text(summary) -> str:
-    """The run's wall time and where it went: ``42.1 s: start 18.3 s (Spark 17.1 s), batches 21.0 s
-    (3,210 rows/s), between batches 0.4 s, stop 2.8 s``: every part, always in this order (the
-    parts add up to the whole); Spark's share of the start when there was one, the rate when
-    there were rows and batch time."""
-    if not summary.wall_seconds:  # a summary that was not timed (made by hand): the query's time
-        rate = summary.input_rows / summary.seconds if summary.seconds else 0
-        return f"{summary.seconds:.1f} s ({rate:,.0f} rows/s)"
+def _time_parts(summary) -> list[str]:
+    """Where a timed run's wall time went, in order: start, batches, between batches, stop."""
     start = f"start {summary.start_seconds:.1f} s"
     if summary.spark_start_seconds >= 0.05:
         start += f" (Spark {summary.spark_start_seconds:.1f} s)"
     batches = f"batches {summary.processing_seconds:.1f} s"
     if summary.processing_seconds > 0 and summary.input_rows:
         batches += f" ({summary.input_rows / summary.processing_seconds:,.0f} rows/s)"
-    parts = [start, batches, f"between batches {summary.between_batches_seconds:.1f} s",
-             f"stop {summary.stop_seconds:.1f} s"]
-    return f"{summary.wall_seconds:.1f} s: " + ", ".join(parts)
+    return [start, batches, f"between batches {summary.between_batches_seconds:.1f} s",
+            f"stop {summary.stop_seconds:.1f} s"]
+
+
+def _untimed(summary) -> str:
+    """A summary that was not timed (made by hand): the query's time."""
+    rate = summary.input_rows / summary.seconds if summary.seconds else 0
+    return f"{summary.seconds:.1f} s ({rate:,.0f} rows/s)"
+
+
+def time_text(summary) -> str:
+    """The run's wall time and where it went: ``42.1 s: start 18.3 s (Spark 17.1 s), batches 21.0 s
+    (3,210 rows/s), between batches 0.4 s, stop 2.8 s``: every part, always in this order (the
+    parts add up to the whole); Spark's share of the start when there was one, the rate when
+    there were rows and batch time."""
+    if not summary.wall_seconds:
+        return _untimed(summary)
+    return f"{summary.wall_seconds:.1f} s: " + ", ".join(_time_parts(summary))
+
+
+def time_lines(summary) -> list[str]:
+    """``time_text`` as the summary table shows it: the whole on the first line, then a part per
+    line, so the row stays narrow and no part is ever split."""
+    if not summary.wall_seconds:
+        return [_untimed(summary)]
+    return [f"{summary.wall_seconds:.1f} s:", *(f"  {part}" for part in _time_parts(summary))]
+
+
+#: The summary table's widest layout, whatever the console's width: on a narrower terminal rich
+#: folds long values over lines within it (never cut with "…").
+SUMMARY_WIDTH = 100
+#: The labels' widest (a long topic name in `written to TOPIC` folds): the values get the rest.
+SUMMARY_LABEL_WIDTH = 30
 
 
 def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
@@ -340,11 +364,11 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
                 f"is as it was: {display_path(summary.checkpoint_dir)}")
         return
     table = Table(title=f"{summary.job}: {summary.status}", show_header=False)
-    table.add_column("what")
-    table.add_column("value")
+    table.add_column("what", overflow="fold", max_width=SUMMARY_LABEL_WIDTH)
+    table.add_column("value", overflow="fold")
     table.add_row("batches", f"{summary.batches:,}")
     table.add_row("input rows", f"{summary.input_rows:,}")
-    table.add_row("time", time_text(summary))
+    table.add_row("time", "\n".join(time_lines(summary)))
     for topic, n in summary.outputs.items():
         table.add_row(f"written to {topic}", f"{n:,}")
     if summary.delivery:
@@ -357,7 +381,8 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
         table.add_row(f"state of operator {grew['operator_id']}",
                       f"grew without bound ({grew['trend']}): {grew['first']:,.0f} → {grew['last']:,.0f} rows{rate}")
     table.add_row("checkpoint", display_path(summary.checkpoint_dir))
-    (console or out()).print(table)
+    console = console or out()
+    console.print(table, width=min(console.width, SUMMARY_WIDTH))
     if summary.state_growth:
         err().print(labelled("warning:", "yellow", f"the state grew without bound during the run: statectl advise "
                                                    f"{display_path(summary.checkpoint_dir)} says why and when it "

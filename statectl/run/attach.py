@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from statectl.checkpoint.liveness import clear_heartbeat, write_heartbeat
+from statectl.checkpoint.lock import clear_heartbeat, write_heartbeat
 from statectl.checkpoint.lock import record_release
 from statectl.errors import UsageError
 from statectl.run.monitor import RunMonitor

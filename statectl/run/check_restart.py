@@ -65,7 +65,7 @@ def _scratch(checkpoint, layout) -> Iterator[Path]:
         with scratch_copy(checkpoint) as copy:
             yield copy
         return
-    from statectl.checkpoint.isolation import checkpoint_replica
+    from statectl.storage.replica import checkpoint_replica
     from statectl.checkpoint.restore import files_a_restart_reads, restore_plan
 
     keep = files_a_restart_reads(restore_plan(layout))

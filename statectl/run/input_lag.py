@@ -4,7 +4,7 @@ Spark's progress tells each Kafka source's end offsets (where the batch read up 
 offsets it saw; what it does not tell is how old the first record left behind is. After each
 batch that left records behind, one read of those records' timestamps (an assigned consumer kept
 for the run: no group, no commit, a short time-out) gives the lag in seconds, and the batches'
-own offsets give the trend (statectl.lag_trend) with no Kafka request at all. Nothing here may
+own offsets give the trend (statectl.observe.lag_trend) with no Kafka request at all. Nothing here may
 stop a run: a failed read leaves the seconds unknown.
 """
 
@@ -14,8 +14,8 @@ import time
 from datetime import datetime
 from typing import Callable, Protocol
 
-from statectl import lag_trend
-from statectl.lag_trend import LagSample
+from statectl.observe import lag_trend
+from statectl.observe.lag_trend import LagSample
 from statectl.run.lifecycle import source_offsets as _offsets
 
 #: The read of the next records may hold the events back this long at most, per batch.

@@ -10,7 +10,7 @@ import errno
 import socket
 
 from statectl.errors import OperationalError, UsageError
-from statectl.lag_trend import TRENDS
+from statectl.observe.lag_trend import TRENDS
 from statectl.run.lifecycle import State
 from statectl.run.state_growth import StateGrowth
 
@@ -159,22 +159,22 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
     from prometheus_client import make_wsgi_app
     from prometheus_client.exposition import ThreadingWSGIServer
 
-    from statectl.access import check, token_for
+    from statectl.endpoints.access import refusal, token_for
 
     token, _ = token_for(host, token or os.environ.get("STATECTL_METRICS_TOKEN") or None, "--metrics-token",
                          generate=False)
     metrics_app = make_wsgi_app(registry)
 
     def app(environ, start_response):
-        headers = {"Authorization": environ.get("HTTP_AUTHORIZATION", ""), "Cookie": ""}
-        status = check(token, headers, "?" + environ.get("QUERY_STRING", ""))
-        if status == 200:
+        headers = {"Authorization": environ.get("HTTP_AUTHORIZATION", ""), "Cookie": "",
+                   "Host": environ.get("HTTP_HOST", "")}
+        refused = refusal(token, headers, "?" + environ.get("QUERY_STRING", ""), server="the metrics endpoint",
+                          realm="statectl metrics", send_token="send Authorization: Bearer T")
+        if refused is None:
             return metrics_app(environ, start_response)
-        body = (b"a token is required: send Authorization: Bearer T\n" if status == 401
-                else b"wrong token\n")
-        start_response("401 Unauthorized" if status == 401 else "403 Forbidden",
-                       [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
-                        ("WWW-Authenticate", 'Bearer realm="statectl metrics"')])
+        body = (refused.message + "\n").encode()
+        start_response(f"{refused.status} {'Unauthorized' if refused.status == 401 else 'Forbidden'}",
+                       [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *refused.headers.items()])
         return [body]
 
     class Server(ThreadingWSGIServer):

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from statectl.jobs.registry import JobEntry, job_entry
 from statectl.jobs.user import UserJob
@@ -33,6 +33,9 @@ from statectl.run.kafka_watch import KafkaWatch
 from statectl.run.lifecycle import EventSink, RunTotals, batch_progress
 from statectl.run.restore_tracking import tracked_restore
 from statectl.text import wait_until
+
+if TYPE_CHECKING:
+    from statectl.config.engine_choice import EngineChoice
 
 
 @dataclass
@@ -205,10 +208,82 @@ def require_features(features: list[str]) -> None:
         require(feature, installed)
 
 
+@dataclass
+class _Run:
+    """What a run is, settled (and checked) before the checkpoint is locked and Spark starts."""
+    request: RunRequest
+    command_started: float  # time.monotonic(): the summary's wall time counts from here
+    config: JobConfig
+    job: JobEntry | UserJob
+    name: str
+    checkpoint: Path
+    master: str | None
+    engine: EngineChoice
+    bootstrap: Cluster
+    admin: object
+    topics: object  # the declared topics' plan, applied once the checkpoint is the run's
+    metrics: object | None  # the Prometheus server, while the run lasts
+
+
+@dataclass
+class _Ready:
+    """What the run read and made ready once the checkpoint was its own, before Spark starts."""
+    layout: object | None  # None: a new query, or a checkpoint this reader cannot parse
+    restore: dict  # what the first batch will load, per operator (empty when the run does not listen)
+    notes: list[str | None]  # the restore plan's note, the topics' note
+
+
+@dataclass
+class _Session:
+    """The run's Spark session and what came with it."""
+    spark: object
+    started: float  # time.monotonic() when the session was asked for
+    link: object | None = None  # statectl's link to its own engine; None: a local driver, an engine elsewhere
+    client_watch: object | None = None  # what an exactly-once writer on an engine reads the heartbeat with
+    notes: list[str] = field(default_factory=list)  # what the run shows about the engine
+
+
+@dataclass
+class _Outcome:
+    """How the query ended. Filled in as it goes: the clean-up needs the query even when a second
+    Ctrl-C breaks off the following."""
+    started: float  # time.monotonic() just before the query was asked to start
+    status: str = "finished"
+    error: str | None = None
+    error_text: str = ""  # the error with its Java stack and causes
+    start_error: str | None = None  # why the query did not start, for the listener's last event
+    query: object | None = None
+    query_started: float | None = None
+    query_ended: float = 0.0
+
+
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
-    from statectl.adapters.kafka.connect import require_broker, require_operations
-    from statectl.topics.declared import merged
+    run = _refuse_before_spark(request)
+    with CheckpointLock(run.checkpoint, writes_batches=True) as lock, _closing(run.metrics), \
+            _one_line_errors(run.name), contextlib.ExitStack() as session_scope:
+        # From here on Ctrl-C asks for a stop: while Spark starts, the run then ends before its
+        # first batch instead of breaking off inside a call to the JVM.
+        signals = StopSignals().install()
+        session_scope.callback(signals.restore)
+        ready = _read_checkpoint_and_create_topics(run)
+        session = _start_spark(run, ready.layout, session_scope)
+        writer, output_topics = _build_writer(run, ready.layout, session)
+        totals = RunTotals()
+        monitor = _listen(run, ready, session, [totals.add, run.metrics, on_event], lock)
+        outcome = _follow_to_the_end(run, session, writer, signals, monitor, totals)
+    summary = _summary_of(run, session, outcome, totals, output_topics)
+    if outcome.status == "failed":
+        raise OperationalError(f"the {run.name} query failed{_in_batch(run.checkpoint)}: "
+                               f"{_resource_error(outcome.error, outcome.error_text, run.checkpoint)}")
+    return summary
+
+
+def _refuse_before_spark(request: RunRequest) -> _Run:
+    """What the run is, refused in a second before Spark starts (which takes many): a feature the
+    installed Spark lacks, a checkpoint path that cannot be a directory, a master or engine nobody
+    answers at, the broker, the topics the job declares, a metrics port in use."""
+    from statectl.adapters.kafka.connect import require_broker
     from statectl.adapters.spark.session import require_master
     from statectl.config.engine_choice import engine_for
 
@@ -219,9 +294,6 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     master = request.master or config.spark.master
     engine = engine_for(request.remote, request.master, config)
-    # Refused in a second, before Spark starts (which takes many): a feature the installed Spark
-    # lacks, a checkpoint path that cannot be a directory, a master or engine nobody answers at,
-    # the broker, a metrics port in use.
     require_features([*job_features(job, config), *(["engine-run"] if engine.on_engine else []),
                       *(["s3a-checkpoints"] if is_object_path(checkpoint) else [])])
     check_checkpoint_location(checkpoint)
@@ -237,137 +309,173 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
     admin = require_broker(bootstrap)
     topics = _plan_topics(job, config, bootstrap, admin)
     metrics = _serve_metrics(request)
+    return _Run(request=request, command_started=command_started, config=config, job=job, name=name,
+                checkpoint=checkpoint, master=master, engine=engine, bootstrap=bootstrap, admin=admin,
+                topics=topics, metrics=metrics)
 
-    with CheckpointLock(checkpoint, writes_batches=True) as lock, _closing(metrics), _one_line_errors(name), \
-            contextlib.ExitStack() as session_scope:
-        from statectl.adapters.spark.session import failure_line, spark_session
-        from statectl.adapters.spark.query import kafka_sink_writer
-        from statectl.checkpoint.restart_needs import restart_session_conf
-        from statectl.run.exactly_once import TransactionalBatches, run_transactional_id
 
-        # From here on Ctrl-C asks for a stop: while Spark starts, the run then ends before its
-        # first batch instead of breaking off inside a call to the JVM.
-        signals = StopSignals().install()
-        session_scope.callback(signals.restore)
+def _read_checkpoint_and_create_topics(run: _Run) -> _Ready:
+    """With the checkpoint locked, still before Spark starts: the checkpoint read, then the job's
+    topics created as planned (the run is sure to go on) and the rights to them checked."""
+    from statectl.adapters.kafka.connect import require_operations
+    from statectl.topics.declared import merged
 
-        # Read before the query starts, once (pure Python, no JVM): whether this job can continue
-        # the checkpoint, and what the first batch will load.
-        layout = _checkpoint_layout(checkpoint)
-        require_features(checkpoint_features(layout))
-        _refuse_incompatible_checkpoint(job, layout, config)
-        restore, plan_note = tracked_restore(checkpoint, layout) if request.listen else ({}, None)
-        topic_note = topics.apply()
-        # On a secured cluster, a missing READ or WRITE is one line now, not a Spark task failure later.
-        require_operations(admin, bootstrap, {t.name: t.operation for t in merged(job.topics(config))})
-        # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
-        # whose format the session does not match (either way round): set the one it was written in.
-        conf = {**spark_conf_for(checkpoint), **config.spark.conf, **restart_session_conf(layout)}
-        spark_started = time.monotonic()
-        link = client_watch = None
-        if engine.on_engine:
-            from statectl.adapters.spark.remote import ClientHeartbeat, ClientWatch, close_session
+    # Read before the query starts, once (pure Python, no JVM): whether this job can continue the
+    # checkpoint, and what the first batch will load.
+    layout = _checkpoint_layout(run.checkpoint)
+    require_features(checkpoint_features(layout))
+    _refuse_incompatible_checkpoint(run.job, layout, run.config)
+    restore, plan_note = tracked_restore(run.checkpoint, layout) if run.request.listen else ({}, None)
+    topic_note = run.topics.apply()
+    # On a secured cluster, a missing READ or WRITE is one line now, not a Spark task failure later.
+    require_operations(run.admin, run.bootstrap, {t.name: t.operation for t in merged(run.job.topics(run.config))})
+    return _Ready(layout=layout, restore=restore, notes=[plan_note, topic_note])
 
-            spark, link, engine_notes = _engine_session(engine, name, conf, job)
-            session_scope.callback(close_session, spark)  # its queries end with it on the engine
-            session_scope.callback(ClientHeartbeat(spark).stop)
-            client_watch = ClientWatch()
-        else:
-            if isinstance(job, UserJob):
-                worker_python_path(job.python_path())
-            spark = spark_session(app_name=f"statectl {name}", master=master, conf=conf, ui=config.spark.ui,
-                                  object_store=is_object_path(checkpoint))
-            engine_notes = []
-        txn_id = run_transactional_id(config, checkpoint, layout)
-        if isinstance(job, UserJob):
-            writer = user_job_writer(job, spark, config, bootstrap, admin, checkpoint, request.available_now, txn_id,
-                                     client_watch)
-            output_topics: list[str] = []
-        else:
-            plan = job.topology().build(spark, config, bootstrap)
-            output_topics = plan.output_topics
-            batches = (None if txn_id is None
-                       else TransactionalBatches(bootstrap, txn_id, output_topics[0], client_watch))
-            writer = kafka_sink_writer(
-                plan.output, plan.reasons, plan.output_topics, bootstrap, str(checkpoint), name.replace("/", "-"),
-                request.available_now, config.trigger.processing_time, batches)
 
-        totals = RunTotals()
-        trigger = "available-now" if request.available_now else f"processing-time {config.trigger.processing_time}"
-        monitor = None
-        if request.listen:
-            def note_batch(event: dict) -> None:
-                if event.get("type") == "batch_progress":
-                    lock.touch()  # if this run is killed, its lock says until when the batches were its
+def _start_spark(run: _Run, layout, session_scope: contextlib.ExitStack) -> _Session:
+    """A Spark driver in this process, or a session on an engine: ``session_scope`` closes that
+    one when the run ends (its queries end with it) and stops the client's heartbeat first."""
+    from statectl.adapters.spark.session import spark_session
+    from statectl.checkpoint.restart_needs import restart_session_conf
 
-            monitor = _monitor(spark, metrics, [totals.add, metrics, on_event, note_batch], restore,
-                               [*engine_notes, plan_note, topic_note],
-                               {"job": name, "checkpoint": str(checkpoint), "trigger": trigger}, engine, link,
-                               bootstrap=bootstrap)
-        watch = _watch_kafka(admin, config.kafka.unavailable_timeout, monitor)
-        started = time.monotonic()
-        query_started = None
-        status = "finished"
-        error = None
-        error_text = ""
-        start_error = None
-        interrupted = False
-        query = None
-        try:
-            if signals.requested.is_set():
-                raise _StoppedBeforeStart
-            try:
-                query = writer.start()
-                query_started = time.monotonic()
-            except Exception as exc:
-                start_error = failure_line(exc)
-                raise _query_error(job, f"the {name} query did not start", exc) from exc
-            lost = kafka_lost_error(bootstrap, config.kafka.unavailable_timeout)
-            status = _follow(query, signals, request, started, monitor.stopping if monitor is not None else None,
-                             watch, monitor.fail if monitor is not None else None, lost, link)
-            exc = query.exception()
-            if status == KAFKA_LOST:
-                status, error = "failed", lost
-            elif exc is not None and not cut_short_by_stop(status, _whole_text(exc)):
-                status, error = "failed", _failure(job, exc, query)
-                error_text = _whole_text(exc)
-            if status == CAUGHT_UP:
-                status = "finished"
-        except _StoppedBeforeStart:
-            status = "stopped"
-        except KeyboardInterrupt:
-            interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
-            raise
-        finally:
-            query_ended = time.monotonic()
-            signals.restore()
-            watch.close()
-            if engine.on_engine and interrupted:
-                _stop_now(query)  # the engine would run it on until the session times out
-            if monitor is not None:
-                monitor.close(error=start_error, wait=0.5 if interrupted else 5.0)
-                with contextlib.suppress(Exception):  # a JVM on its way out must not hide why
-                    spark.streams.removeListener(monitor.listener)
-        if monitor is None and query is not None:
-            for progress in query.recentProgress:
-                totals.add(batch_progress(json.loads(progress.json)))
+    # The checkpoint format is not in the offset log, and Spark 4.2 fails to restart a checkpoint
+    # whose format the session does not match (either way round): set the one it was written in.
+    conf = {**spark_conf_for(run.checkpoint), **run.config.spark.conf, **restart_session_conf(layout)}
+    spark_started = time.monotonic()
+    if run.engine.on_engine:
+        from statectl.adapters.spark.remote import ClientHeartbeat, ClientWatch, close_session
 
+        spark, link, engine_notes = _engine_session(run.engine, run.name, conf, run.job)
+        session_scope.callback(close_session, spark)  # its queries end with it on the engine
+        session_scope.callback(ClientHeartbeat(spark).stop)  # after close_session: it stops first
+        client_watch = ClientWatch()
+        return _Session(spark, spark_started, link, client_watch, engine_notes)
+    if isinstance(run.job, UserJob):
+        worker_python_path(run.job.python_path())
+    spark = spark_session(app_name=f"statectl {run.name}", master=run.master, conf=conf, ui=run.config.spark.ui,
+                          object_store=is_object_path(run.checkpoint))
+    return _Session(spark, spark_started)
+
+
+def _build_writer(run: _Run, layout, session: _Session) -> tuple[object, list[str]]:
+    """The query's unstarted writer and the topics a shipped job writes: a user's job's own writer
+    made statectl's run, or a shipped job's output to its Kafka sink; exactly-once batches when the
+    config's sink asks for them (a user's job's ``ctx.kafka_sink`` too)."""
+    from statectl.adapters.spark.query import kafka_sink_writer
+    from statectl.run.exactly_once import TransactionalBatches, run_transactional_id
+
+    config, job, bootstrap = run.config, run.job, run.bootstrap
+    txn_id = run_transactional_id(config, run.checkpoint, layout)
+    if isinstance(job, UserJob):
+        writer = user_job_writer(job, session.spark, config, bootstrap, run.admin, run.checkpoint,
+                                 run.request.available_now, txn_id, session.client_watch)
+        return writer, []
+    plan = job.topology().build(session.spark, config, bootstrap)
+    output_topics = plan.output_topics
+    batches = (None if txn_id is None
+               else TransactionalBatches(bootstrap, txn_id, output_topics[0], session.client_watch))
+    writer = kafka_sink_writer(
+        plan.output, plan.reasons, plan.output_topics, bootstrap, str(run.checkpoint), run.name.replace("/", "-"),
+        run.request.available_now, config.trigger.processing_time, batches)
+    return writer, output_topics
+
+
+def _listen(run: _Run, ready: _Ready, session: _Session, sinks: list, lock: CheckpointLock):
+    """The listener and its monitor thread, unless the run does not listen (None): events to
+    ``sinks``, and each batch's progress renews the lock."""
+    if not run.request.listen:
+        return None
+    config = run.config
+    trigger = "available-now" if run.request.available_now else f"processing-time {config.trigger.processing_time}"
+
+    def note_batch(event: dict) -> None:
+        if event.get("type") == "batch_progress":
+            lock.touch()  # if this run is killed, its lock says until when the batches were its
+
+    return _monitor(session.spark, run.metrics, [*sinks, note_batch], ready.restore, [*session.notes, *ready.notes],
+                    {"job": run.name, "checkpoint": str(run.checkpoint), "trigger": trigger}, run.engine,
+                    session.link, bootstrap=run.bootstrap)
+
+
+def _follow_to_the_end(run: _Run, session: _Session, writer, signals: StopSignals, monitor,
+                       totals: RunTotals) -> _Outcome:
+    """Start the query and follow it until it ends or is stopped. However that goes, the signals,
+    the Kafka watch and the listener are let go of; a second Ctrl-C still leaves at once."""
+    watch = _watch_kafka(run.admin, run.config.kafka.unavailable_timeout, monitor)
+    outcome = _Outcome(started=time.monotonic())
+    interrupted = False
+    try:
+        _start_and_follow(run, session, writer, signals, monitor, watch, outcome)
+    except _StoppedBeforeStart:
+        outcome.status = "stopped"
+    except KeyboardInterrupt:
+        interrupted = True  # a second Ctrl-C: leave now, the next run re-runs the unfinished batch
+        raise
+    finally:
+        outcome.query_ended = time.monotonic()
+        signals.restore()
+        watch.close()
+        if run.engine.on_engine and interrupted:
+            _stop_now(outcome.query)  # the engine would run it on until the session times out
+        if monitor is not None:
+            monitor.close(error=outcome.start_error, wait=0.5 if interrupted else 5.0)
+            with contextlib.suppress(Exception):  # a JVM on its way out must not hide why
+                session.spark.streams.removeListener(monitor.listener)
+    if monitor is None and outcome.query is not None:
+        for progress in outcome.query.recentProgress:
+            totals.add(batch_progress(json.loads(progress.json)))
+    return outcome
+
+
+def _start_and_follow(run: _Run, session: _Session, writer, signals: StopSignals, monitor, watch: KafkaWatch,
+                      outcome: _Outcome) -> None:
+    """Start the query, unless a stop came while Spark started, and follow it to its end."""
+    from statectl.adapters.spark.session import failure_line
+
+    if signals.requested.is_set():
+        raise _StoppedBeforeStart
+    try:
+        outcome.query = writer.start()
+        outcome.query_started = time.monotonic()
+    except Exception as exc:
+        outcome.start_error = failure_line(exc)
+        raise _query_error(run.job, f"the {run.name} query did not start", exc) from exc
+    lost = kafka_lost_error(run.bootstrap, run.config.kafka.unavailable_timeout)
+    status = _follow(outcome.query, signals, run.request, outcome.started,
+                     monitor.stopping if monitor is not None else None, watch,
+                     monitor.fail if monitor is not None else None, lost, session.link)
+    outcome.status, outcome.error, outcome.error_text = _how_it_ended(run.job, status, outcome.query, lost)
+
+
+def _how_it_ended(job, status: str, query, lost: str) -> tuple[str, str | None, str]:
+    """The run's status, error line and the error's whole text, from what ``_follow`` returned and
+    the query's exception: an interruption of a batch this run stopped itself is no failure."""
+    exc = query.exception()
+    if status == KAFKA_LOST:
+        return "failed", lost, ""
+    if exc is not None and not cut_short_by_stop(status, _whole_text(exc)):
+        return "failed", _failure(job, exc, query), _whole_text(exc)
+    return ("finished" if status == CAUGHT_UP else status), None, ""
+
+
+def _summary_of(run: _Run, session: _Session, outcome: _Outcome, totals: RunTotals,
+                output_topics: list[str]) -> RunSummary:
+    """What the run did, once the session and the lock are let go of (the stop time counts them)."""
+    query = outcome.query
     processing_seconds = round(totals.processing_ms / 1000, 2)
-    summary = RunSummary(
-        job=name, status=status, query_id=None if query is None else str(query.id), checkpoint_dir=str(checkpoint),
-        bootstrap_servers=str(bootstrap), batches=totals.batches, input_rows=totals.input_rows,
-        seconds=round(time.monotonic() - started, 2),
+    return RunSummary(
+        job=run.name, status=outcome.status, query_id=None if query is None else str(query.id),
+        checkpoint_dir=str(run.checkpoint), bootstrap_servers=str(run.bootstrap), batches=totals.batches,
+        input_rows=totals.input_rows, seconds=round(time.monotonic() - outcome.started, 2),
         dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
         outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(output_topics)},
-        state_rows=totals.last_state_rows, state_growth=_unbounded_state(totals), error=error,
+        state_rows=totals.last_state_rows, state_growth=_unbounded_state(totals), error=outcome.error,
         processing_seconds=processing_seconds,
-        engine=engine.remote,
-        delivery=None if isinstance(job, UserJob) else config.sink.delivery,
-        **run_timing(command_started, spark_started, query_started, query_ended, time.monotonic(), processing_seconds),
+        engine=run.engine.remote,
+        delivery=None if isinstance(run.job, UserJob) else run.config.sink.delivery,
+        **run_timing(run.command_started, session.started, outcome.query_started, outcome.query_ended,
+                     time.monotonic(), processing_seconds),
     )
-    if status == "failed":
-        raise OperationalError(f"the {name} query failed{_in_batch(checkpoint)}: "
-                               f"{_resource_error(error, error_text, checkpoint)}")
-    return summary
 
 
 def _unbounded_state(totals: RunTotals) -> list[dict]:

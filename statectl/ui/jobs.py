@@ -1,9 +1,9 @@
 """Which jobs the dashboard shows, and where each one's checkpoint and events file are.
 
-The project's jobs (``statectl.yaml``'s ``jobs:``, through ``statectl.project.active()``), with
-the context's checkpoint root; without a project file, what ``statectl status`` shows: the shipped
-jobs whose checkpoints exist here. Then every events file in ``.statectl/events/`` that belongs to
-none of them (a run of a job given by ``--config`` elsewhere), known by that file alone.
+The jobs `statectl status` shows, by the same rule (statectl.project.jobs): the project's jobs
+(``statectl.yaml``'s ``jobs:``) in the context, then the shipped jobs whose checkpoints exist
+where `statectl run JOB` keeps them. Then every events file in ``.statectl/events/`` that belongs
+to none of them (a run of a job given by ``--config`` elsewhere), known by that file alone.
 """
 
 from __future__ import annotations
@@ -36,32 +36,28 @@ class UiJob:
                 "problem": self.problem}
 
 
-def _checkpoint(name: str, config, context) -> str:
-    """Where `statectl run NAME` keeps the checkpoint: the context's root/NAME over the config's
-    checkpoint_dir (statectl.project.precedence), else the default."""
-    from statectl.checkpoint.lock import checkpoint_for
-    from statectl.project.precedence import checkpoint_of
+def _load(load: Callable[[Path], Any], path: Path, name: str | None, context):
+    """(config in the context, None) or (None, why it could not be read)."""
+    from statectl.project.jobs import in_context
 
-    in_context = checkpoint_of(name, context) if context is not None else None
-    if in_context:
-        return in_context
-    # the config's own as written (shown on the page as the user wrote it), else run's default
-    return str(config.checkpoint_dir) if config.checkpoint_dir else str(checkpoint_for(config, None))
+    try:
+        return in_context(load(path), name, context), None
+    except StatectlError as exc:
+        return None, str(exc).splitlines()[0]
 
 
-def _from_config(name: str, path: Path, context, client_config: Path | None, load: Callable) -> UiJob:
+def _from_config(name: str, path: Path, config, problem: str | None, client_config: Path | None, context) -> UiJob:
     """The job of one config. Its cluster settings are resolved only so that every secret they
     hold (client.properties passwords, JAAS) is registered with statectl.redact before anything
     is shown; nothing connects to Kafka."""
+    from statectl.checkpoint.lock import checkpoint_for
     from statectl.cluster.load import load_cluster
 
-    try:
-        config = load(path)
-    except StatectlError as exc:
-        return UiJob(name, default_events_file(name), config=str(path), problem=str(exc).splitlines()[0])
+    if config is None:
+        return UiJob(name, default_events_file(name), config=str(path), problem=problem)
     # the events file `statectl run NAME` appends to: a project job's own name, as its checkpoint
     job = UiJob(name, default_events_file(name), job=config.job, config=str(path),
-                checkpoint=_checkpoint(name, config, context))
+                checkpoint=str(checkpoint_for(config, None)))
     if config.kafka.properties:
         # The job's own properties alone too: a secret a client config overrides is still one.
         own_env = {k: v for k, v in os.environ.items() if k != "STATECTL_CLIENT_CONFIG"}
@@ -84,29 +80,34 @@ def _from_config(name: str, path: Path, context, client_config: Path | None, loa
 
 def discover(load: Callable[[Path], Any], shipped: Callable[[], list[tuple[Path, Any]]],
              client_config: Path | None = None) -> list[UiJob]:
-    """The jobs to show, in order: the project's (or the shipped ones with a checkpoint here),
-    then the ones known only by an events file. ``load`` reads and validates a job config,
-    ``shipped`` lists the shipped ones (the job registry's, handed in by the command line: the
-    dashboard is a peer of the domains that run jobs, not one of them)."""
+    """The jobs to show, in order: the jobs `statectl status` shows (the project file's, then the
+    shipped ones whose checkpoint exists here: statectl.project.jobs), then the ones known only by
+    an events file. ``load`` reads and validates a job config, ``shipped`` lists the shipped ones
+    (the job registry's, handed in by the command line: the dashboard is a peer of the domains that
+    run jobs, not one of them)."""
     from statectl.project import active
+    from statectl.project.jobs import in_context, jobs_here
 
     project = active()
     context = project.context
+    named, names, problems = [], {}, {}
+    for name, path in project.jobs.items():
+        config, problem = _load(load, Path(path), name, context)
+        named.append((Path(path), config))
+        names[id(config) if config is not None else str(path)] = name
+        if problem:
+            problems[str(path)] = problem
     found: list[UiJob] = []
-    if project.jobs:
-        for name, path in project.jobs.items():
-            found.append(_from_config(name, Path(path), context, client_config, load))
-    else:
-        for path, config in shipped():
-            job = _from_config(config.job_name, path, context, client_config, load)
-            if Path(job.checkpoint or "").exists() or job.events_file.is_file():
-                if all(j.name != job.name for j in found):  # a job's default config comes first
-                    found.append(job)
+    for path, config in jobs_here(named, shipped(), lambda c: in_context(c, None, context)):
+        name = names.get(id(config) if config is not None else str(path), config.job_name if config else path.stem)
+        job = _from_config(name, path, config, problems.get(str(path)), client_config, context)
+        if all(j.name != job.name for j in found):
+            found.append(job)
     known = {j.events_file.resolve() for j in found}
-    names = {j.name for j in found}
+    taken = {j.name for j in found}
     folder = events_dir()
     if folder.is_dir():
         for file in sorted(folder.glob("*.jsonl")):
-            if file.resolve() not in known and file.stem not in names:
+            if file.resolve() not in known and file.stem not in taken:
                 found.append(UiJob(file.stem, file))
     return found

@@ -2,7 +2,7 @@
 from the network) and the JSON API, on the standard library's ThreadingHTTPServer as ``serve``
 is (statectl.query.server says why).
 
-Access (statectl.access): bound to loopback, it answers this machine and only requests that name a
+Access (statectl.endpoints.access): bound to loopback, it answers this machine and only requests that name a
 loopback host; bound elsewhere, only requests with the token. Opening ``/?token=T`` stores the token
 in an HttpOnly cookie and redirects to ``/``, so the token leaves the address bar; scripts send
 ``Authorization: Bearer T``.
@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Callable
 from urllib.parse import urlsplit
 
-from statectl import access
+from statectl.endpoints import access
 from statectl.errors import OperationalError
 from statectl.redact import register, scrub
 from statectl.ui.dashboard import Dashboard
@@ -70,13 +70,11 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
 
         def _route(self) -> None:
             path = urlsplit(self.path).path
-            if not access.host_header_ok(token, self.headers.get("Host")):
-                self._json(403, {"error": "the dashboard answers only requests to a loopback name (localhost, "
-                                          "127.0.0.1); start it with --token to reach it by another name"})
-                return
-            status = access.check(token, self.headers, self.path)
-            if status != 200:
-                self._refused(status, path)
+            refused = access.refusal(token, self.headers, self.path, server="the dashboard", realm="statectl ui",
+                                     send_token="open the URL statectl ui printed (…/?token=T), or send "
+                                                "'Authorization: Bearer T'")
+            if refused is not None:
+                self._refused(refused, path)
                 return
             if path == "/" and token is not None and "token=" in (urlsplit(self.path).query or ""):
                 # The token from the printed URL goes into a cookie and out of the address bar.
@@ -103,14 +101,12 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
             else:
                 self._json(404, {"error": f"no page {path}; the dashboard is / and its API /api"})
 
-        def _refused(self, status: int, path: str) -> None:
-            message = ("a token is required: open the URL statectl ui printed (…/?token=T), or send "
-                       "'Authorization: Bearer T'" if status == 401 else "wrong token")
-            headers = {"WWW-Authenticate": 'Bearer realm="statectl ui"'} if status == 401 else {}
+        def _refused(self, refused: access.Refusal, path: str) -> None:
             if path.startswith("/api"):
-                self._json(status, {"error": message}, headers)
+                self._json(refused.status, {"error": refused.message}, refused.headers)
             else:
-                self._send(status, (message + "\n").encode(), "text/plain; charset=utf-8", headers)
+                self._send(refused.status, (refused.message + "\n").encode(), "text/plain; charset=utf-8",
+                           refused.headers)
 
         def _asset(self, name: str) -> None:
             kind = mimetypes.guess_type(name)[0] or "application/octet-stream"

@@ -49,7 +49,9 @@ VERDICTS: list[str] = []
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
     work = tmp_path_factory.mktemp("growing")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": ""}
+    # A plain PySpark script, so Spark's own 15 s for a Python worker to connect back holds unless
+    # raised: ten queries at once on a loaded CI machine missed it ("Python worker failed to connect back").
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": "", "SPARK_AUTH_SOCKET_TIMEOUT": "120"}
     result = subprocess.run([sys.executable, str(SCRIPT), str(work)], capture_output=True, text=True, env=env,
                             timeout=540, cwd=work)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]

@@ -410,8 +410,10 @@ def test_sigterm_stops_cleanly_and_the_next_run_continues(bootstrap, tmp_path):
     waited = time.monotonic() - began
     assert proc.returncode == 0, err
     assert "leaderboard: stopped" in out
-    # The printed time is the whole wait (Spark's start and the stop included), with its parts.
-    printed = re.search(r"│ time +│ ([\d.]+) s: start [\d.]+ s \(Spark [\d.]+ s\), batches [\d.]+ s.*, stop [\d.]+ s", out)
+    # The printed time is the whole wait (Spark's start and the stop included), with its parts
+    # (the whole on the row's first line, then a part per line).
+    printed = re.search(r"│ time +│ ([\d.]+) s: +│\n│ +│   start [\d.]+ s \(Spark [\d.]+ s\) +│\n"
+                        r"│ +│   batches [\d.]+ s.*\n│ +│   between batches [\d.]+ s +│\n│ +│   stop [\d.]+ s +│", out)
     assert printed, out
     assert waited - 2.0 < float(printed.group(1)) <= waited + 0.05, (out, waited)
     assert "Traceback" not in err

@@ -28,7 +28,7 @@ LIMIT = 300
 
 def test_a_real_runs_lag_moves_on_the_page(cli, bootstrap, tmp_path):
     if not CHROMIUM.exists():
-        pytest.skip("no /usr/bin/chromium: scripts/setup.sh installs Debian's chromium when run as root")
+        pytest.skip("no /usr/bin/chromium: scripts/setup.sh --tests installs Debian's chromium when run as root")
     sync_api = pytest.importorskip("playwright.sync_api")
     from statectl.adapters.kafka.produce import fast_producer
     from statectl.ui.dashboard import Dashboard

@@ -3,19 +3,16 @@ reading and changing their configs, and the read-only admin client a dry run use
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from statectl.adapters.kafka.connect import (
-    LEADER_MOVE_TIMEOUT,
     REACH_TIMEOUT,
-    WHILE_LEADERS_MOVE,
     Target,
-    refresh_metadata,
     admin_client,
+    ask_while_leaders_move,
     not_authorized,
     require_broker,
 )
@@ -206,28 +203,18 @@ def _topic_configs(admin, names: list[str], timeout: float, bootstrap: Target) -
     from confluent_kafka.admin import ConfigResource
 
     out = {}
-    pending = names
-    deadline = time.monotonic() + LEADER_MOVE_TIMEOUT
-    while pending:
-        again = []
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in pending]
-        for res, fut in admin.describe_configs(resources, request_timeout=timeout).items():
-            try:
-                out[res] = fut.result()
-            except KafkaException as exc:
-                code = exc.args[0].code()
-                if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    continue
-                if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                    raise not_authorized(bootstrap, "DESCRIBE_CONFIGS", "topic", res.name) from None
-                if code in WHILE_LEADERS_MOVE and time.monotonic() < deadline:
-                    again.append(res.name)
-                    continue
-                raise OperationalError(f"could not describe the configs of topic {res.name!r}: "
-                                       f"{exc.args[0].str()}") from exc
-        if again:
-            refresh_metadata(admin)
-        pending = again
+    by_name = ask_while_leaders_move(admin, names, lambda pending: {res.name: fut for res, fut in admin.describe_configs(
+        [ConfigResource(ConfigResource.Type.TOPIC, n) for n in pending], request_timeout=timeout).items()})
+    for name, answer in by_name.items():
+        if not isinstance(answer, KafkaException):
+            out[ConfigResource(ConfigResource.Type.TOPIC, name)] = answer
+            continue
+        code = answer.args[0].code()
+        if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            continue
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise not_authorized(bootstrap, "DESCRIBE_CONFIGS", "topic", name) from None
+        raise OperationalError(f"could not describe the configs of topic {name!r}: {answer.args[0].str()}") from answer
     return out
 
 

@@ -40,6 +40,33 @@ def refresh_metadata(client, timeout: float = REACH_TIMEOUT) -> None:
         pass
 
 
+def ask_while_leaders_move(client, names, ask, again_on=WHILE_LEADERS_MOVE, pause_s: float = 0.0) -> dict:
+    """``{name: answer}`` for each of ``names``, where ``ask(pending)`` returns ``{name: future}``
+    (anything with ``result()``). A name whose answer is an error of ``again_on`` (a broker of the
+    cluster just died or came back) is asked again, after ``pause_s`` and a metadata refresh,
+    until LEADER_MOVE_TIMEOUT from the first ask; any other error, or one past the deadline, is
+    its answer: the KafkaException itself, for the caller to say what it means."""
+    answers = {}
+    pending = list(names)
+    deadline = time.monotonic() + LEADER_MOVE_TIMEOUT
+    while pending:
+        again = []
+        for name, future in ask(pending).items():
+            try:
+                answers[name] = future.result()
+            except KafkaException as exc:
+                if exc.args[0].code() in again_on and time.monotonic() < deadline:
+                    again.append(name)
+                else:
+                    answers[name] = exc
+        if again:
+            if pause_s:
+                time.sleep(pause_s)
+            refresh_metadata(client)
+        pending = again
+    return answers
+
+
 #: Where a client connects: a Cluster (bootstrap servers and client settings), or bare bootstrap
 #: servers for a plaintext cluster.
 Target = Cluster | str
@@ -263,26 +290,17 @@ def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, 
 
     refused = []
     described = {}
-    pending = sorted(wanted)
-    deadline = time.monotonic() + LEADER_MOVE_TIMEOUT
-    while pending:
-        futures = admin.describe_topics(TopicCollection(pending), include_authorized_operations=True,
-                                        request_timeout=timeout)
-        again = []
-        for name, future in sorted(futures.items()):
-            try:
-                described[name] = future.result()
-            except KafkaException as exc:
-                code = exc.args[0].code()
-                if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                    refused.append((name, wanted[name]))
-                elif code in WHILE_LEADERS_MOVE and time.monotonic() < deadline:
-                    again.append(name)  # a broker of the cluster just died: its successor answers soon
-                elif code not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
-                    raise OperationalError(f"could not describe topic {name!r}: {exc.args[0].str()}") from exc
-        if again:
-            refresh_metadata(admin)
-        pending = again
+    answers = ask_while_leaders_move(admin, sorted(wanted), lambda pending: admin.describe_topics(
+        TopicCollection(pending), include_authorized_operations=True, request_timeout=timeout))
+    for name, answer in sorted(answers.items()):
+        if not isinstance(answer, KafkaException):
+            described[name] = answer
+            continue
+        code = answer.args[0].code()
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            refused.append((name, wanted[name]))
+        elif code not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+            raise OperationalError(f"could not describe topic {name!r}: {answer.args[0].str()}") from answer
     for name, description in sorted(described.items()):
         allowed = description.authorized_operations
         if allowed is None:

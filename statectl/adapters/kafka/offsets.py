@@ -15,15 +15,14 @@ from confluent_kafka import (TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE,
                              TopicPartition)
 
 from statectl.adapters.kafka.connect import (
-    LEADER_MOVE_TIMEOUT,
     WHILE_LEADERS_MOVE,
     REACH_TIMEOUT,
     ConnectErrors,
     Target,
+    ask_while_leaders_move,
     client_config,
     metadata,
     not_authorized,
-    refresh_metadata,
     require_broker,
     unreachable,
 )
@@ -43,19 +42,23 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
     LEADER_MOVE_TIMEOUT (a run started while a broker of three is down waits for the new leader
     instead of failing; `lag` just after a broker came back waits for its watermark). Raises
     KafkaException when the brokers do not answer."""
-    out = {}
-    for p in sorted(partitions):
-        deadline = time.monotonic() + LEADER_MOVE_TIMEOUT
-        while True:
-            try:
-                out[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=REACH_TIMEOUT)
-                break
-            except KafkaException as exc:
-                if exc.args[0].code() not in _WATERMARKS_AGAIN or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.2)  # a new leader's "not caught up" comes back at once: not a busy loop
-                refresh_metadata(consumer)
-    return out
+    answers = ask_while_leaders_move(consumer, sorted(partitions), lambda pending: {
+        p: _Asked(consumer.get_watermark_offsets, TopicPartition(topic, p), timeout=REACH_TIMEOUT) for p in pending},
+        again_on=_WATERMARKS_AGAIN, pause_s=0.2)  # a new leader's "not caught up" comes back at once
+    for answer in answers.values():
+        if isinstance(answer, KafkaException):
+            raise answer
+    return answers
+
+
+class _Asked:
+    """A synchronous call as a future (``ask_while_leaders_move`` takes futures)."""
+
+    def __init__(self, call, *args, **kwargs):
+        self.call, self.args, self.kwargs = call, args, kwargs
+
+    def result(self):
+        return self.call(*self.args, **self.kwargs)
 
 
 @contextmanager

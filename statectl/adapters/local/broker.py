@@ -36,6 +36,7 @@ from statectl.errors import OperationalError, UsageError
 from statectl.paths import ONE_SHOT_JVM_OPTIONS, default_broker_dir, display_path, jdk_tool
 from statectl.adapters.local import broker_secure
 from statectl.adapters.local.jars import KAFKA_BROKER, cached_jars, ensure_bundle
+from statectl.adapters.local.processes import command_lines, read_state, runs, terminate
 from statectl.text import wait_until
 
 #: Told what ``broker_up`` is doing now, in a few words ("formatting the KRaft storage"); the
@@ -114,19 +115,12 @@ def _state_file(data_dir: Path) -> Path:
 
 
 def _read_state(data_dir: Path) -> dict | None:
-    try:
-        return json.loads(_state_file(data_dir).read_text())
-    except (OSError, ValueError):
-        return None
+    return read_state(_state_file(data_dir))
 
 
 def _pid_is_broker(pid: int, props: Path | None = None) -> bool:
     """Whether ``pid`` is a Kafka broker (with ``props``: the one started with that config file)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"kafka.Kafka" in cmdline and (props is None or os.fsencode(str(props)) in cmdline)
+    return runs(pid, b"kafka.Kafka", props)
 
 
 def port_in_use(port: int, host: str = HOST) -> bool:
@@ -239,18 +233,14 @@ def running_brokers() -> list[BrokerStatus]:
     the processes' command lines (``kafka.Kafka <data dir>[/node-N]/server.properties``) and the
     state files."""
     found: dict[Path, BrokerStatus] = {}
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"kafka.Kafka" not in args or args.index(b"kafka.Kafka") + 1 >= len(args):
+    for pid, args in command_lines(b"kafka.Kafka"):
+        if args.index(b"kafka.Kafka") + 1 >= len(args):
             continue
         config_dir = Path(os.fsdecode(args[args.index(b"kafka.Kafka") + 1])).parent
         for data_dir in (config_dir, config_dir.parent):
             state = _read_state(data_dir)
             pids = [str(n.get("pid")) for n in state.get("nodes", [])] if state else []
-            if state and (str(state.get("pid")) == proc.name or proc.name in pids) and data_dir not in found:
+            if state and (str(state.get("pid")) == str(pid) or str(pid) in pids) and data_dir not in found:
                 found[data_dir] = broker_status(data_dir)
     return [b for b in found.values() if b.running]
 
@@ -580,29 +570,7 @@ def _answers(target) -> bool:
 
 def _terminate(pid: int, timeout: float) -> bool:
     """SIGTERM, wait, then SIGKILL. Returns True if it exited after SIGTERM."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    def gone() -> bool:
-        _reap(pid)
-        return not _pid_is_broker(pid)
-
-    if wait_until(gone, timeout, interval=0.1):
-        return True
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    _reap(pid)
-    return False
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
+    return terminate(pid, timeout, _pid_is_broker)
 
 
 def broker_down(data_dir: Path | None, port: int | None = None, timeout: float = 30.0,

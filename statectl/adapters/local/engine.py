@@ -8,9 +8,7 @@ if it hangs); ``engine_status`` says whether it runs. One engine per data dir, l
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from statectl.adapters.local.broker import Step, port_in_use
+from statectl.adapters.local.processes import command_lines, read_state, runs, terminate
 from statectl.errors import OperationalError, UsageError
 from statectl.text import wait_until
 
@@ -59,24 +58,20 @@ def default_engine_dir() -> Path:
     return work_home() / "engine"
 
 
+#: The engine's process is the Python module that serves Spark Connect (its command line names it).
+ENGINE_MARKER = b"statectl.adapters.spark.engine_server"
+
+
 def _state_file(data_dir: Path) -> Path:
     return data_dir / "engine.json"
 
 
 def _read_state(data_dir: Path) -> dict | None:
-    try:
-        return json.loads(_state_file(data_dir).read_text())
-    except (OSError, ValueError):
-        return None
+    return read_state(_state_file(data_dir))
 
 
 def _pid_is_engine(pid: int, state_file: Path | None = None) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return (b"statectl.adapters.spark.engine_server" in cmdline
-            and (state_file is None or os.fsencode(str(state_file)) in cmdline))
+    return runs(pid, ENGINE_MARKER, state_file)
 
 
 def rss_bytes(pid: int | None) -> int:
@@ -110,14 +105,8 @@ def engine_status(data_dir: Path) -> EngineStatus:
 def running_engines(roots: list[Path] | None = None) -> list[EngineStatus]:
     """Every engine statectl runs on this machine (found by their processes' command lines)."""
     found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"statectl.adapters.spark.engine_server" not in cmdline or b"--state-file" not in cmdline:
+    for _pid, cmdline in command_lines(ENGINE_MARKER):
+        if b"--state-file" not in cmdline:
             continue
         state_file = Path(os.fsdecode(cmdline[cmdline.index(b"--state-file") + 1]))
         status = engine_status(state_file.parent)
@@ -260,25 +249,7 @@ def _last_error(data_dir: Path, offsets: dict[str, int]) -> str:
 
 def _terminate(pid: int, timeout: float) -> bool:
     """SIGTERM, wait, then SIGKILL the engine's process group. True if it exited after SIGTERM."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-
-    def gone() -> bool:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        return not _pid_is_engine(pid)
-
-    if wait_until(gone, timeout, interval=0.1):
-        return True
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    return False
+    return terminate(pid, timeout, _pid_is_engine, group=True)
 
 
 def engine_down(data_dir: Path, timeout: float = 60.0) -> EngineStatus:

@@ -4,7 +4,7 @@ load, parsed and verified once, then mapped from a file by every later driver JV
 A Spark driver loads some 15,000 classes before its first micro-batch commits; loading them
 was the largest fixed cost of a short run (docs/performance.md). Java's dynamic class-data
 sharing (CDS) keeps them in an archive a JVM maps at start. The archive is made once by a
-training run (``statectl jars archive``, which scripts/setup.sh runs) and belongs to one JVM and
+training run (``statectl jars archive``, which scripts/setup.sh --tests runs) and belongs to one JVM and
 one PySpark install (its jars by path, size and time): its name carries a key of both, so
 another Java, PySpark or virtualenv simply finds no archive and starts as before. A JVM that
 cannot use an archive (its class path changed under it, say) ignores it and says so in the Spark

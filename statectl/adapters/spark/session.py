@@ -103,6 +103,10 @@ def spark_session(
         local = master.strip().startswith("local")
         os.environ["PYSPARK_PYTHON"] = str(worker_python(spark_log_file().parent)) if local else sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # A Python worker (a transformWithState processor's driver-side worker among them) gives up
+    # connecting back to the JVM after 15 s: on a loaded machine that fails the query ("Python
+    # worker failed to connect back"). The workers inherit this from the JVM this process starts.
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()

@@ -13,6 +13,7 @@ import ipaddress
 import re
 import secrets
 import socket
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
@@ -115,6 +116,32 @@ def host_header_ok(token: str | None, host_header: str | None) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request is not answered: its HTTP status, a one-line message, the headers to send."""
+
+    status: int
+    message: str
+    headers: dict[str, str]
+
+
+def refusal(token: str | None, headers: Mapping[str, str], target: str, *, server: str, realm: str,
+            send_token: str) -> Refusal | None:
+    """The refusal of a request by every statectl endpoint (ui, serve, a run's metrics), or None
+    when it may be answered: a non-loopback ``Host`` on a loopback-only server (403), then no token
+    (401, asking for one as ``send_token`` says) or a wrong one (403). ``server`` names the
+    endpoint in the first message, ``realm`` in ``WWW-Authenticate``."""
+    if not host_header_ok(token, headers.get("Host")):
+        return Refusal(403, f"{server} answers only requests to a loopback name (localhost, 127.0.0.1); "
+                            "start it with --token to reach it by another name", {})
+    status = check(token, headers, target)
+    if status == 401:
+        return Refusal(401, f"a token is required: {send_token}", {"WWW-Authenticate": f'Bearer realm="{realm}"'})
+    if status == 403:
+        return Refusal(403, "wrong token", {})
+    return None
 
 
 _TOKEN_QUERY = re.compile(r"(?i)([?&;]token=)[^&;#\s'\"]*")

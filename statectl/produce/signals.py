@@ -1,4 +1,5 @@
-"""Ctrl-C as a flag that long loops check, instead of an exception wherever it lands."""
+"""Ctrl-C as a flag that the sending loops check (produce-test-data here, and dlq replay, whose
+command takes it from here), instead of an exception wherever it lands."""
 
 from __future__ import annotations
 

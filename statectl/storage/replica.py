@@ -8,6 +8,10 @@ read dies. The replica is made of copies, never hard links: a link adds a name t
 inode, which changes its link count and ctime (what backup and sync tools look at), so even the
 inode metadata of the checkpoint would not be left as it was. The copy costs disk space in the
 temporary directory (the free space is checked first) and time (see docs/commands/inspect-state.md).
+
+It lives with the storage operations, not in ``statectl.checkpoint`` (which only reads): it writes
+a copy, and both ``inspect-state --rows`` (statectl.checkpoint.inspect) and ``check-restart`` on an
+object store (statectl.run.check_restart) take it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""statectl's HTTP endpoints (the dashboard, ``serve``, a run's metrics): who may read them."""
