@@ -90,6 +90,8 @@ def discover(load: Callable[[Path], Any], shipped: Callable[[], list[tuple[Path,
 
     project = active()
     context = project.context
+    # A project job's name by its loaded config (jobs_here hands the same objects back): two
+    # project jobs may read one YAML file, each with its own checkpoint in the context.
     named, names, problems = [], {}, {}
     for name, path in project.jobs.items():
         config, problem = _load(load, Path(path), name, context)

@@ -48,7 +48,7 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
     for answer in answers.values():
         if isinstance(answer, KafkaException):
             raise answer
-    return answers
+    return {p: answers[p] for p in sorted(answers)}  # a partition asked again came back last
 
 
 class _Asked:
