@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from statectl.cli.progress import StepDisplay, command_started, waiting_steps
-from statectl.render.run import run_summary, time_text
+from statectl.render.run import run_summary, time_lines
 from statectl.run.runner import RunSummary, run_timing
 from tests.conftest import REPO
 
@@ -129,12 +129,12 @@ def _summary(**fields) -> RunSummary:
 def test_the_time_row_gives_the_wall_time_and_its_parts():
     summary = _summary(wall_seconds=42.1, start_seconds=18.3, spark_start_seconds=16.8,
                        between_batches_seconds=0.4, stop_seconds=2.4)
-    assert time_text(summary) == ("42.1 s: start 18.3 s (Spark 16.8 s), batches 21.0 s (3,000 rows/s), "
-                                  "between batches 0.4 s, stop 2.4 s")
+    assert time_lines(summary) == ["42.1 s:", "  start 18.3 s (Spark 16.8 s)", "  batches 21.0 s (3,000 rows/s)",
+                                   "  between batches 0.4 s", "  stop 2.4 s"]
     quiet = _summary(wall_seconds=5.0, start_seconds=4.0, spark_start_seconds=0.0, between_batches_seconds=0.01,
                      stop_seconds=1.0, processing_seconds=0.0, input_rows=0)
-    assert time_text(quiet) == "5.0 s: start 4.0 s, batches 0.0 s, between batches 0.0 s, stop 1.0 s"
-    assert time_text(_summary()) == "23.8 s (2,647 rows/s)"  # not timed: the query's time, as before
+    assert time_lines(quiet) == ["5.0 s:", "  start 4.0 s", "  batches 0.0 s", "  between batches 0.0 s", "  stop 1.0 s"]
+    assert time_lines(_summary()) == ["23.8 s (2,647 rows/s)"]  # not timed: the query's time, as before
 
 
 def test_the_summary_table_and_json_carry_the_wall_time(capsys):

@@ -811,7 +811,7 @@ def _status_and_ui_jobs(tmp_path, monkeypatch) -> tuple[list[tuple[str, str]], l
     """(name, checkpoint) of the jobs `statectl status` and `statectl ui` list here, each as its
     command finds them (the ui's events-file-only jobs aside: it alone reads events files)."""
     from statectl import project
-    from statectl.cli.common import in_context, project_job_configs
+    from statectl.cli.common import project_job_configs
     from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl.observe.status import project_jobs
     from statectl.checkpoint.lock import checkpoint_for
@@ -821,7 +821,7 @@ def _status_and_ui_jobs(tmp_path, monkeypatch) -> tuple[list[tuple[str, str]], l
     resolved = project_job_configs()
     names = {str(job.config_path): job.name for job in resolved}
     status = [(names.get(str(path), config.job_name), str(checkpoint_for(config, None)))
-              for path, config in project_jobs([(j.config_path, j.config) for j in resolved], where_run_keeps=in_context)]
+              for path, config in project_jobs([(j.config_path, j.config) for j in resolved])]
     ui = [(job.name, str(job.checkpoint)) for job in discover(load_job_config, shipped_configs) if job.job is not None]
     return status, ui
 

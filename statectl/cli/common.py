@@ -200,11 +200,6 @@ def project_job_configs() -> list[ResolvedJob]:
     return [resolve_job(name, None, None) for name in active().jobs]
 
 
-def in_context(config: "JobConfig") -> "JobConfig":
-    """A shipped job's config with the project context's checkpoint, as `statectl run JOB` keeps it."""
-    return _in_context(config)
-
-
 def _project_job_name(project, config: Path) -> str | None:
     """The project job whose config ``config`` is (None for any other file): `run NAME` and
     `lag --config ITS_FILE` must find the same checkpoint."""

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from statectl.cli.common import (BootstrapOpt, ClientConfigOpt, JsonOpt, StorageConfigOpt, cluster_for, in_context,
+from statectl.cli.common import (BootstrapOpt, ClientConfigOpt, JsonOpt, StorageConfigOpt, cluster_for,
                                  project_job_configs, use_storage)
 from statectl.cli.watch import WatchOpt, look_or_watch
 
@@ -66,7 +66,7 @@ def status(
         if cfg.spark.conf:
             use_storage(storage_config, cfg)
             break
-    request = StatusRequest(project_jobs(given, where_run_keeps=in_context),
+    request = StatusRequest(project_jobs(given),
                             cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path),
                             names={str(job.config_path): job.name for job in project}, state_trend=wide())
     cache = LagCache()  # what one look keeps for the next (--watch)

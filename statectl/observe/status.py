@@ -255,16 +255,14 @@ def location_jobs(root: Path) -> list[tuple[Path, JobConfig]]:
     return jobs
 
 
-def project_jobs(given: list[tuple[Path, JobConfig]],
-                 where_run_keeps: Callable[[JobConfig], JobConfig] | None = None) -> list[tuple[Path, JobConfig]]:
+def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobConfig]]:
     """``given`` (the project file's jobs, the configs and checkpoints named), then the shipped jobs
-    whose checkpoints exist where `statectl run JOB` keeps them (``where_run_keeps``: in the
-    project's context); one entry per checkpoint. The same rule as the dashboard's list
-    (statectl.project.jobs)."""
+    whose checkpoints exist where `statectl run JOB` keeps them in the project's context; one
+    entry per checkpoint. The same rule as the dashboard's list (statectl.project.jobs)."""
     from statectl.jobs.registry import shipped_configs
-    from statectl.project.jobs import in_context, jobs_here
+    from statectl.project.jobs import jobs_here
 
-    return jobs_here(given, shipped_configs(), where_run_keeps or in_context)
+    return jobs_here(given, shipped_configs())
 
 
 def project_status(request: StatusRequest, look: Look = kafka_look,

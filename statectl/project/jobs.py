@@ -10,7 +10,7 @@ The shipped configs are handed in (the job catalogue is not this layer's to impo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from statectl.checkpoint.lock import checkpoint_for
 from statectl.project.precedence import checkpoint_of
@@ -40,11 +40,10 @@ def _key(checkpoint) -> str:
         return str(checkpoint)
 
 
-def jobs_here(named: Iterable[ConfigEntry], shipped: Iterable[ConfigEntry],
-              where_run_keeps: Callable[[Any], Any] = in_context) -> list[ConfigEntry]:
+def jobs_here(named: Iterable[ConfigEntry], shipped: Iterable[ConfigEntry]) -> list[ConfigEntry]:
     """``named`` (each checkpoint once: a later entry replaces an earlier one with the same
-    checkpoint), then each shipped config, as ``where_run_keeps`` places it in the context, whose
-    checkpoint exists and is none of theirs. An entry whose config is None (it could not be read)
+    checkpoint), then each shipped config, placed in the current context as `statectl run JOB`
+    places it, whose checkpoint exists and is none of theirs. An entry whose config is None (it could not be read)
     is kept as it is."""
     chosen: dict[str, ConfigEntry] = {}
     unread: list[ConfigEntry] = []
@@ -57,7 +56,7 @@ def jobs_here(named: Iterable[ConfigEntry], shipped: Iterable[ConfigEntry],
         chosen[key] = (path, config)
     found = [*chosen.values(), *unread]
     for path, config in shipped:
-        config = where_run_keeps(config)
+        config = in_context(config)
         checkpoint = checkpoint_for(config, None)
         key = _key(checkpoint)
         if key not in chosen and checkpoint.exists():

@@ -324,27 +324,15 @@ def _time_parts(summary) -> list[str]:
             f"stop {summary.stop_seconds:.1f} s"]
 
 
-def _untimed(summary) -> str:
-    """A summary that was not timed (made by hand): the query's time."""
-    rate = summary.input_rows / summary.seconds if summary.seconds else 0
-    return f"{summary.seconds:.1f} s ({rate:,.0f} rows/s)"
-
-
-def time_text(summary) -> str:
-    """The run's wall time and where it went: ``42.1 s: start 18.3 s (Spark 17.1 s), batches 21.0 s
-    (3,210 rows/s), between batches 0.4 s, stop 2.8 s``: every part, always in this order (the
-    parts add up to the whole); Spark's share of the start when there was one, the rate when
-    there were rows and batch time."""
-    if not summary.wall_seconds:
-        return _untimed(summary)
-    return f"{summary.wall_seconds:.1f} s: " + ", ".join(_time_parts(summary))
-
-
 def time_lines(summary) -> list[str]:
-    """``time_text`` as the summary table shows it: the whole on the first line, then a part per
-    line, so the row stays narrow and no part is ever split."""
+    """The run's wall time and where it went, as the summary table shows it: the whole on the first
+    line, then a part per line (start, batches, between batches, stop: always in this order, and
+    they add up to the whole), so the row stays narrow and no part is ever split. Spark's share of
+    the start when there was one, the rate when there were rows and batch time. A summary that was
+    not timed (made by hand): the query's time."""
     if not summary.wall_seconds:
-        return [_untimed(summary)]
+        rate = summary.input_rows / summary.seconds if summary.seconds else 0
+        return [f"{summary.seconds:.1f} s ({rate:,.0f} rows/s)"]
     return [f"{summary.wall_seconds:.1f} s:", *(f"  {part}" for part in _time_parts(summary))]
 
 

@@ -154,6 +154,7 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
     Prometheus sends it as ``Authorization: Bearer T``): none there is a UsageError."""
     import os
     import threading
+    from http import HTTPStatus
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 
     from prometheus_client import make_wsgi_app
@@ -173,7 +174,7 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
         if refused is None:
             return metrics_app(environ, start_response)
         body = (refused.message + "\n").encode()
-        start_response(f"{refused.status} {'Unauthorized' if refused.status == 401 else 'Forbidden'}",
+        start_response(f"{refused.status} {HTTPStatus(refused.status).phrase}",
                        [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *refused.headers.items()])
         return [body]
 

@@ -86,7 +86,7 @@ def discover(load: Callable[[Path], Any], shipped: Callable[[], list[tuple[Path,
     (the job registry's, handed in by the command line: the dashboard is a peer of the domains that
     run jobs, not one of them)."""
     from statectl.project import active
-    from statectl.project.jobs import in_context, jobs_here
+    from statectl.project.jobs import jobs_here
 
     project = active()
     context = project.context
@@ -100,7 +100,7 @@ def discover(load: Callable[[Path], Any], shipped: Callable[[], list[tuple[Path,
         if problem:
             problems[str(path)] = problem
     found: list[UiJob] = []
-    for path, config in jobs_here(named, shipped(), lambda c: in_context(c, None, context)):
+    for path, config in jobs_here(named, shipped()):
         name = names.get(id(config) if config is not None else str(path), config.job_name if config else path.stem)
         job = _from_config(name, path, config, problems.get(str(path)), client_config, context)
         if all(j.name != job.name for j in found):
