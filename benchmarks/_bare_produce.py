@@ -22,7 +22,7 @@ def send(bootstrap: str, topic: str, values: list[bytes], partitions: list[int])
 
     producer = fast_producer(bootstrap, **{"delivery.report.only.error": True})
     for i, lo in enumerate(range(0, len(values), 10_000)):
-        chunk = [{"value": v} for v in values[lo:lo + 10_000]]
+        chunk = [{"value": v} for v in values[lo : lo + 10_000]]
         if producer.produce_batch(topic, chunk, partition=partitions[i % len(partitions)]) != len(chunk):
             return False
         producer.poll(0)
@@ -40,10 +40,10 @@ def main() -> int:
         # Forked before any Kafka client exists: librdkafka's threads do not survive a fork.
         pid = os.fork()
         if pid == 0:
-            part = values[len(values) * k // processes:len(values) * (k + 1) // processes]
+            part = values[len(values) * k // processes : len(values) * (k + 1) // processes]
             os._exit(0 if send(bootstrap, topic, part, list(range(k, partitions, processes))) else 1)
         children.append(pid)
-    ok = send(bootstrap, topic, values[:len(values) // processes], list(range(0, partitions, processes)))
+    ok = send(bootstrap, topic, values[: len(values) // processes], list(range(0, partitions, processes)))
     for pid in children:
         ok = os.waitpid(pid, 0)[1] == 0 and ok
     return 0 if ok else 1

@@ -61,8 +61,10 @@ def local_engine(remote: str | None, wanted: bool = True):
 
     data = Path(tempfile.mkdtemp(prefix="statectl-bench-engine-"))
     status = engine_up(data, port=free_port())
-    print(f"engine up in {status.ready_seconds:.1f} s, RSS idle {status.rss_bytes / 2**20:,.0f} MiB "
-          f"({status.remote})", flush=True)
+    print(
+        f"engine up in {status.ready_seconds:.1f} s, RSS idle {status.rss_bytes / 2**20:,.0f} MiB ({status.remote})",
+        flush=True,
+    )
     try:
         yield BenchEngine(status.remote, status)
     finally:
@@ -118,7 +120,7 @@ class PeakMemory:
             self.peak = max(self.peak, tree_rss_bytes(os.getpid()))
             time.sleep(self.interval)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self.peak = 0
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._stop.clear()

@@ -74,23 +74,36 @@ def main() -> int:
         server.create_bucket("bench")
         env = {**os.environ, "STATECTL_STORAGE_CONFIG": str(server.write_properties(tmp / "s3.properties"))}
         print(f"load: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
-        print(f"{'partitions':>10} {'objects':>8} {'files read':>10} {'requests':>9} {'S3 s':>7} {'disk s':>7} "
-              f"{'floor s':>8} {'disk/floor':>10}  verdict")
+        print(
+            f"{'partitions':>10} {'objects':>8} {'files read':>10} {'requests':>9} {'S3 s':>7} {'disk s':>7} "
+            f"{'floor s':>8} {'disk/floor':>10}  verdict"
+        )
         for partitions in (2, 200):
-            spec = Growing(batches=BATCHES, first_batch=BATCHES - 100, first_version=BATCHES - 119, snapshot_every=10,
-                           partitions=partitions, changes=lambda v: ([b"key-%08d" % (v * 10 + i) for i in range(10)], []))
+            spec = Growing(
+                batches=BATCHES,
+                first_batch=BATCHES - 100,
+                first_version=BATCHES - 119,
+                snapshot_every=10,
+                partitions=partitions,
+                changes=lambda v: ([b"key-%08d" % (v * 10 + i) for i in range(10)], []),
+            )
             local = build_growing(tmp / f"ck-{partitions}", spec)
             objects = upload_tree(server.client(), "bench", f"ck-{partitions}", local)
             url = f"s3a://bench/ck-{partitions}"
             requests, _, t_s3 = measure(server, [*STATECTL, "advise", url, "--json"], env, args.rounds, (1,))
             _, _, t_disk = measure(server, [*STATECTL, "advise", str(local), "--json"], env, args.rounds, (1,))
-            doc = json.loads(subprocess.run([*STATECTL, "advise", str(local), "--json"], capture_output=True,
-                                            text=True, env=env, cwd=REPO).stdout)
+            doc = json.loads(
+                subprocess.run(
+                    [*STATECTL, "advise", str(local), "--json"], capture_output=True, text=True, env=env, cwd=REPO
+                ).stdout
+            )
             read = files_read(doc, local)
             floor = floor_seconds(read, args.rounds)
             verdict = f"{doc['operators'][0]['trend']}, {doc['findings'][0]['code']}"
-            print(f"{partitions:>10} {objects:>8,} {len(read):>10} {requests:>9} {t_s3:>7.2f} {t_disk:>7.2f} "
-                  f"{floor:>8.2f} {t_disk / floor:>10.2f}  {verdict}")
+            print(
+                f"{partitions:>10} {objects:>8,} {len(read):>10} {requests:>9} {t_s3:>7.2f} {t_disk:>7.2f} "
+                f"{floor:>8.2f} {t_disk / floor:>10.2f}  {verdict}"
+            )
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)

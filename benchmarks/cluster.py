@@ -44,23 +44,69 @@ def start_cluster(work: Path, workers: int) -> tuple[str, list[subprocess.Popen]
     env = dict(os.environ, SPARK_LOG_DIR=str(work), PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     log = open(work / "cluster.log", "ab")
     port = free_port()
-    procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-                               str(port), "--webui-port", str(free_port())], env=env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)]
+    procs = [
+        subprocess.Popen(
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(free_port()),
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    ]
     _wait_port(port)
     for i in range(workers):
-        procs.append(subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--cores", "1",
-             "--memory", "2g", "--host", "127.0.0.1", "--webui-port", str(free_port()), "--work-dir",
-             str(work / f"worker-{i}")], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.worker.Worker",
+                    f"spark://127.0.0.1:{port}",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "2g",
+                    "--host",
+                    "127.0.0.1",
+                    "--webui-port",
+                    str(free_port()),
+                    "--work-dir",
+                    str(work / f"worker-{i}"),
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
     time.sleep(4)  # the workers register with the master
     return f"spark://127.0.0.1:{port}", procs
 
 
 def peer(master: str, args) -> str:
-    cmd = [sys.executable, str(REPO / "benchmarks" / "peer.py"), "--systems", "statectl", "--events", str(args.events),
-           "--players", str(args.players), "--products", str(args.products), "--set", f"spark.master={master}",
-           *[x for s in args.set for x in ("--set", s)]]
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "peer.py"),
+        "--systems",
+        "statectl",
+        "--events",
+        str(args.events),
+        "--players",
+        str(args.players),
+        "--products",
+        str(args.products),
+        "--set",
+        f"spark.master={master}",
+        *[x for s in args.set for x in ("--set", s)],
+    ]
     if master.startswith("spark://"):
         cmd += ["--set", "spark.conf.spark.executor.memory=1536m", "--set", "spark.conf.spark.executor.cores=1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)

@@ -39,8 +39,12 @@ from tests.checkpoint_factory import OperatorSpec, build_checkpoint  # noqa: E40
 OPERATORS = (
     OperatorSpec(0, "dedupe", partitions=200),
     OperatorSpec(1, "stateStoreSave", partitions=200),
-    OperatorSpec(2, "transformWithStateInPandasExec", partitions=200,
-                 state_variables=(("count", "ValueState", False), ("seen", "ListState", True))),
+    OperatorSpec(
+        2,
+        "transformWithStateInPandasExec",
+        partitions=200,
+        state_variables=(("count", "ValueState", False), ("seen", "ListState", True)),
+    ),
 )
 VERSIONS = 50
 STATECTL = [sys.executable, "-m", "statectl"]
@@ -48,8 +52,17 @@ STATECTL = [sys.executable, "-m", "statectl"]
 
 def synthesize(root: Path) -> None:
     build_checkpoint(
-        root, operators=OPERATORS, batches=VERSIONS, snapshot_every=10, snapshot_phase=7, crc=True, sparse=True,
-        changelog_bytes=256 * 1024, sst_bytes=32 * 1024 * 1024, ssts_per_snapshot=6, zip_bytes=24 * 1024,
+        root,
+        operators=OPERATORS,
+        batches=VERSIONS,
+        snapshot_every=10,
+        snapshot_phase=7,
+        crc=True,
+        sparse=True,
+        changelog_bytes=256 * 1024,
+        sst_bytes=32 * 1024 * 1024,
+        ssts_per_snapshot=6,
+        zip_bytes=24 * 1024,
     )
 
 
@@ -99,19 +112,28 @@ def main() -> int:
 
         layout, plan = layout_holder["layout"], layout_holder["plan"]
         ratio = t_layout / t_du
-        print(f"checkpoint: {layout.total_files:,} files ({files:,} entries incl. directories), "
-              f"{len(layout.operators)} operators x {layout.operators[0].num_partitions} partitions x "
-              f"{VERSIONS} versions; restore plan: {plan.snapshot_files:,} snapshots + "
-              f"{plan.replay_files:,} changelogs to replay")
-        print(f"layout + restore plan (in-process) : {t_layout:6.3f} s   target < 2 s      "
-              f"{'ok' if t_layout < 2 else 'MISSED'}")
+        print(
+            f"checkpoint: {layout.total_files:,} files ({files:,} entries incl. directories), "
+            f"{len(layout.operators)} operators x {layout.operators[0].num_partitions} partitions x "
+            f"{VERSIONS} versions; restore plan: {plan.snapshot_files:,} snapshots + "
+            f"{plan.replay_files:,} changelogs to replay"
+        )
+        print(
+            f"layout + restore plan (in-process) : {t_layout:6.3f} s   target < 2 s      "
+            f"{'ok' if t_layout < 2 else 'MISSED'}"
+        )
         print(f"du -s (same tree)                  : {t_du:6.3f} s")
-        print(f"ratio layout+plan / du -s          : {ratio:6.2f}     target <= 3     "
-              f"{'ok' if ratio <= 3 else 'MISSED'}")
-        print(f"whole command --json (subprocess)  : {t_command:6.3f} s   (layout, plan, health with "
-              f"--verify restore, JSON)")
-        print(f"cold start on a tiny checkpoint    : {t_cold:6.3f} s   target < 0.5 s    "
-              f"{'ok' if t_cold < 0.5 else 'MISSED'}")
+        print(
+            f"ratio layout+plan / du -s          : {ratio:6.2f}     target <= 3     {'ok' if ratio <= 3 else 'MISSED'}"
+        )
+        print(
+            f"whole command --json (subprocess)  : {t_command:6.3f} s   (layout, plan, health with "
+            f"--verify restore, JSON)"
+        )
+        print(
+            f"cold start on a tiny checkpoint    : {t_cold:6.3f} s   target < 0.5 s    "
+            f"{'ok' if t_cold < 0.5 else 'MISSED'}"
+        )
         print(f"  of which starting Python itself  : {t_python:6.3f} s")
         return 0 if (t_layout < 2 and ratio <= 3 and t_cold < 0.5) else 1
     finally:

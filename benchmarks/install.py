@@ -73,8 +73,9 @@ def pip_install(venv: Path, target: str, cold: bool) -> float:
 def build_wheel(out: Path) -> Path:
     """The wheel `python -m build` makes from the sdist: a wheel built in the tree would take whatever
     an older build left in build/lib."""
-    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(REPO)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(REPO)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise SystemExit(done.stdout[-2000:] + done.stderr[-2000:])
     return next(out.glob("statectl-*.whl"))
@@ -95,8 +96,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="statectl-bench-install-"))
     try:
         wheel = args.wheel.resolve() if args.wheel else build_wheel(work / "dist")
-        print(f"wheel {wheel.name} ({wheel.stat().st_size / MIB:.2f} MiB); Python {sys.version.split()[0]}; "
-              f"pip cache {'warm, and cold (--no-cache-dir)' if args.cold else 'warm'}", flush=True)
+        print(
+            f"wheel {wheel.name} ({wheel.stat().st_size / MIB:.2f} MiB); Python {sys.version.split()[0]}; "
+            f"pip cache {'warm, and cold (--no-cache-dir)' if args.cold else 'warm'}",
+            flush=True,
+        )
         empty = disk_bytes(site_packages(new_venv(work / "empty")))
         rows = []
         for label, extra, size_target, time_target in VARIANTS:
@@ -106,19 +110,26 @@ def main() -> None:
             warm = pip_install(venv, target, cold=False)
             cold = pip_install(new_venv(work / f"cold-{len(rows)}"), target, cold=True) if args.cold else None
             size = disk_bytes(site_packages(venv)) - empty
-            sizes = json.loads(subprocess.run([str(venv / "bin" / "python"), "-c", SIZES], capture_output=True,
-                                              text=True, check=True).stdout)
+            sizes = json.loads(
+                subprocess.run(
+                    [str(venv / "bin" / "python"), "-c", SIZES], capture_output=True, text=True, check=True
+                ).stdout
+            )
             rows.append((label, size, warm, cold, size_target, time_target, sizes))
         for label, size, warm, cold, size_target, time_target, sizes in rows:
-            line = (f"{label}: installed {size / MIB:.1f} MiB{target_note(round(size / MIB, 1), size_target, 'MiB')}; "
-                    f"pip install {warm:.1f} s, cache warm{target_note(round(warm, 1), time_target, 's')}")
+            line = (
+                f"{label}: installed {size / MIB:.1f} MiB{target_note(round(size / MIB, 1), size_target, 'MiB')}; "
+                f"pip install {warm:.1f} s, cache warm{target_note(round(warm, 1), time_target, 's')}"
+            )
             if cold is not None:
                 line += f"; {cold:.1f} s cold (--no-cache-dir){target_note(round(cold, 1), time_target, 's')}"
             print(line)
             biggest = sorted(((b, n) for n, b in sizes.items() if n.lower() not in ("pip", "setuptools")), reverse=True)
             print("  biggest: " + ", ".join(f"{n} {b / MIB:.1f}" for b, n in biggest[: args.top]) + " (MiB)")
         light, spark = rows[0], rows[1]
-        print(f"statectl[spark] / statectl: size {spark[1] / light[1]:.1f} x, warm install time {spark[2] / light[2]:.1f} x")
+        print(
+            f"statectl[spark] / statectl: size {spark[1] / light[1]:.1f} x, warm install time {spark[2] / light[2]:.1f} x"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -78,8 +78,13 @@ def _produce_scores(bootstrap: str, topic: str, n: int) -> None:
     create_missing_topics(require_broker(bootstrap), [TopicSpec(topic, 2)])
     producer, rng = fast_producer(bootstrap), random.Random(7)
     for i in range(n):
-        producer.produce(topic, value=json.dumps({"score": rng.randint(1, 1000), "product_id": rng.randint(1, 2),
-                                                  "player_id": rng.randint(1, 4)}), partition=i % 2)
+        producer.produce(
+            topic,
+            value=json.dumps(
+                {"score": rng.randint(1, 1000), "product_id": rng.randint(1, 2), "player_id": rng.randint(1, 4)}
+            ),
+            partition=i % 2,
+        )
         if i % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
@@ -94,8 +99,12 @@ def main() -> None:
     figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with throwaway_broker() as bootstrap, tempfile.TemporaryDirectory(prefix="statectl-jvm-options-") as tmp:
         work = Path(tmp)
-        subprocess.run([STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap], check=True,
-                       capture_output=True, cwd=REPO)
+        subprocess.run(
+            [STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap],
+            check=True,
+            capture_output=True,
+            cwd=REPO,
+        )
         _produce_scores(bootstrap, "big-score-events", args.events)
         load_before = os.getloadavg()
         for round_ in range(args.rounds):
@@ -104,18 +113,37 @@ def main() -> None:
                     env = {**os.environ, "SPARK_SUBMIT_OPTS": options, "STATECTL_HOME": str(work / "home")}
                     more = ["--set", "topics.score_events=big-score-events"] if run == "big" else []
                     checkpoint = work / f"{run}-{round_}-{len(figures.get((run, name), []))}-{name.split()[0]}"
-                    figures.setdefault((run, name), []).append(cpu_and_wall(
-                        [STATECTL, "run", "leaderboard", "--bootstrap-servers", bootstrap, "--checkpoint-dir",
-                         str(checkpoint), "--available-now", "--remote", "none", *more], env))
+                    figures.setdefault((run, name), []).append(
+                        cpu_and_wall(
+                            [
+                                STATECTL,
+                                "run",
+                                "leaderboard",
+                                "--bootstrap-servers",
+                                bootstrap,
+                                "--checkpoint-dir",
+                                str(checkpoint),
+                                "--available-now",
+                                "--remote",
+                                "none",
+                                *more,
+                            ],
+                            env,
+                        )
+                    )
         load_after = os.getloadavg()
-    print(f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
-          f"after {' '.join(f'{x:.2f}' for x in load_after)}; {args.rounds} rounds; "
-          f"the tests' options: {TEST_OPTIONS}")
+    print(
+        f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
+        f"after {' '.join(f'{x:.2f}' for x in load_after)}; {args.rounds} rounds; "
+        f"the tests' options: {TEST_OPTIONS}"
+    )
     print(f"{'run':5} {'options':15} {'CPU s (median)':>15} {'min–max':>13} {'wall s (median)':>16}")
     for (run, name), values in figures.items():
         cpus = [c for c, _ in values]
-        print(f"{run:5} {name:15} {statistics.median(cpus):15.1f} {min(cpus):6.1f}–{max(cpus):<6.1f} "
-              f"{statistics.median(w for _, w in values):16.1f}")
+        print(
+            f"{run:5} {name:15} {statistics.median(cpus):15.1f} {min(cpus):6.1f}–{max(cpus):<6.1f} "
+            f"{statistics.median(w for _, w in values):16.1f}"
+        )
     for run in ("seed", "big"):
         base = statistics.median(c for c, _ in figures[(run, "java defaults")])
         fast = statistics.median(c for c, _ in figures[(run, "tests' options")])

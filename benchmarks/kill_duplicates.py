@@ -44,22 +44,32 @@ def one(bootstrap: str, tmp: Path, seed: int, delivery: str, kills: int) -> dict
     started = time.monotonic()
     final = job.run_to_the_end()
     got = faults.notifications_of(job)
-    lost = sum(len(v) for v in notified.values()) - sum(
-        min(len(got.get(p, [])), len(v)) for p, v in notified.items())
-    return {"seed": seed, "delivery": delivery, "status": final.status, "expected": sum(len(v) for v in notified.values()),
-            "in_topic": sum(len(v) for v in got.values()), "duplicates": faults.duplicate_notifications(got, notified),
-            "lost": lost, "bound": faults.rerun_notifications(job, left, sales, placed),
-            "last_run_s": round(time.monotonic() - started, 1)}
+    lost = sum(len(v) for v in notified.values()) - sum(min(len(got.get(p, [])), len(v)) for p, v in notified.items())
+    return {
+        "seed": seed,
+        "delivery": delivery,
+        "status": final.status,
+        "expected": sum(len(v) for v in notified.values()),
+        "in_topic": sum(len(v) for v in got.values()),
+        "duplicates": faults.duplicate_notifications(got, notified),
+        "lost": lost,
+        "bound": faults.rerun_notifications(job, left, sales, placed),
+        "last_run_s": round(time.monotonic() - started, 1),
+    }
 
 
 def high_watermarks(bootstrap: str, topics: list[str]) -> list[int]:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "statectl-bench-watch",
-                         "isolation.level": "read_uncommitted"})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "statectl-bench-watch", "isolation.level": "read_uncommitted"}
+    )
     try:
-        return [consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
-                for t in topics for p in consumer.list_topics(t, timeout=10).topics[t].partitions]
+        return [
+            consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
+            for t in topics
+            for p in consumer.list_topics(t, timeout=10).topics[t].partitions
+        ]
     finally:
         consumer.close()
 
@@ -88,11 +98,13 @@ def kill_mid_write(job, faults) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
     ap.add_argument("--seeds", default="1,2,3", help="kill seeds, comma-separated (default 1,2,3)")
-    ap.add_argument("--kills", type=int, default=2, help="SIGKILLs at random points per run, before the mid-write "
-                                                       "one (default 2)")
+    ap.add_argument(
+        "--kills", type=int, default=2, help="SIGKILLs at random points per run, before the mid-write one (default 2)"
+    )
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     load_before = os.getloadavg()
@@ -102,15 +114,23 @@ def main(argv: list[str] | None = None) -> int:
             for delivery in ("at-least-once", "exactly-once"):
                 row = one(bootstrap, Path(work) / f"{seed}-{delivery}", seed, delivery, args.kills)
                 rows.append(row)
-                print(f"seed {seed:>4} {delivery:<14} notifications {row['expected']:,} expected, {row['in_topic']:,} "
-                      f"in the topic: {row['duplicates']:,} duplicates (bound {row['bound']:,}), {row['lost']} lost",
-                      flush=True)
+                print(
+                    f"seed {seed:>4} {delivery:<14} notifications {row['expected']:,} expected, {row['in_topic']:,} "
+                    f"in the topic: {row['duplicates']:,} duplicates (bound {row['bound']:,}), {row['lost']} lost",
+                    flush=True,
+                )
     print(f"\nload average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} cores")
     for delivery in ("at-least-once", "exactly-once"):
         mine = [r for r in rows if r["delivery"] == delivery]
-        print(f"{delivery:<14} {sum(r['duplicates'] for r in mine):,} duplicates and {sum(r['lost'] for r in mine)} lost "
-              f"over {len(mine)} seeds x {args.kills + 1} kills")
-    bad = [r for r in rows if r["lost"] or r["status"] != "finished" or (r["delivery"] == "exactly-once" and r["duplicates"])]
+        print(
+            f"{delivery:<14} {sum(r['duplicates'] for r in mine):,} duplicates and {sum(r['lost'] for r in mine)} lost "
+            f"over {len(mine)} seeds x {args.kills + 1} kills"
+        )
+    bad = [
+        r
+        for r in rows
+        if r["lost"] or r["status"] != "finished" or (r["delivery"] == "exactly-once" and r["duplicates"])
+    ]
     return 1 if bad else 0
 
 

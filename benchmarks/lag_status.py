@@ -63,8 +63,8 @@ def fill_topics(bootstrap: str, sources, batches: int) -> None:
     """Create the topics and give each partition ``p`` batches + p + AHEAD records (the checkpoint
     read up to batches + p, one record per partition and batch)."""
     from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
-    from statectl.adapters.kafka.produce import fast_producer
     from statectl.adapters.kafka.connect import require_broker
+    from statectl.adapters.kafka.produce import fast_producer
 
     create_missing_topics(require_broker(bootstrap), [TopicSpec(t, n) for source in sources for t, n in source.items()])
     producer = fast_producer(bootstrap)
@@ -85,21 +85,30 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="statectl-bench-lag-"))
     prefix = f"bench-{uuid.uuid4().hex[:6]}"
-    names = {"score_events": f"{prefix}-scores", "players": f"{prefix}-players", "products": f"{prefix}-products",
-             "high_scores": f"{prefix}-high-scores", "dlq": f"{prefix}-dlq"}
+    names = {
+        "score_events": f"{prefix}-scores",
+        "players": f"{prefix}-players",
+        "products": f"{prefix}-products",
+        "high_scores": f"{prefix}-high-scores",
+        "dlq": f"{prefix}-dlq",
+    }
     sources = ({names["score_events"]: 4}, {names["players"]: 2}, {names["products"]: 2})
     try:
         t0 = time.perf_counter()
-        checkpoint = build_kafka_checkpoint(tmp / "checkpoint", args.batches, sources=sources, per_batch=1,
-                                            state_versions=100, state_partitions=2)
+        checkpoint = build_kafka_checkpoint(
+            tmp / "checkpoint", args.batches, sources=sources, per_batch=1, state_versions=100, state_partitions=2
+        )
         files = sum(1 for p in checkpoint.rglob("*") if p.is_file())
-        print(f"synthesised {files:,} files ({args.batches:,} batches) in {time.perf_counter() - t0:.1f} s",
-              file=sys.stderr)
-        from statectl.jobs.registry import load_job_config
+        print(
+            f"synthesised {files:,} files ({args.batches:,} batches) in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
         from statectl.config.loader import config_to_dict
+        from statectl.jobs.registry import load_job_config
 
-        config = config_to_dict(load_job_config(REPO / "configs" / "leaderboard.yaml",
-                                                [f"topics.{k}={v}" for k, v in names.items()]))
+        config = config_to_dict(
+            load_job_config(REPO / "configs" / "leaderboard.yaml", [f"topics.{k}={v}" for k, v in names.items()])
+        )
         config["checkpoint_dir"] = str(checkpoint)
         config_file = tmp / "leaderboard.yaml"
         config_file.write_text(yaml.safe_dump(config))
@@ -119,11 +128,17 @@ def main() -> int:
             t_progress = median_time(lambda: read_progress(checkpoint), args.rounds)
             t_help = median_time(lambda: command([*STATECTL, "--help"], tmp), args.rounds)
 
-        print(f"checkpoint: {args.batches:,} batches, {files:,} files (logs with .crc, state/ of 100 versions "
-              f"x 2 partitions); Kafka: 3 topics, 8 partitions, lag {expected} records")
-        print(f"statectl lag --json (subprocess)       : {t_lag:6.3f} s   target < 1 s   {'ok' if t_lag < 1 else 'MISSED'}")
-        print(f"statectl status --json (subprocess)    : {t_status:6.3f} s   target < 1 s   "
-              f"{'ok' if t_status < 1 else 'MISSED'}")
+        print(
+            f"checkpoint: {args.batches:,} batches, {files:,} files (logs with .crc, state/ of 100 versions "
+            f"x 2 partitions); Kafka: 3 topics, 8 partitions, lag {expected} records"
+        )
+        print(
+            f"statectl lag --json (subprocess)       : {t_lag:6.3f} s   target < 1 s   {'ok' if t_lag < 1 else 'MISSED'}"
+        )
+        print(
+            f"statectl status --json (subprocess)    : {t_status:6.3f} s   target < 1 s   "
+            f"{'ok' if t_status < 1 else 'MISSED'}"
+        )
         print(f"  reading the progress (in-process)    : {t_progress:6.3f} s")
         print(f"  statectl --help (start-up, for scale): {t_help:6.3f} s")
         return 0 if t_lag < 1 and t_status < 1 else 1

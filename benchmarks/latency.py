@@ -82,16 +82,43 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import local_engine, throwaway_broker  # noqa: E402
-from benchmarks.peer import (GUARANTEE_PAIRS, REPO, STATECTL_VARIANTS, TWIN_JAR, TWIN_VARIANTS,  # noqa: E402
-                             committed_reader, create_topics, delete_topics, load_config, read_topic,
-                             readable_ends, run_yaml, start_transactions, topics_with_prefix, twin_command,
-                             twin_properties, unread)
+from benchmarks.peer import (
+    GUARANTEE_PAIRS,
+    REPO,
+    STATECTL_VARIANTS,
+    TWIN_JAR,
+    TWIN_VARIANTS,  # noqa: E402
+    committed_reader,
+    create_topics,
+    delete_topics,
+    load_config,
+    read_topic,
+    readable_ends,
+    run_yaml,
+    start_transactions,
+    topics_with_prefix,
+    twin_command,
+    twin_properties,
+    unread,
+)
 
 LOW_LATENCY = ["trigger.processing_time=0 seconds"]
 LOW_LATENCY_CONF = {"spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false"}
-SYSTEMS = ("statectl", "statectl-alo", "statectl-engine", "statectl-default", "twin-book", "twin-book-eos",
-           "twin-defaults", "twin-defaults-eos", "twin-book-2t", "twin-defaults-2t", "floor-stateless", "floor-tws",
-           "floor-realtime")
+SYSTEMS = (
+    "statectl",
+    "statectl-alo",
+    "statectl-engine",
+    "statectl-default",
+    "twin-book",
+    "twin-book-eos",
+    "twin-defaults",
+    "twin-defaults-eos",
+    "twin-book-2t",
+    "twin-defaults-2t",
+    "floor-stateless",
+    "floor-tws",
+    "floor-realtime",
+)
 #: the statectl systems that run the low-latency profile
 LOW_LATENCY_SYSTEMS = ("statectl", "statectl-alo", "statectl-engine")
 
@@ -251,8 +278,16 @@ class ReadTimes:
         return self._times[partition][i] if i < len(offsets) and offsets[i] == offset else None
 
 
-def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, measure_from: float,
-         stop: threading.Event, measure_until: float = float("inf")) -> int:
+def pace(
+    bootstrap: str,
+    topic: str,
+    rate: int,
+    seconds: float,
+    events: Events,
+    measure_from: float,
+    stop: threading.Event,
+    measure_until: float = float("inf"),
+) -> int:
     """Produce ``rate`` score events per second for ``seconds``; the events created in
     [``measure_from``, ``measure_until``) (epoch seconds) are recorded in ``events``. Returns how
     many were sent."""
@@ -260,8 +295,15 @@ def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, 
 
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "acks": "all", "log_level": 4,
-                         "queue.buffering.max.messages": 2_000_000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 1,
+            "acks": "all",
+            "log_level": 4,
+            "queue.buffering.max.messages": 2_000_000,
+        }
+    )
     rnd = random.Random(7)
     started = time.monotonic()
     sent = n = last_ms = 0
@@ -293,9 +335,14 @@ def pace(bootstrap: str, topic: str, rate: int, seconds: float, events: Events, 
     return sent
 
 
-def latencies(bootstrap: str, topic: str, events: Events, measure_from_ms: int,
-              measure_until_ms: int | None = None, read_times: ReadTimes | None = None
-              ) -> tuple[list[float], list[float], int, int, list[float], int]:
+def latencies(
+    bootstrap: str,
+    topic: str,
+    events: Events,
+    measure_from_ms: int,
+    measure_until_ms: int | None = None,
+    read_times: ReadTimes | None = None,
+) -> tuple[list[float], list[float], int, int, list[float], int]:
     """Output latencies (ms, per record created in the window), event latencies (ms, per event
     recorded), how many recorded events no output showed, the output records read, the waits
     from landing to being read (ms, per record created in the window) and how many records have
@@ -352,8 +399,9 @@ def game_of_key(key: bytes) -> int:
     return int(key.decode().strip().strip('"'))
 
 
-def start_system(system: str, work: Path, bootstrap: str, scores: str, high_scores: str, dlq: str, args,
-                 remote: str | None) -> tuple[subprocess.Popen, str]:
+def start_system(
+    system: str, work: Path, bootstrap: str, scores: str, high_scores: str, dlq: str, args, remote: str | None
+) -> tuple[subprocess.Popen, str]:
     yaml_path = work / "leaderboard.yaml"
     run_yaml(args.config, yaml_path, work / "checkpoint", bootstrap, high_scores, dlq)
     import yaml
@@ -367,18 +415,38 @@ def start_system(system: str, work: Path, bootstrap: str, scores: str, high_scor
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     log = open(work / "stderr.log", "wb")
     if system.startswith("floor"):
-        cmd = [sys.executable, "-c", _FLOOR, remote, bootstrap, scores, high_scores, str(work / "checkpoint"),
-               system.removeprefix("floor-")]
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work,
-                                start_new_session=True), ""
+        cmd = [
+            sys.executable,
+            "-c",
+            _FLOOR,
+            remote,
+            bootstrap,
+            scores,
+            high_scores,
+            str(work / "checkpoint"),
+            system.removeprefix("floor-"),
+        ]
+        return subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work, start_new_session=True
+        ), ""
     if system.startswith("statectl"):
-        cmd = [str(REPO / ".venv" / "bin" / "statectl"), "run", "leaderboard", "--config", str(yaml_path),
-               "-b", bootstrap, "--remote", remote if system == "statectl-engine" else "none"]
+        cmd = [
+            str(REPO / ".venv" / "bin" / "statectl"),
+            "run",
+            "leaderboard",
+            "--config",
+            str(yaml_path),
+            "-b",
+            bootstrap,
+            "--remote",
+            remote if system == "statectl-engine" else "none",
+        ]
         overrides = [*(LOW_LATENCY if system in LOW_LATENCY_SYSTEMS else []), *STATECTL_VARIANTS.get(system, [])]
         for override in overrides:
             cmd += ["--set", override]
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work,
-                                start_new_session=True), ""
+        return subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work, start_new_session=True
+        ), ""
     config = load_config(yaml_path, [])
     props = work / "twin.properties"
     props.write_text(twin_properties(config, bootstrap))
@@ -386,8 +454,9 @@ def start_system(system: str, work: Path, bootstrap: str, scores: str, high_scor
     app_id = f"twin-lat-{uuid.uuid4().hex[:6]}"
     cmd = twin_command(args.jar, [], props, settings, app_id, work / "state", variant)
     cmd.remove("--exit-when-done")
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work,
-                            start_new_session=True), app_id
+    return subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work, start_new_session=True
+    ), app_id
 
 
 def stop_system(proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -407,9 +476,14 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
     work = Path(tempfile.mkdtemp(prefix=f"statectl-bench-latency-{tag}-"))
     scores, high_scores, dlq = f"scores-{tag}", f"high-scores-{tag}", f"dlq-{tag}"
     partitions = (os.cpu_count() or 2) if system == "floor-realtime" else 4
-    create_topics(bootstrap, [(scores, partitions, {}), (high_scores, 4, {"message.timestamp.type": "LogAppendTime",
-                                                                  "cleanup.policy": "delete"}),
-                              (dlq, 1, {})])
+    create_topics(
+        bootstrap,
+        [
+            (scores, partitions, {}),
+            (high_scores, 4, {"message.timestamp.type": "LogAppendTime", "cleanup.policy": "delete"}),
+            (dlq, 1, {}),
+        ],
+    )
     load0 = os.getloadavg()
     read_times = ReadTimes(bootstrap, high_scores)
     proc, app_id = start_system(system, work, bootstrap, scores, high_scores, dlq, args, remote)
@@ -419,8 +493,16 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
     try:
         # The load goes on for --tail seconds after the measured window: an event is measured in a
         # stream that keeps flowing (a system may hold the last records of an input that stops).
-        sent = pace(bootstrap, scores, rate, args.warmup + args.duration + args.tail, events, measure_from, stop,
-                    measure_from + args.duration)
+        sent = pace(
+            bootstrap,
+            scores,
+            rate,
+            args.warmup + args.duration + args.tail,
+            events,
+            measure_from,
+            stop,
+            measure_from + args.duration,
+        )
         time.sleep(args.drain)  # what was produced last gets its chance to show
         note = "" if proc.poll() is None else f"exited early with {proc.returncode}"
     finally:
@@ -428,26 +510,41 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
         read_note = read_times.finish()
     load = os.getloadavg()
     output, event, unseen, count, wait, untimed = latencies(
-        bootstrap, high_scores, events, int(measure_from * 1000), int((measure_from + args.duration) * 1000),
-        read_times)
+        bootstrap, high_scores, events, int(measure_from * 1000), int((measure_from + args.duration) * 1000), read_times
+    )
     if proc.returncode not in (0, 130, 143, -2, -15) and not note:
         note = f"exit {proc.returncode}"
     if untimed:
-        read_note = "; ".join(n for n in (read_note, f"{untimed:,} records without a read time (their broker "
-                                          f"time used)") if n)
+        read_note = "; ".join(
+            n for n in (read_note, f"{untimed:,} records without a read time (their broker time used)") if n
+        )
     if read_note:
         print(f"{system} @ {rate}/s: {read_note}", file=sys.stderr)
     if note:
         tail = (work / "stderr.log").read_text(errors="replace").strip().splitlines()[-10:]
-        print(f"{system} @ {rate}/s: {note} (its logs and state are kept in {work})\n  " + "\n  ".join(tail),
-              file=sys.stderr)
-    delete_topics(bootstrap, [scores, high_scores, dlq, *(topics_with_prefix(bootstrap, app_id + "-") if app_id else [])])
+        print(
+            f"{system} @ {rate}/s: {note} (its logs and state are kept in {work})\n  " + "\n  ".join(tail),
+            file=sys.stderr,
+        )
+    delete_topics(
+        bootstrap, [scores, high_scores, dlq, *(topics_with_prefix(bootstrap, app_id + "-") if app_id else [])]
+    )
     if not note:
         shutil.rmtree(work, ignore_errors=True)
     measured = len(events.created)
-    return Result(system, rate, sent, measured / args.duration if args.duration else 0.0, output, event, unseen,
-                  count, (max(load0[0], load[0]), load[1], load[2]), "; ".join(n for n in (note, read_note) if n),
-                  wait)
+    return Result(
+        system,
+        rate,
+        sent,
+        measured / args.duration if args.duration else 0.0,
+        output,
+        event,
+        unseen,
+        count,
+        (max(load0[0], load[0]), load[1], load[2]),
+        "; ".join(n for n in (note, read_note) if n),
+        wait,
+    )
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -470,18 +567,24 @@ def with_unit(v: float | None) -> str:
 
 def report(results: list[Result]) -> None:
     print()
-    print(f"{'rate/s':>7}  {'system':<18}{'out recs':>10}  {'output p50':>10}{'p95':>9}{'p99':>9}{'max':>9}  "
-          f"{'event p50':>10}{'p95':>9}{'p99':>9}{'max':>9}{'unseen':>9}  {'wait p50':>8}{'p99':>7}  load")
+    print(
+        f"{'rate/s':>7}  {'system':<18}{'out recs':>10}  {'output p50':>10}{'p95':>9}{'p99':>9}{'max':>9}  "
+        f"{'event p50':>10}{'p95':>9}{'p99':>9}{'max':>9}{'unseen':>9}  {'wait p50':>8}{'p99':>7}  load"
+    )
     for r in results:
-        print(f"{r.rate:>7,}  {r.system:<18}{r.outputs:>10,}  {fmt_ms(pct(r.output, .5)):>10}"
-              f"{fmt_ms(pct(r.output, .95)):>9}{fmt_ms(pct(r.output, .99)):>9}{fmt_ms(max(r.output, default=None)):>9}  "
-              f"{fmt_ms(pct(r.event, .5)):>10}{fmt_ms(pct(r.event, .95)):>9}{fmt_ms(pct(r.event, .99)):>9}"
-              f"{fmt_ms(max(r.event, default=None)):>9}{r.unseen:>9,}  {fmt_ms(pct(r.wait, .5)):>8}"
-              f"{fmt_ms(pct(r.wait, .99)):>7}  {r.load[0]:.2f}{'  ' + r.note if r.note else ''}")
-    print("(ms unless marked s; output: per output record, from its newest event's creation until it was read "
-          "read_committed; event: per score event, until its game's list showed it or a newer score; wait: per "
-          "output record, from landing in the log (broker time) to being read: a transaction's commit and the "
-          "delivery; load: 1-min load average, the higher of before and after)")
+        print(
+            f"{r.rate:>7,}  {r.system:<18}{r.outputs:>10,}  {fmt_ms(pct(r.output, 0.5)):>10}"
+            f"{fmt_ms(pct(r.output, 0.95)):>9}{fmt_ms(pct(r.output, 0.99)):>9}{fmt_ms(max(r.output, default=None)):>9}  "
+            f"{fmt_ms(pct(r.event, 0.5)):>10}{fmt_ms(pct(r.event, 0.95)):>9}{fmt_ms(pct(r.event, 0.99)):>9}"
+            f"{fmt_ms(max(r.event, default=None)):>9}{r.unseen:>9,}  {fmt_ms(pct(r.wait, 0.5)):>8}"
+            f"{fmt_ms(pct(r.wait, 0.99)):>7}  {r.load[0]:.2f}{'  ' + r.note if r.note else ''}"
+        )
+    print(
+        "(ms unless marked s; output: per output record, from its newest event's creation until it was read "
+        "read_committed; event: per score event, until its game's list showed it or a newer score; wait: per "
+        "output record, from landing in the log (broker time) to being read: a transaction's commit and the "
+        "delivery; load: 1-min load average, the higher of before and after)"
+    )
     guarantee_costs(results)
 
 
@@ -494,12 +597,14 @@ def guarantee_costs(results: list[Result]) -> None:
             e, a = by.get((eos, rate)), by.get((alo, rate))
             if e is None or a is None:
                 continue
-            ep, ap_ = pct(e.event, .99), pct(a.event, .99)
+            ep, ap_ = pct(e.event, 0.99), pct(a.event, 0.99)
             ratio = f"{ep / ap_:.2f}" if ep is not None and ap_ else "-"
-            lines.append(f"  {rate:>7,}/s  {eos + ' / ' + alo:<34}event p99 {with_unit(ep)} against {with_unit(ap_)} "
-                         f"({ratio}); output p99 {with_unit(pct(e.output, .99))} against "
-                         f"{with_unit(pct(a.output, .99))}; wait p99 {with_unit(pct(e.wait, .99))} against "
-                         f"{with_unit(pct(a.wait, .99))}")
+            lines.append(
+                f"  {rate:>7,}/s  {eos + ' / ' + alo:<34}event p99 {with_unit(ep)} against {with_unit(ap_)} "
+                f"({ratio}); output p99 {with_unit(pct(e.output, 0.99))} against "
+                f"{with_unit(pct(a.output, 0.99))}; wait p99 {with_unit(pct(e.wait, 0.99))} against "
+                f"{with_unit(pct(a.wait, 0.99))}"
+            )
     if lines:
         print()
         print("exactly once against at least once:")
@@ -509,12 +614,16 @@ def guarantee_costs(results: list[Result]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rates", default="1000,10000,50000", help="events per second, comma-separated")
-    ap.add_argument("--systems", default="statectl,statectl-engine,twin-book,twin-defaults,twin-book-2t",
-                    help=f"comma-separated: {','.join(SYSTEMS)}")
+    ap.add_argument(
+        "--systems",
+        default="statectl,statectl-engine,twin-book,twin-defaults,twin-book-2t",
+        help=f"comma-separated: {','.join(SYSTEMS)}",
+    )
     ap.add_argument("--duration", type=float, default=120, help="measured seconds per run (default 120)")
     ap.add_argument("--warmup", type=float, default=30, help="seconds produced before measuring (default 30)")
-    ap.add_argument("--tail", type=float, default=10,
-                    help="seconds produced after the measured window, not measured (default 10)")
+    ap.add_argument(
+        "--tail", type=float, default=10, help="seconds produced after the measured window, not measured (default 10)"
+    )
     ap.add_argument("--drain", type=float, default=5, help="seconds to wait after the last event (default 5)")
     ap.add_argument("--config", type=Path, default=REPO / "configs" / "leaderboard.yaml")
     ap.add_argument("--jar", type=Path, default=TWIN_JAR)
@@ -530,8 +639,9 @@ def main() -> None:
     results = []
     on_engine = any(s == "statectl-engine" or s.startswith("floor") for s in systems)
     with throwaway_broker() as bootstrap, local_engine(args.remote, on_engine) as engine:
-        from statectl.produce.datasets import player_records, product_records
         from confluent_kafka import Producer
+
+        from statectl.produce.datasets import player_records, product_records
 
         config = load_config(args.config, [])
         create_topics(bootstrap, [(config.topics.players, 2, {}), (config.topics.products, 2, {})])
@@ -544,16 +654,21 @@ def main() -> None:
             producer.produce(config.topics.products, v, k)
         producer.flush(30)
         del producer  # no client left to log the broker's going away
-        print(f"transactions ready in {start_transactions(bootstrap):.1f} s (the broker's transaction log, "
-              f"not counted)", flush=True)
+        print(
+            f"transactions ready in {start_transactions(bootstrap):.1f} s (the broker's transaction log, not counted)",
+            flush=True,
+        )
         for rate in rates:
             for system in systems:
                 r = run_one(system, rate, args, bootstrap, engine.remote if engine else None)
                 results.append(r)
-                print(f"{rate:,}/s {system}: output p99 {with_unit(pct(r.output, .99))}, event p99 "
-                      f"{with_unit(pct(r.event, .99))}, wait p99 {with_unit(pct(r.wait, .99))}, {r.unseen:,} unseen, "
-                      f"{r.achieved_rate:,.0f} events/s "
-                      f"measured, load {r.load[0]:.2f}{', ' + r.note if r.note else ''}", flush=True)
+                print(
+                    f"{rate:,}/s {system}: output p99 {with_unit(pct(r.output, 0.99))}, event p99 "
+                    f"{with_unit(pct(r.event, 0.99))}, wait p99 {with_unit(pct(r.wait, 0.99))}, {r.unseen:,} unseen, "
+                    f"{r.achieved_rate:,.0f} events/s "
+                    f"measured, load {r.load[0]:.2f}{', ' + r.note if r.note else ''}",
+                    flush=True,
+                )
         if engine is not None:
             print(f"engine: RSS after the runs {engine.rss_after() / 2**20:,.0f} MiB", flush=True)
     report(results)

@@ -28,8 +28,13 @@ from benchmarks._common import PeakMemory, du_bytes, mib, throwaway_broker  # no
 
 def _timed_noop_query(df, checkpoint: Path, mode: str) -> tuple[int, float]:
     started = time.monotonic()
-    q = (df.writeStream.format("noop").outputMode(mode).option("checkpointLocation", str(checkpoint))
-         .trigger(availableNow=True).start())
+    q = (
+        df.writeStream.format("noop")
+        .outputMode(mode)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     elapsed = time.monotonic() - started
     return sum(p["numInputRows"] for p in q.recentProgress), elapsed
@@ -42,8 +47,8 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
     job could reach on this machine."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    from statectl.jobs.leaderboard.topology import bucketed_rows
     from statectl.jobs.leaderboard.operators import PAGE_STATE
+    from statectl.jobs.leaderboard.topology import bucketed_rows
 
     class ReadOnly(StatefulProcessor):
         def __init__(self):
@@ -65,8 +70,13 @@ def floor_query(spark, bootstrap: str, config, checkpoint: Path) -> tuple[int, f
                 pass
             return iter(())
 
-    out = bucketed_rows(spark, config, bootstrap).groupBy("bucket").transformWithStateInPandas(
-        statefulProcessor=ReadOnly(), outputStructType="topic string", outputMode="Append", timeMode="None")
+    out = (
+        bucketed_rows(spark, config, bootstrap)
+        .groupBy("bucket")
+        .transformWithStateInPandas(
+            statefulProcessor=ReadOnly(), outputStructType="topic string", outputMode="Append", timeMode="None"
+        )
+    )
     return _timed_noop_query(out, checkpoint, "append")
 
 
@@ -76,7 +86,9 @@ def baseline(spark, bootstrap: str, checkpoint: Path) -> tuple[int, float]:
     from statectl.jobs.common import kafka_source
 
     src = kafka_source(spark, bootstrap, ["score-events"])
-    parsed = src.select(F.from_json(F.col("value").cast("string"), "player_id LONG, product_id LONG, score DOUBLE").alias("s"))
+    parsed = src.select(
+        F.from_json(F.col("value").cast("string"), "player_id LONG, product_id LONG, score DOUBLE").alias("s")
+    )
     counts = parsed.groupBy("s.product_id").count()
     return _timed_noop_query(counts, checkpoint, "update")
 
@@ -86,10 +98,19 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--players", type=int, default=1_000)
     ap.add_argument("--products", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="baseline + leaderboard pairs, each on a fresh checkpoint; medians are reported")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="config override for both runs, e.g. spark.conf.spark.sql.shuffle.partitions=2")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="baseline + leaderboard pairs, each on a fresh checkpoint; medians are reported",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for both runs, e.g. spark.conf.spark.sql.shuffle.partitions=2",
+    )
     args = ap.parse_args()
 
     from statectl.adapters.spark.session import spark_session
@@ -115,33 +136,59 @@ def main() -> None:
             config = load_job_config(repo / "configs" / "leaderboard.yaml", ["spark.master=local[*]", *args.set])
             spark = spark_session(master="local[*]", conf=config.spark.conf)
             baseline(spark, bootstrap, work / "warmup")
-            warm_config = load_job_config(repo / "configs" / "leaderboard.yaml", [*args.set] + [
-                f"topics.{k}=warm-{v}" for k, v in (("score_events", "score-events"), ("players", "players"),
-                                                    ("products", "products"), ("high_scores", "high-scores"),
-                                                    ("dlq", "leaderboard-dlq"))])
-            cold = run_job(RunRequest(warm_config, available_now=True, checkpoint_dir=work / "warm",
-                                      bootstrap_servers=bootstrap))
+            warm_config = load_job_config(
+                repo / "configs" / "leaderboard.yaml",
+                [*args.set]
+                + [
+                    f"topics.{k}=warm-{v}"
+                    for k, v in (
+                        ("score_events", "score-events"),
+                        ("players", "players"),
+                        ("products", "products"),
+                        ("high_scores", "high-scores"),
+                        ("dlq", "leaderboard-dlq"),
+                    )
+                ],
+            )
+            cold = run_job(
+                RunRequest(warm_config, available_now=True, checkpoint_dir=work / "warm", bootstrap_servers=bootstrap)
+            )
             print(f"warm-up: leaderboard on {cold.input_rows:,} events in a cold JVM: {cold.seconds:.1f} s", flush=True)
             # One discarded round at full size: the JIT keeps improving the baseline's code well past
             # the small warm-up (measured: its first full round took 2.5x the third).
             _, warm_base_s = baseline(spark, bootstrap, work / "warm-baseline")
-            warm_job = run_job(RunRequest(config, available_now=True, checkpoint_dir=work / "warm-leaderboard",
-                                          bootstrap_servers=bootstrap))
+            warm_job = run_job(
+                RunRequest(
+                    config, available_now=True, checkpoint_dir=work / "warm-leaderboard", bootstrap_servers=bootstrap
+                )
+            )
             _, warm_floor_s = floor_query(spark, bootstrap, config, work / "warm-floor")
-            print(f"warm-up round (not counted): baseline {warm_base_s:.2f} s, leaderboard {warm_job.seconds:.2f} s, "
-                  f"read-only stateful operator {warm_floor_s:.2f} s", flush=True)
+            print(
+                f"warm-up round (not counted): baseline {warm_base_s:.2f} s, leaderboard {warm_job.seconds:.2f} s, "
+                f"read-only stateful operator {warm_floor_s:.2f} s",
+                flush=True,
+            )
             rounds = []
             for r in range(args.rounds):
                 with PeakMemory() as base_mem:
                     base_rows, base_s = baseline(spark, bootstrap, work / f"baseline-{r}")
                 with PeakMemory() as job_mem:
-                    summary = run_job(RunRequest(config, available_now=True, checkpoint_dir=work / f"leaderboard-{r}",
-                                                 bootstrap_servers=bootstrap))
+                    summary = run_job(
+                        RunRequest(
+                            config,
+                            available_now=True,
+                            checkpoint_dir=work / f"leaderboard-{r}",
+                            bootstrap_servers=bootstrap,
+                        )
+                    )
                 _, floor_s = floor_query(spark, bootstrap, config, work / f"floor-{r}")
                 rounds.append((base_rows, base_s, base_mem.peak, summary, job_mem.peak, floor_s))
-                print(f"round {r + 1}: baseline {base_s:.2f} s, leaderboard {summary.seconds:.2f} s, "
-                      f"ratio {(summary.input_rows / summary.seconds) / (base_rows / base_s):.2f}; "
-                      f"read-only stateful operator {floor_s:.2f} s", flush=True)
+                print(
+                    f"round {r + 1}: baseline {base_s:.2f} s, leaderboard {summary.seconds:.2f} s, "
+                    f"ratio {(summary.input_rows / summary.seconds) / (base_rows / base_s):.2f}; "
+                    f"read-only stateful operator {floor_s:.2f} s",
+                    flush=True,
+                )
             state_bytes = du_bytes(work / "leaderboard-0" / "state")
             ckpt_bytes = du_bytes(work / "leaderboard-0")
     finally:
@@ -159,19 +206,29 @@ def main() -> None:
     print(f"{'query':<34}{'events':>12}{'seconds':>10}{'events/s':>12}{'peak RSS':>14}")
     print(f"medians of {len(rounds)} rounds")
     print(f"{'baseline: read, parse, count':<34}{base_rows:>12,}{base_s:>10.1f}{base_rate:>12,.0f}{mib(base_peak):>14}")
-    print(f"{'statectl run leaderboard':<34}{summary.input_rows:>12,}{summary.seconds:>10.1f}{job_rate:>12,.0f}{mib(job_peak):>14}")
-    print(f"{'floor: same shape, read-only op':<34}{summary.input_rows:>12,}{floor_s:>10.1f}"
-          f"{summary.input_rows / floor_s:>12,.0f}{'':>14}")
+    print(
+        f"{'statectl run leaderboard':<34}{summary.input_rows:>12,}{summary.seconds:>10.1f}{job_rate:>12,.0f}{mib(job_peak):>14}"
+    )
+    print(
+        f"{'floor: same shape, read-only op':<34}{summary.input_rows:>12,}{floor_s:>10.1f}"
+        f"{summary.input_rows / floor_s:>12,.0f}{'':>14}"
+    )
     print()
-    print(f"ratio leaderboard / baseline: {job_rate / base_rate:.2f}  (target >= 0.5); "
-          f"the floor's ratio (best reachable with one transformWithStateInPandas operator): "
-          f"{(summary.input_rows / floor_s) / base_rate:.2f}")
+    print(
+        f"ratio leaderboard / baseline: {job_rate / base_rate:.2f}  (target >= 0.5); "
+        f"the floor's ratio (best reachable with one transformWithStateInPandas operator): "
+        f"{(summary.input_rows / floor_s) / base_rate:.2f}"
+    )
     print(f"leaderboard events/s: {job_rate:,.0f}  (target >= 50,000)")
-    print(f"leaderboard batches' own time (triggerExecution): {summary.processing_seconds:.1f} s -> "
-          f"{summary.input_rows / max(summary.processing_seconds, 1e-9):,.0f} events/s; the rest is query start-up "
-          f"(Python state workers) and shutdown")
-    print(f"batches: {summary.batches}, state rows: {summary.state_rows:,}, high-scores updates: "
-          f"{summary.outputs.get('high-scores', 0):,}, dead letters: {sum(summary.dropped.values()):,}")
+    print(
+        f"leaderboard batches' own time (triggerExecution): {summary.processing_seconds:.1f} s -> "
+        f"{summary.input_rows / max(summary.processing_seconds, 1e-9):,.0f} events/s; the rest is query start-up "
+        f"(Python state workers) and shutdown"
+    )
+    print(
+        f"batches: {summary.batches}, state rows: {summary.state_rows:,}, high-scores updates: "
+        f"{summary.outputs.get('high-scores', 0):,}, dead letters: {sum(summary.dropped.values()):,}"
+    )
     print(f"state on disk: {mib(state_bytes)} (whole checkpoint {mib(ckpt_bytes)})")
 
 

@@ -66,8 +66,14 @@ def run_once(config, checkpoint: Path, bootstrap: str, listen: bool, events_file
     from statectl.render.run import EventsWriter, LiveRunDisplay
     from statectl.run.runner import RunRequest, run_job
 
-    request = RunRequest(config, available_now=True, checkpoint_dir=checkpoint, bootstrap_servers=bootstrap,
-                         listen=listen, metrics_port=0 if listen else None)
+    request = RunRequest(
+        config,
+        available_now=True,
+        checkpoint_dir=checkpoint,
+        bootstrap_servers=bootstrap,
+        listen=listen,
+        metrics_port=0 if listen else None,
+    )
     if not listen:
         return run_job(request), 0
     display = LiveRunDisplay(Console(file=io.StringIO(), force_terminal=True, width=120), "leaderboard")
@@ -110,8 +116,9 @@ def main() -> None:
             opts = DatasetOptions(count=args.events, players=args.players, products=args.products, seed=7)
             report = produce_batches(bootstrap, dataset_batches("synthetic-leaderboard", opts))
             print(f"produced {report.delivered:,} records in {report.elapsed_seconds:.1f} s", flush=True)
-            config = load_job_config(repo / "configs" / "leaderboard.yaml",
-                                 [f"kafka.max_offsets_per_trigger={args.batch}"])
+            config = load_job_config(
+                repo / "configs" / "leaderboard.yaml", [f"kafka.max_offsets_per_trigger={args.batch}"]
+            )
             plan = [("warm-up", True, -1)]
             for r in range(args.rounds):
                 pair = [("with", True, r), ("without", False, r)]
@@ -122,11 +129,13 @@ def main() -> None:
                 driver_cpu, spark_cpu = (b - a for a, b in zip(cpu_before, cpu_seconds()))
                 wall = summary.input_rows / summary.seconds
                 busy = summary.input_rows / summary.processing_seconds if summary.processing_seconds else 0.0
-                print(f"{label:>8}: {summary.input_rows:,} rows in {summary.batches} batches, "
-                      f"{summary.seconds:6.1f} s wall ({wall:8,.0f} rows/s), "
-                      f"{summary.processing_seconds:6.1f} s in batches ({busy:8,.0f} rows/s), CPU: driver "
-                      f"{driver_cpu:5.2f} s, JVM+workers {spark_cpu:6.1f} s" + (f", {events} events" if listen else ""),
-                      flush=True)
+                print(
+                    f"{label:>8}: {summary.input_rows:,} rows in {summary.batches} batches, "
+                    f"{summary.seconds:6.1f} s wall ({wall:8,.0f} rows/s), "
+                    f"{summary.processing_seconds:6.1f} s in batches ({busy:8,.0f} rows/s), CPU: driver "
+                    f"{driver_cpu:5.2f} s, JVM+workers {spark_cpu:6.1f} s" + (f", {events} events" if listen else ""),
+                    flush=True,
+                )
                 if label != "warm-up":
                     results[label].append((wall, busy))
                     rounds.setdefault(round_no, {})[label] = (wall, busy)
@@ -141,18 +150,22 @@ def main() -> None:
         diff = (med["without"] - med["with"]) / med["without"] * 100
         # Each round's pair ran back to back, so its ratio is less exposed to the machine's drift.
         paired = [(1 - r["with"][index] / r["without"][index]) * 100 for r in rounds.values() if len(r) == 2]
-        print(f"throughput over {kind}: median with listener+renderers {med['with']:,.0f} rows/s, "
-              f"without {med['without']:,.0f} rows/s -> {diff:+.1f} %; per-round cost "
-              f"{', '.join(f'{p:+.1f}' for p in paired)} %, median {statistics.median(paired):+.1f} % (target <= 3 %)")
+        print(
+            f"throughput over {kind}: median with listener+renderers {med['with']:,.0f} rows/s, "
+            f"without {med['without']:,.0f} rows/s -> {diff:+.1f} %; per-round cost "
+            f"{', '.join(f'{p:+.1f}' for p in paired)} %, median {statistics.median(paired):+.1f} % (target <= 3 %)"
+        )
     # The listener, the monitor thread, the renderers and the exporter all run in this driver
     # process; what they add to its CPU time, over the CPU the whole run used, is their share of
     # the machine -- a figure the machine's noise hardly moves.
     driver = {k: statistics.median(c[0] for c in v) for k, v in cpu.items()}
     total = statistics.median(c[0] + c[1] for c in cpu["without"])
     extra = driver["with"] - driver["without"]
-    print(f"CPU: driver process median {driver['with']:.2f} s with, {driver['without']:.2f} s without; "
-          f"the listener+renderers add {extra:.2f} s per run = {extra / total * 100:.2f} % of the run's "
-          f"{total:.0f} CPU s")
+    print(
+        f"CPU: driver process median {driver['with']:.2f} s with, {driver['without']:.2f} s without; "
+        f"the listener+renderers add {extra:.2f} s per run = {extra / total * 100:.2f} % of the run's "
+        f"{total:.0f} CPU s"
+    )
 
 
 if __name__ == "__main__":

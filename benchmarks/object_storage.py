@@ -88,8 +88,17 @@ while n < int(pages):
 def floor_seconds(server, prefix: str, pages: int, rounds: int) -> float:
     """The least any tool could take for status's requests here: a fresh Python process with
     boto3 making the same listings and reads (and no work on what they return)."""
-    cmd = [sys.executable, "-c", _FLOOR, server.endpoint, server.access_key, server.secret_key, "bench", prefix,
-           str(pages)]
+    cmd = [
+        sys.executable,
+        "-c",
+        _FLOOR,
+        server.endpoint,
+        server.access_key,
+        server.secret_key,
+        "bench",
+        prefix,
+        str(pages),
+    ]
     return statistics.median([run(cmd, dict(os.environ))[1] for _ in range(rounds)])
 
 
@@ -108,18 +117,32 @@ def main() -> int:
         with throwaway_broker() as bootstrap:
             fill_topics(bootstrap, sources, BATCHES)
             print(f"load: {os.getloadavg()[0]:.1f} (1 min); {os.cpu_count()} cores")
-            print(f"{'command':44} {'partitions':>10} {'objects':>8} {'requests':>9} {'S3 s':>7} {'disk s':>7}  by operation")
+            print(
+                f"{'command':44} {'partitions':>10} {'objects':>8} {'requests':>9} {'S3 s':>7} {'disk s':>7}  by operation"
+            )
             for partitions in (2, 200):
-                local = build_kafka_checkpoint(tmp / f"ck-{partitions}", BATCHES, sources=sources, per_batch=1,
-                                               crc=False, state_versions=100, state_partitions=partitions,
-                                               first_batch=BATCHES - 100)
+                local = build_kafka_checkpoint(
+                    tmp / f"ck-{partitions}",
+                    BATCHES,
+                    sources=sources,
+                    per_batch=1,
+                    crc=False,
+                    state_versions=100,
+                    state_partitions=partitions,
+                    first_batch=BATCHES - 100,
+                )
                 objects = upload_tree(server.client(), "bench", f"ck-{partitions}", local)
                 url = f"s3a://bench/ck-{partitions}"
                 commands = [
                     ("lag", ["lag", "--checkpoint-dir", "{ck}", "-b", bootstrap, "--json"], 10, (0,)),
                     ("status", ["status", "{ck}", "-b", bootstrap, "--json"], 10, (0, 1)),
                     ("inspect-state (--verify restore)", ["inspect-state", "{ck}", "--json"], None, (0, 1)),
-                    ("inspect-state --verify all", ["inspect-state", "{ck}", "--json", "--verify", "all"], None, (0, 1)),
+                    (
+                        "inspect-state --verify all",
+                        ["inspect-state", "{ck}", "--json", "--verify", "all"],
+                        None,
+                        (0, 1),
+                    ),
                 ]
                 for name, template, limit, expect in commands:
                     on_s3 = [*STATECTL, *(a.replace("{ck}", url) for a in template)]
@@ -132,13 +155,17 @@ def main() -> int:
                         ok = ok and (good or partitions == 200)
                         verdict = "ok" if good else "MISSED"
                     shown = ", ".join(f"{k} {v}" for k, v in sorted(ops.items()))
-                    print(f"{name:44} {partitions:>10} {objects:>8,} {n:>9} {t_s3:>7.2f} {t_disk:>7.2f}  {shown} {verdict}")
+                    print(
+                        f"{name:44} {partitions:>10} {objects:>8,} {n:>9} {t_s3:>7.2f} {t_disk:>7.2f}  {shown} {verdict}"
+                    )
                     if name == "status":
                         from statectl.checkpoint.progress import STATE_SIZE_PAGES
 
                         floor = floor_seconds(server, f"ck-{partitions}", STATE_SIZE_PAGES, args.rounds)
-                        print(f"{'  floor: boto3 alone, the same requests':44} {partitions:>10} {'':>8} {'':>9} "
-                              f"{floor:>7.2f} {'':>7}  statectl/floor {t_s3 / floor:.2f}")
+                        print(
+                            f"{'  floor: boto3 alone, the same requests':44} {partitions:>10} {'':>8} {'':>9} "
+                            f"{floor:>7.2f} {'':>7}  statectl/floor {t_s3 / floor:.2f}"
+                        )
             for cmd in (["--help"],):
                 _, t = run([*STATECTL, *cmd], env)
             print(f"statectl --help (start-up, for scale): {t:.2f} s")

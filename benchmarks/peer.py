@@ -59,7 +59,6 @@ counted apart, not as disagreement.
 from __future__ import annotations
 
 import argparse
-from array import array
 import contextlib
 import ctypes
 import json
@@ -73,6 +72,7 @@ import tempfile
 import threading
 import time
 import uuid
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,8 +83,17 @@ from benchmarks._common import local_engine, mib, throwaway_broker, tree_rss_byt
 REPO = Path(__file__).resolve().parent.parent
 TWIN_DIR = REPO / "benchmarks" / "kafka_streams"
 TWIN_JAR = TWIN_DIR / "target" / "leaderboard-twin.jar"
-SYSTEMS = ("statectl", "statectl-alo", "statectl-engine", "twin-book", "twin-book-eos", "twin-defaults",
-           "twin-defaults-eos", "twin-book-2t", "twin-defaults-2t")
+SYSTEMS = (
+    "statectl",
+    "statectl-alo",
+    "statectl-engine",
+    "twin-book",
+    "twin-book-eos",
+    "twin-defaults",
+    "twin-defaults-eos",
+    "twin-book-2t",
+    "twin-defaults-2t",
+)
 EXACTLY_ONCE, AT_LEAST_ONCE = "sink.delivery=exactly-once", "sink.delivery=at-least-once"
 #: what a statectl system name means: the config overrides it adds after --set's
 STATECTL_VARIANTS = {
@@ -103,14 +112,15 @@ TWIN_VARIANTS = {
     "twin-defaults-2t": ("defaults", ["num.stream.threads=2"]),
 }
 #: the pairs whose ratio is the cost of exactly once: (exactly once, at least once)
-GUARANTEE_PAIRS = (("statectl", "statectl-alo"), ("twin-book-eos", "twin-book"),
-                   ("twin-defaults-eos", "twin-defaults"))
+GUARANTEE_PAIRS = (("statectl", "statectl-alo"), ("twin-book-eos", "twin-book"), ("twin-defaults-eos", "twin-defaults"))
 #: statectl's target for its own pair: exactly once at most this much slower (wall time)
 EOS_COST_TARGET = 0.10
 
 
 def is_statectl(system: str) -> bool:
     return system.startswith("statectl")
+
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -205,7 +215,7 @@ class TreePeak:
             self.peak = max(self.peak, total)
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> "TreePeak":
+    def __enter__(self) -> TreePeak:
         self._thread.start()
         return self
 
@@ -271,9 +281,17 @@ def committed_reader(bootstrap: str, **extra):
     transactional writer does; its group is new and it commits nothing (partitions are assigned)."""
     from confluent_kafka import Consumer
 
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": f"peer-read-{uuid.uuid4().hex}",
-                     "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                     "isolation.level": "read_committed", "log_level": 4, **extra})
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"peer-read-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "log_level": 4,
+            **extra,
+        }
+    )
 
 
 def readable_ends(consumer, topic: str) -> dict[int, int]:
@@ -306,8 +324,10 @@ def read_topic(bootstrap: str, topic: str, stall_timeout: float = 120.0):
     offset), in offset order per partition."""
     from confluent_kafka import TopicPartition
 
-    c = committed_reader(bootstrap, **{"fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
-                                       "queued.max.messages.kbytes": 262144})
+    c = committed_reader(
+        bootstrap,
+        **{"fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760, "queued.max.messages.kbytes": 262144},
+    )
     try:
         left = readable_ends(c, topic)
         if not left:
@@ -325,8 +345,10 @@ def read_topic(bootstrap: str, topic: str, stall_timeout: float = 120.0):
             if messages or len(left) < before:
                 progress = time.monotonic()
             elif time.monotonic() - progress > stall_timeout:
-                raise RuntimeError(f"reading {topic}: nothing more for {stall_timeout:.0f} s, short of the end of "
-                                   f"partition(s) {sorted(left)}")
+                raise RuntimeError(
+                    f"reading {topic}: nothing more for {stall_timeout:.0f} s, short of the end of "
+                    f"partition(s) {sorted(left)}"
+                )
     finally:
         c.close()
 
@@ -338,8 +360,9 @@ def start_transactions(bootstrap: str) -> float:
     from confluent_kafka import Producer
 
     started = time.monotonic()
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"peer-start-{uuid.uuid4().hex}",
-                         "log_level": 3})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"peer-start-{uuid.uuid4().hex}", "log_level": 3}
+    )
     producer.init_transactions(120)
     producer.begin_transaction()
     producer.commit_transaction(60)
@@ -482,9 +505,14 @@ def check_full(out: list[dict] | None, o: Oracle, game: str) -> str:
     if got == want:
         return "agree"
     candidates = {s: ps for s, ps, _ in o.book.get(game, [])}
-    if [e[1] for e in got] == [e[1] for e in want] and len({e[:2] for e in got}) == len(got) and all(
+    if (
+        [e[1] for e in got] == [e[1] for e in want]
+        and len({e[:2] for e in got}) == len(got)
+        and all(
             e[0] in candidates.get(e[1], {}) and e[2] == candidates[e[1]][e[0]] and e[3] == w[3]
-            for e, w in zip(got, want)):
+            for e, w in zip(got, want)
+        )
+    ):
         return "tie-order"
     return "disagree"
 
@@ -495,7 +523,8 @@ def check_book(out: list[dict] | None, o: Oracle, game: str) -> str:
     want = o.book.get(game, [])
     got = _entries(out or [])
     if len(got) == len(want) and all(
-            e[1] == s and e[0] in ps and e[2] == ps[e[0]] and e[3] == gn for e, (s, ps, gn) in zip(got, want)):
+        e[1] == s and e[0] in ps and e[2] == ps[e[0]] and e[3] == gn for e, (s, ps, gn) in zip(got, want)
+    ):
         return "agree"
     return "disagree"
 
@@ -529,8 +558,9 @@ class Result:
     summary: dict = field(default_factory=dict, repr=False)
 
 
-def measured(cmd: list[str], env: dict, log: Path, broker_pid: int, timeout: float, also_exclude: tuple = ()
-             ) -> tuple[int, str, float, float, float, float, int, str]:
+def measured(
+    cmd: list[str], env: dict, log: Path, broker_pid: int, timeout: float, also_exclude: tuple = ()
+) -> tuple[int, str, float, float, float, float, int, str]:
     """Run ``cmd`` to its end: (exit code, stdout, wall seconds, start as epoch seconds, CPU
     seconds of its tree, broker CPU seconds, peak tree RSS, note). ``also_exclude``: other
     processes of this script's (the engine) left out of the tree."""
@@ -553,11 +583,23 @@ def measured(cmd: list[str], env: dict, log: Path, broker_pid: int, timeout: flo
     return proc.returncode, out.decode(errors="replace"), wall, started_epoch, cpu, broker, peak.peak, note
 
 
-def statectl_command(config: Path, checkpoint: Path, bootstrap: str, overrides: list[str],
-                     remote: str | None = None) -> list[str]:
+def statectl_command(
+    config: Path, checkpoint: Path, bootstrap: str, overrides: list[str], remote: str | None = None
+) -> list[str]:
     """The statectl run the harness times: the whole input with --available-now, a JSON summary."""
-    cmd = [str(REPO / ".venv" / "bin" / "statectl"), "run", "leaderboard", "--config", str(config),
-           "--available-now", "--checkpoint-dir", str(checkpoint), "-b", bootstrap, "--json"]
+    cmd = [
+        str(REPO / ".venv" / "bin" / "statectl"),
+        "run",
+        "leaderboard",
+        "--config",
+        str(config),
+        "--available-now",
+        "--checkpoint-dir",
+        str(checkpoint),
+        "-b",
+        bootstrap,
+        "--json",
+    ]
     if remote:
         cmd += ["--remote", remote]
     for override in overrides:
@@ -565,11 +607,25 @@ def statectl_command(config: Path, checkpoint: Path, bootstrap: str, overrides: 
     return cmd
 
 
-def twin_command(jar: Path, java_opts: list[str], properties: Path, settings: str, app_id: str, state_dir: Path,
-                 overrides: list[str]) -> list[str]:
+def twin_command(
+    jar: Path, java_opts: list[str], properties: Path, settings: str, app_id: str, state_dir: Path, overrides: list[str]
+) -> list[str]:
     """The twin run the harness times. Its parser takes ``--set KEY=VALUE`` as two arguments."""
-    cmd = ["java", *java_opts, "-jar", str(jar), "--properties", str(properties), "--settings", settings,
-           "--application-id", app_id, "--state-dir", str(state_dir), "--exit-when-done"]
+    cmd = [
+        "java",
+        *java_opts,
+        "-jar",
+        str(jar),
+        "--properties",
+        str(properties),
+        "--settings",
+        settings,
+        "--application-id",
+        app_id,
+        "--state-dir",
+        str(state_dir),
+        "--exit-when-done",
+    ]
     for override in overrides:
         if "=" not in override.strip("=") or override.startswith("="):
             raise SystemExit(f"--twin-set {override!r}: expected KEY=VALUE (e.g. num.stream.threads=2)")
@@ -577,8 +633,9 @@ def twin_command(jar: Path, java_opts: list[str], properties: Path, settings: st
     return cmd
 
 
-def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, bootstrap: str, broker_pid: int,
-            events: int) -> Result:
+def run_one(
+    system: str, rnd: int, args, base_config_path: Path, work: Path, bootstrap: str, broker_pid: int, events: int
+) -> Result:
     tag = f"{system}-{rnd}-{uuid.uuid4().hex[:6]}"
     run_dir = work / tag
     run_dir.mkdir()
@@ -609,12 +666,14 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
         props = run_dir / "twin.properties"
         props.write_text(twin_properties(config, bootstrap))
         settings, variant = TWIN_VARIANTS[system]
-        cmd = twin_command(args.jar, args.twin_java_opt, props, settings, app_id, run_dir / "state",
-                           [*variant, *args.twin_set])
+        cmd = twin_command(
+            args.jar, args.twin_java_opt, props, settings, app_id, run_dir / "state", [*variant, *args.twin_set]
+        )
     engine_pids = [p for p in getattr(args, "engine_pids", []) if p]
     engine_cpu0 = sum(proc_cpu_seconds(p) for p in engine_pids)
     rc, out, wall, started, cpu, broker_cpu, peak, note = measured(
-        cmd, env, run_dir / "stderr.log", broker_pid, args.timeout, tuple(engine_pids[:1]))
+        cmd, env, run_dir / "stderr.log", broker_pid, args.timeout, tuple(engine_pids[:1])
+    )
     if system == "statectl-engine" and engine_pids:
         # The engine did the run's Spark work: its CPU and memory are the run's too.
         cpu += sum(proc_cpu_seconds(p) for p in engine_pids) - engine_cpu0
@@ -627,8 +686,9 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
             summary = json.loads(out)
         if summary.get("status") != "finished" or summary.get("input_rows", 0) < events:
             ok = False
-            note = "; ".join(n for n in (note, f"status {summary.get('status')}, {summary.get('input_rows')} input rows")
-                             if n)
+            note = "; ".join(
+                n for n in (note, f"status {summary.get('status')}, {summary.get('input_rows')} input rows") if n
+            )
         if summary.get("delivery", config.sink.delivery) != config.sink.delivery:
             ok = False
             note = "; ".join(n for n in (note, f"ran {summary.get('delivery')}, not {config.sink.delivery}") if n)
@@ -637,8 +697,9 @@ def run_one(system: str, rnd: int, args, base_config_path: Path, work: Path, boo
             twin = json.loads(lines[-1])
     if not is_statectl(system):
         repartition = [t for t in topics_with_prefix(bootstrap, app_id + "-") if t.endswith("-repartition")]
-        done, behind = committed_at_log_end(bootstrap, app_id, [config.topics.score_events, config.topics.players,
-                                                                 *repartition])
+        done, behind = committed_at_log_end(
+            bootstrap, app_id, [config.topics.score_events, config.topics.players, *repartition]
+        )
         if not done:
             ok, note = False, "; ".join(n for n in (note, f"not committed at the log end: {behind}") if n)
         twin["repartition_topics_checked"] = len(repartition)
@@ -664,15 +725,23 @@ def produce(bootstrap: str, args, config) -> int:
     if args.dataset == "leaderboard":
         batches = dataset_batches("leaderboard", DatasetOptions())
     else:
-        batches = dataset_batches("synthetic-leaderboard", DatasetOptions(
-            count=args.events, players=args.players, products=args.products, seed=args.seed))
-    names = {"players": config.topics.players, "products": config.topics.products,
-             "score-events": config.topics.score_events}
+        batches = dataset_batches(
+            "synthetic-leaderboard",
+            DatasetOptions(count=args.events, players=args.players, products=args.products, seed=args.seed),
+        )
+    names = {
+        "players": config.topics.players,
+        "products": config.topics.products,
+        "score-events": config.topics.score_events,
+    }
     for b in batches:
         b.topic = names[b.topic]
     report = produce_batches(bootstrap, batches)
-    print(f"produced {report.delivered:,} records in {report.elapsed_seconds:.1f} s "
-          f"({args.dataset}; players and products keyed, murmur2)", flush=True)
+    print(
+        f"produced {report.delivered:,} records in {report.elapsed_seconds:.1f} s "
+        f"({args.dataset}; players and products keyed, murmur2)",
+        flush=True,
+    )
     return next(t.delivered for t in report.topics if t.topic == config.topics.score_events)
 
 
@@ -691,81 +760,107 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
     rows = {s: median_run(rs) for s, rs in by_system.items()}
     rounds = max(len(rs) for rs in by_system.values())
     print()
-    print(f"{events:,} score events; {'median of ' + str(rounds) + ' rounds (by wall time)' if rounds > 1 else '1 round'}"
-          f"; load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
-          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
-    head = (f"{'system':<18}{'wall s':>8}{'events/s':>11}{'1st out s':>11}{'CPU s':>8}{'broker CPU s':>14}"
-            f"{'CPU s/M ev':>12}{'peak RSS':>13}{'out recs':>12}  ok")
+    print(
+        f"{events:,} score events; {'median of ' + str(rounds) + ' rounds (by wall time)' if rounds > 1 else '1 round'}"
+        f"; load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+        f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}"
+    )
+    head = (
+        f"{'system':<18}{'wall s':>8}{'events/s':>11}{'1st out s':>11}{'CPU s':>8}{'broker CPU s':>14}"
+        f"{'CPU s/M ev':>12}{'peak RSS':>13}{'out recs':>12}  ok"
+    )
     print(head)
     for s in SYSTEMS:
         r = rows.get(s)
         if r is None:
             continue
         per_m = (r.cpu + r.broker_cpu) / events * 1e6 if events >= 10_000 else None
-        print(f"{s:<18}{r.wall:>8.1f}{events / r.wall:>11,.0f}{_fmt(r.first_output, '>11.1f'):>11}{r.cpu:>8.1f}"
-              f"{r.broker_cpu:>14.1f}{_fmt(per_m, '>12.1f'):>12}{mib(r.peak_rss):>13}{r.output_records:>12,}  "
-              f"{'yes' if r.ok else 'NO'}{' (' + r.note + ')' if r.note else ''}")
+        print(
+            f"{s:<18}{r.wall:>8.1f}{events / r.wall:>11,.0f}{_fmt(r.first_output, '>11.1f'):>11}{r.cpu:>8.1f}"
+            f"{r.broker_cpu:>14.1f}{_fmt(per_m, '>12.1f'):>12}{mib(r.peak_rss):>13}{r.output_records:>12,}  "
+            f"{'yes' if r.ok else 'NO'}{' (' + r.note + ')' if r.note else ''}"
+        )
     if rounds > 1:
-        print("every round (wall s): " + "; ".join(
-            f"{s} " + ", ".join(f"{r.wall:.1f}" for r in by_system[s]) for s in SYSTEMS if s in by_system))
+        print(
+            "every round (wall s): "
+            + "; ".join(f"{s} " + ", ".join(f"{r.wall:.1f}" for r in by_system[s]) for s in SYSTEMS if s in by_system)
+        )
     print("(CPU s/M ev: the tree's CPU seconds plus the broker's, per million score events)")
     for s in TWIN_VARIANTS:
         r = rows.get(s)
         if r and r.twin:
-            print(f"{s}: statestore.cache.max.bytes={r.twin.get('statestore_cache_max_bytes')}, "
-                  f"commit.interval.ms={r.twin.get('commit_interval_ms')}, "
-                  f"num.stream.threads={r.twin.get('num_stream_threads')}, "
-                  f"processing.guarantee={r.twin.get('processing_guarantee', '?')}; done by "
-                  f"{'a regular commit' if r.twin.get('finished_by') == 'commit' else 'the commit of its close once caught up'}"
-                  f" at {r.twin.get('seconds_to_done', 0):.1f} s, {r.twin.get('records_processed', 0):,} records "
-                  f"processed (scores, players, both repartition topics)")
+            print(
+                f"{s}: statestore.cache.max.bytes={r.twin.get('statestore_cache_max_bytes')}, "
+                f"commit.interval.ms={r.twin.get('commit_interval_ms')}, "
+                f"num.stream.threads={r.twin.get('num_stream_threads')}, "
+                f"processing.guarantee={r.twin.get('processing_guarantee', '?')}; done by "
+                f"{'a regular commit' if r.twin.get('finished_by') == 'commit' else 'the commit of its close once caught up'}"
+                f" at {r.twin.get('seconds_to_done', 0):.1f} s, {r.twin.get('records_processed', 0):,} records "
+                f"processed (scores, players, both repartition topics)"
+            )
     twins = {s: r for s, r in rows.items() if not is_statectl(s)}
     best = min(twins, key=lambda s: twins[s].wall) if twins else None
     for name in (s for s in SYSTEMS if is_statectl(s)):
         st = rows.get(name)
         if st and st.summary:
-            print(f"{name}: {st.summary.get('delivery', '?')}, {st.summary.get('batches')} batch(es), "
-                  f"{st.summary.get('input_rows', 0):,} input rows (score events and table records); the batches' "
-                  f"own time (triggerExecution) {st.summary.get('processing_seconds', 0):.1f} s of {st.wall:.1f} s")
+            print(
+                f"{name}: {st.summary.get('delivery', '?')}, {st.summary.get('batches')} batch(es), "
+                f"{st.summary.get('input_rows', 0):,} input rows (score events and table records); the batches' "
+                f"own time (triggerExecution) {st.summary.get('processing_seconds', 0):.1f} s of {st.wall:.1f} s"
+            )
         if not st:
             continue
         for s, r in twins.items():
-            print(f"ratio {name} / {s}{' (the best twin)' if s == best else ''}: events/s {r.wall / st.wall:.2f}, "
-                  f"CPU s (tree) {st.cpu / r.cpu:.2f}, "
-                  f"CPU s with the broker's {(st.cpu + st.broker_cpu) / (r.cpu + r.broker_cpu):.2f}, "
-                  f"peak RSS {st.peak_rss / max(r.peak_rss, 1):.2f}")
+            print(
+                f"ratio {name} / {s}{' (the best twin)' if s == best else ''}: events/s {r.wall / st.wall:.2f}, "
+                f"CPU s (tree) {st.cpu / r.cpu:.2f}, "
+                f"CPU s with the broker's {(st.cpu + st.broker_cpu) / (r.cpu + r.broker_cpu):.2f}, "
+                f"peak RSS {st.peak_rss / max(r.peak_rss, 1):.2f}"
+            )
     guarantee_costs(rows)
     print()
     games = sorted(set(o.full) | {g for r in results for g in r.view}, key=lambda g: (len(g), g))
     tied = sum(has_tie(o, g) for g in o.full)
     shorter = sum(book_differs_from_full(o, g) for g in o.full)
-    print(f"oracle: {o.events:,} score events, {o.joined:,} joined, {len(o.full)} games; {tied} games have a tie "
-          f"(two players with one of the top {top_n} distinct scores), and in {shorter} of them the book's set keeps "
-          f"one of the tied players where statectl's list keeps both")
+    print(
+        f"oracle: {o.events:,} score events, {o.joined:,} joined, {len(o.full)} games; {tied} games have a tie "
+        f"(two players with one of the top {top_n} distinct scores), and in {shorter} of them the book's set keeps "
+        f"one of the tied players where statectl's list keeps both"
+    )
     for r in results:
         if is_statectl(r.system):
             counts = {"agree": 0, "tie-order": 0, "disagree": 0}
             for g in games:
                 counts[check_full(r.view.get(g), o, g)] += 1
-            print(f"  {r.system} (round {r.round + 1}): {counts['agree']} of {len(games)} games agree with the oracle"
-                  f" (statectl's rule){', ' + str(counts['tie-order']) + ' differ only in the order of tied players' if counts['tie-order'] else ''}"
-                  f", {counts['disagree']} disagree")
+            print(
+                f"  {r.system} (round {r.round + 1}): {counts['agree']} of {len(games)} games agree with the oracle"
+                f" (statectl's rule){', ' + str(counts['tie-order']) + ' differ only in the order of tied players' if counts['tie-order'] else ''}"
+                f", {counts['disagree']} disagree"
+            )
         else:
             agree = sum(check_book(r.view.get(g), o, g) == "agree" for g in games)
             tie_games = sum(check_book(r.view.get(g), o, g) == "agree" and has_tie(o, g) for g in games)
-            print(f"  {r.system} (round {r.round + 1}): {agree} of {len(games)} games agree with the oracle (the "
-                  f"book's rule; {tie_games} of them with a tie), {len(games) - agree} disagree")
+            print(
+                f"  {r.system} (round {r.round + 1}): {agree} of {len(games)} games agree with the oracle (the "
+                f"book's rule; {tie_games} of them with a tie), {len(games) - agree} disagree"
+            )
     st_runs = by_system.get("statectl", [])
     for r in results:
         if is_statectl(r.system) or not st_runs:
             continue
         st_view = st_runs[0].view
         same = sum(_entries(st_view.get(g, [])) == _entries(r.view.get(g, [])) for g in games)
-        tie_only = sum(_entries(st_view.get(g, [])) != _entries(r.view.get(g, [])) and has_tie(o, g)
-                       and check_full(st_view.get(g), o, g) != "disagree" and check_book(r.view.get(g), o, g) == "agree"
-                       for g in games)
-        print(f"  statectl vs {r.system} (round {r.round + 1}), game by game: {same} identical, {tie_only} differ only "
-              f"by a tie (each right by its own rule), {len(games) - same - tie_only} differ otherwise")
+        tie_only = sum(
+            _entries(st_view.get(g, [])) != _entries(r.view.get(g, []))
+            and has_tie(o, g)
+            and check_full(st_view.get(g), o, g) != "disagree"
+            and check_book(r.view.get(g), o, g) == "agree"
+            for g in games
+        )
+        print(
+            f"  statectl vs {r.system} (round {r.round + 1}), game by game: {same} identical, {tie_only} differ only "
+            f"by a tie (each right by its own rule), {len(games) - same - tie_only} differ otherwise"
+        )
 
 
 def guarantee_costs(rows: dict[str, Result]) -> None:
@@ -783,11 +878,15 @@ def guarantee_costs(rows: dict[str, Result]) -> None:
         if eos == "statectl":
             met = "met" if slower <= EOS_COST_TARGET else "NOT met"
             target = f"  target at most {EOS_COST_TARGET:.0%} slower: {met}"
-        print(f"  {eos + ' / ' + alo:<34}{e.wall / a.wall:>8.2f}{slower:>+11.1%}{e.cpu / max(a.cpu, 1e-9):>8.2f}"
-              f"{(e.cpu + e.broker_cpu) / max(a.cpu + a.broker_cpu, 1e-9):>10.2f}"
-              f"{e.peak_rss / max(a.peak_rss, 1):>10.2f}{e.output_records / max(a.output_records, 1):>10.2f}{target}")
-    print("  (wall: process start to exit; CPU s: the tree's; + broker: with the broker's; out recs: records read "
-          "read_committed)")
+        print(
+            f"  {eos + ' / ' + alo:<34}{e.wall / a.wall:>8.2f}{slower:>+11.1%}{e.cpu / max(a.cpu, 1e-9):>8.2f}"
+            f"{(e.cpu + e.broker_cpu) / max(a.cpu + a.broker_cpu, 1e-9):>10.2f}"
+            f"{e.peak_rss / max(a.peak_rss, 1):>10.2f}{e.output_records / max(a.output_records, 1):>10.2f}{target}"
+        )
+    print(
+        "  (wall: process start to exit; CPU s: the tree's; + broker: with the broker's; out recs: records read "
+        "read_committed)"
+    )
 
 
 def show(results: list[Result]) -> None:
@@ -797,39 +896,66 @@ def show(results: list[Result]) -> None:
     for g in games:
         print(f"game {g}:")
         for r in results:
-            entries = ", ".join(f"{e.get('playerName')} ({e.get('playerId')}) {float(e.get('score')):g}"
-                                for e in r.view.get(g, []))
+            entries = ", ".join(
+                f"{e.get('playerName')} ({e.get('playerId')}) {float(e.get('score')):g}" for e in r.view.get(g, [])
+            )
             print(f"  {r.system:<18} [{entries}]  {r.view.get(g, [{}])[0].get('gameName', '')}")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[1:]))
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[1:]),
+    )
     ap.add_argument("--events", type=int, default=100_000, help="synthetic score events (default 100,000)")
     ap.add_argument("--players", type=int, default=1_000)
     ap.add_argument("--products", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--dataset", choices=("synthetic-leaderboard", "leaderboard"), default="synthetic-leaderboard",
-                    help="leaderboard: the 14 seed records instead of synthetic events")
+    ap.add_argument(
+        "--dataset",
+        choices=("synthetic-leaderboard", "leaderboard"),
+        default="synthetic-leaderboard",
+        help="leaderboard: the 14 seed records instead of synthetic events",
+    )
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the runs, alternating (medians shown)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help=f"which to run, comma-separated: {','.join(SYSTEMS)}")
-    ap.add_argument("--config", type=Path, default=REPO / "configs" / "leaderboard.yaml",
-                    help="the leaderboard's job config both systems take their topics and top N from")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="statectl config override (statectl and statectl-alo set sink.delivery themselves)")
-    ap.add_argument("--twin-set", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Kafka Streams property for the twin (both settings), e.g. num.stream.threads=2")
+    ap.add_argument(
+        "--config",
+        type=Path,
+        default=REPO / "configs" / "leaderboard.yaml",
+        help="the leaderboard's job config both systems take their topics and top N from",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="statectl config override (statectl and statectl-alo set sink.delivery themselves)",
+    )
+    ap.add_argument(
+        "--twin-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka Streams property for the twin (both settings), e.g. num.stream.threads=2",
+    )
     ap.add_argument("--twin-java-opt", action="append", default=[], metavar="OPT", help="a JVM option for the twin")
     ap.add_argument("--jar", type=Path, default=TWIN_JAR)
-    ap.add_argument("--remote", metavar="sc://HOST:PORT",
-                    help="the Spark Connect engine statectl-engine runs on (default: the local engine, "
-                         "`statectl engine up`)")
+    ap.add_argument(
+        "--remote",
+        metavar="sc://HOST:PORT",
+        help="the Spark Connect engine statectl-engine runs on (default: the local engine, `statectl engine up`)",
+    )
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a run may take before it is killed")
     ap.add_argument("--show", action="store_true", help="print every game's list from each run (small datasets)")
     ap.add_argument("--keep", action="store_true", help="keep each run's directory (logs, state) in the temp dir")
-    ap.add_argument("--twin-properties", type=Path, metavar="CONFIG_YAML",
-                    help="print the twin's properties written from this job config, and exit")
+    ap.add_argument(
+        "--twin-properties",
+        type=Path,
+        metavar="CONFIG_YAML",
+        help="print the twin's properties written from this job config, and exit",
+    )
     args = ap.parse_args()
 
     if args.twin_properties:
@@ -839,8 +965,10 @@ def main() -> None:
     if unknown := [s for s in systems if s not in SYSTEMS]:
         ap.error(f"unknown system(s) {unknown}; known: {', '.join(SYSTEMS)}")
     if any(not is_statectl(s) for s in systems) and not args.jar.exists():
-        sys.exit(f"{args.jar} is missing: build it with scripts/setup.sh --bench "
-                 f"(or: cd {TWIN_DIR.relative_to(REPO)} && mvn -q package)")
+        sys.exit(
+            f"{args.jar} is missing: build it with scripts/setup.sh --bench "
+            f"(or: cd {TWIN_DIR.relative_to(REPO)} && mvn -q package)"
+        )
     config = load_config(args.config, args.set)
     become_subreaper()
     load_before = os.getloadavg()
@@ -858,8 +986,11 @@ def main() -> None:
             if broker is None or broker.pid is None:
                 sys.exit(f"cannot find the broker process of {bootstrap}")
             events = produce(bootstrap, args, config)
-            print(f"transactions ready in {start_transactions(bootstrap):.1f} s (the broker's transaction log, "
-                  f"not counted)", flush=True)
+            print(
+                f"transactions ready in {start_transactions(bootstrap):.1f} s (the broker's transaction log, "
+                f"not counted)",
+                flush=True,
+            )
             if "statectl-engine" in systems:
                 # A warm engine is the point of one: a first run of the job (not counted) loads its
                 # classes, compiles its hot code and starts its Python workers.
@@ -869,15 +1000,21 @@ def main() -> None:
                 for system in systems:
                     r = run_one(system, rnd, args, args.config.resolve(), work, bootstrap, broker.pid, events)
                     results.append(r)
-                    print(f"round {rnd + 1} {system}: {r.wall:.1f} s, {events / r.wall:,.0f} events/s, "
-                          f"first output {_fmt(r.first_output, '.1f')} s, CPU {r.cpu:.1f} s (+ broker "
-                          f"{r.broker_cpu:.1f} s), peak RSS {mib(r.peak_rss)}, {r.output_records:,} output "
-                          f"records{'' if r.ok else ', NOT OK: ' + r.note}", flush=True)
+                    print(
+                        f"round {rnd + 1} {system}: {r.wall:.1f} s, {events / r.wall:,.0f} events/s, "
+                        f"first output {_fmt(r.first_output, '.1f')} s, CPU {r.cpu:.1f} s (+ broker "
+                        f"{r.broker_cpu:.1f} s), peak RSS {mib(r.peak_rss)}, {r.output_records:,} output "
+                        f"records{'' if r.ok else ', NOT OK: ' + r.note}",
+                        flush=True,
+                    )
                     time.sleep(1)
             o = oracle(bootstrap, config)
             if engine is not None and engine.status is not None:
-                print(f"engine: started in {engine.started_in:.1f} s, RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
-                      f"after the runs {engine.rss_now() / 2**20:,.0f} MiB", flush=True)
+                print(
+                    f"engine: started in {engine.started_in:.1f} s, RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
+                    f"after the runs {engine.rss_now() / 2**20:,.0f} MiB",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True) if not args.keep else print(f"runs kept in {work}")
     report(results, events, o, config.leaderboard.top_n, load_before, os.getloadavg())

@@ -42,7 +42,9 @@ def end_offsets(bootstrap: str, topic: str) -> int:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench"})
     try:
         md = c.list_topics(topic, timeout=10)
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.topics[topic].partitions)
+        return sum(
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.topics[topic].partitions
+        )
     finally:
         c.close()
 
@@ -67,8 +69,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--ceiling", action="store_true",
-                    help="also time a bare confluent-kafka script, in 1 and 2 processes")
+    ap.add_argument(
+        "--ceiling", action="store_true", help="also time a bare confluent-kafka script, in 1 and 2 processes"
+    )
     args = ap.parse_args()
     kcat = shutil.which("kcat")
     if not kcat:
@@ -91,8 +94,21 @@ def main() -> None:
                 # The generator writes to score-events; give it a fresh one per round.
                 topic = f"score-events-{r}"
                 synth = work / f"synthetic-{r}.yaml"
-                elapsed, out = timed([*STATECTL, "produce-test-data", "--file", str(data), "--topic", f"file-{r}",
-                                      "--partitions", "4", "-b", bootstrap, "--json"])
+                elapsed, out = timed(
+                    [
+                        *STATECTL,
+                        "produce-test-data",
+                        "--file",
+                        str(data),
+                        "--topic",
+                        f"file-{r}",
+                        "--partitions",
+                        "4",
+                        "-b",
+                        bootstrap,
+                        "--json",
+                    ]
+                )
                 results["statectl --file"].append(args.events / elapsed)
                 own.append(json.loads(out)["records_per_second"])
                 assert end_offsets(bootstrap, f"file-{r}") == args.events
@@ -105,13 +121,32 @@ def main() -> None:
                 for name, processes in bare.items():
                     bare_topic = f"bare{processes}-{r}"
                     create(bootstrap, bare_topic)
-                    elapsed, _ = timed([sys.executable, str(REPO / "benchmarks" / "_bare_produce.py"), bootstrap,
-                                        bare_topic, str(data), str(processes), "4"])
+                    elapsed, _ = timed(
+                        [
+                            sys.executable,
+                            str(REPO / "benchmarks" / "_bare_produce.py"),
+                            bootstrap,
+                            bare_topic,
+                            str(data),
+                            str(processes),
+                            "4",
+                        ]
+                    )
                     results[name].append(args.events / elapsed)
                     assert end_offsets(bootstrap, bare_topic) == args.events
 
-                elapsed, out = timed([*STATECTL, "produce-test-data", "synthetic-leaderboard", "--count", str(args.events),
-                                      "-b", bootstrap, "--json"])
+                elapsed, out = timed(
+                    [
+                        *STATECTL,
+                        "produce-test-data",
+                        "synthetic-leaderboard",
+                        "--count",
+                        str(args.events),
+                        "-b",
+                        bootstrap,
+                        "--json",
+                    ]
+                )
                 total = sum(t["delivered"] for t in json.loads(out)["topics"])
                 results["statectl synthetic"].append(total / elapsed)
                 del topic, synth
@@ -119,7 +154,9 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     kcat_rate = statistics.median(results["kcat -P"])
-    print(f"\n{args.events:,} score events, {args.rounds} rounds, medians of wall-clock msgs/s (process start included)")
+    print(
+        f"\n{args.events:,} score events, {args.rounds} rounds, medians of wall-clock msgs/s (process start included)"
+    )
     print(f"{'tool':<26}{'msgs/s':>12}{'x kcat':>9}")
     for name, rates in results.items():
         rate = statistics.median(rates)

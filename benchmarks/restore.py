@@ -71,30 +71,83 @@ def main() -> None:
         work = Path(tmp)
         env = {**os.environ, "STATECTL_HOME": str(work / "home")}
         common = ["--bootstrap-servers", bootstrap]
-        statectl("produce-test-data", "synthetic-leaderboard", "--count", str(args.events), "--players",
-                 str(args.players), "--products", str(args.products), *common, env=env)
+        statectl(
+            "produce-test-data",
+            "synthetic-leaderboard",
+            "--count",
+            str(args.events),
+            "--players",
+            str(args.players),
+            "--products",
+            str(args.products),
+            *common,
+            env=env,
+        )
         load_before = os.getloadavg()
         for n, batches in enumerate(counts):
             checkpoint = work / f"checkpoint-{batches}"
             per_batch = -(-args.events // batches)
             sets = [x for s in args.set for x in ("--set", s)]
-            first, proc = statectl("run", "leaderboard", *common, "--checkpoint-dir", str(checkpoint), "--available-now",
-                                   "--set", f"kafka.max_offsets_per_trigger={per_batch}", *sets, "--json", env=env)
+            first, proc = statectl(
+                "run",
+                "leaderboard",
+                *common,
+                "--checkpoint-dir",
+                str(checkpoint),
+                "--available-now",
+                "--set",
+                f"kafka.max_offsets_per_trigger={per_batch}",
+                *sets,
+                "--json",
+                env=env,
+            )
             ran = json.loads(proc.stdout)["batches"]
             # New scores of 100 of the players (whose table records come again with them).
-            statectl("produce-test-data", "synthetic-leaderboard", "--count", "2000", "--players", "100",
-                     "--products", str(args.products), "--seed", str(100 + n), *common, env=env)
+            statectl(
+                "produce-test-data",
+                "synthetic-leaderboard",
+                "--count",
+                "2000",
+                "--players",
+                "100",
+                "--products",
+                str(args.products),
+                "--seed",
+                str(100 + n),
+                *common,
+                env=env,
+            )
             files = sum(1 for p in checkpoint.rglob("*") if p.is_file())
             size = du_bytes(checkpoint)
             events = work / f"restart-{batches}.jsonl"
-            wall, _ = statectl("run", "leaderboard", *common, "--checkpoint-dir", str(checkpoint), "--available-now",
-                               *sets, "--events-file", str(events), env=env)
-            rows.append({"batches run": ran, "first run s": round(first, 1), "checkpoint files": files,
-                         "checkpoint": mib(size), **restart_figures(events), "restart wall s": round(wall, 2)})
+            wall, _ = statectl(
+                "run",
+                "leaderboard",
+                *common,
+                "--checkpoint-dir",
+                str(checkpoint),
+                "--available-now",
+                *sets,
+                "--events-file",
+                str(events),
+                env=env,
+            )
+            rows.append(
+                {
+                    "batches run": ran,
+                    "first run s": round(first, 1),
+                    "checkpoint files": files,
+                    "checkpoint": mib(size),
+                    **restart_figures(events),
+                    "restart wall s": round(wall, 2),
+                }
+            )
         load_after = os.getloadavg()
-    print(f"{args.events:,} score events, {args.players:,} players, {args.products:,} games; settings: "
-          f"{' '.join(args.set) or 'defaults'}; load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
-          f"after {' '.join(f'{x:.2f}' for x in load_after)}")
+    print(
+        f"{args.events:,} score events, {args.players:,} players, {args.products:,} games; settings: "
+        f"{' '.join(args.set) or 'defaults'}; load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
+        f"after {' '.join(f'{x:.2f}' for x in load_after)}"
+    )
     keys = list(rows[0])
     print(f"{'':22}" + "".join(f"{r['batches run']:>16}" for r in rows))
     for key in keys[1:]:

@@ -87,8 +87,23 @@ def run_once(kind: str, bootstrap: str, work: Path, round_: int, remote: str | N
         wall_start = time.time()
         where = ["--remote", remote] if kind == "statectl-engine" else ["--remote", "none"]
         delivery = ["--set", "sink.delivery=at-least-once"] if kind == "statectl-alo" else []
-        seconds, _ = timed([STATECTL, "run", "leaderboard", "--bootstrap-servers", bootstrap, "--checkpoint-dir",
-                            str(checkpoint), "--available-now", "--events-file", str(events), *where, *delivery], env)
+        seconds, _ = timed(
+            [
+                STATECTL,
+                "run",
+                "leaderboard",
+                "--bootstrap-servers",
+                bootstrap,
+                "--checkpoint-dir",
+                str(checkpoint),
+                "--available-now",
+                "--events-file",
+                str(events),
+                *where,
+                *delivery,
+            ],
+            env,
+        )
         return seconds, phases(events, wall_start, seconds)
     mode = "floor" if kind.startswith("floor") else "session"
     where = remote if kind == "floor-engine" else "-"
@@ -121,8 +136,9 @@ def _epoch(value) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--remote", help="the engine statectl-engine and floor-engine run on (default: one this script "
-                                     "starts)")
+    ap.add_argument(
+        "--remote", help="the engine statectl-engine and floor-engine run on (default: one this script starts)"
+    )
     ap.add_argument("--no-engine", action="store_true", help="leave out the engine kinds")
     args = ap.parse_args()
     kinds = ("statectl", "statectl-alo", "statectl-cold", "floor", "floor-cold", "session")
@@ -132,11 +148,18 @@ def main() -> None:
     times: dict[str, list[float]] = {k: [] for k in kinds}
     statectl_phases: list[dict] = []
     engine_phases: list[dict] = []
-    with throwaway_broker() as bootstrap, tempfile.TemporaryDirectory(prefix="statectl-seed-run-") as tmp, \
-            local_engine(args.remote, not args.no_engine) as engine:
+    with (
+        throwaway_broker() as bootstrap,
+        tempfile.TemporaryDirectory(prefix="statectl-seed-run-") as tmp,
+        local_engine(args.remote, not args.no_engine) as engine,
+    ):
         work = Path(tmp)
-        subprocess.run([STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap], check=True,
-                       capture_output=True, cwd=REPO)
+        subprocess.run(
+            [STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap],
+            check=True,
+            capture_output=True,
+            cwd=REPO,
+        )
         load_before = os.getloadavg()
         for round_ in range(args.rounds + 1):  # round 0 warms the page cache and is discarded
             for kind in kinds:
@@ -149,28 +172,40 @@ def main() -> None:
                         engine_phases.append(detail)
         load_after = os.getloadavg()
         if engine is not None and engine.status is not None:
-            print(f"engine: started in {engine.started_in:.1f} s; RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
-                  f"after the rounds {engine.rss_now() / 2**20:,.0f} MiB")
-    print(f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
-          f"after {' '.join(f'{x:.2f}' for x in load_after)}; {args.rounds} rounds (+1 discarded)")
+            print(
+                f"engine: started in {engine.started_in:.1f} s; RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
+                f"after the rounds {engine.rss_now() / 2**20:,.0f} MiB"
+            )
+    print(
+        f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
+        f"after {' '.join(f'{x:.2f}' for x in load_after)}; {args.rounds} rounds (+1 discarded)"
+    )
     print(f"{'kind':15} {'median s':>9} {'min':>6} {'max':>6}")
     for kind in kinds:
         values = times[kind]
         print(f"{kind:15} {statistics.median(values):9.2f} {min(values):6.2f} {max(values):6.2f}")
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"exactly-once / at-least-once: {med['statectl']:.2f} / {med['statectl-alo']:.2f} s = "
-          f"{med['statectl'] / med['statectl-alo']:.2f}")
-    print(f"archive: statectl {med['statectl-cold']:.2f} -> {med['statectl']:.2f} s "
-          f"({med['statectl-cold'] - med['statectl']:.2f} s less); floor {med['floor-cold']:.2f} -> {med['floor']:.2f} s")
-    print(f"statectl / floor (archive on): {med['statectl'] / med['floor']:.2f}; statectl above the floor: "
-          f"{med['statectl'] - med['floor']:.2f} s; the session alone: {med['session']:.2f} s")
+    print(
+        f"exactly-once / at-least-once: {med['statectl']:.2f} / {med['statectl-alo']:.2f} s = "
+        f"{med['statectl'] / med['statectl-alo']:.2f}"
+    )
+    print(
+        f"archive: statectl {med['statectl-cold']:.2f} -> {med['statectl']:.2f} s "
+        f"({med['statectl-cold'] - med['statectl']:.2f} s less); floor {med['floor-cold']:.2f} -> {med['floor']:.2f} s"
+    )
+    print(
+        f"statectl / floor (archive on): {med['statectl'] / med['floor']:.2f}; statectl above the floor: "
+        f"{med['statectl'] - med['floor']:.2f} s; the session alone: {med['session']:.2f} s"
+    )
     print("statectl's run, median per phase (s):")
     for key in statectl_phases[0]:
         print(f"  {key:24} {statistics.median(p[key] for p in statectl_phases):6.2f}")
     if engine_phases:
-        print(f"on the engine: statectl {med['statectl-engine']:.2f} s against {med['statectl']:.2f} s in its own "
-              f"process ({med['statectl'] / med['statectl-engine']:.2f}x); the engine's floor {med['floor-engine']:.2f} s; "
-              f"statectl above it {med['statectl-engine'] - med['floor-engine']:.2f} s")
+        print(
+            f"on the engine: statectl {med['statectl-engine']:.2f} s against {med['statectl']:.2f} s in its own "
+            f"process ({med['statectl'] / med['statectl-engine']:.2f}x); the engine's floor {med['floor-engine']:.2f} s; "
+            f"statectl above it {med['statectl-engine'] - med['floor-engine']:.2f} s"
+        )
         print("statectl's run on the engine, median per phase (s):")
         for key in engine_phases[0]:
             print(f"  {key:24} {statistics.median(p[key] for p in engine_phases):6.2f}")

@@ -83,7 +83,7 @@ class Oracle:
         if len(entries) < self.top_n or score > entries[-1][0]:
             entries.append((score, player))
             entries.sort(key=lambda e: -e[0])
-            del entries[self.top_n:]
+            del entries[self.top_n :]
 
     def lists(self) -> dict[str, list[tuple[str, float]]]:
         return {str(g): [(f"P{p}", s) for s, p in entries] for g, entries in self.top.items()}
@@ -113,8 +113,11 @@ class SteadyProducer(threading.Thread):
         r = self.rng.random()
         if r < MALFORMED_SHARE:
             return b'{"score": 1, "player_id": ', (None, None, None)
-        player = (PLAYERS + self.rng.randrange(UNKNOWN_IDS) if r < MALFORMED_SHARE + UNKNOWN_SHARE
-                  else self.rng.randrange(PLAYERS))
+        player = (
+            PLAYERS + self.rng.randrange(UNKNOWN_IDS)
+            if r < MALFORMED_SHARE + UNKNOWN_SHARE
+            else self.rng.randrange(PLAYERS)
+        )
         game = self.rng.randrange(GAMES)
         score = round(self.rng.random() * 1_000_000, 3)
         return (b'{"score": %r, "product_id": %d, "player_id": %d}' % (score, game, player)), (player, game, score)
@@ -227,9 +230,23 @@ class Job:
         log = open(self.work / f"run-{len(self.starts)}.out", "w")
         env = dict(os.environ, STATECTL_SPARK_LOG=str(self.work / "spark.log"), PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(self.config),
-             "--events-file", str(self.events_file)],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "statectl",
+                "run",
+                "leaderboard",
+                "--config",
+                str(self.config),
+                "--events-file",
+                str(self.events_file),
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.starts.append(time.time())
 
     def kill(self) -> None:
@@ -256,8 +273,9 @@ class Job:
 def _statectl(*args: str, timeout: float = 120) -> tuple[int, str, str, float]:
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "statectl", *args], cwd=REPO, capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, "-m", "statectl", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+        )
         return done.returncode, done.stdout, done.stderr, time.monotonic() - started
     except subprocess.TimeoutExpired:
         return -1, "", f"statectl {args[0]} timed out after {timeout:.0f} s", time.monotonic() - started
@@ -277,15 +295,27 @@ def restore_times(events_file: Path) -> list[dict]:
         if e.get("type") == "restore_started":
             started = e
         elif e.get("type") == "restore_finished" and started is not None:
-            out.append({"at": started["time"], "seconds": round(e["time"] - started["time"], 2),
-                        **{k: e.get(k) for k in ("bytes", "files", "stores") if k in e}})
+            out.append(
+                {
+                    "at": started["time"],
+                    "seconds": round(e["time"] - started["time"], 2),
+                    **{k: e.get(k) for k in ("bytes", "files", "stores") if k in e},
+                }
+            )
             started = None
     return out
 
 
 # ---------------------------------------------------------------- plots (SVG, no dependency)
-def svg_lines(title: str, unit: str, series: dict[str, list[tuple[float, float]]], marks: list[tuple[float, str]],
-              path: Path, width: int = 760, height: int = 300) -> None:
+def svg_lines(
+    title: str,
+    unit: str,
+    series: dict[str, list[tuple[float, float]]],
+    marks: list[tuple[float, str]],
+    path: Path,
+    width: int = 760,
+    height: int = 300,
+) -> None:
     """A line chart of ``series`` (name -> [(minutes, value)]) with vertical ``marks`` (faults)."""
     left, right, top, bottom = 70, 20, 30, 40
     xs = [x for pts in series.values() for x, _ in pts] or [0.0, 1.0]
@@ -295,9 +325,11 @@ def svg_lines(title: str, unit: str, series: dict[str, list[tuple[float, float]]
     sx = lambda x: left + (x - x0) / (x1 - x0) * (width - left - right)  # noqa: E731
     sy = lambda y: top + (1 - y / y1) * (height - top - bottom)  # noqa: E731
     colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-             f'font-size="11"><rect width="100%" height="100%" fill="white"/>',
-             f'<text x="{left}" y="18" font-size="13">{title}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        f'font-size="11"><rect width="100%" height="100%" fill="white"/>',
+        f'<text x="{left}" y="18" font-size="13">{title}</text>',
+    ]
     for i in range(5):
         y = y1 * i / 4
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eee"/>')
@@ -306,22 +338,29 @@ def svg_lines(title: str, unit: str, series: dict[str, list[tuple[float, float]]
         x = x1 * i / 6
         parts.append(f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{x:.0f}</text>')
     parts.append(f'<text x="{(width + left) / 2:.0f}" y="{height - 6}" text-anchor="middle">minutes</text>')
-    parts.append(f'<text x="14" y="{(height) / 2:.0f}" transform="rotate(-90 14 {height / 2:.0f})" '
-                 f'text-anchor="middle">{unit}</text>')
+    parts.append(
+        f'<text x="14" y="{(height) / 2:.0f}" transform="rotate(-90 14 {height / 2:.0f})" '
+        f'text-anchor="middle">{unit}</text>'
+    )
     for when, label in marks:
         colour = "#ff7f0e" if label.startswith("broker") else "#7f7f7f"
-        parts.append(f'<line x1="{sx(when):.1f}" x2="{sx(when):.1f}" y1="{top}" y2="{height - bottom}" '
-                     f'stroke="{colour}" stroke-dasharray="4 3"><title>{label}</title></line>')
+        parts.append(
+            f'<line x1="{sx(when):.1f}" x2="{sx(when):.1f}" y1="{top}" y2="{height - bottom}" '
+            f'stroke="{colour}" stroke-dasharray="4 3"><title>{label}</title></line>'
+        )
     for i, (name, pts) in enumerate(series.items()):
         if not pts:
             continue
         d = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         colour = colours[i % len(colours)]
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{d}"/>')
-        parts.append(f'<text x="{width - right - 4}" y="{top + 14 * (i + 1)}" text-anchor="end" fill="{colour}">'
-                     f'{name}</text>')
-    parts.append(f'<text x="{left + 4}" y="{height - bottom - 6}" fill="#7f7f7f">dashed: job SIGKILL (grey), '
-                 f'broker SIGKILL (orange)</text></svg>')
+        parts.append(
+            f'<text x="{width - right - 4}" y="{top + 14 * (i + 1)}" text-anchor="end" fill="{colour}">{name}</text>'
+        )
+    parts.append(
+        f'<text x="{left + 4}" y="{height - bottom - 6}" fill="#7f7f7f">dashed: job SIGKILL (grey), '
+        f"broker SIGKILL (orange)</text></svg>"
+    )
     path.write_text("\n".join(parts))
 
 
@@ -350,14 +389,26 @@ def soak(args) -> dict:
     bootstrap = status.bootstrap_servers
     nodes = {n.node_id: n for n in status.nodes}
     config = _leaderboard_config(work, bootstrap)
-    topics = {k: f"soak-{v}" for k, v in {"score_events": "score-events", "players": "players",
-                                          "products": "products", "high_scores": "high-scores",
-                                          "dlq": "leaderboard-dlq"}.items()}
+    topics = {
+        k: f"soak-{v}"
+        for k, v in {
+            "score_events": "score-events",
+            "players": "players",
+            "products": "products",
+            "high_scores": "high-scores",
+            "dlq": "leaderboard-dlq",
+        }.items()
+    }
     admin = require_broker(bootstrap)
-    create_missing_topics(admin, [TopicSpec(topics["score_events"], 4),
-                                  TopicSpec(topics["players"], 2, configs={"cleanup.policy": "compact"}),
-                                  TopicSpec(topics["products"], 2, configs={"cleanup.policy": "compact"})],
-                          bootstrap=bootstrap)
+    create_missing_topics(
+        admin,
+        [
+            TopicSpec(topics["score_events"], 4),
+            TopicSpec(topics["players"], 2, configs={"cleanup.policy": "compact"}),
+            TopicSpec(topics["products"], 2, configs={"cleanup.policy": "compact"}),
+        ],
+        bootstrap=bootstrap,
+    )
     from statectl.adapters.kafka.produce import fast_producer
 
     tables = fast_producer(bootstrap)
@@ -391,8 +442,9 @@ def soak(args) -> dict:
                 faults.append((minutes(), f"broker {victim} back"))
                 broker_back_at = None
             if elapsed >= next_broker and broker_back_at is None:
-                victim = victim_order[len([f for f in faults if f[1].startswith("broker") and "killed" in f[1]])
-                                      % len(victim_order)]
+                victim = victim_order[
+                    len([f for f in faults if f[1].startswith("broker") and "killed" in f[1]]) % len(victim_order)
+                ]
                 pid = _node_pid(kafka_dir, victim, nodes)
                 if pid:
                     os.kill(pid, signal.SIGKILL)
@@ -412,8 +464,10 @@ def soak(args) -> dict:
                 _progress(samples[-1], producer, faults)
             if job.proc.poll() is not None:
                 last = job.texts()[-1].strip().splitlines()[-1:] if job.texts() else []
-                printed.append(f"the job exited by itself (exit {job.proc.returncode}) at {minutes():.1f} min "
-                               f"({last[0][:300] if last else 'no output'}); started again")
+                printed.append(
+                    f"the job exited by itself (exit {job.proc.returncode}) at {minutes():.1f} min "
+                    f"({last[0][:300] if last else 'no output'}); started again"
+                )
                 job.start()
             time.sleep(0.5)
     finally:
@@ -448,19 +502,34 @@ def soak(args) -> dict:
     tracebacks = outputs.count("Traceback") + sum(p.count("Traceback") for p in printed)
     warnings = sorted(set(re.findall(r"(?m)^.*\b(?:warning|error)\b.*$", outputs, re.IGNORECASE)))[:40]
     report = {
-        "minutes": args.minutes, "rate": args.rate, "bootstrap": bootstrap,
-        "events_produced": producer.sent, "events_acked": producer.acked, "delivery_failures": dict(producer.failed),
+        "minutes": args.minutes,
+        "rate": args.rate,
+        "bootstrap": bootstrap,
+        "events_produced": producer.sent,
+        "events_acked": producer.acked,
+        "delivery_failures": dict(producer.failed),
         "events_joinable": producer.acked - sum(oracle.letters.values()),
-        "dlq_expected": dict(oracle.letters), "dlq_found": dict(dlq), "dlq_not_letters": not_letters,
+        "dlq_expected": dict(oracle.letters),
+        "dlq_found": dict(dlq),
+        "dlq_not_letters": not_letters,
         "dlq_records": records,
-        "games_expected": len(expected), "games_found": len(high), "lists_match": lists_match,
-        "wrong_games": wrong_games[:10], "drained": drained, "final_exit": exit_code,
-        "faults": [{"minute": round(m, 2), "what": w} for m, w in faults], "restores": restores,
-        "samples": [s.__dict__ for s in final], "printed": printed, "tracebacks": tracebacks,
-        "warnings_and_errors_printed": warnings, "work": str(work),
+        "games_expected": len(expected),
+        "games_found": len(high),
+        "lists_match": lists_match,
+        "wrong_games": wrong_games[:10],
+        "drained": drained,
+        "final_exit": exit_code,
+        "faults": [{"minute": round(m, 2), "what": w} for m, w in faults],
+        "restores": restores,
+        "samples": [s.__dict__ for s in final],
+        "printed": printed,
+        "tracebacks": tracebacks,
+        "warnings_and_errors_printed": warnings,
+        "work": str(work),
     }
-    report["nothing_lost"] = (lists_match and dict(dlq) == dict(oracle.letters) and not producer.failed
-                              and drained and tracebacks == 0)
+    report["nothing_lost"] = (
+        lists_match and dict(dlq) == dict(oracle.letters) and not producer.failed and drained and tracebacks == 0
+    )
     try:
         broker_down(kafka_dir)
     except Exception as exc:  # the report matters more than a clean stop
@@ -488,8 +557,11 @@ def _poll(job: Job, config: Path, producer: SteadyProducer, printed: list[str], 
     timings = {}
     lag_records = lag_error = None
     committed = (checkpoint / "commits").is_dir() and any(f.isdigit() for f in os.listdir(checkpoint / "commits"))
-    for name, cmd in (("status", ("status",)), ("lag", ("lag", "--config", str(config), "--json")),
-                      ("inspect-state", ("inspect-state", str(checkpoint), "--json"))):
+    for name, cmd in (
+        ("status", ("status",)),
+        ("lag", ("lag", "--config", str(config), "--json")),
+        ("inspect-state", ("inspect-state", str(checkpoint), "--json")),
+    ):
         code, out, err, seconds = _statectl(*cmd)
         timings[name] = round(seconds, 2)
         if "Traceback" in out + err:
@@ -506,15 +578,23 @@ def _poll(job: Job, config: Path, producer: SteadyProducer, printed: list[str], 
             else:
                 lag_records = None if lag is None else int(lag)  # None: no batch committed yet
     driver, workers, count = _java_and_workers(job.proc.pid) if job.proc else (0, 0, 0)
-    return Sample(t=round((time.monotonic() - began) / 60, 2), driver_rss=driver, workers_rss=workers, workers=count,
-                  checkpoint_bytes=du_bytes(checkpoint), checkpoint_files=_files(checkpoint),
-                  lag_records=lag_records,
-                  lag_seconds=producer.seconds_behind(lag_records) if lag_records is not None else None,
-                  statectl_seconds=timings, lag_error=lag_error)
+    return Sample(
+        t=round((time.monotonic() - began) / 60, 2),
+        driver_rss=driver,
+        workers_rss=workers,
+        workers=count,
+        checkpoint_bytes=du_bytes(checkpoint),
+        checkpoint_files=_files(checkpoint),
+        lag_records=lag_records,
+        lag_seconds=producer.seconds_behind(lag_records) if lag_records is not None else None,
+        statectl_seconds=timings,
+        lag_error=lag_error,
+    )
 
 
-def _drain(job: Job, config: Path, producer: SteadyProducer, samples: list, printed: list, began: float,
-           timeout: float) -> bool:
+def _drain(
+    job: Job, config: Path, producer: SteadyProducer, samples: list, printed: list, began: float, timeout: float
+) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         sample = _poll(job, config, producer, printed, began)
@@ -529,11 +609,13 @@ def _drain(job: Job, config: Path, producer: SteadyProducer, samples: list, prin
 
 
 def _progress(s: Sample, producer: SteadyProducer, faults: list) -> None:
-    print(f"{s.t:6.1f} min  acked {producer.acked:>10,}  lag {s.lag_records if s.lag_records is not None else '?':>8}"
-          f" ({s.lag_seconds if s.lag_seconds is not None else '?'} s)  driver {s.driver_rss / 2**20:7.0f} MiB  "
-          f"workers {s.workers_rss / 2**20:6.0f} MiB ({s.workers})  checkpoint {s.checkpoint_bytes / 2**20:6.1f} MiB "
-          f"/ {s.checkpoint_files} files  faults {len(faults)}"
-          + (f"  (lag: {s.lag_error})" if s.lag_error else ""), flush=True)
+    print(
+        f"{s.t:6.1f} min  acked {producer.acked:>10,}  lag {s.lag_records if s.lag_records is not None else '?':>8}"
+        f" ({s.lag_seconds if s.lag_seconds is not None else '?'} s)  driver {s.driver_rss / 2**20:7.0f} MiB  "
+        f"workers {s.workers_rss / 2**20:6.0f} MiB ({s.workers})  checkpoint {s.checkpoint_bytes / 2**20:6.1f} MiB "
+        f"/ {s.checkpoint_files} files  faults {len(faults)}" + (f"  (lag: {s.lag_error})" if s.lag_error else ""),
+        flush=True,
+    )
 
 
 def print_report(report: dict) -> None:
@@ -543,21 +625,33 @@ def print_report(report: dict) -> None:
     first, last = settled[0], samples[-1]
     print()
     print(f"soak: {report['minutes']} min at {report['rate']:,} events/s; nothing lost: {report['nothing_lost']}")
-    print(f"  events produced {report['events_produced']:,}, acknowledged {report['events_acked']:,}, "
-          f"delivery failures {sum(report['delivery_failures'].values())}")
-    print(f"  dead letters expected {report['dlq_expected']}, found {report['dlq_found']} "
-          f"(records in the topic, a batch re-run after a kill writes its letters again: {report['dlq_records']:,})")
+    print(
+        f"  events produced {report['events_produced']:,}, acknowledged {report['events_acked']:,}, "
+        f"delivery failures {sum(report['delivery_failures'].values())}"
+    )
+    print(
+        f"  dead letters expected {report['dlq_expected']}, found {report['dlq_found']} "
+        f"(records in the topic, a batch re-run after a kill writes its letters again: {report['dlq_records']:,})"
+    )
     print(f"  top lists: {report['games_found']} games, equal to the oracle: {report['lists_match']}")
-    print(f"  driver RSS peak {peak('driver_rss') / 2**20:,.0f} MiB, after warm-up {first['driver_rss'] / 2**20:,.0f}"
-          f" -> final {last['driver_rss'] / 2**20:,.0f} MiB")
-    print(f"  Python workers RSS peak {peak('workers_rss') / 2**20:,.0f} MiB, after warm-up "
-          f"{first['workers_rss'] / 2**20:,.0f} -> final {last['workers_rss'] / 2**20:,.0f} MiB")
-    print(f"  checkpoint after warm-up {first['checkpoint_bytes'] / 2**20:,.1f} MiB / {first['checkpoint_files']} files"
-          f" -> final {last['checkpoint_bytes'] / 2**20:,.1f} MiB / {last['checkpoint_files']} files")
+    print(
+        f"  driver RSS peak {peak('driver_rss') / 2**20:,.0f} MiB, after warm-up {first['driver_rss'] / 2**20:,.0f}"
+        f" -> final {last['driver_rss'] / 2**20:,.0f} MiB"
+    )
+    print(
+        f"  Python workers RSS peak {peak('workers_rss') / 2**20:,.0f} MiB, after warm-up "
+        f"{first['workers_rss'] / 2**20:,.0f} -> final {last['workers_rss'] / 2**20:,.0f} MiB"
+    )
+    print(
+        f"  checkpoint after warm-up {first['checkpoint_bytes'] / 2**20:,.1f} MiB / {first['checkpoint_files']} files"
+        f" -> final {last['checkpoint_bytes'] / 2**20:,.1f} MiB / {last['checkpoint_files']} files"
+    )
     lags = [s["lag_records"] for s in samples if s["lag_records"] is not None]
     secs = [s["lag_seconds"] for s in samples if s["lag_seconds"] is not None]
-    print(f"  lag max {max(lags, default=0):,} records / {max(secs, default=0)} s; drained at the end: "
-          f"{report['drained']}")
+    print(
+        f"  lag max {max(lags, default=0):,} records / {max(secs, default=0)} s; drained at the end: "
+        f"{report['drained']}"
+    )
     print(f"  restores: {[r['seconds'] for r in report['restores']]} s")
     faults = ", ".join("{:.1f} {}".format(f["minute"], f["what"]) for f in report["faults"])
     print(f"  faults (minute): {faults}")
@@ -567,16 +661,36 @@ def print_report(report: dict) -> None:
 def write_plots(report: dict, out: Path) -> None:
     samples = report["samples"]
     marks = [(f["minute"], f["what"]) for f in report["faults"] if "killed" in f["what"]]
-    svg_lines("RSS of the job's processes", "MiB", {
-        "driver JVM": [(s["t"], s["driver_rss"] / 2**20) for s in samples],
-        "Python workers": [(s["t"], s["workers_rss"] / 2**20) for s in samples]}, marks, out / "soak-rss.svg")
-    svg_lines("Lag", "records; seconds", {
-        "records": [(s["t"], s["lag_records"]) for s in samples if s["lag_records"] is not None],
-        "seconds x 1000": [(s["t"], s["lag_seconds"] * 1000) for s in samples if s["lag_seconds"] is not None]},
-        marks, out / "soak-lag.svg")
-    svg_lines("Checkpoint size", "MiB; files", {
-        "MiB": [(s["t"], s["checkpoint_bytes"] / 2**20) for s in samples],
-        "files / 10": [(s["t"], s["checkpoint_files"] / 10) for s in samples]}, marks, out / "soak-checkpoint.svg")
+    svg_lines(
+        "RSS of the job's processes",
+        "MiB",
+        {
+            "driver JVM": [(s["t"], s["driver_rss"] / 2**20) for s in samples],
+            "Python workers": [(s["t"], s["workers_rss"] / 2**20) for s in samples],
+        },
+        marks,
+        out / "soak-rss.svg",
+    )
+    svg_lines(
+        "Lag",
+        "records; seconds",
+        {
+            "records": [(s["t"], s["lag_records"]) for s in samples if s["lag_records"] is not None],
+            "seconds x 1000": [(s["t"], s["lag_seconds"] * 1000) for s in samples if s["lag_seconds"] is not None],
+        },
+        marks,
+        out / "soak-lag.svg",
+    )
+    svg_lines(
+        "Checkpoint size",
+        "MiB; files",
+        {
+            "MiB": [(s["t"], s["checkpoint_bytes"] / 2**20) for s in samples],
+            "files / 10": [(s["t"], s["checkpoint_files"] / 10) for s in samples],
+        },
+        marks,
+        out / "soak-checkpoint.svg",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -584,8 +698,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--rate", type=float, default=5000, help="score events per second")
     parser.add_argument("--broker-kill-every", type=float, default=600, metavar="SECONDS")
-    parser.add_argument("--broker-down", type=float, default=30, metavar="SECONDS",
-                        help="how long a killed broker stays down")
+    parser.add_argument(
+        "--broker-down", type=float, default=30, metavar="SECONDS", help="how long a killed broker stays down"
+    )
     parser.add_argument("--job-kill-every", type=float, default=900, metavar="SECONDS")
     parser.add_argument("--poll-every", type=float, default=30, metavar="SECONDS")
     parser.add_argument("--drain-timeout", type=float, default=600, metavar="SECONDS")

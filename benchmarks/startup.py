@@ -50,18 +50,24 @@ def help_cpu(rounds: int) -> None:
     warm, after_install, cold = (Path(tempfile.mkdtemp(prefix="statectl-bench-pyc-")) for _ in range(3))
     try:
         for command in HELP_COMMANDS:
-            subprocess.run([STATECTL, *command], capture_output=True, cwd=REPO, env={**env, "PYTHONPYCACHEPREFIX": str(warm)})
+            subprocess.run(
+                [STATECTL, *command], capture_output=True, cwd=REPO, env={**env, "PYTHONPYCACHEPREFIX": str(warm)}
+            )
         shutil.copytree(warm, after_install, dirs_exist_ok=True)
         for package in ("statectl", "jobs"):
             shutil.rmtree(after_install / REPO.relative_to(REPO.anchor) / package, ignore_errors=True)
-        for label, prefix, runs, target in (("warm", warm, rounds, " (target < 0.15 s)"),
-                                            ("first run after install", after_install, rounds, " (target < 0.15 s)"),
-                                            ("cold, no bytecode", cold, max(3, rounds // 2), "")):
+        for label, prefix, runs, target in (
+            ("warm", warm, rounds, " (target < 0.15 s)"),
+            ("first run after install", after_install, rounds, " (target < 0.15 s)"),
+            ("cold, no bytecode", cold, max(3, rounds // 2), ""),
+        ):
             run_env = {**env, "PYTHONPYCACHEPREFIX": str(prefix), "PYTHONDONTWRITEBYTECODE": "1"}
             for command in HELP_COMMANDS:
                 seconds = [cpu([STATECTL, *command], run_env) for _ in range(runs)]
-                print(f"statectl {' '.join(command)} CPU (user+sys), {label}: median {statistics.median(seconds):.3f} s, "
-                      f"min {min(seconds):.3f} s, max {max(seconds):.3f} s over {runs} runs{target}")
+                print(
+                    f"statectl {' '.join(command)} CPU (user+sys), {label}: median {statistics.median(seconds):.3f} s, "
+                    f"min {min(seconds):.3f} s, max {max(seconds):.3f} s over {runs} runs{target}"
+                )
     finally:
         for prefix in (warm, after_install, cold):
             shutil.rmtree(prefix, ignore_errors=True)
@@ -76,7 +82,9 @@ def main() -> None:
     from statectl.adapters.local.broker import free_port
 
     helps = [wall([STATECTL, "--help"])[0] for _ in range(args.rounds)]
-    print(f"statectl --help: median {statistics.median(helps):.3f} s, max {max(helps):.3f} s over {args.rounds} runs (target < 0.3 s)")
+    print(
+        f"statectl --help: median {statistics.median(helps):.3f} s, max {max(helps):.3f} s over {args.rounds} runs (target < 0.3 s)"
+    )
     help_cpu(args.rounds)
     if args.help_only:
         return
@@ -84,7 +92,9 @@ def main() -> None:
     for _ in range(3):
         data = Path(tempfile.mkdtemp(prefix="statectl-bench-up-"))
         try:
-            seconds, proc = wall([STATECTL, "kafka", "up", "--port", str(free_port()), "--data-dir", str(data), "--json"])
+            seconds, proc = wall(
+                [STATECTL, "kafka", "up", "--port", str(free_port()), "--data-dir", str(data), "--json"]
+            )
             if proc.returncode != 0:
                 raise SystemExit(proc.stderr)
             ups.append(seconds)
@@ -92,8 +102,10 @@ def main() -> None:
         finally:
             subprocess.run([STATECTL, "kafka", "down", "--data-dir", str(data)], capture_output=True)
             shutil.rmtree(data, ignore_errors=True)
-    print(f"statectl kafka up (fresh data dir, format + start + ready): median {statistics.median(ups):.1f} s "
-          f"(broker JVM to ready {statistics.median(readies):.1f} s), max {max(ups):.1f} s over 3 runs (target < 15 s)")
+    print(
+        f"statectl kafka up (fresh data dir, format + start + ready): median {statistics.median(ups):.1f} s "
+        f"(broker JVM to ready {statistics.median(readies):.1f} s), max {max(ups):.1f} s over 3 runs (target < 15 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -32,38 +32,69 @@ def produce(bootstrap: str, prefix: str, events: int, players: int, products: in
     from statectl.produce.datasets import DatasetOptions, dataset_batches
     from statectl.produce.send import produce_batches
 
-    batches = dataset_batches("synthetic-leaderboard", DatasetOptions(count=events, players=players,
-                                                                       products=products, seed=1))
+    batches = dataset_batches(
+        "synthetic-leaderboard", DatasetOptions(count=events, players=players, products=products, seed=1)
+    )
     for b in batches:
         b.topic = f"{prefix}-{b.topic}"
     produce_batches(bootstrap, batches)
 
 
 def run(bootstrap: str, prefix: str, layout: str, partitions: int, checkpoint: Path, env: dict) -> None:
-    topics = {"score_events": "score-events", "players": "players", "products": "products",
-              "high_scores": f"high-scores-{layout}", "dlq": f"dlq-{layout}"}
-    sets = [x for k, v in topics.items()
-            for x in ("--set", f"topics.{k}={prefix}-{v}")]
-    proc = subprocess.run([STATECTL, "run", "leaderboard", "--bootstrap-servers", bootstrap, "--checkpoint-dir",
-                           str(checkpoint), "--available-now", "--set", f"leaderboard.layout={layout}",
-                           "--set", f"spark.conf.spark.sql.shuffle.partitions={partitions}", *sets],
-                          capture_output=True, text=True, cwd=REPO, env=env)
+    topics = {
+        "score_events": "score-events",
+        "players": "players",
+        "products": "products",
+        "high_scores": f"high-scores-{layout}",
+        "dlq": f"dlq-{layout}",
+    }
+    sets = [x for k, v in topics.items() for x in ("--set", f"topics.{k}={prefix}-{v}")]
+    proc = subprocess.run(
+        [
+            STATECTL,
+            "run",
+            "leaderboard",
+            "--bootstrap-servers",
+            bootstrap,
+            "--checkpoint-dir",
+            str(checkpoint),
+            "--available-now",
+            "--set",
+            f"leaderboard.layout={layout}",
+            "--set",
+            f"spark.conf.spark.sql.shuffle.partitions={partitions}",
+            *sets,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"run failed:\n{proc.stderr[-3000:]}")
 
 
 def state_rows(spark, checkpoint: Path) -> dict[str, tuple[int, int]]:
     """state variable -> (rows, partitions holding any), over every operator."""
-    layout = json.loads(subprocess.run([STATECTL, "inspect-state", str(checkpoint), "--json"], capture_output=True,
-                                       text=True, check=True).stdout)
+    layout = json.loads(
+        subprocess.run(
+            [STATECTL, "inspect-state", str(checkpoint), "--json"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     out = {}
     for op in layout["operators"]:
         for var in op["state_variables"]:
             if var["name"].startswith("$"):
                 continue
-            rows = (spark.read.format("statestore").option("operatorId", op["operator_id"])
-                    .option("stateVarName", var["name"]).load(str(checkpoint)).groupBy("partition_id").count()
-                    .collect())
+            rows = (
+                spark.read.format("statestore")
+                .option("operatorId", op["operator_id"])
+                .option("stateVarName", var["name"])
+                .load(str(checkpoint))
+                .groupBy("partition_id")
+                .count()
+                .collect()
+            )
             out[f"op {op['operator_id']} {var['name']}"] = (sum(r["count"] for r in rows), len(rows))
     return out
 

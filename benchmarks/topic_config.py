@@ -51,9 +51,21 @@ def statectl_command(bootstrap: str) -> list[str]:
 
 def kafka_configs_command(bootstrap: str) -> list[str]:
     classpath = os.pathsep.join(str(p) for p in ensure_bundle(KAFKA_BROKER))
-    return [_java(), "-cp", classpath, "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
-            "--entity-type", "topics", "--entity-name", TOPIC, "--alter",
-            "--add-config", ",".join(f"{k}={v}" for k, v in CHANGE.items())]
+    return [
+        _java(),
+        "-cp",
+        classpath,
+        "kafka.admin.ConfigCommand",
+        "--bootstrap-server",
+        bootstrap,
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        TOPIC,
+        "--alter",
+        "--add-config",
+        ",".join(f"{k}={v}" for k, v in CHANGE.items()),
+    ]
 
 
 def reset(admin) -> None:
@@ -96,10 +108,15 @@ def main() -> None:
             bootstrap = status.bootstrap_servers
             admin = admin_client(bootstrap)
             create_missing_topics(admin, [TopicSpec(TOPIC, 4, 1, {"cleanup.policy": "compact"})])
-            tools = {"statectl topic-config": statectl_command(bootstrap),
-                     "kafka-configs --alter": kafka_configs_command(bootstrap)}
-            print(f"Kafka {status.kafka_version} on {bootstrap}; change: "
-                  + ", ".join(f"{k}={v}" for k, v in CHANGE.items()), file=sys.stderr)
+            tools = {
+                "statectl topic-config": statectl_command(bootstrap),
+                "kafka-configs --alter": kafka_configs_command(bootstrap),
+            }
+            print(
+                f"Kafka {status.kafka_version} on {bootstrap}; change: "
+                + ", ".join(f"{k}={v}" for k, v in CHANGE.items()),
+                file=sys.stderr,
+            )
             for command in tools.values():  # warm-up: page cache, .pyc files, JIT-free JVM start
                 timed(command, admin)
             times: dict[str, list[float]] = {name: [] for name in tools}

@@ -114,7 +114,7 @@ def doc_text(current: str) -> str:
     start, end = current.find(BEGIN), current.find(END)
     if start < 0 or end < start:
         raise SystemExit(f"{DOC_FILE}: the markers {BEGIN} and {END} are missing")
-    return current[:start + len(BEGIN)] + "\n" + reference() + "\n\n" + current[end:]
+    return current[: start + len(BEGIN)] + "\n" + reference() + "\n\n" + current[end:]
 
 
 def generated() -> dict[Path, str]:

@@ -25,9 +25,7 @@ class ConfigError(UsageError):
         if len(self.problems) == 1:
             message = head + self.problems[0]
         else:
-            message = head + f"{len(self.problems)} problems:\n" + "\n".join(
-                f"  - {p}" for p in self.problems
-            )
+            message = head + f"{len(self.problems)} problems:\n" + "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(message)
 
 

@@ -46,9 +46,13 @@ class JobContext:
         names = topics if isinstance(topics, str) else ",".join(topics)
         # read_committed: a record of a transaction that was aborted (an exactly-once writer killed
         # mid-batch, a dlq replay broken off) is never read.
-        return (self.spark.readStream.format("kafka").options(**self.kafka_options)
-                .option("kafka.isolation.level", "read_committed")
-                .option("subscribe", names).option("startingOffsets", self.starting_offsets))
+        return (
+            self.spark.readStream.format("kafka")
+            .options(**self.kafka_options)
+            .option("kafka.isolation.level", "read_committed")
+            .option("subscribe", names)
+            .option("startingOffsets", self.starting_offsets)
+        )
 
     def kafka_sink(self, df, topic: str | None = None):
         """``df.writeStream`` to Kafka as the config's ``sink.delivery`` says: exactly once (the

@@ -14,8 +14,10 @@ import threading
 MASK = "***"
 
 #: Property names whose values are secret wherever they appear (Java and librdkafka names).
-_SECRET_KEY = re.compile(r"(?i)(password|secret|jaas|sasl\.oauthbearer\.config|ssl\.key\.pem|"
-                         r"ssl\.keystore\.key|ssl_key|private|token|credential|api[._-]?key|access[._-]?key)")
+_SECRET_KEY = re.compile(
+    r"(?i)(password|secret|jaas|sasl\.oauthbearer\.config|ssl\.key\.pem|"
+    r"ssl\.keystore\.key|ssl_key|private|token|credential|api[._-]?key|access[._-]?key)"
+)
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -60,14 +62,17 @@ def forget_all() -> None:
 
 #: A credential written inline, as in a JAAS line (``password="..."``) or a properties line: the
 #: name, ``=``, and the value (quoted, or up to a space, ``;`` or ``,``).
-_INLINE_SECRET = re.compile(r"""(?i)((?:password|secret|token|api[._-]?key|access[._-]?key)\s*=\s*)"""
-                            r"""("[^"]*"|'[^']*'|[^\s;,"']+)""")
+_INLINE_SECRET = re.compile(
+    r"""(?i)((?:password|secret|token|api[._-]?key|access[._-]?key)\s*=\s*)"""
+    r"""("[^"]*"|'[^']*'|[^\s;,"']+)"""
+)
 
 
 def mask_inline(text: str) -> str:
     """``text`` with every inline ``password=...`` (and secret, token, key) value replaced by
     ``***``: for text that may quote a value the user put on the wrong line, whose secret was
     therefore never registered."""
+
     def masked(m: re.Match) -> str:
         placeholder = m.group(2).strip("\"'") in ("...", MASK)  # an example of the syntax, not a value
         return m.group(0) if placeholder else m.group(1) + MASK
@@ -89,8 +94,10 @@ def scrub_data(value):
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, dict):
-        return {k: (MASK if isinstance(k, str) and is_secret_key(k) and v not in (None, "") else scrub_data(v))
-                for k, v in value.items()}
+        return {
+            k: (MASK if isinstance(k, str) and is_secret_key(k) and v not in (None, "") else scrub_data(v))
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [scrub_data(v) for v in value]
     return value

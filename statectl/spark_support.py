@@ -57,16 +57,22 @@ GATES: dict[str, Gate] = {
     "transformWithState-rows": Gate("transformWithState", (4, 1), "its Row-based Python API is new in 4.1"),
     "state-rows": Gate("inspect-state --rows", (4, 0), "Spark's state data source is new in 4.0"),
     "repartition-state": Gate("repartition-state", (4, 2), "StreamingCheckpointManager"),
-    "checkpoint-format-2": Gate("checkpoint format 2", (4, 0),
-                                "spark.sql.streaming.stateStore.checkpointFormatVersion=2 is new in 4.0"),
-    "s3a-checkpoints": Gate("s3a:// checkpoints for a run", (4, 0),
-                            "Spark 3.5 ships Hadoop 3.3.4, whose S3A needs the whole AWS SDK v1 bundle; "
-                            "statectl resolves S3A on AWS SDK v2, Hadoop 3.4.1 and later"),
-    "engine": Gate("statectl engine", (4, 0),
-                   "PySpark 3.5 ships no Spark Connect server; 4.0 has it in pyspark/jars"),
-    "engine-run": Gate("a run on a Spark Connect engine", (4, 1),
-                       "on 4.0 the engine's tasks cannot fetch the job code a run sends, and its client "
-                       "has no transformWithStateInPandas"),
+    "checkpoint-format-2": Gate(
+        "checkpoint format 2", (4, 0), "spark.sql.streaming.stateStore.checkpointFormatVersion=2 is new in 4.0"
+    ),
+    "s3a-checkpoints": Gate(
+        "s3a:// checkpoints for a run",
+        (4, 0),
+        "Spark 3.5 ships Hadoop 3.3.4, whose S3A needs the whole AWS SDK v1 bundle; "
+        "statectl resolves S3A on AWS SDK v2, Hadoop 3.4.1 and later",
+    ),
+    "engine": Gate("statectl engine", (4, 0), "PySpark 3.5 ships no Spark Connect server; 4.0 has it in pyspark/jars"),
+    "engine-run": Gate(
+        "a run on a Spark Connect engine",
+        (4, 1),
+        "on 4.0 the engine's tasks cannot fetch the job code a run sends, and its client "
+        "has no transformWithStateInPandas",
+    ),
 }
 
 
@@ -88,8 +94,9 @@ def require_pyspark(command: str) -> InstalledSpark:
     if installed is None:
         raise UsageError(f"statectl {command} needs PySpark: {SPARK_EXTRA}")
     if installed.release < SUPPORTED_FROM:
-        raise UsageError(f"statectl {command} needs PySpark {text(SUPPORTED_FROM)} or later; "
-                         f"installed: {installed.version}")
+        raise UsageError(
+            f"statectl {command} needs PySpark {text(SUPPORTED_FROM)} or later; installed: {installed.version}"
+        )
     return installed
 
 

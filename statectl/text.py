@@ -6,7 +6,8 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from typing import Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -21,8 +22,9 @@ def closest(word: str, choices: Iterable[str], cutoff: float = 0.6, ignore_case:
     return found[0] if found else None
 
 
-def did_you_mean(word: str, choices: Iterable[str], otherwise: str = "", cutoff: float = 0.6,
-                 ignore_case: bool = False) -> str:
+def did_you_mean(
+    word: str, choices: Iterable[str], otherwise: str = "", cutoff: float = 0.6, ignore_case: bool = False
+) -> str:
     """`` (did you mean 'x'?)`` for the closest choice; ``otherwise`` (e.g. `` (known: a, b)``) when
     none is close. Ready to append to a message."""
     guess = closest(word, choices, cutoff, ignore_case)
@@ -37,7 +39,8 @@ _NOISE = ("at ", "Traceback", "JVM stacktrace", 'File "', "...", "===", "An erro
 #: statectl's own error raised in Python inside a query (the exactly-once sink's foreachBatch), as
 #: the Python traceback Spark carries in the Java error's text; the last such line is the raise.
 _STATECTL_RAISED = re.compile(
-    r"^statectl(?:\.\w+)+\.(?:Fenced|NotAuthorized|OperationalError|DeliveryFailed): (.+)$", re.MULTILINE)
+    r"^statectl(?:\.\w+)+\.(?:Fenced|NotAuthorized|OperationalError|DeliveryFailed): (.+)$", re.MULTILINE
+)
 
 
 _PYTHON_PROXY = "An exception was raised by the Python Proxy"
@@ -112,8 +115,7 @@ def human_bytes(n: float) -> str:
     return f"{n} B"
 
 
-def wait_until(check: Callable[[], T], timeout: float, interval: float = 0.05,
-               test: Callable[[T], object] = bool) -> T:
+def wait_until(check: Callable[[], T], timeout: float, interval: float = 0.05, test: Callable[[T], object] = bool) -> T:
     """Call ``check`` until ``test`` of its result is true or ``timeout`` seconds pass; returns the
     last result either way. ``check`` runs at least once; an exception it raises ends the wait."""
     deadline = time.monotonic() + timeout
@@ -124,8 +126,22 @@ def wait_until(check: Callable[[], T], timeout: float, interval: float = 0.05,
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
 
-_BYTE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-               "t": 1000**4, "tb": 1000**4, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+_BYTE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
 
 
 def parse_bytes(text: str) -> int:

@@ -128,8 +128,10 @@ def _chunks(s: str) -> bytes:
 
 
 def struct_json(*fields: tuple[str, str]) -> str:
-    return json.dumps({"type": "struct", "fields": [
-        {"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields]}, separators=(",", ":"))
+    return json.dumps(
+        {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields]},
+        separators=(",", ":"),
+    )
 
 
 def schema_v2_bytes(key: str, value: str) -> bytes:
@@ -148,10 +150,16 @@ def schema_v3_bytes(families: list[tuple[str, str, str]]) -> bytes:
 
 def rocksdb_zip(ssts: list[tuple[str, int]], num_keys: int = 3) -> bytes:
     """A RocksDB snapshot zip: DB files plus the `metadata` member naming the SSTs it needs."""
-    meta = {"sstFiles": [{"localFileName": n.split("-", 1)[0] + ".sst", "dfsSstFileName": n, "sizeBytes": s}
-                         for n, s in ssts],
-            "numKeys": num_keys, "numInternalKeys": 0, "columnFamilyMapping": {}, "columnFamilyTypeMap": {},
-            "maxColumnFamilyId": 0}
+    meta = {
+        "sstFiles": [
+            {"localFileName": n.split("-", 1)[0] + ".sst", "dfsSstFileName": n, "sizeBytes": s} for n, s in ssts
+        ],
+        "numKeys": num_keys,
+        "numInternalKeys": 0,
+        "columnFamilyMapping": {},
+        "columnFamilyTypeMap": {},
+        "maxColumnFamilyId": 0,
+    }
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("000011.log", b"")
@@ -209,9 +217,11 @@ def build_checkpoint(
     built = BuiltCheckpoint(root=root, query_id=query_id)
     write(root / "metadata", json.dumps({"id": query_id}, separators=(",", ":")), crc)
     cls = ROCKSDB_CLASS if provider == "rocksdb" else HDFS_CLASS
-    conf = {"spark.sql.streaming.stateStore.providerClass": cls,
-            "spark.sql.shuffle.partitions": str(max((o.partitions for o in operators), default=2)),
-            "spark.sql.streaming.aggregation.stateFormatVersion": "2"}
+    conf = {
+        "spark.sql.streaming.stateStore.providerClass": cls,
+        "spark.sql.shuffle.partitions": str(max((o.partitions for o in operators), default=2)),
+        "spark.sql.streaming.aggregation.stateFormatVersion": "2",
+    }
 
     # Unique ids per (op, partition, store, version) for format v2.
     for op in operators:
@@ -219,32 +229,74 @@ def build_checkpoint(
             for store in op.stores:
                 built.unique_ids[(op.operator_id, p, store)] = {
                     v: str(uuid.uuid5(uuid.NAMESPACE_OID, f"{op.operator_id}/{p}/{store}/{v}"))
-                    for v in range(1, batches + 1)}
+                    for v in range(1, batches + 1)
+                }
 
     for b in range(batches):
         meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1_700_000_000_000 + b * 1000, "conf": conf}
-        write(root / "offsets" / str(b), f"v1\n{json.dumps(meta, separators=(',', ':'))}\n"
-              + json.dumps({"logOffset": b}), crc)
-        write(root / "sources" / "0" / str(b),
-              f'v1\n{{"path":"file:///data/in/f{b}.json","timestamp":{1_700_000_000_000 + b},"batchId":{b}}}', crc)
+        write(
+            root / "offsets" / str(b),
+            f"v1\n{json.dumps(meta, separators=(',', ':'))}\n" + json.dumps({"logOffset": b}),
+            crc,
+        )
+        write(
+            root / "sources" / "0" / str(b),
+            f'v1\n{{"path":"file:///data/in/f{b}.json","timestamp":{1_700_000_000_000 + b},"batchId":{b}}}',
+            crc,
+        )
         if b == batches - 1 and not commit_last:
             continue
         if format_version >= 2:
-            ids = {str(op.operator_id): [[built.unique_ids[(op.operator_id, p, s)][b + 1] for s in op.stores]
-                                         for p in range(op.partitions)] for op in operators}
-            write(root / "commits" / str(b), "v2\n" + json.dumps({"nextBatchWatermarkMs": 0, "stateUniqueIds": ids},
-                                                                 separators=(",", ":")), crc)
+            ids = {
+                str(op.operator_id): [
+                    [built.unique_ids[(op.operator_id, p, s)][b + 1] for s in op.stores] for p in range(op.partitions)
+                ]
+                for op in operators
+            }
+            write(
+                root / "commits" / str(b),
+                "v2\n" + json.dumps({"nextBatchWatermarkMs": 0, "stateUniqueIds": ids}, separators=(",", ":")),
+                crc,
+            )
         else:
             write(root / "commits" / str(b), 'v1\n{"nextBatchWatermarkMs":0}', crc)
 
     for op in operators:
-        _write_operator(built, op, batches, provider, format_version, changelog, snapshot_every, snapshot_phase,
-                        crc, changelog_bytes, sst_bytes, ssts_per_snapshot, sparse, zip_bytes)
+        _write_operator(
+            built,
+            op,
+            batches,
+            provider,
+            format_version,
+            changelog,
+            snapshot_every,
+            snapshot_phase,
+            crc,
+            changelog_bytes,
+            sst_bytes,
+            ssts_per_snapshot,
+            sparse,
+            zip_bytes,
+        )
     return built
 
 
-def _write_operator(built, op, batches, provider, format_version, changelog, snapshot_every, snapshot_phase,
-                    crc, changelog_bytes, sst_bytes, ssts_per_snapshot, sparse, zip_bytes) -> None:
+def _write_operator(
+    built,
+    op,
+    batches,
+    provider,
+    format_version,
+    changelog,
+    snapshot_every,
+    snapshot_phase,
+    crc,
+    changelog_bytes,
+    sst_bytes,
+    ssts_per_snapshot,
+    sparse,
+    zip_bytes,
+) -> None:
     op_dir = built.root / "state" / str(op.operator_id)
     store_info = [{"storeName": s, "numColsPrefixKey": 0, "numPartitions": op.partitions} for s in op.stores]
     if op.state_variables:
@@ -252,10 +304,18 @@ def _write_operator(built, op, batches, provider, format_version, changelog, sna
         families = [(n, struct_json(("k", "string")), struct_json(("v", "long"))) for n, _, _ in op.state_variables]
         write(op_dir / "_stateSchema" / "default" / schema_name, schema_v3_bytes(families), crc)
         store_info[0]["stateSchemaFilePaths"] = [f"file:{op_dir}/_stateSchema/default/{schema_name}"]
-        props = {"timeMode": "ProcessingTime", "outputMode": "Update", "stateVariables": [
-            {"stateName": n, "stateVariableType": t, "ttlEnabled": ttl} for n, t, ttl in op.state_variables]}
-        doc = {"operatorInfo": {"operatorId": op.operator_id, "operatorName": op.name},
-               "stateStoreInfo": store_info, "operatorPropertiesJson": json.dumps(props, separators=(",", ":"))}
+        props = {
+            "timeMode": "ProcessingTime",
+            "outputMode": "Update",
+            "stateVariables": [
+                {"stateName": n, "stateVariableType": t, "ttlEnabled": ttl} for n, t, ttl in op.state_variables
+            ],
+        }
+        doc = {
+            "operatorInfo": {"operatorId": op.operator_id, "operatorName": op.name},
+            "stateStoreInfo": store_info,
+            "operatorPropertiesJson": json.dumps(props, separators=(",", ":")),
+        }
         write(op_dir / "_metadata" / "v2" / "0", "v2\n" + json.dumps(doc, separators=(",", ":")), crc)
     else:
         doc = {"operatorInfo": {"operatorId": op.operator_id, "operatorName": op.name}, "stateStoreInfo": store_info}
@@ -266,8 +326,11 @@ def _write_operator(built, op, batches, provider, format_version, changelog, sna
             d = op_dir / str(p) if store == "default" else op_dir / str(p) / store
             d.mkdir(parents=True, exist_ok=True)
             if p == 0 and not op.state_variables:
-                write(d / "_metadata" / "schema", schema_v2_bytes(struct_json(("k", "string")),
-                                                                  struct_json(("sum", "long"))), crc)
+                write(
+                    d / "_metadata" / "schema",
+                    schema_v2_bytes(struct_json(("k", "string")), struct_json(("sum", "long"))),
+                    crc,
+                )
             ids = built.unique_ids[(op.operator_id, p, store)]
             ssts: list[tuple[str, int]] = []
             for v in range(1, batches + 1):
@@ -280,7 +343,7 @@ def _write_operator(built, op, batches, provider, format_version, changelog, sna
                             name = f"{v * 7 + i:06d}-{uuid.uuid5(uuid.NAMESPACE_OID, f'{d}/{v}/{i}')}.sst"
                             write_sized(d / "SSTs" / name, sst_bytes, crc, sparse)
                             ssts.append((name, sst_bytes))
-                        data = rocksdb_zip(ssts[-4 * ssts_per_snapshot:])
+                        data = rocksdb_zip(ssts[-4 * ssts_per_snapshot :])
                         if zip_bytes and len(data) < zip_bytes:
                             data = _pad_zip(data, zip_bytes)
                         _state_bytes(d / f"{v}{suffix}.zip", data, crc, format_version)
@@ -303,8 +366,11 @@ def _state_file(path: Path, size: int, crc, sparse: bool, format_version: int) -
     if sparse:
         write_sized(path, size, crc, sparse=True)
         if format_version >= 2:
-            write(path.parent / f"{path.name}.crc", json.dumps({"algorithm": "CRC32C", "value": 0,
-                                                                 "mainFileSize": size}), crc)
+            write(
+                path.parent / f"{path.name}.crc",
+                json.dumps({"algorithm": "CRC32C", "value": 0, "mainFileSize": size}),
+                crc,
+            )
         return
     version = 3 if format_version >= 2 and path.suffix == ".changelog" else 1
     _state_bytes(path, lz4_like(size, version), crc, format_version)
@@ -313,8 +379,13 @@ def _state_file(path: Path, size: int, crc, sparse: bool, format_version: int) -
 def _state_bytes(path: Path, data: bytes, crc, format_version: int) -> None:
     write(path, data, crc)
     if format_version >= 2:
-        sidecar = {"algorithm": "CRC32C", "value": crc32c(data), "mainFileSize": len(data), "timestampMs": 0,
-                   "creator": {"executorId": "driver", "taskInfo": "Task= 0.0, Stage= 1.0"}}
+        sidecar = {
+            "algorithm": "CRC32C",
+            "value": crc32c(data),
+            "mainFileSize": len(data),
+            "timestampMs": 0,
+            "creator": {"executorId": "driver", "taskInfo": "Task= 0.0, Stage= 1.0"},
+        }
         write(path.parent / f"{path.name}.crc", json.dumps(sidecar, separators=(",", ":")), crc)
 
 

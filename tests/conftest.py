@@ -96,6 +96,10 @@ def run_statectl(*args: str, env: dict | None = None, cwd: Path | None = None, t
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "statectl", *args], capture_output=True, text=True,
-        env=full_env, cwd=cwd or REPO, timeout=timeout,
+        [sys.executable, "-m", "statectl", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or REPO,
+        timeout=timeout,
     )

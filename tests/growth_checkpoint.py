@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from statectl.checkpoint.decode import lz4block
-from tests.checkpoint_factory import ROCKSDB_CLASS, HDFS_CLASS, rocksdb_zip, schema_v2_bytes, struct_json, write
+from tests.checkpoint_factory import HDFS_CLASS, ROCKSDB_CLASS, rocksdb_zip, schema_v2_bytes, struct_json, write
 
 T0_MS = 1_795_000_000_000
 
@@ -65,20 +65,34 @@ def build_growing(root: Path, spec: Growing) -> Path:
     its partitions by key."""
     root = Path(root)
     write(root / "metadata", json.dumps({"id": "5eed0000-0000-0000-0000-00000000a11e"}))
-    conf = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_CLASS if spec.provider == "rocksdb" else HDFS_CLASS,
-            "spark.sql.shuffle.partitions": str(spec.partitions), **spec.conf}
+    conf = {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_CLASS if spec.provider == "rocksdb" else HDFS_CLASS,
+        "spark.sql.shuffle.partitions": str(spec.partitions),
+        **spec.conf,
+    }
     for b in range(spec.first_batch, spec.batches):
-        meta = {"batchWatermarkMs": spec.watermark(b), "batchTimestampMs": int(T0_MS + b * spec.seconds_per_batch * 1000),
-                "conf": conf}
+        meta = {
+            "batchWatermarkMs": spec.watermark(b),
+            "batchTimestampMs": int(T0_MS + b * spec.seconds_per_batch * 1000),
+            "conf": conf,
+        }
         write(root / "offsets" / str(b), f"v1\n{json.dumps(meta)}\n" + json.dumps({"logOffset": spec.offset(b)}))
         write(root / "commits" / str(b), "v1\n" + json.dumps({"nextBatchWatermarkMs": spec.watermark(b)}))
     op_dir = root / "state" / "0"
     store_info = [{"storeName": "default", "numColsPrefixKey": 0, "numPartitions": spec.partitions}]
     if spec.state_variables:
-        props = {"timeMode": "ProcessingTime", "outputMode": "Update", "stateVariables": [
-            {"stateName": n, "stateVariableType": t, "ttlEnabled": ttl} for n, t, ttl in spec.state_variables]}
-        doc = {"operatorInfo": {"operatorId": 0, "operatorName": spec.operator}, "stateStoreInfo": store_info,
-               "operatorPropertiesJson": json.dumps(props)}
+        props = {
+            "timeMode": "ProcessingTime",
+            "outputMode": "Update",
+            "stateVariables": [
+                {"stateName": n, "stateVariableType": t, "ttlEnabled": ttl} for n, t, ttl in spec.state_variables
+            ],
+        }
+        doc = {
+            "operatorInfo": {"operatorId": 0, "operatorName": spec.operator},
+            "stateStoreInfo": store_info,
+            "operatorPropertiesJson": json.dumps(props),
+        }
         write(op_dir / "_metadata" / "v2" / "0", "v2\n" + json.dumps(doc))
     else:
         doc = {"operatorInfo": {"operatorId": 0, "operatorName": spec.operator}, "stateStoreInfo": store_info}

@@ -34,8 +34,10 @@ T0_MS = 1_795_241_953_103
 def offsets_at(batch: int, sources=LEADERBOARD_SOURCES, per_batch: int = 10) -> list[dict[str, dict[str, int]]]:
     """The offsets batch ``batch`` read up to: ``per_batch`` records per partition and batch, plus
     the partition number (so partitions differ)."""
-    return [{topic: {str(p): (batch + 1) * per_batch + p for p in range(n)} for topic, n in source.items()}
-            for source in sources]
+    return [
+        {topic: {str(p): (batch + 1) * per_batch + p for p in range(n)} for topic, n in source.items()}
+        for source in sources
+    ]
 
 
 def offsets_text(batch: int, offsets: list) -> str:
@@ -44,9 +46,19 @@ def offsets_text(batch: int, offsets: list) -> str:
     return "v1\n" + json.dumps(meta, separators=(",", ":")) + "\n" + "\n".join(lines)
 
 
-def build_kafka_checkpoint(root: Path, batches: int, *, sources=LEADERBOARD_SOURCES, per_batch: int = 10,
-                           commit_last: bool = True, crc: bool = True, state_versions: int = 0,
-                           state_partitions: int = 2, metadata: bool = True, first_batch: int = 0) -> Path:
+def build_kafka_checkpoint(
+    root: Path,
+    batches: int,
+    *,
+    sources=LEADERBOARD_SOURCES,
+    per_batch: int = 10,
+    commit_last: bool = True,
+    crc: bool = True,
+    state_versions: int = 0,
+    state_partitions: int = 2,
+    metadata: bool = True,
+    first_batch: int = 0,
+) -> Path:
     """A checkpoint after ``batches`` micro-batches (0..batches-1) of a job reading ``sources``;
     ``commit_last=False`` leaves the last batch logged without its commit. ``state_versions``:
     the last N state versions of one operator, a 2 KiB changelog each and a zip every 10.

@@ -31,12 +31,15 @@ def object_hashes(client, bucket: str, prefix: str) -> dict[str, str]:
         page = client.list_objects_v2(**args)
         for obj in page.get("Contents", []):
             body = client.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
-            out[obj["Key"][len(args["Prefix"]):]] = hashlib.sha256(body).hexdigest()
+            out[obj["Key"][len(args["Prefix"]) :]] = hashlib.sha256(body).hexdigest()
         if not page.get("IsTruncated"):
             return out
         token = page["NextContinuationToken"]
 
 
 def tree_hashes(local: Path) -> dict[str, str]:
-    return {p.relative_to(local).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(local.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(local).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(local.rglob("*"))
+        if p.is_file()
+    }

@@ -17,10 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from statectl.jobs.advanced.rules import (
-    DurationError, Visit, WindowSpec, iso_ms, lru_apply, parse_duration, sweep_windows, threshold_apply,
-    visits_apply, window_key,
-)
+from statectl.errors import ConfigError
 from statectl.jobs.advanced.config import (
     BoundedStateConfig,
     SalesThresholdConfig,
@@ -28,8 +25,19 @@ from statectl.jobs.advanced.config import (
     TopicConfigsConfig,
     WindowedRetentionConfig,
 )
+from statectl.jobs.advanced.rules import (
+    DurationError,
+    Visit,
+    WindowSpec,
+    iso_ms,
+    lru_apply,
+    parse_duration,
+    sweep_windows,
+    threshold_apply,
+    visits_apply,
+    window_key,
+)
 from statectl.jobs.registry import load_job_config
-from statectl.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs" / "advanced-state"
@@ -38,16 +46,27 @@ CONFIGS = REPO / "configs" / "advanced-state"
 # ---------------------------------------------------------------- durations and windows
 @pytest.mark.parametrize(
     "text, ms",
-    [("60 seconds", 60_000), ("5s", 5_000), ("6 hours", 21_600_000), ("500 ms", 500), ("1 minute", 60_000),
-     ("2 d", 172_800_000), ("0 seconds", 0), (" 10 MINUTES ", 600_000)],
+    [
+        ("60 seconds", 60_000),
+        ("5s", 5_000),
+        ("6 hours", 21_600_000),
+        ("500 ms", 500),
+        ("1 minute", 60_000),
+        ("2 d", 172_800_000),
+        ("0 seconds", 0),
+        (" 10 MINUTES ", 600_000),
+    ],
     ids=["seconds", "s", "hours", "ms", "minute", "days", "zero", "spaces-case"],
 )
 def test_parse_duration(text, ms):
     assert parse_duration(text) == ms
 
 
-@pytest.mark.parametrize("text", ["5", "5 fortnights", "-5 seconds", "", "1.5 seconds", "seconds"],
-                         ids=["no-unit", "unknown-unit", "negative", "empty", "fraction", "no-number"])
+@pytest.mark.parametrize(
+    "text",
+    ["5", "5 fortnights", "-5 seconds", "", "1.5 seconds", "seconds"],
+    ids=["no-unit", "unknown-unit", "negative", "empty", "fraction", "no-number"],
+)
 def test_parse_duration_refuses(text):
     with pytest.raises(DurationError, match="expected a whole number and a unit"):
         parse_duration(text)
@@ -156,7 +175,9 @@ def test_with_reset_each_threshold_of_new_sales_notifies_from_zero_without_carry
 
 def test_the_100_line_sample_totals():
     lines = (REPO / "data" / "sales-events-sample.txt").read_text().splitlines()
-    sales = [(json.loads(v)["product"], json.loads(v)["value"]) for v in (line.split(":", 1)[1] for line in lines if line)]
+    sales = [
+        (json.loads(v)["product"], json.loads(v)["value"]) for v in (line.split(":", 1)[1] for line in lines if line)
+    ]
     notes, totals = _run_sales(sales)
     assert totals == {"product1": 50000, "product2": 46000, "product5": 20000}
     assert notes == [("product1", 2500), ("product2", 2300), ("product5", 2000)]
@@ -172,7 +193,12 @@ def test_the_100_line_sample_totals():
         (None, ["check-in", "check-out"], None, [None]),
         (None, ["check-in", "vitals"], Visit(2, "check-in", "vitals"), ["visit"]),
         (Visit(2, "check-in", "vitals"), ["x-ray"], Visit(3, "check-in", "x-ray"), ["visit"]),
-        (Visit(1, "check-in", "check-in"), ["check-out", "check-in"], Visit(1, "check-in", "check-in"), [None, "visit"]),
+        (
+            Visit(1, "check-in", "check-in"),
+            ["check-out", "check-in"],
+            Visit(1, "check-in", "check-in"),
+            [None, "visit"],
+        ),
         (None, ["  CHECK-OUT "], None, [None]),
         (None, [], None, []),
     ],
@@ -189,9 +215,14 @@ def test_visits(before, events, after, outputs):
 # ---------------------------------------------------------------- configs
 @pytest.mark.parametrize(
     "name, cls",
-    [("tombstones", TombstonesConfig), ("windowed-retention", WindowedRetentionConfig),
-     ("bounded-state", BoundedStateConfig), ("bounded-state-ttl", BoundedStateConfig),
-     ("topic-configs", TopicConfigsConfig), ("sales-threshold", SalesThresholdConfig)],
+    [
+        ("tombstones", TombstonesConfig),
+        ("windowed-retention", WindowedRetentionConfig),
+        ("bounded-state", BoundedStateConfig),
+        ("bounded-state-ttl", BoundedStateConfig),
+        ("topic-configs", TopicConfigsConfig),
+        ("sales-threshold", SalesThresholdConfig),
+    ],
 )
 def test_shipped_configs_load(name, cls):
     config = load_job_config(CONFIGS / f"{name}.yaml")
@@ -213,8 +244,10 @@ def test_shipped_configs_say_what_the_examples_need():
 
 def test_config_problems_are_all_reported_with_lines(tmp_path):
     cfg = tmp_path / "w.yaml"
-    cfg.write_text("job: advanced-state/windowed-retention\nwindows:\n  size: 1 hour\n  grace: 10 minutes\n"
-                   "  retention: 30 minutes\n  emit: sometimes\n")
+    cfg.write_text(
+        "job: advanced-state/windowed-retention\nwindows:\n  size: 1 hour\n  grace: 10 minutes\n"
+        "  retention: 30 minutes\n  emit: sometimes\n"
+    )
     with pytest.raises(ConfigError) as info:
         load_job_config(cfg)
     text = str(info.value)
@@ -224,9 +257,11 @@ def test_config_problems_are_all_reported_with_lines(tmp_path):
 
 def test_every_output_topic_problem_is_reported_together(tmp_path):
     cfg = tmp_path / "t.yaml"
-    cfg.write_text("job: advanced-state/topic-configs\noutput_topic:\n  partitions: 0\n  configs:\n"
-                   "    segment.bytes: 1000\n    cleanup.policy: compacted\n    retention.ms:\n"
-                   "    min.cleanable.dirty.ratio: 1.5\n  max_record_bytes: 10\n")
+    cfg.write_text(
+        "job: advanced-state/topic-configs\noutput_topic:\n  partitions: 0\n  configs:\n"
+        "    segment.bytes: 1000\n    cleanup.policy: compacted\n    retention.ms:\n"
+        "    min.cleanable.dirty.ratio: 1.5\n  max_record_bytes: 10\n"
+    )
     with pytest.raises(ConfigError) as info:
         load_job_config(cfg)
     assert info.value.problems == [
@@ -243,16 +278,23 @@ def test_every_output_topic_problem_is_reported_together(tmp_path):
 
 
 def test_output_topic_configs_take_kafka_lists_and_yaml_scalars():
-    config = load_job_config(CONFIGS / "topic-configs.yaml", [
-        "output_topic.configs={cleanup.policy: [compact, delete], preallocate: true, segment.bytes: 1048576}"])
-    assert config.output_topic.configs == {"cleanup.policy": "compact,delete", "preallocate": "true",
-                                           "segment.bytes": "1048576"}
+    config = load_job_config(
+        CONFIGS / "topic-configs.yaml",
+        ["output_topic.configs={cleanup.policy: [compact, delete], preallocate: true, segment.bytes: 1048576}"],
+    )
+    assert config.output_topic.configs == {
+        "cleanup.policy": "compact,delete",
+        "preallocate": "true",
+        "segment.bytes": "1048576",
+    }
 
 
 def test_windows_are_compared_only_when_each_duration_is_valid(tmp_path):
     cfg = tmp_path / "w.yaml"
-    cfg.write_text("job: advanced-state/windowed-retention\nwindows:\n  size: 1 hour\n  grace: 10 minuts\n"
-                   "  retention: 30 minutes\n")
+    cfg.write_text(
+        "job: advanced-state/windowed-retention\nwindows:\n  size: 1 hour\n  grace: 10 minuts\n"
+        "  retention: 30 minutes\n"
+    )
     with pytest.raises(ConfigError) as info:
         load_job_config(cfg)
     (problem,) = info.value.problems
@@ -260,7 +302,9 @@ def test_windows_are_compared_only_when_each_duration_is_valid(tmp_path):
 
 
 def test_a_config_for_another_example_is_refused():
-    with pytest.raises(ConfigError, match="this config is for 'advanced-state/tombstones', not 'advanced-state/bounded-state'"):
+    with pytest.raises(
+        ConfigError, match="this config is for 'advanced-state/tombstones', not 'advanced-state/bounded-state'"
+    ):
         load_job_config(CONFIGS / "tombstones.yaml", expect_job="advanced-state/bounded-state")
 
 
@@ -288,14 +332,21 @@ def test_synthetic_datasets_are_deterministic_and_shaped_for_their_examples():
     assert topic == "patient-events" and {v for _, v in visits} >= {b"check-in", b"check-out"}
 
     topic, sales = records("synthetic-sales-events", keys=3)
-    bad = [v for _, v in sales if not v.startswith(b'{"product": "product') or b'"value": ' not in v
-           or b"12" in v and (b'"12"' in v or b"12.5" in v) or b"-5" in v]
+    bad = [
+        v
+        for _, v in sales
+        if not v.startswith(b'{"product": "product')
+        or b'"value": ' not in v
+        or b"12" in v
+        and (b'"12"' in v or b"12.5" in v)
+        or b"-5" in v
+    ]
     assert topic == "sales-events" and len(bad) == 10  # 1 in 50
 
 
 def test_synthetic_keys_must_be_positive():
-    from statectl.produce.datasets import DatasetOptions, dataset_batches
     from statectl.errors import UsageError
+    from statectl.produce.datasets import DatasetOptions, dataset_batches
 
     with pytest.raises(UsageError, match="--keys must be at least 1"):
         dataset_batches("keyed-events", DatasetOptions(keys=0))
@@ -304,15 +355,29 @@ def test_synthetic_keys_must_be_positive():
 # ---------------------------------------------------------------- StatefulProcessors (TwsTester)
 def _rows(**columns) -> pd.DataFrame:
     n = max(len(v) for v in columns.values())
-    base = {"ts": list(range(n)), "part": [0] * n, "off": list(range(n)),
-            "dlq_key": [None] * n, "dlq": [None] * n, "reason": [None] * n}
+    base = {
+        "ts": list(range(n)),
+        "part": [0] * n,
+        "off": list(range(n)),
+        "dlq_key": [None] * n,
+        "dlq": [None] * n,
+        "reason": [None] * n,
+    }
     base.update(columns)
     return pd.DataFrame(base)
 
 
 def _dead_letter_rows() -> pd.DataFrame:
-    return pd.DataFrame({"ts": [1], "part": [0], "off": [7], "dlq_key": ["k"], "dlq": ['{"reason":"null_value"}'],
-                         "reason": ["null_value"]})
+    return pd.DataFrame(
+        {
+            "ts": [1],
+            "part": [0],
+            "off": [7],
+            "dlq_key": ["k"],
+            "dlq": ['{"reason":"null_value"}'],
+            "reason": ["null_value"],
+        }
+    )
 
 
 def test_lru_processor_evicts_with_a_tombstone_and_keeps_max_keys():
@@ -366,7 +431,12 @@ def test_tombstones_processor_deletes_state_at_check_out():
 
     tester = TwsTester(PatientVisits("check-out", "visits", "dlq"))
     out = tester.testInPandas("1", _rows(event=["check-in"]))
-    assert json.loads(out["value"][0]) == {"patient": "1", "events": 1, "first_event": "check-in", "last_event": "check-in"}
+    assert json.loads(out["value"][0]) == {
+        "patient": "1",
+        "events": 1,
+        "first_event": "check-in",
+        "last_event": "check-in",
+    }
     assert tester.peekValueState("visit", "1") == (1, "check-in", "check-in")
     out = tester.testInPandas("1", _rows(event=["check-out"]))
     assert out["key"].tolist() == ["1"] and out["value"].tolist() == [None]
@@ -385,8 +455,9 @@ def test_window_processor_closes_expires_and_dead_letters_late_pulses():
     spec = WindowSpec(60_000, 5_000, 180_000)
     # The job projects the watermarked column away, so Spark never filters late rows itself; an
     # extractor that always says "on time" gives TwsTester the same behaviour.
-    tester = TwsTester(WindowCounts(spec, "final", "counts", "dlq"), timeMode="EventTime",
-                       eventTimeExtractor=lambda row: 2**62)
+    tester = TwsTester(
+        WindowCounts(spec, "final", "counts", "dlq"), timeMode="EventTime", eventTimeExtractor=lambda row: 2**62
+    )
     t0 = 1_704_067_200_000
     record = '{"sourceTopic":"pulse-events","sourcePartition":0,"sourceOffset":1}'  # as Spark writes it, in short
     pulses = lambda *secs: _rows(event_ms=[t0 + s * 1000 for s in secs], raw=[record] * len(secs))  # noqa: E731
@@ -396,8 +467,13 @@ def test_window_processor_closes_expires_and_dead_letters_late_pulses():
     delay = spec.watermark_delay_ms
     fired = tester.setWatermark(t0 + 65_000 - delay)  # stream time 65 s: window [0, 60) closes
     assert fired["key"].tolist() == ["7@2024-01-01T00:00:00Z"]
-    assert json.loads(fired["value"][0]) == {"patient": "7", "window_start": "2024-01-01T00:00:00Z",
-                                             "window_end": "2024-01-01T00:01:00Z", "count": 3, "final": True}
+    assert json.loads(fired["value"][0]) == {
+        "patient": "7",
+        "window_start": "2024-01-01T00:00:00Z",
+        "window_end": "2024-01-01T00:01:00Z",
+        "count": 3,
+        "final": True,
+    }
     late = tester.testInPandas("7", pulses(30, 61))  # 30 s is in the closed window
     assert late["topic"].tolist() == ["dlq"] and late["reason"].tolist() == ["late"]
     assert json.loads(late["value"][0])["sourceTopic"] == "pulse-events"
@@ -436,15 +512,25 @@ def test_available_now_ends_after_a_caught_up_no_data_batch(progress, done):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["advanced-state"], "error: advanced-state needs an EXAMPLE: bounded-state, sales-threshold, tombstones, "
-                             "topic-configs, windowed-retention (e.g. statectl run advanced-state bounded-state)"),
-        (["advanced-state", "tombstone"], "error: no advanced-state example called 'tombstone' (did you mean "
-                                          "'tombstones'?); known: bounded-state, sales-threshold, tombstones, "
-                                          "topic-configs, windowed-retention"),
-        (["advanced-state", "tombstones", "--config", "configs/advanced-state/sales-threshold.yaml"],
-         "job: this config is for 'advanced-state/sales-threshold', not 'advanced-state/tombstones'"),
-        (["advanced-state", "windowed-retention", "--set", "windows.retention=1 minute"],
-         "windows.retention: 1 min does not cover size + grace (1 min + 5 s = 65 s)"),
+        (
+            ["advanced-state"],
+            "error: advanced-state needs an EXAMPLE: bounded-state, sales-threshold, tombstones, "
+            "topic-configs, windowed-retention (e.g. statectl run advanced-state bounded-state)",
+        ),
+        (
+            ["advanced-state", "tombstone"],
+            "error: no advanced-state example called 'tombstone' (did you mean "
+            "'tombstones'?); known: bounded-state, sales-threshold, tombstones, "
+            "topic-configs, windowed-retention",
+        ),
+        (
+            ["advanced-state", "tombstones", "--config", "configs/advanced-state/sales-threshold.yaml"],
+            "job: this config is for 'advanced-state/sales-threshold', not 'advanced-state/tombstones'",
+        ),
+        (
+            ["advanced-state", "windowed-retention", "--set", "windows.retention=1 minute"],
+            "windows.retention: 1 min does not cover size + grace (1 min + 5 s = 65 s)",
+        ),
         (["leaderboard", "tombstones"], "error: leaderboard has no examples; run it as `statectl run leaderboard`"),
     ],
     ids=["no-example", "typo", "other-example-config", "retention-too-short", "example-for-leaderboard"],

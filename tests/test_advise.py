@@ -19,9 +19,8 @@ from statectl.checkpoint import growth
 from statectl.checkpoint.advice import AdviseOptions, advise, duration_text
 from statectl.checkpoint.growth import Point, classify
 from tests.checkpoint_factory import struct_json, tree_fingerprint
-from tests.growth_checkpoint import Growing, build_growing, key, live_rows
-
 from tests.conftest import statectl_in_process
+from tests.growth_checkpoint import Growing, build_growing, key, live_rows
 
 
 def run_cli(args):
@@ -35,19 +34,22 @@ def series(values, step_s=60.0):
 # ------------------------------------------------------------------------------- the classifier
 
 
-@pytest.mark.parametrize("name,values,trend", [
-    ("flat", [500] * 20, growth.BOUNDED),
-    ("flat with noise", [500 + (i % 3) for i in range(20)], growth.BOUNDED),
-    ("linear", [100 * i for i in range(1, 21)], growth.LINEAR),
-    ("linear with noise", [100 * i + (37 if i % 2 else -37) for i in range(1, 21)], growth.LINEAR),
-    ("saturating", [1000 * (1 - math.exp(-i / 3)) for i in range(1, 31)], growth.BOUNDED),
-    ("saw-tooth from compaction", [400 + (i % 5) * 60 for i in range(30)], growth.BOUNDED),
-    ("saw-tooth climbing", [400 + (i % 5) * 60 + i * 30 for i in range(30)], growth.LINEAR),
-    ("accelerating", [i * i * 10 for i in range(1, 25)], growth.ACCELERATING),
-    ("exponential", [2 ** (i / 3) for i in range(1, 25)], growth.ACCELERATING),
-    ("shrinking", [1000 - 20 * i for i in range(30)], growth.BOUNDED),
-    ("rise then plateau (watermark reached)", [min(i, 10) * 50 for i in range(1, 31)], growth.BOUNDED),
-])
+@pytest.mark.parametrize(
+    "name,values,trend",
+    [
+        ("flat", [500] * 20, growth.BOUNDED),
+        ("flat with noise", [500 + (i % 3) for i in range(20)], growth.BOUNDED),
+        ("linear", [100 * i for i in range(1, 21)], growth.LINEAR),
+        ("linear with noise", [100 * i + (37 if i % 2 else -37) for i in range(1, 21)], growth.LINEAR),
+        ("saturating", [1000 * (1 - math.exp(-i / 3)) for i in range(1, 31)], growth.BOUNDED),
+        ("saw-tooth from compaction", [400 + (i % 5) * 60 for i in range(30)], growth.BOUNDED),
+        ("saw-tooth climbing", [400 + (i % 5) * 60 + i * 30 for i in range(30)], growth.LINEAR),
+        ("accelerating", [i * i * 10 for i in range(1, 25)], growth.ACCELERATING),
+        ("exponential", [2 ** (i / 3) for i in range(1, 25)], growth.ACCELERATING),
+        ("shrinking", [1000 - 20 * i for i in range(30)], growth.BOUNDED),
+        ("rise then plateau (watermark reached)", [min(i, 10) * 50 for i in range(1, 31)], growth.BOUNDED),
+    ],
+)
 def test_trend_of_synthetic_series(name, values, trend):
     assert classify(series(values)).trend == trend, name
 
@@ -129,9 +131,13 @@ def test_dedupe_of_new_keys_without_a_watermark_is_unbounded_and_says_why(tmp_pa
 
 def test_dedupe_with_a_watermark_that_evicts_is_bounded_and_quiet(tmp_path):
     # each version puts 10 new keys and deletes the 10 put three versions earlier
-    spec = Growing(changes=lambda v: ([key(v * 10 + i) for i in range(10)],
-                                      [key((v - 3) * 10 + i) for i in range(10)] if v > 3 else []),
-                   watermark=lambda b: 60_000 * (b + 1))
+    spec = Growing(
+        changes=lambda v: (
+            [key(v * 10 + i) for i in range(10)],
+            [key((v - 3) * 10 + i) for i in range(10)] if v > 3 else [],
+        ),
+        watermark=lambda b: 60_000 * (b + 1),
+    )
     root = build_growing(tmp_path / "ck", spec)
     advice = _advise(root)
     assert advice.operators[0].rows.trend == growth.BOUNDED
@@ -140,10 +146,23 @@ def test_dedupe_with_a_watermark_that_evicts_is_bounded_and_quiet(tmp_path):
 
 
 def test_a_watermark_that_does_not_move_while_data_arrives(tmp_path):
-    spec = Growing(operator="stateStoreSave", watermark=lambda b: 600_000 if b >= 3 else 60_000 * b,
-                   key_schema=json.dumps({"type": "struct", "fields": [
-                       {"name": "window", "type": "struct", "nullable": True,
-                        "metadata": {"spark.watermarkDelayMs": 60000}}]}))
+    spec = Growing(
+        operator="stateStoreSave",
+        watermark=lambda b: 600_000 if b >= 3 else 60_000 * b,
+        key_schema=json.dumps(
+            {
+                "type": "struct",
+                "fields": [
+                    {
+                        "name": "window",
+                        "type": "struct",
+                        "nullable": True,
+                        "metadata": {"spark.watermarkDelayMs": 60000},
+                    }
+                ],
+            }
+        ),
+    )
     root = build_growing(tmp_path / "ck", spec)
     advice = _advise(root)
     codes = {f.code for f in advice.findings}
@@ -156,8 +175,9 @@ def test_a_watermark_that_does_not_move_while_data_arrives(tmp_path):
 
 def test_a_watermark_idle_with_its_sources_is_not_stuck(tmp_path):
     # no new data: the sources' offsets stay put, so a still watermark is expected
-    spec = Growing(changes=lambda v: ([key(i) for i in range(10)], []), watermark=lambda b: 600_000,
-                   offset=lambda b: 100)
+    spec = Growing(
+        changes=lambda v: ([key(i) for i in range(10)], []), watermark=lambda b: 600_000, offset=lambda b: 100
+    )
     advice = _advise(build_growing(tmp_path / "ck", spec))
     assert not [f for f in advice.findings if f.code == "watermark-stuck"]
     assert advice.operators[0].rows.trend == growth.BOUNDED
@@ -172,9 +192,14 @@ def test_transform_with_state_without_ttl_names_the_variable(tmp_path):
 
 
 def test_transform_with_state_with_ttl_that_expires_is_bounded(tmp_path):
-    spec = Growing(operator="transformWithStateInPandasExec", state_variables=(("count", "ValueState", True),),
-                   changes=lambda v: ([key(v * 10 + i) for i in range(10)],
-                                      [key((v - 2) * 10 + i) for i in range(10)] if v > 2 else []))
+    spec = Growing(
+        operator="transformWithStateInPandasExec",
+        state_variables=(("count", "ValueState", True),),
+        changes=lambda v: (
+            [key(v * 10 + i) for i in range(10)],
+            [key((v - 2) * 10 + i) for i in range(10)] if v > 2 else [],
+        ),
+    )
     advice = _advise(build_growing(tmp_path / "ck", spec))
     assert advice.operators[0].rows.trend == growth.BOUNDED and not advice.warned
 
@@ -212,8 +237,12 @@ def test_rocksdb_zips_only_give_their_key_counts(tmp_path):
 def test_a_rocksdb_snapshot_base_counts_an_upper_bound_made_exact_at_each_snapshot(tmp_path):
     # version 1 is gone: the replay starts from the zip of version 10 (its count, not its keys);
     # the same 50 keys updated over and over look new until the next zip says otherwise
-    spec = Growing(operator="stateStoreSave", changes=lambda v: ([key(i % 50) for i in range(v * 20, v * 20 + 20)], []),
-                   snapshot_every=10, first_version=5)
+    spec = Growing(
+        operator="stateStoreSave",
+        changes=lambda v: ([key(i % 50) for i in range(v * 20, v * 20 + 20)], []),
+        snapshot_every=10,
+        first_version=5,
+    )
     advice = _advise(build_growing(tmp_path / "ck", spec))
     op = advice.operators[0]
     assert not op.history.exact
@@ -238,14 +267,30 @@ def test_rows_from_a_runs_events(tmp_path, monkeypatch):
     spec = Growing(batches=8, changes=lambda v: ([key(i) for i in range(10)], []))  # bounded in the files
     root = build_growing(tmp_path / "ck", spec)
     events = tmp_path / "run.jsonl"
-    lines = ['{"type":"batch_progress","query_id":"5eed0000-0000-0000-0000-00000000a11e","batch_id":',  # cut
-             json.dumps({"type": "batch_progress", "query_id": "another", "batch_id": 3, "time": 1,
-                         "state_operators": [{"operator_id": 0, "rows_total": 10 ** 9, "memory_bytes": 1}]})]
+    lines = [
+        '{"type":"batch_progress","query_id":"5eed0000-0000-0000-0000-00000000a11e","batch_id":',  # cut
+        json.dumps(
+            {
+                "type": "batch_progress",
+                "query_id": "another",
+                "batch_id": 3,
+                "time": 1,
+                "state_operators": [{"operator_id": 0, "rows_total": 10**9, "memory_bytes": 1}],
+            }
+        ),
+    ]
     for b in range(40):  # a longer history than the checkpoint keeps, growing
-        lines.append(json.dumps({"type": "batch_progress", "query_id": "5eed0000-0000-0000-0000-00000000a11e",
-                                 "batch_id": b, "time": 1_795_000_000 + 10 * b,
-                                 "state_operators": [{"operator_id": 0, "rows_total": 100 * b,
-                                                      "memory_bytes": 1000 * b}]}))
+        lines.append(
+            json.dumps(
+                {
+                    "type": "batch_progress",
+                    "query_id": "5eed0000-0000-0000-0000-00000000a11e",
+                    "batch_id": b,
+                    "time": 1_795_000_000 + 10 * b,
+                    "state_operators": [{"operator_id": 0, "rows_total": 100 * b, "memory_bytes": 1000 * b}],
+                }
+            )
+        )
     events.write_text("\n".join(lines) + "\n")
     advice = _advise(root, events_files=[events], limit_bytes=100_000)
     op = advice.operators[0]
@@ -262,8 +307,13 @@ def test_limits_project_into_findings(tmp_path):
     assert projection.seconds == pytest.approx(360, rel=0.05)  # 360 rows to go at 3,600 an hour
     limit = next(f for f in advice.findings if f.code == "state-limit")
     assert limit.severity == "error" and "660 rows in 6 min" in limit.message
-    bounded = _advise(root, conf={"spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
-                                  "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "1"})
+    bounded = _advise(
+        root,
+        conf={
+            "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+            "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "1",
+        },
+    )
     assert any("maxMemoryUsageMB=1" in p.source for p in bounded.operators[0].projections)
     assert any(p.source.startswith("the disk's free space") for p in bounded.operators[0].projections)
 
@@ -329,15 +379,18 @@ def test_exit_codes_and_json(tmp_path):
     assert "trend: linear" in yaml_out.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["advise", "/nonexistent/ck"], "does not exist"),
-    (["advise"], "name the checkpoint or the job"),
-    (["advise", "{flat}", "--limit-bytes", "lots"], "not a size"),
-    (["advise", "{flat}", "tombstones"], "takes no EXAMPLE"),
-    (["advise", "{flat}", "--checkpoint-dir", "/elsewhere"], "two checkpoints given"),
-    (["advise", "{empty}"], "not a Structured Streaming checkpoint"),
-    (["advise", "{file}"], "is a file"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["advise", "/nonexistent/ck"], "does not exist"),
+        (["advise"], "name the checkpoint or the job"),
+        (["advise", "{flat}", "--limit-bytes", "lots"], "not a size"),
+        (["advise", "{flat}", "tombstones"], "takes no EXAMPLE"),
+        (["advise", "{flat}", "--checkpoint-dir", "/elsewhere"], "two checkpoints given"),
+        (["advise", "{empty}"], "not a Structured Streaming checkpoint"),
+        (["advise", "{file}"], "is a file"),
+    ],
+)
 def test_usage_errors_exit_2_in_one_line(tmp_path, args, needle):
     flat = build_growing(tmp_path / "flat", Growing(batches=3))
     (tmp_path / "empty").mkdir()
@@ -390,13 +443,24 @@ def test_the_run_summary_says_when_the_state_grew_without_bound():
     for event in _batches([100 * b for b in range(30)]):
         totals.add(event)
     grew = _unbounded_state(totals)
-    assert grew == [{"operator_id": 0, "trend": "linear", "first": 0.0, "last": 2900.0, "per_hour": pytest.approx(36_000)}]
+    assert grew == [
+        {"operator_id": 0, "trend": "linear", "first": 0.0, "last": 2900.0, "per_hour": pytest.approx(36_000)}
+    ]
     bounded = RunTotals()
     for event in _batches([min(b, 5) * 10 for b in range(30)]):
         bounded.add(event)
     assert _unbounded_state(bounded) == []
-    summary = RunSummary(job="clicks", status="finished", query_id="q", checkpoint_dir="/tmp/c", bootstrap_servers="b",
-                         batches=30, input_rows=3000, seconds=300.0, state_growth=grew)
+    summary = RunSummary(
+        job="clicks",
+        status="finished",
+        query_id="q",
+        checkpoint_dir="/tmp/c",
+        bootstrap_servers="b",
+        batches=30,
+        input_rows=3000,
+        seconds=300.0,
+        state_growth=grew,
+    )
     console = Console(file=io.StringIO(), width=200)
     run_summary(summary, False, console)
     assert "grew without bound (linear): 0 → 2,900 rows, +36,000 rows an hour" in console.file.getvalue()
@@ -434,21 +498,36 @@ def test_the_dashboard_has_the_verdict_for_its_banner_and_state_chart(tmp_path):
 
 def test_a_job_named_reads_its_checkpoint_config_and_events_file(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    build_growing(tmp_path / ".statectl" / "checkpoints" / "leaderboard",
-                  Growing(changes=lambda v: ([key(i) for i in range(10)], [])))
+    build_growing(
+        tmp_path / ".statectl" / "checkpoints" / "leaderboard",
+        Growing(changes=lambda v: ([key(i) for i in range(10)], [])),
+    )
     events = tmp_path / ".statectl" / "events" / "leaderboard.jsonl"
     events.parent.mkdir(parents=True)
-    events.write_text("".join(json.dumps({"type": "batch_progress", "query_id": "5eed0000-0000-0000-0000-00000000a11e",
-                                          "batch_id": b, "time": 1_795_000_000 + b,
-                                          "state_operators": [{"operator_id": 0, "rows_total": 10 * b,
-                                                               "memory_bytes": 0}]}) + "\n" for b in range(20)))
+    events.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "type": "batch_progress",
+                    "query_id": "5eed0000-0000-0000-0000-00000000a11e",
+                    "batch_id": b,
+                    "time": 1_795_000_000 + b,
+                    "state_operators": [{"operator_id": 0, "rows_total": 10 * b, "memory_bytes": 0}],
+                }
+            )
+            + "\n"
+            for b in range(20)
+        )
+    )
     result = cli("advise", "leaderboard", "--json")
     doc = json.loads(result.stdout)
     assert doc["checkpoint"] == str(tmp_path / ".statectl" / "checkpoints" / "leaderboard")
     assert doc["events_file"] == str(events) and doc["operators"][0]["trend"] == "linear"
     assert result.exit_code == 1
     missing = cli("advise", "leaderbord")
-    assert missing.exit_code == 2 and "neither a checkpoint here nor a job (did you mean 'leaderboard'?)" in missing.output
+    assert (
+        missing.exit_code == 2 and "neither a checkpoint here nor a job (did you mean 'leaderboard'?)" in missing.output
+    )
 
 
 def test_a_key_that_is_a_raw_timestamp_is_named(tmp_path):
@@ -459,10 +538,18 @@ def test_a_key_that_is_a_raw_timestamp_is_named(tmp_path):
 
 def test_a_deduplication_whose_key_has_no_event_time_is_not_evicted_by_its_watermark(tmp_path):
     # the watermark moves, but dropDuplicates(["id"]) keeps every id all the same
-    spec = Growing(watermark=lambda b: 60_000 * (b + 1), key_schema=struct_json(("id", "string")),
-                   value_schema=json.dumps({"type": "struct", "fields": [
-                       {"name": "ts", "type": "timestamp", "nullable": True,
-                        "metadata": {"spark.watermarkDelayMs": 30000}}]}))
+    spec = Growing(
+        watermark=lambda b: 60_000 * (b + 1),
+        key_schema=struct_json(("id", "string")),
+        value_schema=json.dumps(
+            {
+                "type": "struct",
+                "fields": [
+                    {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {"spark.watermarkDelayMs": 30000}}
+                ],
+            }
+        ),
+    )
     advice = _advise(build_growing(tmp_path / "ck", spec))
     finding = next(f for f in advice.findings if f.code == "unbounded-state")
     assert finding.cause == "key without event time" and "dropDuplicatesWithinWatermark" in finding.fix
@@ -472,8 +559,11 @@ def test_a_deduplication_whose_key_has_no_event_time_is_not_evicted_by_its_water
 def test_a_join_is_told_by_its_kind(tmp_path):
     # the kind is what the operator metadata says, or what the stores show on Spark 3.5: the cause
     # of a join without a watermark names a side either way
-    finding = next(f for f in _advise(build_growing(tmp_path / "ck", Growing(operator="symmetricHashJoin"))).findings
-                   if f.code == "unbounded-state")
+    finding = next(
+        f
+        for f in _advise(build_growing(tmp_path / "ck", Growing(operator="symmetricHashJoin"))).findings
+        if f.code == "unbounded-state"
+    )
     assert finding.cause == "no watermark" and finding.side in ("left", "right") and "time-range" not in finding.fix
 
 

@@ -54,8 +54,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.storage", "statectl.endpoints"),
     ("statectl.adapters",),
     ("statectl.cluster", "statectl.spark_support"),
-    ("statectl", "statectl.errors", "statectl.paths", "statectl.text", "statectl.redact", "statectl.resources",
-     "statectl.job_context"),
+    (
+        "statectl",
+        "statectl.errors",
+        "statectl.paths",
+        "statectl.text",
+        "statectl.redact",
+        "statectl.resources",
+        "statectl.job_context",
+    ),
 ]
 LAYER_OF = {package: number for number, layer in enumerate(LAYERS, 1) for package in layer}
 
@@ -67,8 +74,15 @@ CLI_ADAPTERS = "statectl.adapters.local"
 
 #: The packages that may import ``statectl.jobs``: the command line, the domains that run or look at a job,
 #: and the jobs themselves.
-JOBS_IMPORTERS = ("statectl.cli", "statectl.run", "statectl.observe", "statectl.maintenance", "statectl.query",
-                  "statectl.produce", "statectl.jobs")
+JOBS_IMPORTERS = (
+    "statectl.cli",
+    "statectl.run",
+    "statectl.observe",
+    "statectl.maintenance",
+    "statectl.query",
+    "statectl.produce",
+    "statectl.jobs",
+)
 
 #: Which adapter may import which. Kafka is the bottom edge; Spark resolves its jars and its JVM
 #: archive through local; local waits for its broker to answer through kafka, and the archive's
@@ -86,12 +100,43 @@ READING_ONLY = {"statectl.checkpoint": ("statectl.checkpoint.lock",)}
 #: statectl.storage's. ``open`` counts with a mode that writes; ``replace`` only as ``Path.replace``
 #: is called (one positional argument, no keyword: ``str.replace`` takes two, ``dataclasses.replace``
 #: keywords).
-WRITING_CALLS = frozenset({
-    "write_text", "write_bytes", "unlink", "mkdir", "makedirs", "rmdir", "removedirs", "rmtree", "remove",
-    "rename", "renames", "copy", "copy2", "copyfile", "copytree", "copy_to", "move", "touch", "symlink_to",
-    "hardlink_to", "symlink", "link", "mkdtemp", "mkstemp", "NamedTemporaryFile", "TemporaryDirectory",
-    "truncate", "chmod", "utime", "delete", "delete_many", "put_marker", "delete_marker",
-})
+WRITING_CALLS = frozenset(
+    {
+        "write_text",
+        "write_bytes",
+        "unlink",
+        "mkdir",
+        "makedirs",
+        "rmdir",
+        "removedirs",
+        "rmtree",
+        "remove",
+        "rename",
+        "renames",
+        "copy",
+        "copy2",
+        "copyfile",
+        "copytree",
+        "copy_to",
+        "move",
+        "touch",
+        "symlink_to",
+        "hardlink_to",
+        "symlink",
+        "link",
+        "mkdtemp",
+        "mkstemp",
+        "NamedTemporaryFile",
+        "TemporaryDirectory",
+        "truncate",
+        "chmod",
+        "utime",
+        "delete",
+        "delete_many",
+        "put_marker",
+        "delete_marker",
+    }
+)
 
 
 def writing_calls(path: Path) -> list[tuple[int, str]]:
@@ -104,13 +149,19 @@ def writing_calls(path: Path) -> list[tuple[int, str]]:
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
         if name in WRITING_CALLS:
             found.append((node.lineno, name))
-        elif name == "replace" and len(node.args) == 1 and not node.keywords \
-                and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                         and func.value.id == "dataclasses"):
+        elif (
+            name == "replace"
+            and len(node.args) == 1
+            and not node.keywords
+            and not (
+                isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "dataclasses"
+            )
+        ):
             found.append((node.lineno, name))
         elif name == "open":
-            mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"),
-                                                                  None)
+            mode = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            )
             if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
                 found.append((node.lineno, f"open(..., {mode.value!r})"))
     return sorted(found)
@@ -122,8 +173,12 @@ def module_name(path: Path, root: Path = REPO) -> str:
 
 
 def source_modules(root: Path = REPO) -> dict[str, Path]:
-    return {module_name(p, root): p for package in PACKAGES if (root / package).is_dir()
-            for p in sorted((root / package).rglob("*.py"))}
+    return {
+        module_name(p, root): p
+        for package in PACKAGES
+        if (root / package).is_dir()
+        for p in sorted((root / package).rglob("*.py"))
+    }
 
 
 def imports_of(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
@@ -137,7 +192,7 @@ def imports_of(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
             found += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[:len(package) - (node.level - 1)]
+                base = package[: len(package) - (node.level - 1)]
                 if node.level - 1 >= len(package):
                     continue  # climbs out of the top package: Python refuses it before any rule could
                 module = ".".join(base + ([node.module] if node.module else []))
@@ -183,10 +238,14 @@ def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, s
             continue
         for imported, line in imports_of(name, path, known):
             where = f"{rel}:{line}: {name} imports {imported}"
-            if _under(imported, HEAVY) and name.startswith("statectl.") \
-                    and not _under(name, ["statectl.adapters", "statectl.jobs"]):
-                out.append(("heavy", f"{where} (only statectl.adapters and statectl.jobs may import "
-                                     f"{imported.split('.')[0]})"))
+            if (
+                _under(imported, HEAVY)
+                and name.startswith("statectl.")
+                and not _under(name, ["statectl.adapters", "statectl.jobs"])
+            ):
+                out.append(
+                    ("heavy", f"{where} (only statectl.adapters and statectl.jobs may import {imported.split('.')[0]})")
+                )
             theirs = package_of(imported)
             if theirs not in LAYER_OF or theirs == mine:
                 if theirs == mine == "statectl.adapters":
@@ -197,31 +256,56 @@ def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, s
                         out.append(("adapter-peers", f"{where} ({a} may import {others} of the other adapters)"))
                 continue
             if LAYER_OF[theirs] <= LAYER_OF[mine]:
-                why = ("peers in a layer do not import each other" if LAYER_OF[theirs] == LAYER_OF[mine]
-                       else "imports go down the layers")
-                out.append(("layers", f"{where} ({mine} (layer {LAYER_OF[mine]}) may not import {theirs} "
-                                      f"(layer {LAYER_OF[theirs]}): {why})"))
+                why = (
+                    "peers in a layer do not import each other"
+                    if LAYER_OF[theirs] == LAYER_OF[mine]
+                    else "imports go down the layers"
+                )
+                out.append(
+                    (
+                        "layers",
+                        f"{where} ({mine} (layer {LAYER_OF[mine]}) may not import {theirs} "
+                        f"(layer {LAYER_OF[theirs]}): {why})",
+                    )
+                )
             if theirs == "statectl.adapters" and mine in NO_ADAPTERS:
                 if mine != "statectl.cli":
-                    out.append(("adapters", f"{where} ({mine} never imports statectl.adapters: it reaches "
-                                            "Kafka and Spark only through the domains)"))
+                    out.append(
+                        (
+                            "adapters",
+                            f"{where} ({mine} never imports statectl.adapters: it reaches "
+                            "Kafka and Spark only through the domains)",
+                        )
+                    )
                 elif not _under(imported, [CLI_ADAPTERS]):
-                    out.append(("adapters", f"{where} (statectl.cli imports no adapter but {CLI_ADAPTERS}, the "
-                                            "local tools the CLI drives directly: the broker process, jar "
-                                            "resolution, the JVM archive)"))
+                    out.append(
+                        (
+                            "adapters",
+                            f"{where} (statectl.cli imports no adapter but {CLI_ADAPTERS}, the "
+                            "local tools the CLI drives directly: the broker process, jar "
+                            "resolution, the JVM archive)",
+                        )
+                    )
             if theirs == "statectl.jobs" and mine not in JOBS_IMPORTERS:
                 out.append(("jobs", f"{where} (only {', '.join(JOBS_IMPORTERS)} import statectl.jobs)"))
         if mine in READING_ONLY and not _under(name, READING_ONLY[mine]):
             for line, call in writing_calls(path):
-                out.append(("checkpoint-reads", f"{rel}:{line}: {name} calls {call} ({mine} only reads; only "
-                                                f"{', '.join(READING_ONLY[mine])} writes, its lock's files)"))
+                out.append(
+                    (
+                        "checkpoint-reads",
+                        f"{rel}:{line}: {name} calls {call} ({mine} only reads; only "
+                        f"{', '.join(READING_ONLY[mine])} writes, its lock's files)",
+                    )
+                )
     return out
 
 
 def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
     known = set(modules)
-    graph = {name: sorted({imp for imp, _ in imports_of(name, path, known) if imp in known and imp != name})
-             for name, path in modules.items()}
+    graph = {
+        name: sorted({imp for imp, _ in imports_of(name, path, known) if imp in known and imp != name})
+        for name, path in modules.items()
+    }
     # A package's __init__ is imported with any of its modules; edges to it are not cycles of code.
     packages = {name for name, path in modules.items() if path.name == "__init__.py"}
     graph = {name: [t for t in targets if t not in packages] for name, targets in graph.items()}
@@ -258,8 +342,12 @@ def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
 def test_the_rules_see_the_code():
     modules = source_modules()
     assert "statectl.adapters.kafka.connect" in modules and "statectl.jobs.registry" in modules
-    kafka_imports = {imp for imp, _ in imports_of("statectl.adapters.kafka.connect",
-                                                  modules["statectl.adapters.kafka.connect"], set(modules))}
+    kafka_imports = {
+        imp
+        for imp, _ in imports_of(
+            "statectl.adapters.kafka.connect", modules["statectl.adapters.kafka.connect"], set(modules)
+        )
+    }
     assert "confluent_kafka" in kafka_imports
 
 
@@ -292,61 +380,129 @@ def test_every_adapter_is_placed():
 def test_adapters_sit_above_only_the_cluster_and_the_kernel():
     """So an adapter imports only other adapters, how a cluster is reached, which Spark is
     installed and the kernel."""
-    below = [p for layer in LAYERS[LAYER_OF["statectl.adapters"]:] for p in layer]
+    below = [p for layer in LAYERS[LAYER_OF["statectl.adapters"] :] for p in layer]
     assert below == ["statectl.cluster", "statectl.spark_support", *LAYERS[-1]]
 
 
 # ---------------------------------------------------------------- the rules catch a broken tree
 BROKEN = [
-    ("climb", {"statectl/checkpoint/x.py": "def f():\n    from statectl.run.runner import run_job\n"}, [
-        "statectl/checkpoint/x.py:2: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
-        "(layer 9) may not import statectl.run (layer 4): imports go down the layers)"]),
-    ("peer", {"statectl/run/x.py": "from statectl.query.view import leaderboard_view\n"}, [
-        "statectl/run/x.py:1: statectl.run.x imports statectl.query.view (statectl.run (layer 4) may not "
-        "import statectl.query (layer 4): peers in a layer do not import each other)"]),
-    ("observe-climb", {"statectl/observe/x.py": "from statectl.run.events import read_events\n"}, [
-        "statectl/observe/x.py:1: statectl.observe.x imports statectl.run.events (statectl.observe (layer 5) may "
-        "not import statectl.run (layer 4): imports go down the layers)"]),
-    ("relative-climb", {"statectl/checkpoint/__init__.py": "", "statectl/checkpoint/x.py": "from ..run import runner\n",
-                        "statectl/run/runner.py": ""}, [
-        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
-        "(layer 9) may not import statectl.run (layer 4): imports go down the layers)"]),
-    ("render-adapters", {"statectl/render/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
-        "statectl/render/x.py:1: statectl.render.x imports statectl.adapters.kafka.admin (statectl.render never "
-        "imports statectl.adapters: it reaches Kafka and Spark only through the domains)"]),
-    ("cli-adapters", {"statectl/cli/x.py": "def f():\n    from statectl.adapters.kafka.admin import describe\n"}, [
-        "statectl/cli/x.py:2: statectl.cli.x imports statectl.adapters.kafka.admin (statectl.cli imports no "
-        "adapter but statectl.adapters.local, the local tools the CLI drives directly: the broker process, jar "
-        "resolution, the JVM archive)"]),
-    ("checkpoint-jobs", {"statectl/checkpoint/x.py": "from statectl.jobs.registry import job_entry\n"}, [
-        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (statectl.checkpoint "
-        "(layer 9) may not import statectl.jobs (layer 7): imports go down the layers)",
-        "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (only statectl.cli, "
-        "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import "
-        "statectl.jobs)"]),
-    ("render-jobs", {"statectl/render/x.py": "from statectl.jobs.registry import job_entry\n"}, [
-        "statectl/render/x.py:1: statectl.render.x imports statectl.jobs.registry (only statectl.cli, statectl.run, "
-        "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import statectl.jobs)"]),
-    ("adapter-domain", {"statectl/adapters/kafka/x.py": "from statectl.topics.diff import TopicConfigDiff\n"}, [
-        "statectl/adapters/kafka/x.py:1: statectl.adapters.kafka.x imports statectl.topics.diff (statectl.adapters "
-        "(layer 12) may not import statectl.topics (layer 8): imports go down the layers)"]),
-    ("adapter-peer", {"statectl/adapters/spark/x.py": "from statectl.adapters.kafka.admin import describe\n"}, [
-        "statectl/adapters/spark/x.py:1: statectl.adapters.spark.x imports statectl.adapters.kafka.admin "
-        "(statectl.adapters.spark may import only statectl.adapters.local of the other adapters)"]),
-    ("heavy", {"statectl/run/x.py": "def f():\n    import pyspark.sql\n"}, [
-        "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters and statectl.jobs may import "
-        "pyspark)"]),
-    ("checkpoint-writes", {"statectl/checkpoint/x.py": "import shutil\ndef f(p, q):\n    p.replace(q)\n"
-                                                     "    open(p, 'a')\n    shutil.copy2(p, q)\n",
-                           "statectl/checkpoint/lock.py": "def f(p):\n    p.write_text('pid')\n"}, [
-        "statectl/checkpoint/x.py:3: statectl.checkpoint.x calls replace (statectl.checkpoint only reads; only "
-        "statectl.checkpoint.lock writes, its lock's files)",
-        "statectl/checkpoint/x.py:4: statectl.checkpoint.x calls open(..., 'a') (statectl.checkpoint only reads; only "
-        "statectl.checkpoint.lock writes, its lock's files)",
-        "statectl/checkpoint/x.py:5: statectl.checkpoint.x calls copy2 (statectl.checkpoint only reads; only "
-        "statectl.checkpoint.lock writes, its lock's files)"]),
-    ("no-layer", {"statectl/audit/__init__.py": "", "statectl/audit/log.py": "from statectl import errors\n"}, [
-        "statectl/audit/__init__.py: statectl.audit is in no layer (place it in LAYERS)"]),
+    (
+        "climb",
+        {"statectl/checkpoint/x.py": "def f():\n    from statectl.run.runner import run_job\n"},
+        [
+            "statectl/checkpoint/x.py:2: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
+            "(layer 9) may not import statectl.run (layer 4): imports go down the layers)"
+        ],
+    ),
+    (
+        "peer",
+        {"statectl/run/x.py": "from statectl.query.view import leaderboard_view\n"},
+        [
+            "statectl/run/x.py:1: statectl.run.x imports statectl.query.view (statectl.run (layer 4) may not "
+            "import statectl.query (layer 4): peers in a layer do not import each other)"
+        ],
+    ),
+    (
+        "observe-climb",
+        {"statectl/observe/x.py": "from statectl.run.events import read_events\n"},
+        [
+            "statectl/observe/x.py:1: statectl.observe.x imports statectl.run.events (statectl.observe (layer 5) may "
+            "not import statectl.run (layer 4): imports go down the layers)"
+        ],
+    ),
+    (
+        "relative-climb",
+        {
+            "statectl/checkpoint/__init__.py": "",
+            "statectl/checkpoint/x.py": "from ..run import runner\n",
+            "statectl/run/runner.py": "",
+        },
+        [
+            "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.run.runner (statectl.checkpoint "
+            "(layer 9) may not import statectl.run (layer 4): imports go down the layers)"
+        ],
+    ),
+    (
+        "render-adapters",
+        {"statectl/render/x.py": "from statectl.adapters.kafka.admin import describe\n"},
+        [
+            "statectl/render/x.py:1: statectl.render.x imports statectl.adapters.kafka.admin (statectl.render never "
+            "imports statectl.adapters: it reaches Kafka and Spark only through the domains)"
+        ],
+    ),
+    (
+        "cli-adapters",
+        {"statectl/cli/x.py": "def f():\n    from statectl.adapters.kafka.admin import describe\n"},
+        [
+            "statectl/cli/x.py:2: statectl.cli.x imports statectl.adapters.kafka.admin (statectl.cli imports no "
+            "adapter but statectl.adapters.local, the local tools the CLI drives directly: the broker process, jar "
+            "resolution, the JVM archive)"
+        ],
+    ),
+    (
+        "checkpoint-jobs",
+        {"statectl/checkpoint/x.py": "from statectl.jobs.registry import job_entry\n"},
+        [
+            "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (statectl.checkpoint "
+            "(layer 9) may not import statectl.jobs (layer 7): imports go down the layers)",
+            "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (only statectl.cli, "
+            "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import "
+            "statectl.jobs)",
+        ],
+    ),
+    (
+        "render-jobs",
+        {"statectl/render/x.py": "from statectl.jobs.registry import job_entry\n"},
+        [
+            "statectl/render/x.py:1: statectl.render.x imports statectl.jobs.registry (only statectl.cli, statectl.run, "
+            "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import statectl.jobs)"
+        ],
+    ),
+    (
+        "adapter-domain",
+        {"statectl/adapters/kafka/x.py": "from statectl.topics.diff import TopicConfigDiff\n"},
+        [
+            "statectl/adapters/kafka/x.py:1: statectl.adapters.kafka.x imports statectl.topics.diff (statectl.adapters "
+            "(layer 12) may not import statectl.topics (layer 8): imports go down the layers)"
+        ],
+    ),
+    (
+        "adapter-peer",
+        {"statectl/adapters/spark/x.py": "from statectl.adapters.kafka.admin import describe\n"},
+        [
+            "statectl/adapters/spark/x.py:1: statectl.adapters.spark.x imports statectl.adapters.kafka.admin "
+            "(statectl.adapters.spark may import only statectl.adapters.local of the other adapters)"
+        ],
+    ),
+    (
+        "heavy",
+        {"statectl/run/x.py": "def f():\n    import pyspark.sql\n"},
+        [
+            "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters and statectl.jobs may import "
+            "pyspark)"
+        ],
+    ),
+    (
+        "checkpoint-writes",
+        {
+            "statectl/checkpoint/x.py": "import shutil\ndef f(p, q):\n    p.replace(q)\n"
+            "    open(p, 'a')\n    shutil.copy2(p, q)\n",
+            "statectl/checkpoint/lock.py": "def f(p):\n    p.write_text('pid')\n",
+        },
+        [
+            "statectl/checkpoint/x.py:3: statectl.checkpoint.x calls replace (statectl.checkpoint only reads; only "
+            "statectl.checkpoint.lock writes, its lock's files)",
+            "statectl/checkpoint/x.py:4: statectl.checkpoint.x calls open(..., 'a') (statectl.checkpoint only reads; only "
+            "statectl.checkpoint.lock writes, its lock's files)",
+            "statectl/checkpoint/x.py:5: statectl.checkpoint.x calls copy2 (statectl.checkpoint only reads; only "
+            "statectl.checkpoint.lock writes, its lock's files)",
+        ],
+    ),
+    (
+        "no-layer",
+        {"statectl/audit/__init__.py": "", "statectl/audit/log.py": "from statectl import errors\n"},
+        ["statectl/audit/__init__.py: statectl.audit is in no layer (place it in LAYERS)"],
+    ),
 ]
 
 
@@ -364,23 +520,45 @@ def test_a_broken_rule_is_reported(tmp_path, files, expected):
 
 
 def test_a_cycle_is_reported(tmp_path):
-    modules = _tree(tmp_path, {"statectl/run/a.py": "def f():\n    from statectl.run import b\n",
-                               "statectl/run/b.py": "from . import a\n"})
+    modules = _tree(
+        tmp_path,
+        {"statectl/run/a.py": "def f():\n    from statectl.run import b\n", "statectl/run/b.py": "from . import a\n"},
+    )
     assert import_cycles(modules) == [["statectl.run.a", "statectl.run.b"]]
 
 
-@pytest.mark.parametrize("files", [
-    {"statectl/cli/x.py": "from statectl.adapters.local.broker import broker_up\n"},
-    {"statectl/adapters/local/x.py": "from statectl.adapters.kafka.connect import broker_answers\n"},
-    {"statectl/adapters/spark/x.py": "from statectl.adapters.local import jars\nfrom statectl import errors\n"},
-    {"statectl/render/x.py": "from statectl.observe.lag import LagReport\nfrom statectl.checkpoint import layout\n"},
-    {"statectl/run/x.py": "from statectl.jobs.registry import job_entry\nfrom statectl.adapters.spark import session\n"},
-    {"statectl/ui/x.py": "from statectl.observe.status import project_jobs\n"},
-    {"statectl/checkpoint/x.py": "from . import layout\nfrom .decode import formats\nfrom ..config import sections\n"},
-    {"statectl/checkpoint/x.py": "import dataclasses\ndef f(p, d):\n    open(p, 'rb')\n    p.read_text()\n"
-                                 "    dataclasses.replace(d, a=1)\n    str(p).replace('a', 'b')\n"},
-], ids=["cli-local-adapters", "local-to-kafka", "spark-to-local", "render-down", "run-to-jobs", "ui-to-observe",
-        "relative-down", "checkpoint-reading"])
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"statectl/cli/x.py": "from statectl.adapters.local.broker import broker_up\n"},
+        {"statectl/adapters/local/x.py": "from statectl.adapters.kafka.connect import broker_answers\n"},
+        {"statectl/adapters/spark/x.py": "from statectl.adapters.local import jars\nfrom statectl import errors\n"},
+        {
+            "statectl/render/x.py": "from statectl.observe.lag import LagReport\nfrom statectl.checkpoint import layout\n"
+        },
+        {
+            "statectl/run/x.py": "from statectl.jobs.registry import job_entry\nfrom statectl.adapters.spark import session\n"
+        },
+        {"statectl/ui/x.py": "from statectl.observe.status import project_jobs\n"},
+        {
+            "statectl/checkpoint/x.py": "from . import layout\nfrom .decode import formats\nfrom ..config import sections\n"
+        },
+        {
+            "statectl/checkpoint/x.py": "import dataclasses\ndef f(p, d):\n    open(p, 'rb')\n    p.read_text()\n"
+            "    dataclasses.replace(d, a=1)\n    str(p).replace('a', 'b')\n"
+        },
+    ],
+    ids=[
+        "cli-local-adapters",
+        "local-to-kafka",
+        "spark-to-local",
+        "render-down",
+        "run-to-jobs",
+        "ui-to-observe",
+        "relative-down",
+        "checkpoint-reading",
+    ],
+)
 def test_an_allowed_import_passes(tmp_path, files):
     assert violations(_tree(tmp_path, files), tmp_path) == []
 
@@ -403,8 +581,9 @@ def _doc_tree() -> list[str]:
 
 def test_the_doc_names_every_package_there_is():
     named = _doc_tree()
-    packages = {str(p.parent.relative_to(REPO)) + "/" for package in PACKAGES
-                for p in (REPO / package).rglob("__init__.py")}
+    packages = {
+        str(p.parent.relative_to(REPO)) + "/" for package in PACKAGES for p in (REPO / package).rglob("__init__.py")
+    }
     domains = {str(p.relative_to(REPO)) for p in (REPO / "statectl").glob("*.py") if p.name != "__init__.py"}
     assert sorted((packages | domains) - set(named)) == []
 
@@ -417,26 +596,37 @@ def test_the_doc_names_only_what_exists():
 
 def test_the_doc_lists_the_layers_in_order():
     section = DOC.read_text().split("## Layers", 1)[1].split("\n## ", 1)[0]
-    listed = [tuple(re.findall(r"`((?:statectl|jobs)[\w.]*)`", line))
-              for line in section.splitlines() if re.match(r"\d+\. ", line)]
+    listed = [
+        tuple(re.findall(r"`((?:statectl|jobs)[\w.]*)`", line))
+        for line in section.splitlines()
+        if re.match(r"\d+\. ", line)
+    ]
     assert listed == LAYERS
 
 
 # ---------------------------------------------------------------- the light paths
-@pytest.mark.parametrize("code", [
-    "import statectl.jobs.registry as r; r.load_job_config",
-    "from statectl.cli.main import app",
-], ids=["job-registry", "cli"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import statectl.jobs.registry as r; r.load_job_config",
+        "from statectl.cli.main import app",
+    ],
+    ids=["job-registry", "cli"],
+)
 def test_no_pyspark_or_kafka_client_on_the_light_paths(code):
-    probe = (f"import sys; {code}; heavy = [m for m in {HEAVY!r} if m in sys.modules]; "
-             "print(','.join(heavy)); sys.exit(1 if heavy else 0)")
+    probe = (
+        f"import sys; {code}; heavy = [m for m in {HEAVY!r} if m in sys.modules]; "
+        "print(','.join(heavy)); sys.exit(1 if heavy else 0)"
+    )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"loaded: {done.stdout.strip()} {done.stderr[-500:]}"
 
 
 def test_validating_a_config_loads_no_pyspark():
-    probe = ("import sys; from statectl.jobs.registry import load_job_config; "
-             "load_job_config(__import__('pathlib').Path('configs/leaderboard.yaml')); "
-             f"sys.exit(1 if any(m in sys.modules for m in {HEAVY!r}) else 0)")
+    probe = (
+        "import sys; from statectl.jobs.registry import load_job_config; "
+        "load_job_config(__import__('pathlib').Path('configs/leaderboard.yaml')); "
+        f"sys.exit(1 if any(m in sys.modules for m in {HEAVY!r}) else 0)"
+    )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-500:]

@@ -43,9 +43,13 @@ def _bad_backup(kind: str, checkpoint: Path, tmp_path: Path) -> Path:
     return tmp_path / "a-file"
 
 
-BAD = {"inside": "is inside the checkpoint", "the-checkpoint": "is inside the checkpoint",
-       "symlink-into": "is inside the checkpoint", "not-empty": "already exists and is not empty",
-       "a-file": "already exists and is not empty"}
+BAD = {
+    "inside": "is inside the checkpoint",
+    "the-checkpoint": "is inside the checkpoint",
+    "symlink-into": "is inside the checkpoint",
+    "not-empty": "already exists and is not empty",
+    "a-file": "already exists and is not empty",
+}
 
 
 @pytest.mark.parametrize("kind", sorted(BAD))

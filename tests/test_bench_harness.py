@@ -10,7 +10,9 @@ import pytest
 
 from benchmarks import peer
 
-TWIN_CONFIG = Path(__file__).resolve().parents[1] / "benchmarks/kafka_streams/src/main/java/dev/statectl/twin/TwinConfig.java"
+TWIN_CONFIG = (
+    Path(__file__).resolve().parents[1] / "benchmarks/kafka_streams/src/main/java/dev/statectl/twin/TwinConfig.java"
+)
 
 
 def twin_flags() -> dict[str, bool]:
@@ -27,7 +29,7 @@ def twin_flags() -> dict[str, bool]:
 def parse_like_the_twin(cmd: list[str]) -> dict[str, list[str]]:
     """The twin's arguments (after ``-jar JAR``) parsed as TwinConfig.parse does."""
     flags = twin_flags()
-    rest = cmd[cmd.index("-jar") + 2:]
+    rest = cmd[cmd.index("-jar") + 2 :]
     seen: dict[str, list[str]] = {}
     while rest:
         arg = rest.pop(0)
@@ -44,18 +46,30 @@ def test_twin_flags_are_read_from_its_source():
 
 
 def test_twin_set_is_passed_as_flag_and_value():
-    cmd = peer.twin_command(Path("twin.jar"), ["-Xmx1g"], Path("t.properties"), "book", "app", Path("state"),
-                            ["num.stream.threads=2", "commit.interval.ms=100"])
+    cmd = peer.twin_command(
+        Path("twin.jar"),
+        ["-Xmx1g"],
+        Path("t.properties"),
+        "book",
+        "app",
+        Path("state"),
+        ["num.stream.threads=2", "commit.interval.ms=100"],
+    )
     parsed = parse_like_the_twin(cmd)
     assert parsed["--set"] == ["num.stream.threads=2", "commit.interval.ms=100"]
     assert parsed["--settings"] == ["book"]
     assert cmd[:3] == ["java", "-Xmx1g", "-jar"]
 
 
-@pytest.mark.parametrize("system, settings, threads", [
-    ("twin-book", "book", None), ("twin-defaults", "defaults", None),
-    ("twin-book-2t", "book", "num.stream.threads=2"), ("twin-defaults-2t", "defaults", "num.stream.threads=2"),
-])
+@pytest.mark.parametrize(
+    "system, settings, threads",
+    [
+        ("twin-book", "book", None),
+        ("twin-defaults", "defaults", None),
+        ("twin-book-2t", "book", "num.stream.threads=2"),
+        ("twin-defaults-2t", "defaults", "num.stream.threads=2"),
+    ],
+)
 def test_twin_variants(system, settings, threads):
     base, extra = peer.TWIN_VARIANTS[system]
     cmd = peer.twin_command(Path("j"), [], Path("p"), base, "a", Path("s"), extra)
@@ -78,8 +92,9 @@ def test_statectl_command_parses_with_statectl_cli():
 
     from statectl.cli.main import app
 
-    cmd = peer.statectl_command(Path("l.yaml"), Path("cp"), "localhost:1", ["trigger.processing_time=1 second"],
-                                "sc://localhost:15002")
+    cmd = peer.statectl_command(
+        Path("l.yaml"), Path("cp"), "localhost:1", ["trigger.processing_time=1 second"], "sc://localhost:15002"
+    )
     assert cmd[cmd.index("--set") + 1] == "trigger.processing_time=1 second"
     assert cmd[cmd.index("--remote") + 1] == "sc://localhost:15002"
     run = get_command(app).commands["run"]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from statectl.checkpoint.decode import checksum
+from statectl.checkpoint.decode.formats import parse_state_file_name, parse_state_schema
 from statectl.checkpoint.health import check_health
 from statectl.checkpoint.layout import format_ranges
-from statectl.checkpoint.decode.formats import parse_state_file_name, parse_state_schema
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import restore_plan
 from statectl.checkpoint.state_read import FORMAT_VERSION_CONF, parse_changes, state_read_request
@@ -34,9 +34,15 @@ from tests.checkpoint_factory import (
 )
 from tests.conftest import REPO
 
-TWS = OperatorSpec(name="transformWithStateInPandasExec",
-                   state_variables=(("count", "ValueState", False), ("seen", "ListState", True),
-                                    ("lastByMinute", "MapState", False), ("$ttl_seen", "TTLState", False)))
+TWS = OperatorSpec(
+    name="transformWithStateInPandasExec",
+    state_variables=(
+        ("count", "ValueState", False),
+        ("seen", "ListState", True),
+        ("lastByMinute", "MapState", False),
+        ("$ttl_seen", "TTLState", False),
+    ),
+)
 JOIN = OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES)
 
 
@@ -119,17 +125,29 @@ def test_large_state_files_are_hashed_too():
     """Files over 32 MiB used to be checked by size only; a flipped byte in one is a mismatch now."""
     data = bytearray(33 * 1024 * 1024)
     good = {"algorithm": "CRC32C", "value": checksum.crc32c(bytes(data)), "mainFileSize": len(data)}
-    assert checksum.verify_spark_checksum(len(data), lambda: bytes(data), json.dumps(good).encode()).status == checksum.OK
+    assert (
+        checksum.verify_spark_checksum(len(data), lambda: bytes(data), json.dumps(good).encode()).status == checksum.OK
+    )
     data[len(data) // 2] = 1
-    assert checksum.verify_spark_checksum(len(data), lambda: bytes(data), json.dumps(good).encode()).status == checksum.MISMATCH
+    assert (
+        checksum.verify_spark_checksum(len(data), lambda: bytes(data), json.dumps(good).encode()).status
+        == checksum.MISMATCH
+    )
 
 
 def test_parse_schema_v2_and_v3():
     v2 = parse_state_schema(schema_v2_bytes(struct_json(("k", "string")), struct_json(("sum", "long"))))
     assert [(c.name, c.field_names("key"), c.field_names("value")) for c in v2] == [
-        ("default", ["k string"], ["sum long"])]
-    v3 = parse_state_schema(schema_v3_bytes([("count", struct_json(("k", "string")), struct_json(("c", "long"))),
-                                             ("$ttl_seen", struct_json(("k", "string")), struct_json(("x", "long")))]))
+        ("default", ["k string"], ["sum long"])
+    ]
+    v3 = parse_state_schema(
+        schema_v3_bytes(
+            [
+                ("count", struct_json(("k", "string")), struct_json(("c", "long"))),
+                ("$ttl_seen", struct_json(("k", "string")), struct_json(("x", "long"))),
+            ]
+        )
+    )
     assert [c.name for c in v3] == ["count", "$ttl_seen"]
     with pytest.raises(ValueError):
         parse_state_schema(schema_v2_bytes("{}", "{}")[:-3])
@@ -157,11 +175,33 @@ def test_format_ranges(values, text):
         ({"changelog": False}, "rocksdb", 1, ["default"], "streaming aggregation", [1, 2, 3, 4], []),
         ({"operators": (JOIN,)}, "rocksdb", 1, list(JOIN_STORES), "stream-stream join", [2, 4], [1, 2, 3, 4]),
         ({"operators": (TWS,)}, "rocksdb", 1, ["default"], "transformWithStateInPandas", [2, 4], [1, 2, 3, 4]),
-        ({"operators": (OperatorSpec(name="dedupe"),)}, "rocksdb", 1, ["default"], "dropDuplicates", [2, 4], [1, 2, 3, 4]),
-        ({"operators": (OperatorSpec(name="sessionWindowStateStoreSaveExec"),)}, "rocksdb", 1, ["default"],
-         "session window aggregation", [2, 4], [1, 2, 3, 4]),
-        ({"operators": (OperatorSpec(name="applyInPandasWithState"),)}, "rocksdb", 1, ["default"],
-         "applyInPandasWithState", [2, 4], [1, 2, 3, 4]),
+        (
+            {"operators": (OperatorSpec(name="dedupe"),)},
+            "rocksdb",
+            1,
+            ["default"],
+            "dropDuplicates",
+            [2, 4],
+            [1, 2, 3, 4],
+        ),
+        (
+            {"operators": (OperatorSpec(name="sessionWindowStateStoreSaveExec"),)},
+            "rocksdb",
+            1,
+            ["default"],
+            "session window aggregation",
+            [2, 4],
+            [1, 2, 3, 4],
+        ),
+        (
+            {"operators": (OperatorSpec(name="applyInPandasWithState"),)},
+            "rocksdb",
+            1,
+            ["default"],
+            "applyInPandasWithState",
+            [2, 4],
+            [1, 2, 3, 4],
+        ),
     ],
     ids=["rocksdb", "hdfs", "rocksdb-v2", "rocksdb-no-changelog", "join", "tws", "dedup", "session", "apply-pandas"],
 )
@@ -170,12 +210,17 @@ def test_layout(tmp_path, kwargs, provider, fmt, stores, kind, snapshots, change
     layout = read_layout(built.root)
     assert layout.query_id == built.query_id
     assert layout.provider == provider and layout.format_version == fmt
-    assert (layout.last_offset_batch, layout.last_committed_batch, layout.pending_batch, layout.next_batch) == (3, 3, None, 4)
+    assert (layout.last_offset_batch, layout.last_committed_batch, layout.pending_batch, layout.next_batch) == (
+        3,
+        3,
+        None,
+        4,
+    )
     assert [s.kind for s in layout.sources] == ["file source"]
     op = layout.operators[0]
     assert op.kind == kind and op.store_names == stores and op.num_partitions == 2
     assert sorted(op.partitions) == [0, 1]
-    for pid, store in op.all_stores():
+    for _pid, store in op.all_stores():
         assert sorted(store.snapshots) == snapshots
         assert sorted(store.changelogs) == changelogs
         assert store.provider == provider
@@ -189,8 +234,11 @@ def test_layout_of_transform_with_state_reads_variables_and_schema(tmp_path):
     op = layout.operators[0]
     assert op.metadata_version == 2 and op.metadata_batches == [0]
     assert [(v.name, v.type, v.ttl, v.internal) for v in op.state_variables] == [
-        ("count", "ValueState", False, False), ("lastByMinute", "MapState", False, False),
-        ("seen", "ListState", True, False), ("$ttl_seen", "TTLState", False, True)]
+        ("count", "ValueState", False, False),
+        ("lastByMinute", "MapState", False, False),
+        ("seen", "ListState", True, False),
+        ("$ttl_seen", "TTLState", False, True),
+    ]
     assert op.properties["timeMode"] == "ProcessingTime"
     assert op.column_families == ["count", "seen", "lastByMinute", "$ttl_seen"]
     assert len(op.schema_files) == 1 and op.schema_files[0].startswith("_stateSchema/default/0_")
@@ -200,7 +248,9 @@ def test_layout_of_several_operators(tmp_path):
     ops = (OperatorSpec(0, "dedupe", partitions=3), OperatorSpec(1, "stateStoreSave", partitions=3))
     layout = read_layout(build_checkpoint(tmp_path / "cp", operators=ops).root)
     assert [(o.operator_id, o.name, o.num_partitions) for o in layout.operators.values()] == [
-        (0, "dedupe", 3), (1, "stateStoreSave", 3)]
+        (0, "dedupe", 3),
+        (1, "stateStoreSave", 3),
+    ]
     assert layout.operators[0].partitions[0].stores["default"].key_schema == ["k string"]
 
 
@@ -285,15 +335,30 @@ def test_unreadable_entry_is_one_operational_error(tmp_path, cli):
         ({"batches": 5, "commit_last": False}, 4, 4, [], 2),
         ({"batches": 1, "commit_last": False}, 0, 0, [], 0),
     ],
-    ids=["on-snapshot", "snapshot+1", "every-3", "no-snapshot-yet", "hdfs", "hdfs-deltas-only", "no-changelog",
-         "format-v2", "uncommitted", "batch-0-uncommitted"],
+    ids=[
+        "on-snapshot",
+        "snapshot+1",
+        "every-3",
+        "no-snapshot-yet",
+        "hdfs",
+        "hdfs-deltas-only",
+        "no-changelog",
+        "format-v2",
+        "uncommitted",
+        "batch-0-uncommitted",
+    ],
 )
 def test_restore_plan(tmp_path, kwargs, target, snapshot, replay, sst_files):
     layout = read_layout(build_checkpoint(tmp_path / "cp", **kwargs).root)
     plan = restore_plan(layout)
     assert plan.target_version == target
     for s in plan.operators[0].stores:
-        assert (s.snapshot_version, [f.version for f in s.replay], s.sst_files, s.ok) == (snapshot, replay, sst_files, True)
+        assert (s.snapshot_version, [f.version for f in s.replay], s.sst_files, s.ok) == (
+            snapshot,
+            replay,
+            sst_files,
+            True,
+        )
     op = plan.operators[0]
     assert op.replay_files == 2 * len(replay)
     assert op.load_bytes == sum(s.snapshot_bytes + s.replay_bytes for s in op.stores)
@@ -324,6 +389,7 @@ def _only_first(glob):
     def mutate(root: Path):
         path = sorted(root.glob(glob))[0]
         return path
+
     return mutate
 
 
@@ -331,12 +397,14 @@ def _truncate(glob, keep=3):
     def mutate(root):
         p = sorted(root.glob(glob))[0]
         p.write_bytes(p.read_bytes()[:keep])
+
     return mutate
 
 
 def _empty(glob):
     def mutate(root):
         sorted(root.glob(glob))[0].write_bytes(b"")
+
     return mutate
 
 
@@ -347,12 +415,14 @@ def _delete(glob):
                 shutil.rmtree(p)
             else:
                 p.unlink()
+
     return mutate
 
 
 def _flip(glob, offset=0):
     def mutate(root):
         flip_byte(sorted(root.glob(glob))[0], offset)
+
     return mutate
 
 
@@ -360,76 +430,190 @@ def _write(rel, data):
     def mutate(root):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
+
     return mutate
 
 
 HEALTH_CASES = [
     # id, build kwargs, mutation, severity, code, message fragment
     ("healthy", {}, None, None, None, None),
-    ("truncated-changelog", {"batches": 5, "changelog_bytes": 2000}, _truncate("state/0/0/5.changelog"), "error",
-     "truncated", "5.changelog"),
-    ("truncated-within-a-chunk", {"batches": 5}, _truncate("state/0/0/5.changelog", 100), "error", "crc-mismatch",
-     "5.changelog"),
-    ("flipped-byte-changelog", {"batches": 5}, _flip("state/0/1/5.changelog", 20), "error", "crc-mismatch",
-     "state/0/1/5.changelog"),
+    (
+        "truncated-changelog",
+        {"batches": 5, "changelog_bytes": 2000},
+        _truncate("state/0/0/5.changelog"),
+        "error",
+        "truncated",
+        "5.changelog",
+    ),
+    (
+        "truncated-within-a-chunk",
+        {"batches": 5},
+        _truncate("state/0/0/5.changelog", 100),
+        "error",
+        "crc-mismatch",
+        "5.changelog",
+    ),
+    (
+        "flipped-byte-changelog",
+        {"batches": 5},
+        _flip("state/0/1/5.changelog", 20),
+        "error",
+        "crc-mismatch",
+        "state/0/1/5.changelog",
+    ),
     # Spark 4.2 steps around a bad snapshot (autoSnapshotRepair): 2.zip + changelogs 3..4 (a real restart agrees).
     ("flipped-byte-snapshot-zip", {}, _flip("state/0/0/4.zip", 40), "warning", "crc-mismatch", "autoSnapshotRepair"),
     ("flipped-byte-offsets", {}, _flip("offsets/1", 0), "error", "unparsable", "offsets/1"),
     ("flipped-byte-commit-json", {}, _flip("commits/2", 5), "error", "unparsable", "commits/2"),
     ("flipped-byte-metadata-value", {}, _flip("metadata", 10), "error", "crc-mismatch", "metadata"),
-    ("flipped-byte-v2-checksum-file", {"format_version": 2, "crc": False, "batches": 5},
-     _flip("state/0/0/5_*.changelog", 30), "error", "crc-mismatch", "checksum file"),
-    ("truncated-v2-size", {"format_version": 2, "crc": False, "batches": 5}, _truncate("state/0/1/5_*.changelog", 50),
-     "error", "truncated", "checksum sidecar says"),
+    (
+        "flipped-byte-v2-checksum-file",
+        {"format_version": 2, "crc": False, "batches": 5},
+        _flip("state/0/0/5_*.changelog", 30),
+        "error",
+        "crc-mismatch",
+        "checksum file",
+    ),
+    (
+        "truncated-v2-size",
+        {"format_version": 2, "crc": False, "batches": 5},
+        _truncate("state/0/1/5_*.changelog", 50),
+        "error",
+        "truncated",
+        "checksum sidecar says",
+    ),
     ("empty-offsets", {}, _empty("offsets/3"), "error", "truncated", "offsets/3 is empty"),
     ("empty-state-file", {"batches": 5}, _empty("state/0/0/5.changelog"), "error", "truncated", "0 bytes"),
     ("unparsable-metadata", {}, _write("metadata", b"{not json"), "error", "unparsable", "metadata"),
-    ("missing-commit", {}, _delete("commits/3"), "warning", "uncommitted-batch",
-     "a restart re-runs batch 3"),
-    ("missing-changelog-in-restore-path", {"batches": 5}, _delete("state/0/1/5.changelog"), "error", "version-gap",
-     "needs changelog 5"),
-    ("missing-delta-hdfs", {"batches": 5, "provider": "hdfs"}, _delete("state/0/0/5.delta"), "error",
-     "version-gap", "needs delta 5"),
-    ("gap-outside-restore-path", {"batches": 5}, _delete("state/0/0/2.changelog"), "warning", "version-gap",
-     "no changelog for version 2"),
+    ("missing-commit", {}, _delete("commits/3"), "warning", "uncommitted-batch", "a restart re-runs batch 3"),
+    (
+        "missing-changelog-in-restore-path",
+        {"batches": 5},
+        _delete("state/0/1/5.changelog"),
+        "error",
+        "version-gap",
+        "needs changelog 5",
+    ),
+    (
+        "missing-delta-hdfs",
+        {"batches": 5, "provider": "hdfs"},
+        _delete("state/0/0/5.delta"),
+        "error",
+        "version-gap",
+        "needs delta 5",
+    ),
+    (
+        "gap-outside-restore-path",
+        {"batches": 5},
+        _delete("state/0/0/2.changelog"),
+        "warning",
+        "version-gap",
+        "no changelog for version 2",
+    ),
     ("offsets-gap", {}, _delete("offsets/1"), "warning", "version-gap", "offsets/ lacks batch 1"),
     # Spark 4.2's autoSnapshotRepair rebuilds from 2.zip + changelogs (real restarts agree); without
     # changelogs there is nothing to rebuild from.
-    ("missing-snapshot-sst", {}, _delete("state/0/0/SSTs/000028-*.sst"), "warning", "missing-file",
-     "autoSnapshotRepair"),
-    ("missing-snapshot-sst-no-changelog", {"changelog": False}, _delete("state/0/0/SSTs/000028-*.sst"), "error",
-     "missing-file", "SST file"),
-    ("corrupt-snapshot-zip", {}, _write("state/0/0/4.zip", b"PK not really a zip"), "warning", "truncated",
-     "autoSnapshotRepair"),
-    ("corrupt-snapshot-zip-no-changelog", {"changelog": False}, _write("state/0/0/4.zip", b"PK not really a zip"),
-     "error", "unparsable", "cannot be opened as a RocksDB snapshot"),
+    (
+        "missing-snapshot-sst",
+        {},
+        _delete("state/0/0/SSTs/000028-*.sst"),
+        "warning",
+        "missing-file",
+        "autoSnapshotRepair",
+    ),
+    (
+        "missing-snapshot-sst-no-changelog",
+        {"changelog": False},
+        _delete("state/0/0/SSTs/000028-*.sst"),
+        "error",
+        "missing-file",
+        "SST file",
+    ),
+    (
+        "corrupt-snapshot-zip",
+        {},
+        _write("state/0/0/4.zip", b"PK not really a zip"),
+        "warning",
+        "truncated",
+        "autoSnapshotRepair",
+    ),
+    (
+        "corrupt-snapshot-zip-no-changelog",
+        {"changelog": False},
+        _write("state/0/0/4.zip", b"PK not really a zip"),
+        "error",
+        "unparsable",
+        "cannot be opened as a RocksDB snapshot",
+    ),
     ("missing-partition", {}, _delete("state/0/1"), "error", "missing-file", "partition directory 1 is missing"),
-    ("extra-partition", {}, _write("state/0/7/1.changelog", b"LZ4Block"), "warning", "partition-mismatch",
-     "state/0/7 is beyond the 2 partitions the checkpoint declares"),
-    ("missing-join-store", {"operators": (JOIN,)}, _delete("state/0/1/right-keyToNumValues"), "error",
-     "missing-file", "right-keyToNumValues"),
+    (
+        "extra-partition",
+        {},
+        _write("state/0/7/1.changelog", b"LZ4Block"),
+        "warning",
+        "partition-mismatch",
+        "state/0/7 is beyond the 2 partitions the checkpoint declares",
+    ),
+    (
+        "missing-join-store",
+        {"operators": (JOIN,)},
+        _delete("state/0/1/right-keyToNumValues"),
+        "error",
+        "missing-file",
+        "right-keyToNumValues",
+    ),
     ("missing-schema", {}, _delete("state/0/0/_metadata"), "warning", "schema-missing", "_metadata/schema"),
-    ("missing-tws-schema", {"operators": (TWS,)}, _delete("state/0/_stateSchema/default/*"), "error",
-     "schema-missing", "_stateSchema"),
-    ("missing-operator-metadata", {}, _delete("state/0/_metadata"), "warning", "missing-file",
-     "has no operator metadata"),
-    ("temp-file", {}, _write("state/0/0/.5.changelog.3f2a.tmp", b"x"), "warning", "orphaned-file",
-     "temporary file"),
+    (
+        "missing-tws-schema",
+        {"operators": (TWS,)},
+        _delete("state/0/_stateSchema/default/*"),
+        "error",
+        "schema-missing",
+        "_stateSchema",
+    ),
+    (
+        "missing-operator-metadata",
+        {},
+        _delete("state/0/_metadata"),
+        "warning",
+        "missing-file",
+        "has no operator metadata",
+    ),
+    ("temp-file", {}, _write("state/0/0/.5.changelog.3f2a.tmp", b"x"), "warning", "orphaned-file", "temporary file"),
     ("temp-file-in-log", {}, _write("offsets/.4.8e1c.tmp", b"x"), "warning", "orphaned-file", "temporary file"),
-    ("stale-versions", {"batches": 8}, _delete("commits/[0-4]"), "info", "orphaned-file",
-     "older than anything the commit log"),
-    ("unreferenced-sst", {}, _write("state/0/0/SSTs/000999-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.sst", b"x" * 10),
-     "info", "orphaned-file", "no snapshot refers to"),
-    ("uncommitted-state-version", {"commit_last": False}, None, "info", "orphaned-file",
-     "written by batch 3, which did not commit"),
+    (
+        "stale-versions",
+        {"batches": 8},
+        _delete("commits/[0-4]"),
+        "info",
+        "orphaned-file",
+        "older than anything the commit log",
+    ),
+    (
+        "unreferenced-sst",
+        {},
+        _write("state/0/0/SSTs/000999-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.sst", b"x" * 10),
+        "info",
+        "orphaned-file",
+        "no snapshot refers to",
+    ),
+    (
+        "uncommitted-state-version",
+        {"commit_last": False},
+        None,
+        "info",
+        "orphaned-file",
+        "written by batch 3, which did not commit",
+    ),
     ("no-logs", {}, _delete("[oc]*"), "error", "not-a-checkpoint", "no offsets/ and no commits/"),
     ("missing-metadata", {}, _delete("metadata"), "warning", "missing-file", "new id"),
     ("unknown-top-level-file", {}, _write("notes.txt", b"hi"), "info", "unknown-file", "notes.txt"),
 ]
 
 
-@pytest.mark.parametrize("kwargs, mutate, severity, code, fragment",
-                         [c[1:] for c in HEALTH_CASES], ids=[c[0] for c in HEALTH_CASES])
+@pytest.mark.parametrize(
+    "kwargs, mutate, severity, code, fragment", [c[1:] for c in HEALTH_CASES], ids=[c[0] for c in HEALTH_CASES]
+)
 def test_health_finding(tmp_path, kwargs, mutate, severity, code, fragment):
     built = build_checkpoint(tmp_path / "cp", **kwargs)
     if mutate:
@@ -471,8 +655,13 @@ def test_verify_all_checks_files_outside_the_restore_path(tmp_path):
         ((TWS,), 1, {}, None, "--state-var (count, lastByMinute, seen)"),
         ((TWS,), 1, {"state_var": "nope"}, None, "no state variable 'nope'"),
         ((OperatorSpec(),), 1, {"state_var": "x"}, None, "applies to transformWithState"),
-        ((OperatorSpec(),), 1, {"changes": "1..3"},
-         {"operatorId": "0", "readChangeFeed": "true", "changeStartBatchId": "1", "changeEndBatchId": "3"}, None),
+        (
+            (OperatorSpec(),),
+            1,
+            {"changes": "1..3"},
+            {"operatorId": "0", "readChangeFeed": "true", "changeStartBatchId": "1", "changeEndBatchId": "3"},
+            None,
+        ),
         ((OperatorSpec(),), 1, {"changes": "1..9"}, None, "last committed batch is 3"),
         ((OperatorSpec(),), 1, {"changes": "3-1"}, None, "FROM..TO"),
         ((OperatorSpec(),), 1, {"batch_id": 2}, {"operatorId": "0", "batchId": "2"}, None),
@@ -480,9 +669,26 @@ def test_verify_all_checks_files_outside_the_restore_path(tmp_path):
         ((OperatorSpec(0), OperatorSpec(1)), 1, {}, None, "choose one with --operator"),
         ((OperatorSpec(0), OperatorSpec(1)), 1, {"operator": 1}, {"operatorId": "1"}, None),
     ],
-    ids=["agg", "agg-v2", "join-left", "join-store", "join-needs-side", "bad-side", "side-on-agg", "tws-var",
-         "tws-needs-var", "tws-unknown-var", "var-on-agg", "changes", "changes-too-far", "changes-syntax", "batch-id",
-         "unknown-operator", "two-operators", "second-operator"],
+    ids=[
+        "agg",
+        "agg-v2",
+        "join-left",
+        "join-store",
+        "join-needs-side",
+        "bad-side",
+        "side-on-agg",
+        "tws-var",
+        "tws-needs-var",
+        "tws-unknown-var",
+        "var-on-agg",
+        "changes",
+        "changes-too-far",
+        "changes-syntax",
+        "batch-id",
+        "unknown-operator",
+        "two-operators",
+        "second-operator",
+    ],
 )
 def test_state_read_request(tmp_path, ops, fmt, kwargs, options, error):
     layout = read_layout(build_checkpoint(tmp_path / "cp", operators=ops, format_version=fmt).root)
@@ -536,8 +742,9 @@ def test_cli_error_finding_exits_1(cli, tmp_path):
     assert "unhealthy: 1 error" in result.stderr
 
 
-@pytest.mark.parametrize("make", [lambda p: None, lambda p: p.mkdir(), lambda p: p.write_text("x")],
-                         ids=["missing", "empty", "file"])
+@pytest.mark.parametrize(
+    "make", [lambda p: None, lambda p: p.mkdir(), lambda p: p.write_text("x")], ids=["missing", "empty", "file"]
+)
 def test_cli_not_a_checkpoint_exits_2_with_one_line(cli, tmp_path, make):
     path = tmp_path / "cp"
     make(path)
@@ -552,16 +759,47 @@ def test_cli_json_schema(cli, tmp_path):
     result = cli("inspect-state", str(built.root), "--json")
     assert result.exit_code == 0
     doc = json.loads(result.stdout)
-    assert set(doc) == {"schema", "checkpoint", "query_id", "format_version", "provider", "provider_class",
-                        "changelog_checkpointing", "batches", "conf", "sources", "operators", "restore_plan",
-                        "findings", "finding_counts", "healthy", "checks", "totals", "rows", "verdict_for"}
+    assert set(doc) == {
+        "schema",
+        "checkpoint",
+        "query_id",
+        "format_version",
+        "provider",
+        "provider_class",
+        "changelog_checkpointing",
+        "batches",
+        "conf",
+        "sources",
+        "operators",
+        "restore_plan",
+        "findings",
+        "finding_counts",
+        "healthy",
+        "checks",
+        "totals",
+        "rows",
+        "verdict_for",
+    }
     assert doc["schema"] == "statectl.inspect-state/1"
-    assert doc["batches"] == {"offsets": [[0, 4]], "commits": [[0, 3]], "last_offset": 4, "last_committed": 3,
-                              "uncommitted": 4, "next_batch": 4, "watermark_ms": 0,
-                              "batch_timestamp_ms": 1_700_000_004_000}
+    assert doc["batches"] == {
+        "offsets": [[0, 4]],
+        "commits": [[0, 3]],
+        "last_offset": 4,
+        "last_committed": 3,
+        "uncommitted": 4,
+        "next_batch": 4,
+        "watermark_ms": 0,
+        "batch_timestamp_ms": 1_700_000_004_000,
+    }
     op = doc["operators"][0]
     assert (op["operator_id"], op["name"], op["kind"], op["stores"], op["num_partitions"], op["provider"]) == (
-        0, "stateStoreSave", "streaming aggregation", ["default"], 2, "rocksdb")
+        0,
+        "stateStoreSave",
+        "streaming aggregation",
+        ["default"],
+        2,
+        "rocksdb",
+    )
     store = op["partitions"][0]["stores"][0]
     assert [s["version"] for s in store["snapshots"]] == [2, 4]
     assert store["versions"] == [[1, 5]]

@@ -31,13 +31,6 @@ import pytest
 from statectl.checkpoint.decode import checksum
 from statectl.checkpoint.health import check_health
 from statectl.checkpoint.reader import read_layout
-from statectl.maintenance.relocate import (
-    FILES_DIR,
-    MANIFEST,
-    RelocateRequest,
-    apply_relocation,
-    plan_relocation,
-)
 from statectl.checkpoint.restore import restore_plan
 from statectl.checkpoint.schema_paths import (
     ELSEWHERE,
@@ -48,19 +41,27 @@ from statectl.checkpoint.schema_paths import (
     local_file_path,
     recorded_schema_paths,
 )
-from statectl.maintenance.relocate_plan import relocation_plan, rewrite_metadata
 from statectl.errors import OperationalError, UsageError
+from statectl.maintenance.relocate import (
+    FILES_DIR,
+    MANIFEST,
+    RelocateRequest,
+    apply_relocation,
+    plan_relocation,
+)
+from statectl.maintenance.relocate_plan import relocation_plan, rewrite_metadata
 from tests.checkpoint_factory import (
-    age_log_file,
     OperatorSpec,
+    age_log_file,
     build_checkpoint,
     hadoop_crc,
     tree_fingerprint,
     write,
 )
 
-TWS = OperatorSpec(name="transformWithStateInPandasExec",
-                   state_variables=(("count", "ValueState", False), ("seen", "ListState", True)))
+TWS = OperatorSpec(
+    name="transformWithStateInPandasExec", state_variables=(("count", "ValueState", False), ("seen", "ListState", True))
+)
 META = "state/0/_metadata/v2"
 
 
@@ -94,8 +95,9 @@ def spark_failed_attempt(moved: Path, orig: Path) -> str:
     logged without its commit, a new schema file, and `_metadata/v2/3` naming old and new place."""
     old = f"file:{orig}/state/0/_stateSchema/default/{schema_name(moved)}"
     new_schema = "3_294342dd-0e06-4da8-ac51-93a1c2f91267"
-    shutil.copy(moved / "state/0/_stateSchema/default" / schema_name(moved),
-                moved / "state/0/_stateSchema/default" / new_schema)
+    shutil.copy(
+        moved / "state/0/_stateSchema/default" / schema_name(moved), moved / "state/0/_stateSchema/default" / new_schema
+    )
     shutil.copy(moved / "offsets/2", moved / "offsets/3")
     age_log_file(moved / "offsets/3")  # the attempt was a while ago: no query is in the middle of batch 3
     set_paths(moved, 3, [old, f"file:{moved}/state/0/_stateSchema/default/{new_schema}"])
@@ -111,27 +113,50 @@ def moved_findings(root: Path) -> list:
 # where a recorded path points
 
 
-@pytest.mark.parametrize("recorded, expected", [
-    ("file:/data/ckpt/state/0/_stateSchema/default/0_x", "/data/ckpt/state/0/_stateSchema/default/0_x"),
-    ("file:///data/ckpt/x", "/data/ckpt/x"),
-    ("file://localhost/data/ckpt/x", "/data/ckpt/x"),
-    ("/data/ckpt/x", "/data/ckpt/x"),
-    ("file:/tmp/a b%c/ckpt/x", "/tmp/a b%c/ckpt/x"),  # Spark writes paths undecoded
-    ("file://otherhost/data/x", None),
-    ("s3a://bucket/ckpt/state/0/_stateSchema/default/0_x", None),
-    ("abfss://c@acct.dfs.core.windows.net/ckpt/x", None),
-    ("hdfs://nn:8020/ckpt/x", None),
-    ("relative/x", None),
-], ids=["file-one-slash", "file-three-slashes", "file-localhost", "no-scheme", "space-and-percent",
-        "file-other-host", "s3a", "abfss", "hdfs", "relative"])
+@pytest.mark.parametrize(
+    "recorded, expected",
+    [
+        ("file:/data/ckpt/state/0/_stateSchema/default/0_x", "/data/ckpt/state/0/_stateSchema/default/0_x"),
+        ("file:///data/ckpt/x", "/data/ckpt/x"),
+        ("file://localhost/data/ckpt/x", "/data/ckpt/x"),
+        ("/data/ckpt/x", "/data/ckpt/x"),
+        ("file:/tmp/a b%c/ckpt/x", "/tmp/a b%c/ckpt/x"),  # Spark writes paths undecoded
+        ("file://otherhost/data/x", None),
+        ("s3a://bucket/ckpt/state/0/_stateSchema/default/0_x", None),
+        ("abfss://c@acct.dfs.core.windows.net/ckpt/x", None),
+        ("hdfs://nn:8020/ckpt/x", None),
+        ("relative/x", None),
+    ],
+    ids=[
+        "file-one-slash",
+        "file-three-slashes",
+        "file-localhost",
+        "no-scheme",
+        "space-and-percent",
+        "file-other-host",
+        "s3a",
+        "abfss",
+        "hdfs",
+        "relative",
+    ],
+)
 def test_local_file_path_of_a_recorded_uri(recorded, expected):
     assert local_file_path(recorded) == expected
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("own", HERE), ("own-three-slashes", HERE), ("own-no-scheme", HERE), ("through-symlink", HERE),
-    ("original-gone", GONE), ("original-kept", ELSEWHERE), ("s3a", REMOTE),
-], ids=lambda v: v)
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("own", HERE),
+        ("own-three-slashes", HERE),
+        ("own-no-scheme", HERE),
+        ("through-symlink", HERE),
+        ("original-gone", GONE),
+        ("original-kept", ELSEWHERE),
+        ("s3a", REMOTE),
+    ],
+    ids=lambda v: v,
+)
 def test_classify_a_recorded_path(tmp_path, case, expected):
     orig, moved = moved_tws(tmp_path, keep_original=case == "original-kept")
     name = schema_name(moved)
@@ -139,9 +164,13 @@ def test_classify_a_recorded_path(tmp_path, case, expected):
     link = tmp_path / "link"
     link.symlink_to(moved)
     recorded = {
-        "own": f"file:{moved}/{tail}", "own-three-slashes": f"file://{moved}/{tail}", "own-no-scheme": f"{moved}/{tail}",
-        "through-symlink": f"file:{link}/{tail}", "original-gone": f"file:{orig}/{tail}",
-        "original-kept": f"file:{orig}/{tail}", "s3a": f"s3a://bucket/ckpt/{tail}",
+        "own": f"file:{moved}/{tail}",
+        "own-three-slashes": f"file://{moved}/{tail}",
+        "own-no-scheme": f"{moved}/{tail}",
+        "through-symlink": f"file:{link}/{tail}",
+        "original-gone": f"file:{orig}/{tail}",
+        "original-kept": f"file:{orig}/{tail}",
+        "s3a": f"s3a://bucket/ckpt/{tail}",
     }[case]
     assert classify(str(moved), "state/0", recorded) == (tail, expected)
 
@@ -161,9 +190,14 @@ def test_a_moved_checkpoint_is_an_error_that_names_the_failure_and_the_fix(tmp_p
     findings = moved_findings(moved)
     assert [(f.severity, f.path, f.operator_id) for f in findings] == [("error", f"{META}/0", 0)]
     message = findings[0].message
-    assert f"names its schema files at file:{orig}, where the checkpoint was before it was moved or copied, and they are not there any more" in message
-    assert (f'a restart fails with "File file:{orig}/state/0/_stateSchema/default/{schema_name(moved)} does not exist"'
-            in message)
+    assert (
+        f"names its schema files at file:{orig}, where the checkpoint was before it was moved or copied, and they are not there any more"
+        in message
+    )
+    assert (
+        f'a restart fails with "File file:{orig}/state/0/_stateSchema/default/{schema_name(moved)} does not exist"'
+        in message
+    )
     assert f"statectl relocate-checkpoint {moved}" in message
 
 
@@ -233,11 +267,15 @@ def test_rewrite_changes_only_the_path_strings(tmp_path):
     assert after.startswith(b"v2\n") and b"\n" not in after[3:]
 
 
-@pytest.mark.parametrize("text, refusal", [
-    (b"v3\n{}", "it cannot be parsed"),
-    (b"v2\nnot json", "it cannot be parsed"),
-    (None, "is not spelled in the file the way statectl would write it back"),
-], ids=["unknown-version", "not-json", "escaped-slash"])
+@pytest.mark.parametrize(
+    "text, refusal",
+    [
+        (b"v3\n{}", "it cannot be parsed"),
+        (b"v2\nnot json", "it cannot be parsed"),
+        (None, "is not spelled in the file the way statectl would write it back"),
+    ],
+    ids=["unknown-version", "not-json", "escaped-slash"],
+)
 def test_rewrite_refuses_what_it_cannot_write_back_exactly(tmp_path, text, refusal):
     _orig, moved = moved_tws(tmp_path)
     if text is None:  # the same JSON with "/" escaped as "\/": valid, but not how Spark writes it
@@ -265,7 +303,9 @@ def test_plan_rewrites_every_metadata_file_and_recomputes_its_crc(tmp_path):
     plan = _plan(moved)
     assert plan.refusals == []
     assert [(f.path, f.crc_path, len(f.replaced)) for f in plan.files] == [
-        (f"{META}/0", f"{META}/.0.crc", 1), (f"{META}/3", f"{META}/.3.crc", 1)]
+        (f"{META}/0", f"{META}/.0.crc", 1),
+        (f"{META}/3", f"{META}/.3.crc", 1),
+    ]
     assert plan.old_roots == [f"file:{orig}"] and plan.new_root == f"file:{moved}"
     for f in plan.files:
         assert checksum.verify_hadoop_crc(f.after, f.crc_after).status == checksum.OK
@@ -273,10 +313,14 @@ def test_plan_rewrites_every_metadata_file_and_recomputes_its_crc(tmp_path):
     assert any("batch 3 is in offsets/ without a commit" in n for n in plan.notes)
 
 
-@pytest.mark.parametrize("damage, refusal", [
-    ("schema-missing-here", "is not in this checkpoint either (copy it from the original first)"),
-    ("crc-mismatch", "does not match its .crc"),
-], ids=lambda v: v)
+@pytest.mark.parametrize(
+    "damage, refusal",
+    [
+        ("schema-missing-here", "is not in this checkpoint either (copy it from the original first)"),
+        ("crc-mismatch", "does not match its .crc"),
+    ],
+    ids=lambda v: v,
+)
 def test_plan_refuses_when_the_rewrite_would_not_be_safe(tmp_path, damage, refusal):
     _orig, moved = moved_tws(tmp_path)
     if damage == "schema-missing-here":

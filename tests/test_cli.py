@@ -12,8 +12,9 @@ from tests.conftest import REPO
 
 
 def _commands():
-    from statectl.cli.main import app
     from typer.main import get_command
+
+    from statectl.cli.main import app
 
     root = get_command(app)
     out = []

@@ -52,8 +52,10 @@ def test_every_bootstrap_address_is_named_with_its_reason(cli, closed_port):
     bootstrap = f"no-such-host.invalid:9092,127.0.0.1:{closed_port}"
     result = cli("query", "leaderboard", "-b", bootstrap)
     assert result.exit_code == 1
-    assert (f"cannot reach Kafka at {bootstrap} (no-such-host.invalid:9092: host 'no-such-host.invalid' "
-            f"does not resolve; 127.0.0.1:{closed_port}: connection refused)") in result.stderr
+    assert (
+        f"cannot reach Kafka at {bootstrap} (no-such-host.invalid:9092: host 'no-such-host.invalid' "
+        f"does not resolve; 127.0.0.1:{closed_port}: connection refused)"
+    ) in result.stderr
 
 
 def test_kafka_down_takes_port_like_up(cli, closed_port, tmp_path):
@@ -78,15 +80,21 @@ def test_kafka_down_takes_port_like_up(cli, closed_port, tmp_path):
 
 
 # ---------------------------------------------------------------- consume: records as JSON lines
-def _record(key: bytes | None, value: bytes | None, timestamp: int | None = 1_700_000_000_000,
-            headers=None) -> ConsumedRecord:
+def _record(
+    key: bytes | None, value: bytes | None, timestamp: int | None = 1_700_000_000_000, headers=None
+) -> ConsumedRecord:
     return ConsumedRecord("leaderboard-dlq", 2, 41, key, value, timestamp, headers)
 
 
 @pytest.mark.parametrize(
     "key, value, expected_key, expected_value",
     [
-        (b"3", b'{"reason": "unknown_player", "sourceOffset": 7}', "3", {"reason": "unknown_player", "sourceOffset": 7}),
+        (
+            b"3",
+            b'{"reason": "unknown_player", "sourceOffset": 7}',
+            "3",
+            {"reason": "unknown_player", "sourceOffset": 7},
+        ),
         (None, b'[{"playerId": 3}]', None, [{"playerId": 3}]),
         (b"1", b"check-in", "1", "check-in"),
         (b"1", b"{not json", "1", "{not json"),
@@ -96,8 +104,17 @@ def _record(key: bytes | None, value: bytes | None, timestamp: int | None = 1_70
         (b"\xff\x00k", b"caf\xc3\xa9 \xff", "\\xff\x00k", "caf\u00e9 \\xff"),
         (b"", b"", "", ""),
     ],
-    ids=["json-object", "no-key", "text", "malformed-json", "nan-stays-text", "json-number", "tombstone",
-         "not-utf8", "empty"],
+    ids=[
+        "json-object",
+        "no-key",
+        "text",
+        "malformed-json",
+        "nan-stays-text",
+        "json-number",
+        "tombstone",
+        "not-utf8",
+        "empty",
+    ],
 )
 def test_a_record_becomes_one_json_line(key, value, expected_key, expected_value):
     """Bad inputs: values that are not JSON, malformed JSON, NaN (not JSON, so it must stay text
@@ -105,9 +122,15 @@ def test_a_record_becomes_one_json_line(key, value, expected_key, expected_value
     from statectl.query.consume import record_json
 
     line = json.dumps(record_json(_record(key, value)))
-    assert json.loads(line) == {"topic": "leaderboard-dlq", "partition": 2, "offset": 41,
-                                "timestamp": 1_700_000_000_000, "key": expected_key, "value": expected_value,
-                                "headers": []}
+    assert json.loads(line) == {
+        "topic": "leaderboard-dlq",
+        "partition": 2,
+        "offset": 41,
+        "timestamp": 1_700_000_000_000,
+        "key": expected_key,
+        "value": expected_value,
+        "headers": [],
+    }
     assert "NaN" not in line or isinstance(expected_value, str)
 
 
@@ -137,7 +160,8 @@ def test_the_start_message_says_what_the_read_does():
     assert at_end.follows
     assert start_message(at_end, 3, 12, 0) == (
         "following leaderboard-dlq (3 partitions) from its end (up to 12 earlier records: add --from-beginning "
-        "to see them); Ctrl-C to stop")
+        "to see them); Ctrl-C to stop"
+    )
     whole = ConsumeRequest("b:1", "leaderboard-dlq", from_beginning=True)
     assert not whole.follows
     assert start_message(whole, 1, 0, 1) == "reading leaderboard-dlq (1 partition) from the beginning (up to 1 record)"
@@ -150,12 +174,25 @@ def test_the_start_message_says_what_the_read_does():
     [
         ({"from_beginning": True}, 0, 0, "reading t (2 partitions) from the beginning (no records)"),
         ({"from_beginning": True}, 0, 5, "reading t (2 partitions) from the beginning (up to 5 records)"),
-        ({"from_beginning": True, "read_committed": False}, 0, 5,
-         "reading t (2 partitions, uncommitted records too) from the beginning (up to 5 records)"),
-        ({"from_beginning": True, "follow": True}, 0, 0,
-         "reading t (2 partitions) from the beginning (no records so far), then following; Ctrl-C to stop"),
-        ({}, 1, 0, "following t (2 partitions) from its end (up to 1 earlier record: add --from-beginning to see "
-                   "them); Ctrl-C to stop"),
+        (
+            {"from_beginning": True, "read_committed": False},
+            0,
+            5,
+            "reading t (2 partitions, uncommitted records too) from the beginning (up to 5 records)",
+        ),
+        (
+            {"from_beginning": True, "follow": True},
+            0,
+            0,
+            "reading t (2 partitions) from the beginning (no records so far), then following; Ctrl-C to stop",
+        ),
+        (
+            {},
+            1,
+            0,
+            "following t (2 partitions) from its end (up to 1 earlier record: add --from-beginning to see "
+            "them); Ctrl-C to stop",
+        ),
     ],
     ids=["empty", "offsets-not-records", "read-uncommitted", "follow-empty", "one-earlier"],
 )
@@ -176,8 +213,9 @@ def test_an_unknown_game_names_a_few_known_ids_and_how_many():
     view = {str(i): [] for i in range(1, 101)}
     with pytest.raises(UsageError) as info:
         select_game(view, "999")
-    assert str(info.value) == ("no leaderboard for product '999' (did you mean '99'?); "
-                               "100 games known: 1, 2, 3, 4, 5 and 95 more")
+    assert str(info.value) == (
+        "no leaderboard for product '999' (did you mean '99'?); 100 games known: 1, 2, 3, 4, 5 and 95 more"
+    )
     with pytest.raises(UsageError) as info:
         select_game({"1": [], "6": []}, "7")
     assert str(info.value) == "no leaderboard for product '7'; 2 games known: 1, 6"

@@ -35,8 +35,14 @@ print(json.dumps({"code": code, "help": out.getvalue(), "modules": modules,
 
 
 def _help_run(args: list[str]) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "100"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])
 

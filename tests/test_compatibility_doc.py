@@ -58,7 +58,7 @@ def test_each_gated_cell_is_a_gate_and_its_release_is_older(command, column, min
 
 def test_a_gated_feature_is_gated_on_every_older_release_in_its_row():
     for row in table_after("Commands × Spark"):
-        for column, cell in zip(COLUMNS[:5], row[1:6]):
+        for _column, cell in zip(COLUMNS[:5], row[1:6]):
             match = re.fullmatch(r"gated: (\d+\.\d+) \((.+)\)", cell)
             if match:
                 older = [c for c in COLUMNS[:5] if release(c) < release(match[1])]

@@ -61,14 +61,23 @@ pytestmark = pytest.mark.skipif(not _statectl_installed(), reason="the statectl 
 # ---------------------------------------------------------------- bash, really
 def _bash_complete(cwd: Path, line: str, **env: str) -> list[str]:
     """COMPREPLY after the generated script's function completes ``line`` in a real bash."""
-    script = subprocess.run(["statectl", "--show-completion", "bash"], env=_env(**env), capture_output=True, text=True,
-                            cwd=cwd, timeout=60).stdout
+    script = subprocess.run(
+        ["statectl", "--show-completion", "bash"], env=_env(**env), capture_output=True, text=True, cwd=cwd, timeout=60
+    ).stdout
     assert "complete -o default -F _statectl_completion statectl" in script
     words = line.split(" ")
-    driver = (f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in words)})\nCOMP_CWORD={len(words) - 1}\n"
-              f"_statectl_completion statectl\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
-    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", driver], env=_env(**env), capture_output=True,
-                          text=True, cwd=cwd, timeout=60)
+    driver = (
+        f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in words)})\nCOMP_CWORD={len(words) - 1}\n"
+        f"_statectl_completion statectl\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n"
+    )
+    done = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", driver],
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
     assert done.stderr == ""
     return [w for w in done.stdout.splitlines() if w]
 
@@ -78,7 +87,12 @@ def test_bash_jobs_examples_and_project_jobs(project):
     assert _bash_complete(project, "statectl lag my") == ["my-sales"]
     assert _bash_complete(project, "statectl run advanced-state t") == ["tombstones", "topic-configs"]
     assert _bash_complete(project, "statectl reset advanced-state ") == [
-        "tombstones", "windowed-retention", "bounded-state", "topic-configs", "sales-threshold"]
+        "tombstones",
+        "windowed-retention",
+        "bounded-state",
+        "topic-configs",
+        "sales-threshold",
+    ]
 
 
 def test_bash_contexts(project):
@@ -90,14 +104,26 @@ def test_bash_contexts(project):
 def test_bash_checkpoints(project):
     root = project.resolve()
     assert _bash_complete(project, "statectl inspect-state ") == [
-        "cps/advanced-state-tombstones", "cps/leaderboard", ".statectl/checkpoints/old-run", "cps/", "data/"]
-    assert _bash_complete(project, "statectl lag leaderboard --checkpoint-dir cps/l") == ["cps/leaderboard", "cps/leaderboard/"]
+        "cps/advanced-state-tombstones",
+        "cps/leaderboard",
+        ".statectl/checkpoints/old-run",
+        "cps/",
+        "data/",
+    ]
+    assert _bash_complete(project, "statectl lag leaderboard --checkpoint-dir cps/l") == [
+        "cps/leaderboard",
+        "cps/leaderboard/",
+    ]
     # another context's root is not this one's: prod has none, so only ./.statectl's and folders
     assert _bash_complete(project, "statectl relocate-checkpoint --context prod .st") == [
-        ".statectl/checkpoints/old-run", ".statectl/"]
+        ".statectl/checkpoints/old-run",
+        ".statectl/",
+    ]
     deep = project / "data"
-    assert _bash_complete(deep, "statectl inspect-state ") == [f"{root}/cps/advanced-state-tombstones",
-                                                              f"{root}/cps/leaderboard"]
+    assert _bash_complete(deep, "statectl inspect-state ") == [
+        f"{root}/cps/advanced-state-tombstones",
+        f"{root}/cps/leaderboard",
+    ]
 
 
 def test_a_broken_project_still_completes_jobs(project):
@@ -141,12 +167,14 @@ def _protocol(cwd: Path, shell: str, line: str) -> str:
 
 def test_protocol_zsh(project):
     assert _protocol(project, "zsh", "statectl context use ") == (
-        "_arguments '*: :((\"dev\":\"current; 127.0.0.1\\\\:1\"\n\"prod\":\"prod.invalid\\\\:9093\"))'\n")
+        '_arguments \'*: :(("dev":"current; 127.0.0.1\\\\:1"\n"prod":"prod.invalid\\\\:9093"))\'\n'
+    )
 
 
 def test_protocol_fish(project):
     assert _protocol(project, "fish", "statectl run ") == (
-        "leaderboard\ta shipped job\nadvanced-state\ta shipped job with 5 examples\nmy-sales\tproject job: sales.yaml\n")
+        "leaderboard\ta shipped job\nadvanced-state\ta shipped job with 5 examples\nmy-sales\tproject job: sales.yaml\n"
+    )
 
 
 def test_protocol_bash_example_of_an_unknown_job(project):
@@ -154,32 +182,54 @@ def test_protocol_bash_example_of_an_unknown_job(project):
 
 
 # ---------------------------------------------------------------- zsh and fish, really
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (scripts/setup.sh --tests installs it as root)")
+@pytest.mark.skipif(
+    shutil.which("zsh") is None, reason="zsh is not installed (scripts/setup.sh --tests installs it as root)"
+)
 def test_zsh_really(project, tmp_path):
-    script = subprocess.run(["zsh", "-c", "statectl --show-completion; true"], env=_env(), capture_output=True,
-                            text=True, cwd=project, timeout=60).stdout
+    script = subprocess.run(
+        ["zsh", "-c", "statectl --show-completion; true"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=60,
+    ).stdout
     assert script.startswith("#compdef statectl")
     (tmp_path / "statectl.zsh").write_text(script)
-    driver = ("compdef() { : }\n_arguments() { print -rl -- \"$@\" }\nsource ${0:h}/statectl.zsh\n"
-              "words=(statectl run advanced-state w)\nCURRENT=4\n_statectl_completion\n")
+    driver = (
+        'compdef() { : }\n_arguments() { print -rl -- "$@" }\nsource ${0:h}/statectl.zsh\n'
+        "words=(statectl run advanced-state w)\nCURRENT=4\n_statectl_completion\n"
+    )
     (tmp_path / "driver.zsh").write_text(driver)
-    done = subprocess.run(["zsh", "-f", str(tmp_path / "driver.zsh")], env=_env(), capture_output=True, text=True,
-                          cwd=project, timeout=60)
-    assert (done.stdout, done.stderr) == ("*: :((\"windowed-retention\":\"of advanced-state\"))\n", "")
+    done = subprocess.run(
+        ["zsh", "-f", str(tmp_path / "driver.zsh")], env=_env(), capture_output=True, text=True, cwd=project, timeout=60
+    )
+    assert (done.stdout, done.stderr) == ('*: :(("windowed-retention":"of advanced-state"))\n', "")
 
 
-@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed (scripts/setup.sh --tests installs it as root)")
+@pytest.mark.skipif(
+    shutil.which("fish") is None, reason="fish is not installed (scripts/setup.sh --tests installs it as root)"
+)
 def test_fish_really(project):
-    command = ("statectl --show-completion | source; complete -C 'statectl run '; "
-               "complete -C 'statectl status --context '; complete -C 'statectl inspect-state cps/'")
-    done = subprocess.run(["fish", "--no-config", "-c", command], env=_env(), capture_output=True, text=True,
-                          cwd=project, timeout=60)
+    command = (
+        "statectl --show-completion | source; complete -C 'statectl run '; "
+        "complete -C 'statectl status --context '; complete -C 'statectl inspect-state cps/'"
+    )
+    done = subprocess.run(
+        ["fish", "--no-config", "-c", command], env=_env(), capture_output=True, text=True, cwd=project, timeout=60
+    )
     assert done.stderr == ""
     assert done.stdout.splitlines() == [
-        "advanced-state\ta shipped job with 5 examples", "leaderboard\ta shipped job",
+        "advanced-state\ta shipped job with 5 examples",
+        "leaderboard\ta shipped job",
         "my-sales\tproject job: sales.yaml",
-        "dev\tcurrent; 127.0.0.1:1", "prod\tprod.invalid:9093",
-        "cps/advanced-state-tombstones", "cps/advanced-state-tombstones/", "cps/leaderboard", "cps/leaderboard/"]
+        "dev\tcurrent; 127.0.0.1:1",
+        "prod\tprod.invalid:9093",
+        "cps/advanced-state-tombstones",
+        "cps/advanced-state-tombstones/",
+        "cps/leaderboard",
+        "cps/leaderboard/",
+    ]
 
 
 # ---------------------------------------------------------------- the core, in this process
@@ -199,7 +249,11 @@ def test_checkpoint_dirs_pure(project):
 
     loaded = load(env={}, cwd=project)
     assert checkpoint_dirs(loaded, "", project) == [
-        ("cps/advanced-state-tombstones", "checkpoint (context dev)"), ("cps/leaderboard", "checkpoint (context dev)"),
-        (".statectl/checkpoints/old-run", "checkpoint (this folder's .statectl)"), ("cps/", ""), ("data/", "")]
+        ("cps/advanced-state-tombstones", "checkpoint (context dev)"),
+        ("cps/leaderboard", "checkpoint (context dev)"),
+        (".statectl/checkpoints/old-run", "checkpoint (this folder's .statectl)"),
+        ("cps/", ""),
+        ("data/", ""),
+    ]
     assert checkpoint_dirs(loaded, f"{project}/d", project) == [(f"{project}/data/", "")]
     assert checkpoint_dirs(loaded, "nowhere/x", project) == []

@@ -9,10 +9,15 @@ from collections import Counter
 
 import pytest
 
-from statectl.produce.datasets import (
-    DATASETS, DatasetOptions, dataset_batches, parse_lines, read_lines_file, score_events,
-)
 from statectl.errors import UsageError
+from statectl.produce.datasets import (
+    DATASETS,
+    DatasetOptions,
+    dataset_batches,
+    parse_lines,
+    read_lines_file,
+    score_events,
+)
 
 
 @pytest.mark.parametrize(
@@ -28,7 +33,17 @@ from statectl.errors import UsageError
         (b"|v\n", True, "|", [(b"", b"v")], 0, 0),
         (b"", True, "|", [], 0, 0),
     ],
-    ids=["basic", "first-separator-only", "tombstone", "blank-lines", "crlf", "unkeyed", "tab", "empty-key", "empty-file"],
+    ids=[
+        "basic",
+        "first-separator-only",
+        "tombstone",
+        "blank-lines",
+        "crlf",
+        "unkeyed",
+        "tab",
+        "empty-key",
+        "empty-file",
+    ],
 )
 def test_parse_lines(data, parse_key, sep, records, skipped, tombstones):
     parsed = parse_lines(data, parse_key, sep)
@@ -63,7 +78,11 @@ def test_unknown_dataset_suggests_a_name():
 
 
 def test_seed_datasets_have_the_seed_counts():
-    counts = {name: [(b.topic, b.count) for b in dataset_batches(name, DatasetOptions())] for name in DATASETS if not DATASETS[name].synthetic}
+    counts = {
+        name: [(b.topic, b.count) for b in dataset_batches(name, DatasetOptions())]
+        for name in DATASETS
+        if not DATASETS[name].synthetic
+    }
     assert counts == {
         "leaderboard": [("players", 4), ("products", 2), ("score-events", 8)],
         "patient-events": [("patient-events", 2)],
@@ -111,18 +130,23 @@ def _score_values_with_random_choices(count, players, products, seed, chunk=65_5
         ps = rng.choices(player_ids, cum_weights=pw, k=k)
         qs = rng.choices(product_ids, cum_weights=qw, k=k)
         scores = [int(rng.random() * 100_000) for _ in range(k)]
-        out += [b'{"score": %d%s, "product_id": %d, "player_id": %d}' % (s, b".5" if s & 7 == 0 else b"", q, p)
-                for s, q, p in zip(scores, qs, ps)]
+        out += [
+            b'{"score": %d%s, "product_id": %d, "player_id": %d}' % (s, b".5" if s & 7 == 0 else b"", q, p)
+            for s, q, p in zip(scores, qs, ps)
+        ]
         done += k
     return out
 
 
-@pytest.mark.parametrize("count, players, products, seed", [
-    (150_000, 1000, 100, 42),  # the benchmark's shape, over three chunks
-    (70_001, 5, 3, 9),  # a last chunk of one record
-    (10, 1, 1, 8),  # one player and one product: every draw lands on the same id
-    (0, 3, 3, 1),
-])
+@pytest.mark.parametrize(
+    "count, players, products, seed",
+    [
+        (150_000, 1000, 100, 42),  # the benchmark's shape, over three chunks
+        (70_001, 5, 3, 9),  # a last chunk of one record
+        (10, 1, 1, 8),  # one player and one product: every draw lands on the same id
+        (0, 3, 3, 1),
+    ],
+)
 def test_score_events_are_the_records_random_choices_draws(count, players, products, seed):
     values = [v for _, v in score_events(count, players, products, seed)]
     assert values == _score_values_with_random_choices(count, players, products, seed)
@@ -135,13 +159,16 @@ def test_synthetic_leaderboard_tables_come_first():
     assert json.loads(players[b"2"]) == {"id": 2, "name": "Mitch-2"}
 
 
-@pytest.mark.parametrize("count, players, products, seed, chunk", [
-    (20_000, 1000, 100, 42, 65_536),
-    (70_001, 5, 3, 9, 65_536),  # a last chunk of one record
-    (10, 1, 1, 8, 65_536),  # one player and one product
-    (1_000, 50, 7, 3, 64),  # many chunks
-    (0, 3, 3, 1, 65_536),
-])
+@pytest.mark.parametrize(
+    "count, players, products, seed, chunk",
+    [
+        (20_000, 1000, 100, 42, 65_536),
+        (70_001, 5, 3, 9, 65_536),  # a last chunk of one record
+        (10, 1, 1, 8, 65_536),  # one player and one product
+        (1_000, 50, 7, 3, 64),  # many chunks
+        (0, 3, 3, 1, 65_536),
+    ],
+)
 def test_score_events_without_numpy_are_the_same_records(monkeypatch, count, players, products, seed, chunk):
     """The light install has no numpy: the pure-Python lookups give the records numpy's do."""
     import sys

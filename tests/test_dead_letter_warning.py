@@ -19,16 +19,26 @@ from statectl.run.runner import RunSummary
 
 
 def _batch(batch_id: int, rows: int, **dropped: int) -> dict:
-    return {"type": "batch_progress", "time": 1_700_000_000.0 + batch_id, "query_id": "q", "run_id": "r",
-            "batch_id": batch_id, "input_rows": rows,
-            "observed": {"statectl": {"output_rows": rows, **{f"dropped_{k}": v for k, v in dropped.items()}}}}
+    return {
+        "type": "batch_progress",
+        "time": 1_700_000_000.0 + batch_id,
+        "query_id": "q",
+        "run_id": "r",
+        "batch_id": batch_id,
+        "input_rows": rows,
+        "observed": {"statectl": {"output_rows": rows, **{f"dropped_{k}": v for k, v in dropped.items()}}},
+    }
 
 
 def test_a_first_batch_of_dead_letters_is_a_jump_warned_once():
     watch = DeadLetterWatch()
     event = watch.after(_batch(0, 4_400_000, unknown_player=1_400_024, malformed_json=0))
     assert event is not None and event["type"] == "dead_letters_jump"
-    assert (event["letters"], event["input_rows"], event["by_reason"]) == (1_400_024, 4_400_000, {"unknown_player": 1_400_024})
+    assert (event["letters"], event["input_rows"], event["by_reason"]) == (
+        1_400_024,
+        4_400_000,
+        {"unknown_player": 1_400_024},
+    )
     assert watch.after(_batch(1, 1000, unknown_player=900)) is None
 
 
@@ -54,8 +64,17 @@ def test_the_event_is_a_valid_event_and_says_what_to_check(tmp_path):
 
 
 def _summary(rows: int, **dropped: int) -> RunSummary:
-    return RunSummary(job="leaderboard", status="finished", query_id="q", checkpoint_dir="/tmp/c",
-                      bootstrap_servers="b", batches=1, input_rows=rows, seconds=1.0, dropped=dropped)
+    return RunSummary(
+        job="leaderboard",
+        status="finished",
+        query_id="q",
+        checkpoint_dir="/tmp/c",
+        bootstrap_servers="b",
+        batches=1,
+        input_rows=rows,
+        seconds=1.0,
+        dropped=dropped,
+    )
 
 
 def test_the_summary_warns_when_a_run_sent_1_percent_or_more_to_dead_letters(capsys):

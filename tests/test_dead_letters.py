@@ -23,8 +23,20 @@ import pytest
 from tests.conftest import REPO
 from tests.fake_state import FakeHandle
 
-FIELDS = ["reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceTimestamp", "sourceKey",
-          "sourceKeyEncoding", "value", "valueEncoding", "valueTruncated", "headers"]
+FIELDS = [
+    "reason",
+    "detail",
+    "sourceTopic",
+    "sourcePartition",
+    "sourceOffset",
+    "sourceTimestamp",
+    "sourceKey",
+    "sourceKeyEncoding",
+    "value",
+    "valueEncoding",
+    "valueTruncated",
+    "headers",
+]
 
 
 def assert_one_shape(text: str) -> dict:
@@ -55,12 +67,14 @@ def test_the_shape_is_the_documented_one():
     assert dead_letter_json("r", None, "t", 1, 2, 5, None, None) == (
         '{"reason":"r","detail":null,"sourceTopic":"t","sourcePartition":1,"sourceOffset":2,"sourceTimestamp":5,'
         '"sourceKey":null,"sourceKeyEncoding":null,"value":null,"valueEncoding":null,"valueTruncated":false,'
-        '"headers":[]}')
-    assert dead_letter_json("r", "d", "t", 0, 0, 7, "clé".encode(), b"{\"a\": 1}", [("h", b"\xff"), ("n", None)]) == (
+        '"headers":[]}'
+    )
+    assert dead_letter_json("r", "d", "t", 0, 0, 7, "clé".encode(), b'{"a": 1}', [("h", b"\xff"), ("n", None)]) == (
         '{"reason":"r","detail":"d","sourceTopic":"t","sourcePartition":0,"sourceOffset":0,"sourceTimestamp":7,'
         '"sourceKey":"clé","sourceKeyEncoding":"utf8","value":"{\\"a\\": 1}","valueEncoding":"utf8",'
         '"valueTruncated":false,"headers":[{"key":"h","value":"/w==","valueEncoding":"base64"},'
-        '{"key":"n","value":null,"valueEncoding":null}]}')
+        '{"key":"n","value":null,"valueEncoding":null}]}'
+    )
 
 
 def test_bytes_that_are_not_utf8_are_kept_as_base64_and_an_oversized_value_is_cut_and_flagged():
@@ -117,7 +131,10 @@ def score_meta(key: bytes | None, headers=()) -> str | None:
     """A score's ``text`` as Spark writes it (``topology._record_meta``): key and headers, base64."""
     if key is None and not headers:
         return None
-    b64 = (lambda b: None if b is None else base64.b64encode(b).decode())
+
+    def b64(b):
+        return None if b is None else base64.b64encode(b).decode()
+
     return json.dumps({"k": b64(key), "h": [{"key": n, "value": b64(v)} for n, v in headers]})
 
 
@@ -129,15 +146,29 @@ def _score_rows(scores, tables=()) -> pd.DataFrame:
     rows = []
     for i, (kind, table_id, name) in enumerate(tables):
         code = {"player": KIND_PLAYER, "product": KIND_PRODUCT}[kind]
-        rows.append((code, table_id if kind == "player" else -1, table_id if kind == "product" else -1, np.nan, name,
-                     None, 1, 0, i))
+        rows.append(
+            (
+                code,
+                table_id if kind == "player" else -1,
+                table_id if kind == "product" else -1,
+                np.nan,
+                name,
+                None,
+                1,
+                0,
+                i,
+            )
+        )
     for i, (player, game, score, key, *rest) in enumerate(scores):
-        value, headers = rest if rest else (json.dumps({"score": score, "product_id": game, "player_id": player}).encode(), ())
+        value, headers = (
+            rest if rest else (json.dumps({"score": score, "product_id": game, "player_id": player}).encode(), ())
+        )
         meta = score_meta(None if key is None else key.encode(), headers)
         rows.append((KIND_SCORE, player, game, float(score), meta, value, 2, 1, i))
     frame = pd.DataFrame(rows, columns=["kind", "player_id", "product_id", "score", "text", "raw", "ts", "part", "off"])
-    return frame.astype({"kind": "int8", "player_id": "int64", "product_id": "int64", "ts": "int64",
-                         "part": "int32", "off": "int64"})
+    return frame.astype(
+        {"kind": "int8", "player_id": "int64", "product_id": "int64", "ts": "int64", "part": "int32", "off": "int64"}
+    )
 
 
 def _leaderboard(**kwargs):
@@ -156,9 +187,10 @@ def test_unknown_player_and_product_letters_keep_the_original_record():
     from statectl.jobs.leaderboard.operators import GAME_BUCKET_KEYS
 
     as_produced = b'{"score": 50.5, "product_id": 1, "player_id": 2, "session": "s-9"}'
-    rows = _score_rows([(1, 1, 100, "k1"), (2, 1, 50.5, None, as_produced, [("client", b"ios"), ("bin", b"\xff")]),
-                        (1, 9, 7, "ké")],
-                       tables=[("player", 1, "Ann"), ("product", 1, "Tetris")])
+    rows = _score_rows(
+        [(1, 1, 100, "k1"), (2, 1, 50.5, None, as_produced, [("client", b"ios"), ("bin", b"\xff")]), (1, 9, 7, "ké")],
+        tables=[("player", 1, "Ann"), ("product", 1, "Tetris")],
+    )
     out = _outputs(_leaderboard(), GAME_BUCKET_KEYS[1], rows)
     letters = {r: assert_one_shape(v) for r, v in zip(out["reason"], out["value"]) if r is not None}
     assert set(letters) == {"unknown_player", "unknown_product"}
@@ -167,7 +199,11 @@ def test_unknown_player_and_product_letters_keep_the_original_record():
     assert player["sourceTimestamp"] == 2
     # The bytes as produced: the field the job does not read and the spaces are still there.
     assert original(player) == (None, as_produced, [("client", b"ios"), ("bin", b"\xff")])
-    assert product["sourceKey"] == "ké" and json.loads(product["value"]) == {"score": 7, "product_id": 9, "player_id": 1}
+    assert product["sourceKey"] == "ké" and json.loads(product["value"]) == {
+        "score": 7,
+        "product_id": 9,
+        "player_id": 1,
+    }
     assert original(product)[2] == []
     assert "no player with this id" in player["detail"] and "no product with this id" in product["detail"]
 
@@ -179,18 +215,30 @@ def test_a_late_pulse_letter_has_every_field_and_the_patient_as_key():
     from statectl.jobs.advanced.windowed_retention import WindowCounts
 
     spec = WindowSpec(60_000, 5_000, 180_000)
-    tester = TwsTester(WindowCounts(spec, "final", "counts", "dlq"), timeMode="EventTime",
-                       eventTimeExtractor=lambda row: 2**62)
+    tester = TwsTester(
+        WindowCounts(spec, "final", "counts", "dlq"), timeMode="EventTime", eventTimeExtractor=lambda row: 2**62
+    )
     t0 = 1_704_067_200_000
 
     def pulses(*secs):
         n = len(secs)
-        record = ('{"sourceTopic":"pulse-events","sourcePartition":2,"sourceOffset":%d,"sourceTimestamp":5,'
-                  '"sourceKey":"p-7","sourceKeyEncoding":"utf8","value":"{\\"timestamp\\": 1}","valueEncoding":"utf8",'
-                  '"valueTruncated":false,"headers":[]}')
-        return pd.DataFrame({"event_ms": [t0 + s * 1000 for s in secs], "raw": [record % (10 + i) for i in range(n)],
-                             "ts": range(n), "part": [2] * n, "off": range(10, 10 + n), "dlq_key": [None] * n,
-                             "dlq": [None] * n, "reason": [None] * n})
+        record = (
+            '{"sourceTopic":"pulse-events","sourcePartition":2,"sourceOffset":%d,"sourceTimestamp":5,'
+            '"sourceKey":"p-7","sourceKeyEncoding":"utf8","value":"{\\"timestamp\\": 1}","valueEncoding":"utf8",'
+            '"valueTruncated":false,"headers":[]}'
+        )
+        return pd.DataFrame(
+            {
+                "event_ms": [t0 + s * 1000 for s in secs],
+                "raw": [record % (10 + i) for i in range(n)],
+                "ts": range(n),
+                "part": [2] * n,
+                "off": range(10, 10 + n),
+                "dlq_key": [None] * n,
+                "dlq": [None] * n,
+                "reason": [None] * n,
+            }
+        )
 
     tester.testInPandas("p-7", pulses(1))
     tester.setWatermark(t0 + 65_000 - spec.watermark_delay_ms)
@@ -206,7 +254,7 @@ def test_the_shape_is_documented_once_and_every_job_page_links_to_it():
     page = (docs / "dead-letters.md").read_text()
     heading = re.search(r"^## The dead-letter record$", page, re.MULTILINE)
     assert heading, "docs/dead-letters.md has no '## The dead-letter record' section"
-    section = page[heading.end():].split("\n## ", 1)[0]
+    section = page[heading.end() :].split("\n## ", 1)[0]
     assert all(f"`{field}`" in section for field in FIELDS)
     example = re.search(r"^\{.*\}$", section, re.MULTILINE).group(0)
     assert list(json.loads(example)) == FIELDS
@@ -214,6 +262,9 @@ def test_the_shape_is_documented_once_and_every_job_page_links_to_it():
     for job_page in ("leaderboard.md", "advanced-state.md"):
         assert "(../dead-letters.md)" in (docs / "jobs" / job_page).read_text(), job_page
     # Written out once: no other page lists the fields.
-    elsewhere = [p for p in [REPO / "README.md", *docs.rglob("*.md")]
-                 if p.name != "dead-letters.md" and "sourcePartition" in p.read_text()]
+    elsewhere = [
+        p
+        for p in [REPO / "README.md", *docs.rglob("*.md")]
+        if p.name != "dead-letters.md" and "sourcePartition" in p.read_text()
+    ]
     assert elsewhere == []

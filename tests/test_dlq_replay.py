@@ -16,8 +16,12 @@ from statectl.errors import UsageError
 
 @pytest.mark.parametrize(
     "environ, expected",
-    [({}, COMMIT_EVERY), ({COMMIT_EVERY_ENV: ""}, COMMIT_EVERY), ({COMMIT_EVERY_ENV: " 150 "}, 150),
-     ({COMMIT_EVERY_ENV: "1"}, 1)],
+    [
+        ({}, COMMIT_EVERY),
+        ({COMMIT_EVERY_ENV: ""}, COMMIT_EVERY),
+        ({COMMIT_EVERY_ENV: " 150 "}, 150),
+        ({COMMIT_EVERY_ENV: "1"}, 1),
+    ],
     ids=["unset", "empty", "spaces", "one"],
 )
 def test_letters_per_transaction(environ, expected):
@@ -28,19 +32,41 @@ def test_letters_per_transaction(environ, expected):
 def test_a_commit_interval_that_is_no_positive_whole_number_is_refused(raw):
     with pytest.raises(UsageError) as info:
         commit_every({COMMIT_EVERY_ENV: raw})
-    assert str(info.value) == (f"{COMMIT_EVERY_ENV}={raw!r} is not a positive whole number of letters; unset it "
-                               f"for the default (5,000)")
+    assert str(info.value) == (
+        f"{COMMIT_EVERY_ENV}={raw!r} is not a positive whole number of letters; unset it for the default (5,000)"
+    )
 
 
 def test_the_group_is_also_the_transactional_id_and_the_json_names_it():
     group = replay_group("leaderboard-dlq", "unknown_player")
     assert group == "statectl-dlq-replay.leaderboard-dlq.unknown_player"
-    report = ReplayReport("leaderboard-dlq", "unknown_player", False, group, group, read=7, matched=2,
-                          sent={"score-events": 2}, replayed_before=4)
+    report = ReplayReport(
+        "leaderboard-dlq",
+        "unknown_player",
+        False,
+        group,
+        group,
+        read=7,
+        matched=2,
+        sent={"score-events": 2},
+        replayed_before=4,
+    )
     assert report.to_dict() == {
-        "topic": "leaderboard-dlq", "reason": "unknown_player", "dryRun": False, "group": group,
-        "transactionalId": group, "read": 7, "matched": 2, "sent": 2, "sentByTopic": {"score-events": 2},
-        "skippedTruncated": 0, "skippedNoTopic": 0, "notLetters": 0, "replayedBefore": 4, "stopped": False}
+        "topic": "leaderboard-dlq",
+        "reason": "unknown_player",
+        "dryRun": False,
+        "group": group,
+        "transactionalId": group,
+        "read": 7,
+        "matched": 2,
+        "sent": 2,
+        "sentByTopic": {"score-events": 2},
+        "skippedTruncated": 0,
+        "skippedNoTopic": 0,
+        "notLetters": 0,
+        "replayedBefore": 4,
+        "stopped": False,
+    }
 
 
 def _printed(report, capsys) -> tuple[str, str]:
@@ -54,17 +80,26 @@ def _printed(report, capsys) -> tuple[str, str]:
 @pytest.mark.parametrize(
     "report, stdout, stderr",
     [
-        (ReplayReport("d", "r", False, "g", "g", read=3, matched=2, sent={"t": 2}, replayed_before=5),
-         "r: 2 of 3 letters read; sent 2 to t (group g)\n",
-         "earlier replays (group g) passed the 5 offsets before these; an offset range replays them again\n"),
-        (ReplayReport("d", "r", False, None, None, read=3, matched=2, sent={"t": 2}),
-         "r: 2 of 3 letters read; sent 2 to t\n",
-         "an offset range is sent without a transaction: running it again sends its letters again\n"),
-        (ReplayReport("d", "r", True, "g", None, read=3, matched=2, sent={"t": 2}),
-         "r: 2 of 3 letters read; would send 2 to t\n", ""),
-        (ReplayReport("d", "r", False, "g", "g", read=1, matched=1, sent={"t": 1}, stopped=True),
-         "r: 1 of 1 letter read; sent 1 to t (group g)\n",
-         "stopped (Ctrl-C): what was sent is committed; run again to go on\n"),
+        (
+            ReplayReport("d", "r", False, "g", "g", read=3, matched=2, sent={"t": 2}, replayed_before=5),
+            "r: 2 of 3 letters read; sent 2 to t (group g)\n",
+            "earlier replays (group g) passed the 5 offsets before these; an offset range replays them again\n",
+        ),
+        (
+            ReplayReport("d", "r", False, None, None, read=3, matched=2, sent={"t": 2}),
+            "r: 2 of 3 letters read; sent 2 to t\n",
+            "an offset range is sent without a transaction: running it again sends its letters again\n",
+        ),
+        (
+            ReplayReport("d", "r", True, "g", None, read=3, matched=2, sent={"t": 2}),
+            "r: 2 of 3 letters read; would send 2 to t\n",
+            "",
+        ),
+        (
+            ReplayReport("d", "r", False, "g", "g", read=1, matched=1, sent={"t": 1}, stopped=True),
+            "r: 1 of 1 letter read; sent 1 to t (group g)\n",
+            "stopped (Ctrl-C): what was sent is committed; run again to go on\n",
+        ),
     ],
     ids=["group-after-earlier-replays", "offset-range", "dry-run", "ctrl-c"],
 )

@@ -75,11 +75,14 @@ def _sections(text: str) -> list[tuple[int, str, str]]:
     """(level, heading, text) for every heading outside code blocks; the text runs to the next
     heading of the same or a higher level, subsections included."""
     lines = list(_lines_outside_fences(text))
-    headings = [(i, len(m.group(1)), m.group(2).strip()) for i, (line, fenced) in enumerate(lines)
-                if not fenced and (m := re.match(r"^(#{1,6})\s+(.*)$", line))]
+    headings = [
+        (i, len(m.group(1)), m.group(2).strip())
+        for i, (line, fenced) in enumerate(lines)
+        if not fenced and (m := re.match(r"^(#{1,6})\s+(.*)$", line))
+    ]
     out = []
     for n, (i, level, heading) in enumerate(headings):
-        end = next((j for j, lv, _ in headings[n + 1:] if lv <= level), len(lines))
+        end = next((j for j, lv, _ in headings[n + 1 :] if lv <= level), len(lines))
         out.append((level, heading, "\n".join(line for line, _ in lines[i:end])))
     return out
 
@@ -124,8 +127,8 @@ def _rel(path: Path) -> str:
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=lambda p: " ".join(p))
 def test_every_command_has_a_heading_in_docs_commands(path):
     assert _command_sections(path), (
-        f"no page under docs/commands/ has a heading (a line starting with #) naming "
-        f"`statectl {' '.join(path)}`")
+        f"no page under docs/commands/ has a heading (a line starting with #) naming `statectl {' '.join(path)}`"
+    )
 
 
 @pytest.mark.parametrize("path,flag", OPTIONS, ids=[f"{' '.join(p)} {f}" for p, f in OPTIONS])
@@ -134,7 +137,8 @@ def test_every_option_is_named_in_its_command_section(path, flag):
     assert sections, f"`statectl {' '.join(path)}` has no heading under docs/commands/"
     where = ", ".join(f"{_rel(page)} ({heading!r})" for page, heading, _ in sections)
     assert any(_mentions(body, flag) for _, _, body in sections), (
-        f"`statectl {' '.join(path)}` option {flag} is not named in its section: {where}")
+        f"`statectl {' '.join(path)}` option {flag} is not named in its section: {where}"
+    )
 
 
 ROOT_FLAGS = _long_flags(ROOT)
@@ -143,7 +147,9 @@ ROOT_FLAGS = _long_flags(ROOT)
 @pytest.mark.parametrize("flag", ROOT_FLAGS)
 def test_global_options_are_documented(flag):
     texts = [README.read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in COMMAND_DOCS.glob("*.md")]
-    assert any(_mentions(t, flag) for t in texts), f"global option {flag} is named neither in README.md nor in docs/commands/"
+    assert any(_mentions(t, flag) for t in texts), (
+        f"global option {flag} is named neither in README.md nor in docs/commands/"
+    )
 
 
 # ---------------------------------------------------------------- examples name real commands
@@ -170,7 +176,8 @@ def _resolve(line: str) -> tuple[tuple[str, ...], object]:
             break
         assert word in subcommands, (
             f"`{' '.join(('statectl',) + path + (word,))}` is not a command; "
-            f"`{' '.join(('statectl',) + path)}` has: {', '.join(sorted(subcommands))}")
+            f"`{' '.join(('statectl',) + path)}` has: {', '.join(sorted(subcommands))}"
+        )
         command, path = subcommands[word], path + (word,)
     assert path and not getattr(command, "commands", None), f"`statectl {' '.join(path)}` is a group, not a command"
     known = set(_long_flags(command)) | set(ROOT_FLAGS) | {"--help"}
@@ -185,7 +192,9 @@ README_TOUR = _console_commands(README)
 
 
 def test_the_readme_has_a_tour():
-    assert len(README_TOUR) >= 5, f"README.md's console blocks run {len(README_TOUR)} statectl commands; the tour wants five"
+    assert len(README_TOUR) >= 5, (
+        f"README.md's console blocks run {len(README_TOUR)} statectl commands; the tour wants five"
+    )
 
 
 @pytest.mark.parametrize("line", README_TOUR)
@@ -204,7 +213,9 @@ def test_docs_examples_name_real_commands(page, line):
 # ---------------------------------------------------------------- size and links
 def test_readme_is_short():
     size = len(README.read_bytes())
-    assert size < README_MAX_BYTES, f"README.md is {size:,} bytes; keep it under {README_MAX_BYTES:,} (move detail to docs/)"
+    assert size < README_MAX_BYTES, (
+        f"README.md is {size:,} bytes; keep it under {README_MAX_BYTES:,} (move detail to docs/)"
+    )
 
 
 def _slug(heading: str) -> str:
@@ -234,8 +245,13 @@ def _links(page: Path) -> list[str]:
     return [m.group(1) for m in _LINK.finditer(text)]
 
 
-LINKS = [(page, target) for page in _markdown_files() if page.exists() for target in _links(page)
-         if not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target)]
+LINKS = [
+    (page, target)
+    for page in _markdown_files()
+    if page.exists()
+    for target in _links(page)
+    if not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target)
+]
 
 
 def test_the_docs_link_to_each_other():
@@ -249,7 +265,8 @@ def test_relative_links_resolve(page, target):
     assert linked.exists(), f"{_rel(page)} links to {target}, which does not exist"
     if anchor and linked.suffix == ".md":
         assert anchor in _anchors(linked), (
-            f"{_rel(page)} links to {target}, but {linked.name} has no heading with the anchor #{anchor}")
+            f"{_rel(page)} links to {target}, but {linked.name} has no heading with the anchor #{anchor}"
+        )
 
 
 # ---------------------------------------------------------------- every page can be found
@@ -257,8 +274,11 @@ DOC_PAGES = sorted(p for p in DOCS.rglob("*.md"))
 
 
 def _linked_pages(page: Path) -> set[Path]:
-    return {(page.parent / t.partition("#")[0]).resolve() for t in _links(page)
-            if t.partition("#")[0] and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", t)}
+    return {
+        (page.parent / t.partition("#")[0]).resolve()
+        for t in _links(page)
+        if t.partition("#")[0] and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", t)
+    }
 
 
 @pytest.mark.parametrize("doc", [p for p in DOC_PAGES if p != DOCS / "index.md"], ids=_rel)

@@ -8,23 +8,26 @@ from __future__ import annotations
 import pytest
 
 from statectl.adapters.spark.remote import parse_remote, runtime_settings
-from statectl.errors import UsageError
 from statectl.config.engine_choice import choose_engine
+from statectl.errors import UsageError
 
 ENGINE = "sc://127.0.0.1:15002"
 
 
-@pytest.mark.parametrize("flag, master, env, config, config_master, project, expected, why", [
-    ("sc://h:1", None, "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, "sc://h:1", "--remote"),
-    ("none", None, "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, None, "--remote none"),
-    ("NONE", None, None, None, "local[*]", ENGINE, None, "--remote none"),
-    (None, "local[2]", "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, None, "--master"),
-    (None, None, "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, "sc://env:2", "$SPARK_REMOTE"),
-    (None, None, None, "sc://cfg:3", "local[*]", ENGINE, "sc://cfg:3", "spark.remote in the config"),
-    (None, None, None, None, "local[2]", ENGINE, ENGINE, "the project's engine is up"),
-    (None, None, None, None, "spark://m:7077", ENGINE, None, "no engine is up"),
-    (None, None, None, None, "local[*]", None, None, "no engine is up"),
-])
+@pytest.mark.parametrize(
+    "flag, master, env, config, config_master, project, expected, why",
+    [
+        ("sc://h:1", None, "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, "sc://h:1", "--remote"),
+        ("none", None, "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, None, "--remote none"),
+        ("NONE", None, None, None, "local[*]", ENGINE, None, "--remote none"),
+        (None, "local[2]", "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, None, "--master"),
+        (None, None, "sc://env:2", "sc://cfg:3", "local[*]", ENGINE, "sc://env:2", "$SPARK_REMOTE"),
+        (None, None, None, "sc://cfg:3", "local[*]", ENGINE, "sc://cfg:3", "spark.remote in the config"),
+        (None, None, None, None, "local[2]", ENGINE, ENGINE, "the project's engine is up"),
+        (None, None, None, None, "spark://m:7077", ENGINE, None, "no engine is up"),
+        (None, None, None, None, "local[*]", None, None, "no engine is up"),
+    ],
+)
 def test_what_decides_where_a_run_runs(flag, master, env, config, config_master, project, expected, why):
     choice = choose_engine(flag, master, env, config, config_master, project)
     assert choice.remote == expected and choice.why.startswith(why)
@@ -36,10 +39,16 @@ def test_remote_and_master_together_are_a_usage_error():
         choose_engine("sc://h:1", "local[2]", None, None, "local[*]", None)
 
 
-@pytest.mark.parametrize("url, host, port", [
-    ("sc://localhost:15002", "localhost", 15002), ("sc://spark.internal", "spark.internal", 15002),
-    ("sc://[::1]:15010", "::1", 15010), ("sc://h:1;use_ssl=true;token=x", "h", 1), ("sc://h:9/", "h", 9),
-])
+@pytest.mark.parametrize(
+    "url, host, port",
+    [
+        ("sc://localhost:15002", "localhost", 15002),
+        ("sc://spark.internal", "spark.internal", 15002),
+        ("sc://[::1]:15010", "::1", 15010),
+        ("sc://h:1;use_ssl=true;token=x", "h", 1),
+        ("sc://h:9/", "h", 9),
+    ],
+)
 def test_parse_remote(url, host, port):
     assert parse_remote(url) == (host, port)
 
@@ -51,10 +60,18 @@ def test_a_bad_remote_is_a_usage_error(bad):
 
 
 def test_only_session_settings_go_to_an_engine():
-    conf = {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "8g", "spark.hadoop.fs.s3a.endpoint": "x",
-            "spark.ui.enabled": "true", "spark.sql.streaming.stateStore.providerClass": "P"}
-    assert runtime_settings(conf) == {"spark.sql.shuffle.partitions": "4", "spark.hadoop.fs.s3a.endpoint": "x",
-                                      "spark.sql.streaming.stateStore.providerClass": "P"}
+    conf = {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.driver.memory": "8g",
+        "spark.hadoop.fs.s3a.endpoint": "x",
+        "spark.ui.enabled": "true",
+        "spark.sql.streaming.stateStore.providerClass": "P",
+    }
+    assert runtime_settings(conf) == {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.hadoop.fs.s3a.endpoint": "x",
+        "spark.sql.streaming.stateStore.providerClass": "P",
+    }
 
 
 def test_the_config_takes_only_an_sc_url_for_spark_remote(tmp_path):

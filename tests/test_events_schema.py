@@ -25,8 +25,9 @@ STALE = "{name} is out of date with statectl/run/event_models.py: run `{command}
 
 def test_the_committed_schema_is_generated_from_the_models():
     committed = gen.SCHEMA_FILE.read_text(encoding="utf-8")
-    assert committed == gen.schema_text(), STALE.format(name="statectl/resources/events.schema.json",
-                                                        command=gen.COMMAND)
+    assert committed == gen.schema_text(), STALE.format(
+        name="statectl/resources/events.schema.json", command=gen.COMMAND
+    )
 
 
 def test_the_event_reference_in_the_docs_is_generated_from_the_models():
@@ -76,8 +77,11 @@ def test_the_stopping_event_and_state_are_in_the_schema():
 
 
 def _models() -> list[type[BaseModel]]:
-    return [m for m in vars(event_models).values()
-            if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == event_models.__name__]
+    return [
+        m
+        for m in vars(event_models).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == event_models.__name__
+    ]
 
 
 @pytest.mark.parametrize("model", _models(), ids=lambda m: m.__name__)
@@ -90,20 +94,27 @@ def test_every_model_is_strict_and_closed(model):
 def test_every_object_in_the_schema_is_closed():
     schema = json.loads(gen.SCHEMA_FILE.read_text(encoding="utf-8"))
     assert {name: d.get("additionalProperties") for name, d in schema["$defs"].items()} == {
-        name: False for name in schema["$defs"]}
+        name: False for name in schema["$defs"]
+    }
 
 
-@pytest.mark.parametrize("code, module", [
-    ("from statectl.cli.main import app", "pydantic"),
-    # A run validates its config (pydantic), but emitting events builds plain dicts: the event
-    # models load only when something validates an event.
-    ("import statectl.run.runner, statectl.run.monitor, statectl.run.lifecycle, statectl.run.restore_tracking",
-     "statectl.run.event_models"),
-    ("import statectl.run.events_file", "pydantic"),
-], ids=["cli", "run-path", "events-file"])
+@pytest.mark.parametrize(
+    "code, module",
+    [
+        ("from statectl.cli.main import app", "pydantic"),
+        # A run validates its config (pydantic), but emitting events builds plain dicts: the event
+        # models load only when something validates an event.
+        (
+            "import statectl.run.runner, statectl.run.monitor, statectl.run.lifecycle, statectl.run.restore_tracking",
+            "statectl.run.event_models",
+        ),
+        ("import statectl.run.events_file", "pydantic"),
+    ],
+    ids=["cli", "run-path", "events-file"],
+)
 def test_the_models_stay_off_the_light_paths(code, module):
     probe = f"import sys; {code}; sys.exit(1 if {module!r} in sys.modules else 0)"
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, f"{module} was imported: {done.stderr[-500:]}"
-

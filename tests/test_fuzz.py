@@ -42,14 +42,19 @@ CASE_SECONDS = 20
 DATA = REPO / "tests" / "data"
 REAL_STATE = DATA / "spark-4.2-state-files"
 
-FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @contextlib.contextmanager
 def no_hang(what: str):
     """Fail, instead of waiting for ever, when one case takes longer than CASE_SECONDS."""
+
     def expired(signum, frame):
         raise AssertionError(f"{what} still running after {CASE_SECONDS} s: a hang")
 
@@ -82,11 +87,11 @@ def _delete(data: bytes, draw) -> bytes:
     if not data:
         return data
     i = draw(st.integers(0, len(data) - 1))
-    return data[:i] + data[i + draw(st.integers(1, 64)):]
+    return data[:i] + data[i + draw(st.integers(1, 64)) :]
 
 
 def _truncate(data: bytes, draw) -> bytes:
-    return data[:draw(st.integers(0, max(len(data) - 1, 0)))]
+    return data[: draw(st.integers(0, max(len(data) - 1, 0)))]
 
 
 def _lines(data: bytes, draw) -> bytes:
@@ -102,11 +107,15 @@ def _lines(data: bytes, draw) -> bytes:
 def _splice_text(data: bytes, draw) -> bytes:
     i = draw(st.integers(0, len(data)))
     text = draw(st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=40)).encode()
-    return data[:i] + text + data[i + draw(st.integers(0, 8)):]
+    return data[:i] + text + data[i + draw(st.integers(0, 8)) :]
 
 
 MUTATIONS = {
-    "flip": _flip, "insert": _insert, "delete": _delete, "truncate": _truncate, "lines": _lines,
+    "flip": _flip,
+    "insert": _insert,
+    "delete": _delete,
+    "truncate": _truncate,
+    "lines": _lines,
     "splice": _splice_text,
     "empty": lambda data, draw: b"",
     "random-bytes": lambda data, draw: draw(st.binary(max_size=512)),
@@ -157,8 +166,13 @@ def _base_checkpoints(root: Path) -> dict[str, Path]:
     _replace(hdfs / "state" / "0" / "0" / "2.snapshot", REAL_STATE / "hdfs.snapshot")
     bases["hdfs"] = hdfs
 
-    built = build_checkpoint(root / "format2", batches=2, crc=False, format_version=2,
-                             operators=(OperatorSpec(state_variables=(("top", "MapState", False),)),))
+    built = build_checkpoint(
+        root / "format2",
+        batches=2,
+        crc=False,
+        format_version=2,
+        operators=(OperatorSpec(state_variables=(("top", "MapState", False),)),),
+    )
     store = built.root / "state" / "0" / "0"
     for version, real in ((1, "rocksdb-v3.changelog"), (2, "rocksdb-v4.changelog")):
         target = store / f"{version}_{built.unique_ids[(0, 0, 'default')][version]}.changelog"
@@ -214,7 +228,8 @@ def test_inspect_state_on_a_mutated_checkpoint_file_gives_a_finding_or_one_line(
         result = _inspect(CliRunner(), app, work)
     # An exception that escaped would have failed the invoke (caught as result.exception).
     assert result.exception is None or isinstance(result.exception, SystemExit), (
-        f"{base_name}/{rel} ({mutation}): {result.exception!r}")
+        f"{base_name}/{rel} ({mutation}): {result.exception!r}"
+    )
     assert result.exit_code in (0, 1, 2), (rel, mutation, result.exit_code, result.stderr)
     assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
     if result.stdout.strip():
@@ -266,7 +281,9 @@ def test_a_mutated_job_config_loads_or_says_what_is_wrong(tmp_path_factory, data
     _read_and_check(path, lambda p: load_job_config(p, []), case)
 
 
-TOPICS_FILES = sorted((DATA / "topics" / "valid").glob("*.yaml")) + [REPO / "statectl" / "jobs" / "configs" / "topics.yaml"]
+TOPICS_FILES = sorted((DATA / "topics" / "valid").glob("*.yaml")) + [
+    REPO / "statectl" / "jobs" / "configs" / "topics.yaml"
+]
 
 
 @FUZZ
@@ -298,8 +315,12 @@ def test_a_mutated_client_properties_file_loads_or_says_what_is_wrong_without_it
     mutation, damaged = data.draw(mutated(CLIENT_PROPERTIES), label="mutation")
     path = tmp_path_factory.mktemp("props") / "client.properties"
     path.write_bytes(damaged)
-    _read_and_check(path, lambda p: load_cluster(client_config=p, env={}), f"client.properties ({mutation})",
-                    secrets=lambda: secrets_in(damaged))
+    _read_and_check(
+        path,
+        lambda p: load_cluster(client_config=p, env={}),
+        f"client.properties ({mutation})",
+        secrets=lambda: secrets_in(damaged),
+    )
 
 
 def secrets_in(properties: bytes) -> list[str]:

@@ -34,15 +34,77 @@ SUFFIXES = {
 
 #: PromQL's functions and aggregations a dashboard may call (a name not here is a typo, not a metric).
 FUNCTIONS = {
-    "abs", "absent", "absent_over_time", "avg", "avg_over_time", "bottomk", "ceil", "changes", "clamp", "clamp_max",
-    "clamp_min", "count", "count_over_time", "count_values", "delta", "deriv", "exp", "floor", "group",
-    "histogram_quantile", "idelta", "increase", "irate", "label_join", "label_replace", "last_over_time", "ln",
-    "log2", "log10", "max", "max_over_time", "min", "min_over_time", "predict_linear", "present_over_time",
-    "quantile", "quantile_over_time", "rate", "resets", "round", "scalar", "sgn", "sort", "sort_desc", "sqrt",
-    "stddev", "stddev_over_time", "stdvar", "sum", "sum_over_time", "time", "timestamp", "topk", "vector",
+    "abs",
+    "absent",
+    "absent_over_time",
+    "avg",
+    "avg_over_time",
+    "bottomk",
+    "ceil",
+    "changes",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "count",
+    "count_over_time",
+    "count_values",
+    "delta",
+    "deriv",
+    "exp",
+    "floor",
+    "group",
+    "histogram_quantile",
+    "idelta",
+    "increase",
+    "irate",
+    "label_join",
+    "label_replace",
+    "last_over_time",
+    "ln",
+    "log2",
+    "log10",
+    "max",
+    "max_over_time",
+    "min",
+    "min_over_time",
+    "predict_linear",
+    "present_over_time",
+    "quantile",
+    "quantile_over_time",
+    "rate",
+    "resets",
+    "round",
+    "scalar",
+    "sgn",
+    "sort",
+    "sort_desc",
+    "sqrt",
+    "stddev",
+    "stddev_over_time",
+    "stdvar",
+    "sum",
+    "sum_over_time",
+    "time",
+    "timestamp",
+    "topk",
+    "vector",
 }
-KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset",
-            "inf", "nan", "atan2"}
+KEYWORDS = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "inf",
+    "nan",
+    "atan2",
+}
 
 
 def exported_metric_names() -> set[str]:
@@ -76,7 +138,7 @@ def promql_names(expr: str) -> tuple[set[str], set[str]]:
     metrics, functions = set(), set()
     for match in _NAME.finditer(text):
         word = match.group()
-        if text[match.end():].lstrip().startswith("("):
+        if text[match.end() :].lstrip().startswith("("):
             functions.add(word)
         elif word.lower() not in KEYWORDS:
             metrics.add(word)
@@ -107,8 +169,12 @@ def panels(dashboard: dict) -> list[dict]:
 
 def queries(dashboard: dict) -> list[tuple[str, str]]:
     """(where, PromQL) of every panel target and query variable."""
-    found = [(f"panel {p.get('title')!r} target {t.get('refId')}", t["expr"])
-             for p in panels(dashboard) for t in p.get("targets", []) if "expr" in t]
+    found = [
+        (f"panel {p.get('title')!r} target {t.get('refId')}", t["expr"])
+        for p in panels(dashboard)
+        for t in p.get("targets", [])
+        if "expr" in t
+    ]
     for variable in dashboard.get("templating", {}).get("list", []):
         if variable.get("type") == "query":
             found.append((f"variable {variable['name']!r}", variable_expr(variable)))
@@ -139,18 +205,37 @@ def exported() -> set[str]:
     "expr, metrics, functions",
     [
         ('statectl_state_rows{job=~"$job"}', {"statectl_state_rows"}, set()),
-        ('histogram_quantile(0.95, sum by (job, le) (rate(statectl_batch_duration_seconds_bucket{job=~"$job"}'
-         '[$__rate_interval])))', {"statectl_batch_duration_seconds_bucket"}, {"histogram_quantile", "sum", "rate"}),
-        ('sum(rate(a_total[5m])) by (reason) / on(job) group_left(x) b{le="+Inf", s="}"} offset 1h > bool 1e3',
-         {"a_total", "b"}, {"sum", "rate"}),
-        ('max by (job, topic, state) (statectl_input_lag_trend{job=~"${job:regex}"}) == 1',
-         {"statectl_input_lag_trend"}, {"max"}),
-        ("deriv(statectl_input_lag_seconds[5m:30s]) * 60 and up unless nan", {"statectl_input_lag_seconds", "up"},
-         {"deriv"}),
+        (
+            'histogram_quantile(0.95, sum by (job, le) (rate(statectl_batch_duration_seconds_bucket{job=~"$job"}'
+            "[$__rate_interval])))",
+            {"statectl_batch_duration_seconds_bucket"},
+            {"histogram_quantile", "sum", "rate"},
+        ),
+        (
+            'sum(rate(a_total[5m])) by (reason) / on(job) group_left(x) b{le="+Inf", s="}"} offset 1h > bool 1e3',
+            {"a_total", "b"},
+            {"sum", "rate"},
+        ),
+        (
+            'max by (job, topic, state) (statectl_input_lag_trend{job=~"${job:regex}"}) == 1',
+            {"statectl_input_lag_trend"},
+            {"max"},
+        ),
+        (
+            "deriv(statectl_input_lag_seconds[5m:30s]) * 60 and up unless nan",
+            {"statectl_input_lag_seconds", "up"},
+            {"deriv"},
+        ),
         ('{__name__="x"}', set(), set()),
     ],
-    ids=["selector", "histogram-quantile", "operators-modifiers-strings", "grafana-variable", "subquery-keywords",
-         "name-matcher-only"],
+    ids=[
+        "selector",
+        "histogram-quantile",
+        "operators-modifiers-strings",
+        "grafana-variable",
+        "subquery-keywords",
+        "name-matcher-only",
+    ],
 )
 def test_promql_names_are_read_as_promql_reads_them(expr, metrics, functions):
     assert promql_names(expr) == (metrics, functions)
@@ -158,8 +243,14 @@ def test_promql_names_are_read_as_promql_reads_them(expr, metrics, functions):
 
 def test_the_exported_names_come_from_the_registry(exported):
     # Each type's names, as a scrape shows them.
-    assert {"statectl_batches_total", "statectl_batch_duration_seconds_bucket", "statectl_batch_duration_seconds_sum",
-            "statectl_batch_duration_seconds_count", "statectl_state_rows", "statectl_query_state"} <= exported
+    assert {
+        "statectl_batches_total",
+        "statectl_batch_duration_seconds_bucket",
+        "statectl_batch_duration_seconds_sum",
+        "statectl_batch_duration_seconds_count",
+        "statectl_state_rows",
+        "statectl_query_state",
+    } <= exported
     assert "statectl_batches" not in exported and "statectl_batch_duration_seconds" not in exported
 
 
@@ -171,12 +262,19 @@ def test_every_query_names_only_metrics_statectl_exports(dashboard, exported):
 def test_a_query_naming_a_metric_statectl_does_not_export_fails(dashboard, exported):
     broken = json.loads(json.dumps(dashboard))
     target = next(p for p in panels(broken) if p.get("targets"))["targets"][0]
-    target["expr"] = ('rate(statectl_batch_duration_seconds{job=~"$job"}[5m]) + statectl_batches '
-                      '+ statectl_input_lag_secs + up + rates(statectl_batches_total[1m])')
+    target["expr"] = (
+        'rate(statectl_batch_duration_seconds{job=~"$job"}[5m]) + statectl_batches '
+        "+ statectl_input_lag_secs + up + rates(statectl_batches_total[1m])"
+    )
     broken["templating"]["list"][-1]["query"]["query"] = "label_values(statectl_jobs_total, job)"
     problems = unknown_names(broken, exported)
-    for name in ("statectl_batch_duration_seconds", "statectl_batches", "statectl_input_lag_secs", "up",
-                 "statectl_jobs_total"):
+    for name in (
+        "statectl_batch_duration_seconds",
+        "statectl_batches",
+        "statectl_input_lag_secs",
+        "up",
+        "statectl_jobs_total",
+    ):
         assert any(f"metric {name} is not exported" in p for p in problems), (name, problems)
     assert any("rates() is no PromQL function" in p for p in problems)
 
@@ -187,8 +285,11 @@ def test_every_metric_statectl_exports_has_a_panel(dashboard, exported):
 
     used = set().union(*(promql_names(expr)[0] for _, expr in queries(dashboard)))
     families = {f.name: f.type for f in RunMetrics("probe").registry.collect()}
-    missing = [name for name, kind in families.items()
-               if not any(name + suffix in used for suffix in SUFFIXES[kind] if suffix != "_created")]
+    missing = [
+        name
+        for name, kind in families.items()
+        if not any(name + suffix in used for suffix in SUFFIXES[kind] if suffix != "_created")
+    ]
     assert missing == [], f"no panel shows {missing}: add one to docs/grafana/statectl.json"
 
 

@@ -109,8 +109,10 @@ SCHEMAS = {
     "dedupe": (_schema(("k", '"string"'), ("v", '"long"')), _schema(("__dummy__", '"void"'))),
     "dedupeWithinWatermark": (_schema(("k", '"string"'), ("v", '"long"')), _schema(("expiresAtMicros", '"long"'))),
     "applyInPandasWithState": (_schema(("k", '"string"')), _schema(("groupState", _WINDOW))),
-    "session": (_schema(("k", '"string"'), ("sessionStartTime", '"timestamp"')),
-                _schema(("session_window", _WINDOW), ("k", '"string"'), ("count", '"long"'))),
+    "session": (
+        _schema(("k", '"string"'), ("sessionStartTime", '"timestamp"')),
+        _schema(("session_window", _WINDOW), ("k", '"string"'), ("count", '"long"')),
+    ),
     "globalLimit": (_schema(("key", '"void"')), _schema(("value", '"long"'))),
     "stateStoreSave": (_schema(("k", '"string"')), _schema(("sum", '"long"'))),
     "windowed": (_schema(("window", _WINDOW), ("k", '"string"')), _schema(("count", '"long"'))),
@@ -128,35 +130,99 @@ def _store_schema(root: Path, kind: str) -> None:
 
 INFER = [
     # id, operator spec, how to damage, kind, inferred from
-    ("join", OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES), [_no_metadata],
-     "stream-stream join", "store names"),
+    (
+        "join",
+        OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES),
+        [_no_metadata],
+        "stream-stream join",
+        "store names",
+    ),
     ("join-with-metadata", OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES), [], "stream-stream join", None),
-    ("join-stray-file", OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES),
-     [_no_metadata, lambda r: write(r / "state/0/0/notes.txt", "x", crc=False)], "stream-stream join", "store names"),
-    ("three-join-stores", OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES[:3]), [_no_metadata],
-     "unknown operator", None),
+    (
+        "join-stray-file",
+        OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES),
+        [_no_metadata, lambda r: write(r / "state/0/0/notes.txt", "x", crc=False)],
+        "stream-stream join",
+        "store names",
+    ),
+    (
+        "three-join-stores",
+        OperatorSpec(name="symmetricHashJoin", stores=JOIN_STORES[:3]),
+        [_no_metadata],
+        "unknown operator",
+        None,
+    ),
     ("dedupe", OperatorSpec(), [_no_metadata, lambda r: _store_schema(r, "dedupe")], "dropDuplicates", "state schema"),
-    ("dedupe-within-watermark", OperatorSpec(), [_no_metadata, lambda r: _store_schema(r, "dedupeWithinWatermark")],
-     "dropDuplicatesWithinWatermark", "state schema"),
-    ("apply-in-pandas-with-state", OperatorSpec(), [_no_metadata, lambda r: _store_schema(r, "applyInPandasWithState")],
-     "flatMapGroupsWithState / applyInPandasWithState", "state schema"),
-    ("session-window", OperatorSpec(), [_no_metadata, lambda r: _store_schema(r, "session")],
-     "session window aggregation", "state schema"),
-    ("streaming-limit", OperatorSpec(), [_no_metadata, lambda r: _store_schema(r, "globalLimit")],
-     "streaming limit", "state schema"),
-    ("aggregation", OperatorSpec(), [_no_metadata, lambda r: _store_schema(r, "stateStoreSave")],
-     "streaming aggregation", "state schema"),
-    ("windowed-aggregation", OperatorSpec(), [_no_metadata, lambda r: _store_schema(r, "windowed")],
-     "streaming aggregation", "state schema"),
-    ("dedupe-with-metadata", OperatorSpec(name="dedupe"), [lambda r: _store_schema(r, "stateStoreSave")],
-     "dropDuplicates", None),  # the metadata wins over any schema
-    ("no-schema-file", OperatorSpec(), [_no_metadata, lambda r: shutil.rmtree(r / "state/0/0/_metadata")],
-     "unknown operator", None),
-    ("unparsable-schema", OperatorSpec(), [_no_metadata, lambda r: write(r / "state/0/0/_metadata/schema", b"\x00\x02v9")],
-     "unknown operator", None),
-    ("tws-without-metadata", OperatorSpec(name="transformWithStateInPandasExec",
-                                          state_variables=(("count", "ValueState", False),)),
-     [_no_metadata], "unknown operator", None),
+    (
+        "dedupe-within-watermark",
+        OperatorSpec(),
+        [_no_metadata, lambda r: _store_schema(r, "dedupeWithinWatermark")],
+        "dropDuplicatesWithinWatermark",
+        "state schema",
+    ),
+    (
+        "apply-in-pandas-with-state",
+        OperatorSpec(),
+        [_no_metadata, lambda r: _store_schema(r, "applyInPandasWithState")],
+        "flatMapGroupsWithState / applyInPandasWithState",
+        "state schema",
+    ),
+    (
+        "session-window",
+        OperatorSpec(),
+        [_no_metadata, lambda r: _store_schema(r, "session")],
+        "session window aggregation",
+        "state schema",
+    ),
+    (
+        "streaming-limit",
+        OperatorSpec(),
+        [_no_metadata, lambda r: _store_schema(r, "globalLimit")],
+        "streaming limit",
+        "state schema",
+    ),
+    (
+        "aggregation",
+        OperatorSpec(),
+        [_no_metadata, lambda r: _store_schema(r, "stateStoreSave")],
+        "streaming aggregation",
+        "state schema",
+    ),
+    (
+        "windowed-aggregation",
+        OperatorSpec(),
+        [_no_metadata, lambda r: _store_schema(r, "windowed")],
+        "streaming aggregation",
+        "state schema",
+    ),
+    (
+        "dedupe-with-metadata",
+        OperatorSpec(name="dedupe"),
+        [lambda r: _store_schema(r, "stateStoreSave")],
+        "dropDuplicates",
+        None,
+    ),  # the metadata wins over any schema
+    (
+        "no-schema-file",
+        OperatorSpec(),
+        [_no_metadata, lambda r: shutil.rmtree(r / "state/0/0/_metadata")],
+        "unknown operator",
+        None,
+    ),
+    (
+        "unparsable-schema",
+        OperatorSpec(),
+        [_no_metadata, lambda r: write(r / "state/0/0/_metadata/schema", b"\x00\x02v9")],
+        "unknown operator",
+        None,
+    ),
+    (
+        "tws-without-metadata",
+        OperatorSpec(name="transformWithStateInPandasExec", state_variables=(("count", "ValueState", False),)),
+        [_no_metadata],
+        "unknown operator",
+        None,
+    ),
 ]
 
 
@@ -225,8 +291,11 @@ def test_replica_that_does_not_fit_is_refused_before_copying(tmp_path, monkeypat
     monkeypatch.setattr(replica.tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(replica.shutil, "disk_usage", lambda p: SimpleNamespace(total=10**9, used=10**9, free=1024))
-    with pytest.raises(OperationalError, match=r"--rows copies [\d.]+ KiB of the checkpoint .* has only 1\.0 KiB "
-                                                r"free; point TMPDIR at a larger disk"):
+    with pytest.raises(
+        OperationalError,
+        match=r"--rows copies [\d.]+ KiB of the checkpoint .* has only 1\.0 KiB "
+        r"free; point TMPDIR at a larger disk",
+    ):
         with replica.checkpoint_replica(str(built.root), 0):
             pass
     assert list((tmp_path / "tmp").iterdir()) == []  # nothing left behind
@@ -245,8 +314,10 @@ def test_replica_of_an_unreadable_entry_is_an_operational_error(tmp_path):
 # ------------------------------------------------------------------------------------------
 # (d) a Spark failure keeps the layout and findings; (e) no doubled colon
 
-PY4J_TEXT = ("An error occurred while calling o94.load.\n: java.io.FileNotFoundException: File file:{path}/state/0/0/"
-             "3.changelog does not exist\n\tat org.apache.hadoop.fs.RawLocalFileSystem.deprecatedGetFileStatus(x)\n")
+PY4J_TEXT = (
+    "An error occurred while calling o94.load.\n: java.io.FileNotFoundException: File file:{path}/state/0/0/"
+    "3.changelog does not exist\n\tat org.apache.hadoop.fs.RawLocalFileSystem.deprecatedGetFileStatus(x)\n"
+)
 
 
 @pytest.fixture
@@ -258,8 +329,10 @@ def spark_fails(monkeypatch):
 
     def fail(request, master="local[*]", remote=None):
         seen["path"] = request.path
-        raise OperationalError(f"Spark could not read the state ({request.description}): "
-                               + first_error_line(PY4J_TEXT.format(path=request.path), 400))
+        raise OperationalError(
+            f"Spark could not read the state ({request.description}): "
+            + first_error_line(PY4J_TEXT.format(path=request.path), 400)
+        )
 
     monkeypatch.setattr(state_source, "read_state_rows", fail)
     return seen
@@ -273,8 +346,10 @@ def test_json_rows_failure_keeps_layout_and_findings(tmp_path, cli, spark_fails)
     assert doc["healthy"] is True and "uncommitted-batch" in [f["code"] for f in doc["findings"]]
     assert doc["operators"][0]["operator_id"] == 0 and doc["restore_plan"]["totals"]["ok"] is True
     rows = doc["rows"]
-    expected = (f"Spark could not read the state (operator 0 (streaming aggregation), as of batch 2): "
-                f"java.io.FileNotFoundException: File file:{built.root}/state/0/0/3.changelog does not exist")
+    expected = (
+        f"Spark could not read the state (operator 0 (streaming aggregation), as of batch 2): "
+        f"java.io.FileNotFoundException: File file:{built.root}/state/0/0/3.changelog does not exist"
+    )
     assert rows["error"] == expected  # the user's checkpoint named, not the copy; one colon
     assert spark_fails["path"] != str(built.root)
     assert (rows["rows"], rows["total_rows"], rows["replica"]["linked_files"]) == ([], None, 0)
@@ -288,8 +363,10 @@ def test_human_rows_failure_shows_the_rest_and_exits_1(tmp_path, cli, spark_fail
     assert result.exit_code == 1
     assert "Restore plan: a restart runs batch 4" in result.stdout
     assert "State rows: operator 0 (streaming aggregation), as of batch 3 — Spark could not read them" in result.stdout
-    assert result.stderr.startswith("error: Spark could not read the state (operator 0 (streaming aggregation), "
-                                    "as of batch 3): java.io.FileNotFoundException")
+    assert result.stderr.startswith(
+        "error: Spark could not read the state (operator 0 (streaming aggregation), "
+        "as of batch 3): java.io.FileNotFoundException"
+    )
 
 
 def test_a_usage_error_in_rows_is_still_exit_2_before_spark(tmp_path, cli, spark_fails):
@@ -302,12 +379,19 @@ def test_a_usage_error_in_rows_is_still_exit_2_before_spark(tmp_path, cli, spark
 @pytest.mark.parametrize(
     "text, line",
     [
-        ("An error occurred while calling o160.count.\n: org.apache.spark.SparkException: [X] boom\n\tat a.b(c)",
-         "org.apache.spark.SparkException: [X] boom"),
-        (": java.io.FileNotFoundException: File file:/x does not exist", "java.io.FileNotFoundException: File file:/x does not exist"),
+        (
+            "An error occurred while calling o160.count.\n: org.apache.spark.SparkException: [X] boom\n\tat a.b(c)",
+            "org.apache.spark.SparkException: [X] boom",
+        ),
+        (
+            ": java.io.FileNotFoundException: File file:/x does not exist",
+            "java.io.FileNotFoundException: File file:/x does not exist",
+        ),
         (":   spaced", "spaced"),
-        ("[STDS_CONFLICT_OPTIONS] The options a: b cannot be specified together.",
-         "[STDS_CONFLICT_OPTIONS] The options a: b cannot be specified together."),
+        (
+            "[STDS_CONFLICT_OPTIONS] The options a: b cannot be specified together.",
+            "[STDS_CONFLICT_OPTIONS] The options a: b cannot be specified together.",
+        ),
         ("plain message: with a colon inside", "plain message: with a colon inside"),
     ],
     ids=["py4j-wrapper", "py4j-line", "colon-spaces", "spark-condition", "plain"],
@@ -333,40 +417,85 @@ def test_state_source_error_has_one_colon():
         def load(self, path):
             raise RuntimeError(PY4J_TEXT.format(path="/ck"))
 
-    request = type("R", (), {"path": "/ck", "limit": 1, "options": {}, "conf": {},
-                             "description": "operator 0 (streaming aggregation), as of batch 123"})()
+    request = type(
+        "R",
+        (),
+        {
+            "path": "/ck",
+            "limit": 1,
+            "options": {},
+            "conf": {},
+            "description": "operator 0 (streaming aggregation), as of batch 123",
+        },
+    )()
     with pytest.raises(OperationalError) as info:
         _read(Fails(), request)
-    assert str(info.value) == ("Spark could not read the state (operator 0 (streaming aggregation), as of batch 123): "
-                               "java.io.FileNotFoundException: File file:/ck/state/0/0/3.changelog does not exist")
+    assert str(info.value) == (
+        "Spark could not read the state (operator 0 (streaming aggregation), as of batch 123): "
+        "java.io.FileNotFoundException: File file:/ck/state/0/0/3.changelog does not exist"
+    )
 
 
 # ------------------------------------------------------------------------------------------
 # (f) --timers
 
-TIMERS = OperatorSpec(name="transformWithStateInPandasExec",
-                      state_variables=(("count", "ValueState", False), ("$procTimers_keyToTimestamp", "TimerState", False),
-                                       ("$ttl_seen", "TTLState", False)))
+TIMERS = OperatorSpec(
+    name="transformWithStateInPandasExec",
+    state_variables=(
+        ("count", "ValueState", False),
+        ("$procTimers_keyToTimestamp", "TimerState", False),
+        ("$ttl_seen", "TTLState", False),
+    ),
+)
 NO_TIMERS = OperatorSpec(name="transformWithStateInPandasExec", state_variables=(("count", "ValueState", False),))
 
 TIMER_REQUESTS = [
-    ("timers", TIMERS, {"timers": True},
-     {"operatorId": "0", "readRegisteredTimers": "true"}, "operator 0 (transformWithStateInPandas), registered timers, as of batch 3"),
-    ("timers-as-of-batch", TIMERS, {"timers": True, "batch_id": 1},
-     {"operatorId": "0", "readRegisteredTimers": "true", "batchId": "1"}, None),
-    ("not-tws", OperatorSpec(), {"timers": True}, None, "--timers applies to transformWithState; operator 0 is a streaming aggregation"),
+    (
+        "timers",
+        TIMERS,
+        {"timers": True},
+        {"operatorId": "0", "readRegisteredTimers": "true"},
+        "operator 0 (transformWithStateInPandas), registered timers, as of batch 3",
+    ),
+    (
+        "timers-as-of-batch",
+        TIMERS,
+        {"timers": True, "batch_id": 1},
+        {"operatorId": "0", "readRegisteredTimers": "true", "batchId": "1"},
+        None,
+    ),
+    (
+        "not-tws",
+        OperatorSpec(),
+        {"timers": True},
+        None,
+        "--timers applies to transformWithState; operator 0 is a streaming aggregation",
+    ),
     ("no-timers", NO_TIMERS, {"timers": True}, None, "operator 0 keeps no timers (time mode ProcessingTime)"),
-    ("with-state-var", TIMERS, {"timers": True, "state_var": "count"}, None, "--timers and --state-var cannot be combined"),
+    (
+        "with-state-var",
+        TIMERS,
+        {"timers": True, "state_var": "count"},
+        None,
+        "--timers and --state-var cannot be combined",
+    ),
     ("with-changes", TIMERS, {"timers": True, "changes": "0..2"}, None, "--timers and --changes cannot be combined"),
-    ("timer-var-by-name", TIMERS, {"state_var": "$procTimers_keyToTimestamp"}, None, "use --timers instead of --state-var"),
+    (
+        "timer-var-by-name",
+        TIMERS,
+        {"state_var": "$procTimers_keyToTimestamp"},
+        None,
+        "use --timers instead of --state-var",
+    ),
     ("internal-var-by-name", TIMERS, {"state_var": "$ttl_seen"}, None, "internal to Spark"),
     ("neither", TIMERS, {}, None, "--state-var (count) or read its timers with --timers."),
     ("neither-without-timers", NO_TIMERS, {}, None, "--state-var (count)."),
 ]
 
 
-@pytest.mark.parametrize("spec, kwargs, options, message", [c[1:] for c in TIMER_REQUESTS],
-                         ids=[c[0] for c in TIMER_REQUESTS])
+@pytest.mark.parametrize(
+    "spec, kwargs, options, message", [c[1:] for c in TIMER_REQUESTS], ids=[c[0] for c in TIMER_REQUESTS]
+)
 def test_timers_request(tmp_path, spec, kwargs, options, message):
     layout = read_layout(build_checkpoint(tmp_path / "cp", operators=(spec,)).root)
     if options is None:
@@ -387,9 +516,11 @@ def test_timers_flag_reaches_the_reader(tmp_path, cli, monkeypatch):
 
     def read(request, master="local[*]", remote=None):
         seen["options"] = dict(request.options)
-        return state_source.StateSourceRows(columns=["key", "expiration_timestamp_ms", "partition_id"],
-                                            rows=[{"key": {"k": "k0"}, "expiration_timestamp_ms": 1, "partition_id": 0}],
-                                            total=1)
+        return state_source.StateSourceRows(
+            columns=["key", "expiration_timestamp_ms", "partition_id"],
+            rows=[{"key": {"k": "k0"}, "expiration_timestamp_ms": 1, "partition_id": 0}],
+            total=1,
+        )
 
     monkeypatch.setattr(state_source, "read_state_rows", read)
     built = build_checkpoint(tmp_path / "cp", operators=(TIMERS,))
@@ -397,4 +528,8 @@ def test_timers_flag_reaches_the_reader(tmp_path, cli, monkeypatch):
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["rows"]
     assert seen["options"] == rows["reader_options"] == {"operatorId": "0", "readRegisteredTimers": "true"}
-    assert (rows["columns"], rows["total_rows"], rows["error"]) == (["key", "expiration_timestamp_ms", "partition_id"], 1, None)
+    assert (rows["columns"], rows["total_rows"], rows["error"]) == (
+        ["key", "expiration_timestamp_ms", "partition_id"],
+        1,
+        None,
+    )

@@ -28,8 +28,11 @@ from statectl.text import human_bytes
 from tests.checkpoint_factory import OperatorSpec, build_checkpoint, lz4_like, rocksdb_zip, write
 
 WIDE = {"COLUMNS": "200"}
-TWS = OperatorSpec(name="transformWithStateInPandasExec", partitions=6,
-                   state_variables=(("top", "MapState", False), ("seen", "ListState", True)))
+TWS = OperatorSpec(
+    name="transformWithStateInPandasExec",
+    partitions=6,
+    state_variables=(("top", "MapState", False), ("seen", "ListState", True)),
+)
 AGG = OperatorSpec(name="stateStoreSave", partitions=6)
 
 
@@ -95,8 +98,10 @@ def _commit(root: Path, batch: int, ids: dict | None) -> None:
     if ids is None:
         write(root / "commits" / str(batch), 'v1\n{"nextBatchWatermarkMs":0}')
     else:
-        write(root / "commits" / str(batch),
-              "v2\n" + json.dumps({"nextBatchWatermarkMs": 0, "stateUniqueIds": ids}, separators=(",", ":")))
+        write(
+            root / "commits" / str(batch),
+            "v2\n" + json.dumps({"nextBatchWatermarkMs": 0, "stateUniqueIds": ids}, separators=(",", ":")),
+        )
 
 
 def on_disk(root: Path, partitions) -> tuple[int, int]:
@@ -124,10 +129,12 @@ SHRINKS = [
 ]
 
 
-@pytest.mark.parametrize("spec, fmt, later, target, snapshot, replay", [c[1:] for c in SHRINKS],
-                         ids=[c[0] for c in SHRINKS])
-def test_shrink_6_to_3_leaves_one_info_finding_and_a_3_store_restore(tmp_path, spec, fmt, later, target, snapshot,
-                                                                      replay):
+@pytest.mark.parametrize(
+    "spec, fmt, later, target, snapshot, replay", [c[1:] for c in SHRINKS], ids=[c[0] for c in SHRINKS]
+)
+def test_shrink_6_to_3_leaves_one_info_finding_and_a_3_store_restore(
+    tmp_path, spec, fmt, later, target, snapshot, replay
+):
     root = build_checkpoint(tmp_path / "cp", operators=(spec,), batches=4, format_version=fmt).root
     assert repartition(root, 3) == 4
     for _ in range(later):
@@ -140,7 +147,8 @@ def test_shrink_6_to_3_leaves_one_info_finding_and_a_3_store_restore(tmp_path, s
     plan = restore_plan(layout)
     assert plan.target_version == target
     assert [(s.partition, s.snapshot_version, [f.version for f in s.replay]) for s in plan.stores] == [
-        (p, 5, replay) for p in range(3)]
+        (p, 5, replay) for p in range(3)
+    ]
     assert all(Path(s.snapshot.name).match(snapshot) for s in plan.stores)
     assert plan.ok
 
@@ -148,11 +156,17 @@ def test_shrink_6_to_3_leaves_one_info_finding_and_a_3_store_restore(tmp_path, s
     assert files == 24  # per partition: changelogs 1..4, zips 2 and 4, one SST each (no schema file: not partition 0)
     # Another release's verdict (Spark 4.0 cannot read format 2's v1 snapshots) is not this test's.
     findings = [f for f in check_health(layout, plan, verify="all") if f.severity != INFO or not f.fails_on]
-    assert findings == [Finding(
-        INFO, PARTITION_MISMATCH,
-        f"state/0/3..5 are left over from before the checkpoint went from 6 to 3 partitions at batch 4; Spark no "
-        f"longer reads them; they can be deleted while the query is stopped (24 files, {human_bytes(size)})",
-        "state/0/3", 0, None)]
+    assert findings == [
+        Finding(
+            INFO,
+            PARTITION_MISMATCH,
+            f"state/0/3..5 are left over from before the checkpoint went from 6 to 3 partitions at batch 4; Spark no "
+            f"longer reads them; they can be deleted while the query is stopped (24 files, {human_bytes(size)})",
+            "state/0/3",
+            0,
+            None,
+        )
+    ]
     assert is_healthy(findings)
 
 
@@ -162,8 +176,11 @@ def test_shrink_in_the_cli_text_and_json(cli, tmp_path):
     text = cli("inspect-state", str(root), env=WIDE)
     assert text.exit_code == 0, text.output
     lines = text.stdout.splitlines()
-    assert any("└── 0/  transformWithStateInPandas (transformWithStateInPandasExec) · store default · 3 partitions "
-               "(+ 3..5 unused) · " in line for line in lines), text.stdout
+    assert any(
+        "└── 0/  transformWithStateInPandas (transformWithStateInPandasExec) · store default · 3 partitions "
+        "(+ 3..5 unused) · " in line
+        for line in lines
+    ), text.stdout
     assert any("3..5/  3 unused partitions · 24 files · " in line for line in lines), text.stdout
     assert sum("restart → version 5: load 5.zip + 1 SSTs" in line for line in lines) == 3
     row = next(i for i, line in enumerate(lines) if line.startswith("│  0 │ transformWithStateInPandas "))
@@ -176,12 +193,18 @@ def test_shrink_in_the_cli_text_and_json(cli, tmp_path):
     doc = json.loads(cli("inspect-state", str(root), "--json").stdout)
     op = doc["operators"][0]
     assert (op["num_partitions"], op["stale_partitions"], [p["partition"] for p in op["partitions"]]) == (
-        3, [3, 4, 5], [0, 1, 2, 3, 4, 5])
-    assert [(o["operator_id"], o["store_instances"], o["ok"]) for o in doc["restore_plan"]["operators"]] == [(0, 3, True)]
+        3,
+        [3, 4, 5],
+        [0, 1, 2, 3, 4, 5],
+    )
+    assert [(o["operator_id"], o["store_instances"], o["ok"]) for o in doc["restore_plan"]["operators"]] == [
+        (0, 3, True)
+    ]
     assert [s["partition"] for s in doc["restore_plan"]["operators"][0]["stores"]] == [0, 1, 2]
     assert (doc["healthy"], doc["finding_counts"]) == (True, {"error": 0, "warning": 0, "info": 1})
     assert [(f["severity"], f["code"], f["path"], f["partition"]) for f in doc["findings"]] == [
-        ("info", "partition-mismatch", "state/0/3", None)]
+        ("info", "partition-mismatch", "state/0/3", None)
+    ]
 
     # Zoomed to a leftover partition: shown, marked unused, nothing to restore, the finding kept.
     zoom = cli("inspect-state", str(root), "--partition", "4", "--json")
@@ -230,11 +253,18 @@ def test_a_partition_copied_in_beyond_the_pinned_count_is_a_warning(tmp_path):
     assert [s.partition for s in plan.stores] == [0, 1] and plan.ok
     files, size = on_disk(root, [2])
     assert files == 4  # changelogs 1, 2, zip 2, one SST
-    assert check_health(layout, plan, verify="all") == [Finding(
-        WARNING, PARTITION_MISMATCH,
-        f"state/0/2 is beyond the 2 partitions the checkpoint declares (4 files, {human_bytes(size)}): Spark never "
-        f"reads it, and the offsets log records no change from more partitions; left from a partition count older "
-        f"than the logs, or copied in from another checkpoint? Check before deleting it", "state/0/2", 0, 2)]
+    assert check_health(layout, plan, verify="all") == [
+        Finding(
+            WARNING,
+            PARTITION_MISMATCH,
+            f"state/0/2 is beyond the 2 partitions the checkpoint declares (4 files, {human_bytes(size)}): Spark never "
+            f"reads it, and the offsets log records no change from more partitions; left from a partition count older "
+            f"than the logs, or copied in from another checkpoint? Check before deleting it",
+            "state/0/2",
+            0,
+            2,
+        )
+    ]
 
 
 def test_partitions_beyond_a_grow_are_not_explained_by_it(tmp_path):

@@ -13,8 +13,15 @@ import json
 
 import pytest
 
-from statectl.jobs.registry import JOBS, default_config, job_entry, load_job_config, shipped_configs, shipped_declarations
 from statectl.errors import UsageError
+from statectl.jobs.registry import (
+    JOBS,
+    default_config,
+    job_entry,
+    load_job_config,
+    shipped_configs,
+    shipped_declarations,
+)
 from statectl.topics.declared import merged
 from statectl.topics.jobs_file import REGENERATE, jobs_topics_file
 from statectl.topics.topics_file import load_topics_file
@@ -34,7 +41,8 @@ def _declared() -> dict[str, object]:
 
 def test_the_committed_topics_file_is_what_the_declarations_generate():
     assert TOPICS_FILE.read_text() == jobs_topics_file(shipped_declarations()).text(), (
-        f"configs/topics.yaml is out of date with the jobs' topic declarations; regenerate it: {REGENERATE}")
+        f"configs/topics.yaml is out of date with the jobs' topic declarations; regenerate it: {REGENERATE}"
+    )
 
 
 def test_the_topics_file_lists_every_topic_the_jobs_use_and_no_other():
@@ -44,14 +52,29 @@ def test_the_topics_file_lists_every_topic_the_jobs_use_and_no_other():
     requests = {r.topic: r for r in load_topics_file(TOPICS_FILE).requests}
     assert set(requests) == set(declared)
     assert not {"patient-aggregates", "counts-output"} & set(requests)
-    assert {"patient-visits", "tombstones-dlq", "windowed-retention-dlq", "bounded-state-dlq", "patient-event-counts",
-            "topic-configs-dlq", "sales-totals", "sales-threshold-dlq"} <= set(requests)
+    assert {
+        "patient-visits",
+        "tombstones-dlq",
+        "windowed-retention-dlq",
+        "bounded-state-dlq",
+        "patient-event-counts",
+        "topic-configs-dlq",
+        "sales-totals",
+        "sales-threshold-dlq",
+    } <= set(requests)
     for name, topic in declared.items():
         req = requests[name]
         assert (req.partitions, req.replication_factor, req.sets, req.preset) == (
-            topic.partitions, topic.replication_factor, topic.configs, None), name
-    assert requests["high-scores"].sets == {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
-                                            "segment.ms": "600000"}
+            topic.partitions,
+            topic.replication_factor,
+            topic.configs,
+            None,
+        ), name
+    assert requests["high-scores"].sets == {
+        "cleanup.policy": "compact",
+        "min.cleanable.dirty.ratio": "0.1",
+        "segment.ms": "600000",
+    }
     assert requests["leaderboard-dlq"].sets == {"retention.ms": "604800000"}
 
 
@@ -76,8 +99,15 @@ def test_produce_test_data_creates_topics_as_the_jobs_declare_them():
             assert topic is not None, f"{name} writes {batch.topic}, which no job declares"
             assert (batch.partitions, batch.configs) == (topic.partitions, topic.configs), batch.topic
             checked.add(batch.topic)
-    assert {"players", "products", "score-events", "patient-events", "sales-events", "pulse-events",
-            "keyed-events"} == checked
+    assert {
+        "players",
+        "products",
+        "score-events",
+        "patient-events",
+        "sales-events",
+        "pulse-events",
+        "keyed-events",
+    } == checked
 
 
 def test_a_config_naming_one_topic_twice_differently_is_refused():
@@ -86,11 +116,15 @@ def test_a_config_naming_one_topic_twice_differently_is_refused():
         merged(job_entry(config.job).topics(config), "advanced-state/tombstones config")
     assert str(info.value) == (
         "advanced-state/tombstones config: topics.input and topics.output both name 'patient-events', declared "
-        "differently (4 partitions, no configs; 4 partitions, cleanup.policy=compact); give each its own topic")
+        "differently (4 partitions, no configs; 4 partitions, cleanup.policy=compact); give each its own topic"
+    )
     # The same topic declared alike twice is one topic.
     config = load_job_config(default_config("advanced-state/sales-threshold"), ["topics.notifications=sales-events"])
     assert [t.name for t in merged(job_entry(config.job).topics(config))] == [
-        "sales-events", "sales-totals", "sales-threshold-dlq"]
+        "sales-events",
+        "sales-totals",
+        "sales-threshold-dlq",
+    ]
 
 
 def test_two_shipped_configs_declaring_one_topic_differently_fail_the_file(monkeypatch):
@@ -98,11 +132,19 @@ def test_two_shipped_configs_declaring_one_topic_differently_fail_the_file(monke
 
     leaderboard = load_job_config(default_config("leaderboard"), ["topics.high_scores=shared"])
     tombstones = load_job_config(default_config("advanced-state/tombstones"), ["topics.output=shared"])
-    monkeypatch.setattr(statectl.jobs.registry, "shipped_configs",
-                        lambda: [(default_config("leaderboard"), leaderboard),
-                                 (default_config("advanced-state/tombstones"), tombstones)])
-    with pytest.raises(UsageError, match=r"^leaderboard \(topics.high_scores\) and advanced-state/tombstones "
-                                         r"\(topics.output\) both declare 'shared', differently"):
+    monkeypatch.setattr(
+        statectl.jobs.registry,
+        "shipped_configs",
+        lambda: [
+            (default_config("leaderboard"), leaderboard),
+            (default_config("advanced-state/tombstones"), tombstones),
+        ],
+    )
+    with pytest.raises(
+        UsageError,
+        match=r"^leaderboard \(topics.high_scores\) and advanced-state/tombstones "
+        r"\(topics.output\) both declare 'shared', differently",
+    ):
         jobs_topics_file(shipped_declarations())
 
 
@@ -112,13 +154,18 @@ def test_print_file_prints_the_committed_file(cli):
     assert result.stdout == TOPICS_FILE.read_text()
     as_json = cli("topic-config", "--print-file", "--json")
     topics = json.loads(as_json.stdout)["topics"]
-    assert topics["patient-events"]["declared_by"] == ["advanced-state/tombstones (topics.input)",
-                                                       "advanced-state/topic-configs (topics.input)"]
+    assert topics["patient-events"]["declared_by"] == [
+        "advanced-state/tombstones (topics.input)",
+        "advanced-state/topic-configs (topics.input)",
+    ]
     assert topics["players"]["configs"]["segment.ms"] == "600000"
 
 
-@pytest.mark.parametrize("args", [["players"], ["--file", "configs/topics.yaml"], ["--set", "segment.ms=1"],
-                                  ["--dry-run"]], ids=["topic", "file", "set", "dry-run"])
+@pytest.mark.parametrize(
+    "args",
+    [["players"], ["--file", "configs/topics.yaml"], ["--set", "segment.ms=1"], ["--dry-run"]],
+    ids=["topic", "file", "set", "dry-run"],
+)
 def test_print_file_takes_no_change_options(cli, args):
     result = cli("topic-config", "--print-file", *args)
     assert result.exit_code == 2

@@ -6,7 +6,6 @@ that is not there; a user's own spark.driver.extraJavaOptions (kept, after state
 
 from __future__ import annotations
 
-
 import pytest
 
 from statectl.adapters.local import jvm_archive

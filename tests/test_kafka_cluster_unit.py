@@ -15,32 +15,47 @@ from pathlib import Path
 
 import pytest
 
-from statectl.adapters.local.broker import _server_properties, cluster_ports, free_ports
 from statectl.adapters.kafka.admin import TopicSpec, default_replication, with_default_replication
+from statectl.adapters.local.broker import _server_properties, cluster_ports, free_ports
 from statectl.topics.apply import _default_replication
 from statectl.topics.diff import TopicRequest
 
 
-@pytest.mark.parametrize("brokers, expected", [
-    (0, (1, {})),
-    (1, (1, {})),
-    (2, (2, {})),
-    (3, (3, {"min.insync.replicas": "2"})),
-    (5, (3, {"min.insync.replicas": "2"})),
-], ids=["none-up", "single", "two", "three", "five"])
+@pytest.mark.parametrize(
+    "brokers, expected",
+    [
+        (0, (1, {})),
+        (1, (1, {})),
+        (2, (2, {})),
+        (3, (3, {"min.insync.replicas": "2"})),
+        (5, (3, {"min.insync.replicas": "2"})),
+    ],
+    ids=["none-up", "single", "two", "three", "five"],
+)
 def test_default_replication_follows_the_broker_count(brokers, expected):
     assert default_replication(brokers) == expected
 
 
-@pytest.mark.parametrize("spec, brokers, expected", [
-    (TopicSpec("t", 4), 1, TopicSpec("t", 4, 1, {})),
-    (TopicSpec("t", 4), 3, TopicSpec("t", 4, 3, {"min.insync.replicas": "2"})),
-    (TopicSpec("t", 4, configs={"cleanup.policy": "compact"}), 3,
-     TopicSpec("t", 4, 3, {"min.insync.replicas": "2", "cleanup.policy": "compact"})),
-    (TopicSpec("t", 4, configs={"min.insync.replicas": "3"}), 3, TopicSpec("t", 4, 3, {"min.insync.replicas": "3"})),
-    (TopicSpec("t", 4, 1), 3, TopicSpec("t", 4, 1, {})),
-    (TopicSpec("t", 4, 2), 1, TopicSpec("t", 4, 2, {})),
-], ids=["single", "cluster", "cluster-keeps-configs", "spec-min-isr-wins", "explicit-1-kept", "explicit-2-kept"])
+@pytest.mark.parametrize(
+    "spec, brokers, expected",
+    [
+        (TopicSpec("t", 4), 1, TopicSpec("t", 4, 1, {})),
+        (TopicSpec("t", 4), 3, TopicSpec("t", 4, 3, {"min.insync.replicas": "2"})),
+        (
+            TopicSpec("t", 4, configs={"cleanup.policy": "compact"}),
+            3,
+            TopicSpec("t", 4, 3, {"min.insync.replicas": "2", "cleanup.policy": "compact"}),
+        ),
+        (
+            TopicSpec("t", 4, configs={"min.insync.replicas": "3"}),
+            3,
+            TopicSpec("t", 4, 3, {"min.insync.replicas": "3"}),
+        ),
+        (TopicSpec("t", 4, 1), 3, TopicSpec("t", 4, 1, {})),
+        (TopicSpec("t", 4, 2), 1, TopicSpec("t", 4, 2, {})),
+    ],
+    ids=["single", "cluster", "cluster-keeps-configs", "spec-min-isr-wins", "explicit-1-kept", "explicit-2-kept"],
+)
 def test_a_spec_without_replication_factor_gets_the_default(spec, brokers, expected):
     assert with_default_replication(spec, brokers) == expected
 
@@ -60,12 +75,16 @@ class _Admin:
         return _Metadata(self.brokers)
 
 
-@pytest.mark.parametrize("request_, brokers, expected", [
-    (TopicRequest("t"), 3, (3, {"min.insync.replicas": "2"}, [])),
-    (TopicRequest("t"), 1, (1, {}, [])),
-    (TopicRequest("t", {"min.insync.replicas": "1"}), 3, (3, {"min.insync.replicas": "1"}, [])),
-    (TopicRequest("t", deletes=["min.insync.replicas"]), 3, (3, {}, ["min.insync.replicas"])),
-], ids=["cluster", "single", "request-sets-min-isr", "request-deletes-min-isr"])
+@pytest.mark.parametrize(
+    "request_, brokers, expected",
+    [
+        (TopicRequest("t"), 3, (3, {"min.insync.replicas": "2"}, [])),
+        (TopicRequest("t"), 1, (1, {}, [])),
+        (TopicRequest("t", {"min.insync.replicas": "1"}), 3, (3, {"min.insync.replicas": "1"}, [])),
+        (TopicRequest("t", deletes=["min.insync.replicas"]), 3, (3, {}, ["min.insync.replicas"])),
+    ],
+    ids=["cluster", "single", "request-sets-min-isr", "request-deletes-min-isr"],
+)
 def test_planned_new_topics_show_the_default(request_, brokers, expected):
     _default_replication(_Admin(brokers), [request_])
     assert (request_.replication_factor, request_.sets, request_.deletes) == expected
@@ -79,17 +98,27 @@ def test_cluster_ports_are_consecutive():
 
 def test_a_node_config_names_the_three_voters_and_replicates_internal_topics(tmp_path):
     lines = _server_properties(tmp_path, 9093, 40002, node_id=2, voters={1: 40001, 2: 40002, 3: 40003}).splitlines()
-    for line in ["node.id=2", "controller.quorum.voters=1@127.0.0.1:40001,2@127.0.0.1:40002,3@127.0.0.1:40003",
-                 "listeners=PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:40002",
-                 "advertised.listeners=PLAINTEXT://127.0.0.1:9093", f"log.dirs={tmp_path / 'logs'}",
-                 "default.replication.factor=3", "offsets.topic.replication.factor=3",
-                 "transaction.state.log.replication.factor=3", "transaction.state.log.min.isr=2",
-                 "auto.create.topics.enable=false"]:
+    for line in [
+        "node.id=2",
+        "controller.quorum.voters=1@127.0.0.1:40001,2@127.0.0.1:40002,3@127.0.0.1:40003",
+        "listeners=PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:40002",
+        "advertised.listeners=PLAINTEXT://127.0.0.1:9093",
+        f"log.dirs={tmp_path / 'logs'}",
+        "default.replication.factor=3",
+        "offsets.topic.replication.factor=3",
+        "transaction.state.log.replication.factor=3",
+        "transaction.state.log.min.isr=2",
+        "auto.create.topics.enable=false",
+    ]:
         assert line in lines
     assert not any(line.startswith("controller.quorum.bootstrap.servers") for line in lines)
     single = _server_properties(tmp_path, 9092, 40000).splitlines()
-    for line in ["node.id=1", "controller.quorum.bootstrap.servers=127.0.0.1:40000", "offsets.topic.replication.factor=1",
-                 "transaction.state.log.min.isr=1"]:
+    for line in [
+        "node.id=1",
+        "controller.quorum.bootstrap.servers=127.0.0.1:40000",
+        "offsets.topic.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+    ]:
         assert line in single
 
 
@@ -110,25 +139,43 @@ def _single_dir(tmp_path: Path) -> Path:
     return data
 
 
-@pytest.mark.parametrize("args, where, message", [
-    (["up", "--brokers", "2"], None, "--brokers takes 1 (a single broker) or 3 (a cluster of 3); got 2"),
-    (["up", "--brokers", "0"], None, "--brokers takes 1 (a single broker) or 3 (a cluster of 3); got 0"),
-    (["up", "--brokers", "3", "--secure"], None, "a secured 3-broker cluster is not supported"),
-    (["up", "--secure"], "cluster", "a secured 3-broker cluster is not supported"),
-    (["up", "--node", "2"], None, "holds no cluster; start a cluster with statectl kafka up --brokers 3"),
-    (["up", "--node", "2"], "single", "holds a single broker; start a cluster with statectl kafka up --brokers 3"),
-    (["down", "--node", "2"], None, "holds no cluster; nothing was stopped"),
-    (["down", "--node", "2"], "single", "holds a single broker; nothing was stopped"),
-    (["up", "--node", "4"], "cluster", "--node takes a node id of the cluster, 1 to 3; got 4"),
-    (["down", "--node", "0"], "cluster", "--node takes a node id of the cluster, 1 to 3; got 0"),
-    (["up", "--node", "2", "--port", "9092"], "cluster", "drop --port"),
-    (["up", "--node", "2"], "cluster", "no node of the cluster in"),
-    (["up", "--brokers", "1"], "cluster", "holds a 3-broker cluster; --brokers 1 does not convert it"),
-    (["up", "--brokers", "3"], "single", "holds a single broker; --brokers 3 does not convert it"),
-    (["up", "--brokers", "3", "--port", "65534"], None, "65534 leaves too few below 65536"),
-], ids=["brokers-2", "brokers-0", "secure-cluster", "secure-on-cluster-dir", "up-node-no-cluster",
-        "up-node-single", "down-node-no-cluster", "down-node-single", "node-4", "node-0", "node-with-port",
-        "node-alone", "brokers-1-on-cluster", "brokers-3-on-single", "port-near-the-top"])
+@pytest.mark.parametrize(
+    "args, where, message",
+    [
+        (["up", "--brokers", "2"], None, "--brokers takes 1 (a single broker) or 3 (a cluster of 3); got 2"),
+        (["up", "--brokers", "0"], None, "--brokers takes 1 (a single broker) or 3 (a cluster of 3); got 0"),
+        (["up", "--brokers", "3", "--secure"], None, "a secured 3-broker cluster is not supported"),
+        (["up", "--secure"], "cluster", "a secured 3-broker cluster is not supported"),
+        (["up", "--node", "2"], None, "holds no cluster; start a cluster with statectl kafka up --brokers 3"),
+        (["up", "--node", "2"], "single", "holds a single broker; start a cluster with statectl kafka up --brokers 3"),
+        (["down", "--node", "2"], None, "holds no cluster; nothing was stopped"),
+        (["down", "--node", "2"], "single", "holds a single broker; nothing was stopped"),
+        (["up", "--node", "4"], "cluster", "--node takes a node id of the cluster, 1 to 3; got 4"),
+        (["down", "--node", "0"], "cluster", "--node takes a node id of the cluster, 1 to 3; got 0"),
+        (["up", "--node", "2", "--port", "9092"], "cluster", "drop --port"),
+        (["up", "--node", "2"], "cluster", "no node of the cluster in"),
+        (["up", "--brokers", "1"], "cluster", "holds a 3-broker cluster; --brokers 1 does not convert it"),
+        (["up", "--brokers", "3"], "single", "holds a single broker; --brokers 3 does not convert it"),
+        (["up", "--brokers", "3", "--port", "65534"], None, "65534 leaves too few below 65536"),
+    ],
+    ids=[
+        "brokers-2",
+        "brokers-0",
+        "secure-cluster",
+        "secure-on-cluster-dir",
+        "up-node-no-cluster",
+        "up-node-single",
+        "down-node-no-cluster",
+        "down-node-single",
+        "node-4",
+        "node-0",
+        "node-with-port",
+        "node-alone",
+        "brokers-1-on-cluster",
+        "brokers-3-on-single",
+        "port-near-the-top",
+    ],
+)
 def test_refused_before_anything_starts(cli, tmp_path, args, where, message):
     data = {"cluster": _cluster_dir, "single": _single_dir}[where](tmp_path) if where else tmp_path / "empty"
     result = cli("kafka", *args, "--data-dir", str(data))
@@ -149,7 +196,11 @@ def test_status_of_a_stopped_cluster_lists_each_node(cli, tmp_path):
         "  node 3  stopped  127.0.0.1:9094",
     ]
     as_json = json.loads(cli("kafka", "status", "--data-dir", str(data), "--json").stdout)
-    assert (as_json["running"], as_json["brokers"], [n["port"] for n in as_json["nodes"]]) == (False, 3, [9092, 9093, 9094])
+    assert (as_json["running"], as_json["brokers"], [n["port"] for n in as_json["nodes"]]) == (
+        False,
+        3,
+        [9092, 9093, 9094],
+    )
 
 
 class _Future:

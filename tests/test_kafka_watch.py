@@ -86,8 +86,12 @@ def test_watch_expires_after_the_timeout_and_never_when_waiting():
 @pytest.mark.parametrize(
     "reachable, down, timeout, text",
     [
-        (False, 2.0, 120.0, "no Kafka broker answers: the run stops if none answers for 120.0 s "
-                            "(kafka.unavailable_timeout)"),
+        (
+            False,
+            2.0,
+            120.0,
+            "no Kafka broker answers: the run stops if none answers for 120.0 s (kafka.unavailable_timeout)",
+        ),
         (False, 2.0, None, "no Kafka broker answers: waiting for the brokers (kafka.unavailable_timeout: null)"),
         (True, 34.2, 120.0, "Kafka answers again after 34.2 s without a broker"),
     ],
@@ -122,4 +126,5 @@ def test_the_error_says_what_happened_what_is_kept_and_what_to_do():
     assert kafka_lost_error("127.0.0.1:9092,127.0.0.1:9093", "15 seconds") == (
         "no Kafka broker at 127.0.0.1:9092,127.0.0.1:9093 answered for 15 seconds (kafka.unavailable_timeout), so "
         "the query was stopped; what it committed is kept and the unfinished batch runs again: start the job again "
-        "once the brokers are back (kafka.unavailable_timeout: null waits for them instead)")
+        "once the brokers are back (kafka.unavailable_timeout: null waits for them instead)"
+    )

@@ -27,8 +27,9 @@ class _Consumer:
         self.refreshed += 1
 
 
-@pytest.mark.parametrize("code", [KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION,
-                                  KafkaError.NOT_LEADER_FOR_PARTITION])
+@pytest.mark.parametrize(
+    "code", [KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION, KafkaError.NOT_LEADER_FOR_PARTITION]
+)
 def test_a_moving_or_catching_up_leader_is_asked_again(code, monkeypatch):
     monkeypatch.setattr(offsets.time, "sleep", lambda s: None)
     consumer = _Consumer([code, code])

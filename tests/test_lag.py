@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from statectl.jobs.registry import load_job_config
+from statectl.checkpoint import lock as lock_module
 from statectl.checkpoint.health import ERROR, WARNING
+from statectl.checkpoint.lock import CheckpointLock, RunLock, flock_holders, read_run_lock
 from statectl.checkpoint.progress import (
     kafka_offsets,
     log_batches,
@@ -35,9 +36,8 @@ from statectl.checkpoint.progress import (
 from statectl.cluster import Cluster
 from statectl.config.loader import config_to_dict
 from statectl.errors import BrokerUnavailable, UsageError
-from statectl.checkpoint import lock as lock_module
+from statectl.jobs.registry import load_job_config
 from statectl.observe.lag import KafkaLook, LagRequest, LagRow, job_lag, lag_report, lag_rows, topic_totals
-from statectl.checkpoint.lock import CheckpointLock
 from statectl.observe.status import (
     HEALTHY,
     NO_CHECKPOINT,
@@ -46,7 +46,6 @@ from statectl.observe.status import (
     last_error,
     project_status,
 )
-from statectl.checkpoint.lock import RunLock, flock_holders, read_run_lock
 from tests.checkpoint_factory import flip_byte, tree_fingerprint
 from tests.conftest import REPO
 from tests.lag_checkpoint import build_kafka_checkpoint, offsets_at, offsets_text
@@ -69,13 +68,27 @@ from tests.lag_checkpoint import build_kafka_checkpoint, offsets_at, offsets_tex
         (["0", "x", "1.json", "-1"], ["0", "abc"], 0, 0, None, ()),
         (["0", ".1.3f1c6e2a.tmp", "temp-77"], ["0"], 0, 0, None, ("offsets/.1.3f1c6e2a.tmp", "offsets/temp-77")),
     ],
-    ids=["empty", "missing dirs", "all committed", "crc sidecars ignored", "last batch pending",
-         "no commit yet", "commit without offsets", "numeric not lexical order", "junk names ignored", "temp files"],
+    ids=[
+        "empty",
+        "missing dirs",
+        "all committed",
+        "crc sidecars ignored",
+        "last batch pending",
+        "no commit yet",
+        "commit without offsets",
+        "numeric not lexical order",
+        "junk names ignored",
+        "temp files",
+    ],
 )
 def test_last_committed_batch_from_listings(offsets, commits, last_committed, last_offset, pending, temp):
     batches = log_batches(offsets, commits)
     assert (batches.last_committed, batches.last_offset, batches.pending, batches.temp_files) == (
-        last_committed, last_offset, pending, temp)
+        last_committed,
+        last_offset,
+        pending,
+        temp,
+    )
 
 
 @pytest.mark.parametrize(
@@ -106,33 +119,51 @@ def _rows(rows):
 @pytest.mark.parametrize(
     "sources, ends, other, expected",
     [
-        ([(0, {"s": {0: 10, 1: 20}})], {"s": {0: 15, 1: 20}}, [],
-         [("s", 0, 10, 15, 5, 0), ("s", 1, 20, 20, 0, 0)]),
-        ([(0, {"s": {0: 10}})], {"s": {0: 10, 1: 4}}, [],
-         [("s", 0, 10, 10, 0, 0), ("s", 1, None, 4, None, 0)]),
-        ([(0, {"s": {0: 10}})], {}, [],
-         [("s", 0, 10, None, None, 0)]),
-        ([(0, {"s": {0: 50}})], {"s": {0: 3}}, [],
-         [("s", 0, 50, 3, None, 0)]),
-        ([(0, {"s": {0: 1}}), (1, {"p": {1: 2, 0: 1}}), (2, {"q": {0: 0}})], {"s": {0: 4}, "p": {0: 1, 1: 9}, "q": {0: 0}}, [],
-         [("s", 0, 1, 4, 3, 0), ("p", 0, 1, 1, 0, 1), ("p", 1, 2, 9, 7, 1), ("q", 0, 0, 0, 0, 2)]),
-        ([(0, {"s": {0: 1}}), (1, {"s": {0: 3}})], {"s": {0: 4}}, [],
-         [("s", 0, 1, 4, 3, 0), ("s", 0, 3, 4, 1, 1)]),
-        ([], {"s": {1: 7, 0: 5}, "p": {0: 2}}, ["s", "p", "gone"],
-         [("s", 0, None, 5, None, None), ("s", 1, None, 7, None, None), ("p", 0, None, 2, None, None)]),
+        ([(0, {"s": {0: 10, 1: 20}})], {"s": {0: 15, 1: 20}}, [], [("s", 0, 10, 15, 5, 0), ("s", 1, 20, 20, 0, 0)]),
+        ([(0, {"s": {0: 10}})], {"s": {0: 10, 1: 4}}, [], [("s", 0, 10, 10, 0, 0), ("s", 1, None, 4, None, 0)]),
+        ([(0, {"s": {0: 10}})], {}, [], [("s", 0, 10, None, None, 0)]),
+        ([(0, {"s": {0: 50}})], {"s": {0: 3}}, [], [("s", 0, 50, 3, None, 0)]),
+        (
+            [(0, {"s": {0: 1}}), (1, {"p": {1: 2, 0: 1}}), (2, {"q": {0: 0}})],
+            {"s": {0: 4}, "p": {0: 1, 1: 9}, "q": {0: 0}},
+            [],
+            [("s", 0, 1, 4, 3, 0), ("p", 0, 1, 1, 0, 1), ("p", 1, 2, 9, 7, 1), ("q", 0, 0, 0, 0, 2)],
+        ),
+        ([(0, {"s": {0: 1}}), (1, {"s": {0: 3}})], {"s": {0: 4}}, [], [("s", 0, 1, 4, 3, 0), ("s", 0, 3, 4, 1, 1)]),
+        (
+            [],
+            {"s": {1: 7, 0: 5}, "p": {0: 2}},
+            ["s", "p", "gone"],
+            [("s", 0, None, 5, None, None), ("s", 1, None, 7, None, None), ("p", 0, None, 2, None, None)],
+        ),
     ],
-    ids=["lag per partition", "new partition", "topic not in kafka", "checkpoint past log end",
-         "three sources in order", "one topic two sources", "no committed batch"],
+    ids=[
+        "lag per partition",
+        "new partition",
+        "topic not in kafka",
+        "checkpoint past log end",
+        "three sources in order",
+        "one topic two sources",
+        "no committed batch",
+    ],
 )
 def test_lag_rows_per_source_partition(sources, ends, other, expected):
     assert _rows(lag_rows(sources, ends, other)) == expected
 
 
 def test_topic_totals_sum_known_lags_and_count_unknown():
-    rows = [LagRow("s", 0, 10, 15), LagRow("s", 1, None, 4), LagRow("s", 2, 3, 3), LagRow("p", 0, 1, 9),
-            LagRow("q", 0, 9, 1)]
+    rows = [
+        LagRow("s", 0, 10, 15),
+        LagRow("s", 1, None, 4),
+        LagRow("s", 2, 3, 3),
+        LagRow("p", 0, 1, 9),
+        LagRow("q", 0, 9, 1),
+    ]
     assert [(t.topic, t.partitions, t.lag, t.unknown_partitions) for t in topic_totals(rows)] == [
-        ("s", 3, 5, 1), ("p", 1, 8, 0), ("q", 1, 0, 1)]
+        ("s", 3, 5, 1),
+        ("p", 1, 8, 0),
+        ("q", 1, 0, 1),
+    ]
 
 
 # ------------------------------------------------------------------------------------------
@@ -148,8 +179,10 @@ def test_read_progress_reads_the_last_committed_offsets(tmp_path):
     assert progress.batch_timestamp_ms == 1_795_241_953_103 + 24_000
     assert progress.committed_at == os.stat(root / "commits" / "24").st_mtime
     assert progress.kafka_sources == [
-        (0, {"score-events": {0: 250, 1: 251, 2: 252, 3: 253}}), (1, {"players": {0: 250, 1: 251}}),
-        (2, {"products": {0: 250, 1: 251}})]
+        (0, {"score-events": {0: 250, 1: 251, 2: 252, 3: 253}}),
+        (1, {"players": {0: 250, 1: 251}}),
+        (2, {"products": {0: 250, 1: 251}}),
+    ]
     assert progress.healthy
 
 
@@ -207,12 +240,16 @@ def test_quick_findings_two_batches_in_flight_is_an_error():
     assert "offsets/ runs to batch 3 but the last commit is batch 1" in findings[0].message
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: None, "does not exist: the job has not run with it yet"),
-    (lambda p: p.write_text("x"), "is a file, not a directory"),
-    (lambda p: p.mkdir(), "is empty: the job has not started with it yet"),
-    (lambda p: (p.mkdir(), (p / "notes.txt").write_text("x")), "is not a Structured Streaming checkpoint"),
-], ids=["missing", "a file", "empty dir", "not a checkpoint"])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: None, "does not exist: the job has not run with it yet"),
+        (lambda p: p.write_text("x"), "is a file, not a directory"),
+        (lambda p: p.mkdir(), "is empty: the job has not started with it yet"),
+        (lambda p: (p.mkdir(), (p / "notes.txt").write_text("x")), "is not a Structured Streaming checkpoint"),
+    ],
+    ids=["missing", "a file", "empty dir", "not a checkpoint"],
+)
 def test_not_a_checkpoint_is_a_usage_error(tmp_path, make, message):
     path = tmp_path / "ckpt"
     make(path)
@@ -239,29 +276,56 @@ def test_lag_report_exact_lag_against_end_offsets(tmp_path):
     ends = {"score-events": {0: 30, 1: 35, 2: 32, 3: 33, 4: 6}, "players": {0: 30, 1: 31}, "products": {0: 40, 1: 31}}
     report = lag_report("leaderboard", progress, ["score-events", "players", "products"], "k:9092", ends)
     assert [(r.topic, r.partition, r.lag) for r in report.rows] == [
-        ("score-events", 0, 0), ("score-events", 1, 4), ("score-events", 2, 0), ("score-events", 3, 0),
-        ("score-events", 4, None), ("players", 0, 0), ("players", 1, 0), ("products", 0, 10), ("products", 1, 0)]
+        ("score-events", 0, 0),
+        ("score-events", 1, 4),
+        ("score-events", 2, 0),
+        ("score-events", 3, 0),
+        ("score-events", 4, None),
+        ("players", 0, 0),
+        ("players", 1, 0),
+        ("products", 0, 10),
+        ("products", 1, 0),
+    ]
     assert (report.total, report.unknown_partitions, report.batch) == (14, 1, 2)
     assert report.notes == ["partitions the checkpoint does not know yet (added since the last batch): score-events-4"]
     doc = report.to_dict()
-    assert doc["partitions"][1] == {"topic": "score-events", "partition": 1, "current_offset": 31,
-                                    "log_end_offset": 35, "lag": 4, "source": 0, "lag_seconds": None,
-                                    "next_record_timestamp_ms": None, "next_record_timestamp_type": None}
-    assert [{k: t[k] for k in ("topic", "partitions", "lag", "unknown_partitions", "trend")} for t in doc["topics"]] == [
+    assert doc["partitions"][1] == {
+        "topic": "score-events",
+        "partition": 1,
+        "current_offset": 31,
+        "log_end_offset": 35,
+        "lag": 4,
+        "source": 0,
+        "lag_seconds": None,
+        "next_record_timestamp_ms": None,
+        "next_record_timestamp_type": None,
+    }
+    assert [
+        {k: t[k] for k in ("topic", "partitions", "lag", "unknown_partitions", "trend")} for t in doc["topics"]
+    ] == [
         {"topic": "score-events", "partitions": 5, "lag": 4, "unknown_partitions": 1, "trend": "unknown"},
         {"topic": "players", "partitions": 2, "lag": 0, "unknown_partitions": 0, "trend": "caught_up"},
-        {"topic": "products", "partitions": 2, "lag": 10, "unknown_partitions": 0, "trend": "unknown"}]
+        {"topic": "products", "partitions": 2, "lag": 10, "unknown_partitions": 0, "trend": "unknown"},
+    ]
 
 
 def test_lag_report_without_a_committed_batch(tmp_path):
     progress = read_progress(build_kafka_checkpoint(tmp_path / "ckpt", 1, commit_last=False))
-    report = lag_report("leaderboard", progress, ["score-events", "players"], "k:9092",
-                        {"score-events": {0: 5, 1: 0}}, starting_offsets="kafka.starting_offsets: earliest")
+    report = lag_report(
+        "leaderboard",
+        progress,
+        ["score-events", "players"],
+        "k:9092",
+        {"score-events": {0: 5, 1: 0}},
+        starting_offsets="kafka.starting_offsets: earliest",
+    )
     assert _rows(report.rows) == [("score-events", 0, None, 5, None, None), ("score-events", 1, None, 0, None, None)]
     assert (report.batch, report.total, report.pending_batch) == (None, None, 0)
     assert report.notes == [
-        ("no batch is committed yet: the job starts from its starting offsets (kafka.starting_offsets: earliest), "
-         "so its lag is unknown"),
+        (
+            "no batch is committed yet: the job starts from its starting offsets (kafka.starting_offsets: earliest), "
+            "so its lag is unknown"
+        ),
         "batch 0 is in flight or was cut short (offsets logged, no commit): its records count as lag until it commits",
         "1 topic not found in Kafka (or not visible to this user): players",
     ]
@@ -324,8 +388,9 @@ def test_run_lock_held_by_this_process_is_running(tmp_path, monkeypatch):
 
 def test_run_lock_left_by_a_dead_run_is_stale(tmp_path, monkeypatch):
     checkpoint = build_kafka_checkpoint(tmp_path / "ckpt", 1)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     (tmp_path / "ckpt.lock").write_text(dead.stdout.strip())
     lock = read_run_lock(checkpoint)
     assert (lock.running, lock.pid, lock.stale) == (False, int(dead.stdout), True)
@@ -347,13 +412,28 @@ def test_run_lock_file_without_a_flock_is_not_running_even_with_a_live_pid(tmp_p
     "findings, pending, lock, expected",
     [
         ([], None, RunLock("l"), None),
-        ([], 7, RunLock("l"), ("last batch not committed: batch 7 has offsets but no commit (the last run stopped "
-                               "mid-batch; the next run re-runs it)")),
+        (
+            [],
+            7,
+            RunLock("l"),
+            (
+                "last batch not committed: batch 7 has offsets but no commit (the last run stopped "
+                "mid-batch; the next run re-runs it)"
+            ),
+        ),
         ([], 7, RunLock("l", True, 12, running=True), None),
-        ([], None, RunLock("l", True, 12, stale=True), ("the last run (pid 12) ended without releasing its lock: "
-                                                        "it was killed or crashed")),
-        (quick_findings(log_batches(["0"], ["0", "1"]), True, True, True), None, RunLock("l"),
-         "commits/1 exists without offsets/1: a restart cannot tell where batch 2 starts"),
+        (
+            [],
+            None,
+            RunLock("l", True, 12, stale=True),
+            ("the last run (pid 12) ended without releasing its lock: it was killed or crashed"),
+        ),
+        (
+            quick_findings(log_batches(["0"], ["0", "1"]), True, True, True),
+            None,
+            RunLock("l"),
+            "commits/1 exists without offsets/1: a restart cannot tell where batch 2 starts",
+        ),
     ],
     ids=["nothing", "uncommitted while stopped", "in flight while running", "stale lock", "error finding first"],
 )
@@ -371,40 +451,83 @@ def test_project_status_per_job_and_per_cluster(tmp_path):
     broken = build_kafka_checkpoint(tmp_path / "broken", 4)
     flip_byte(broken / "offsets" / "3", 40)
     other_cluster = build_kafka_checkpoint(tmp_path / "other", 2)
-    jobs = [(p, load_job_config(p)) for p in (
-        _config(tmp_path, ok), _config(tmp_path, stopped_mid_batch), _config(tmp_path, broken),
-        _config(tmp_path, other_cluster, "10.0.0.1:9092"), _config(tmp_path, tmp_path / "never-ran"))]
+    jobs = [
+        (p, load_job_config(p))
+        for p in (
+            _config(tmp_path, ok),
+            _config(tmp_path, stopped_mid_batch),
+            _config(tmp_path, broken),
+            _config(tmp_path, other_cluster, "10.0.0.1:9092"),
+            _config(tmp_path, tmp_path / "never-ran"),
+        )
+    ]
     calls = []
 
     def fetch(cluster, request):
         calls.append((str(cluster), request.topics))
         if str(cluster) == "10.0.0.1:9092":
             raise BrokerUnavailable("cannot reach Kafka at 10.0.0.1:9092: no answer within 5 s")
-        return KafkaLook({"score-events": {p: 100 for p in range(4)}, "players": {0: 50, 1: 51},
-                          "products": {0: 40, 1: 41}})
+        return KafkaLook(
+            {"score-events": {p: 100 for p in range(4)}, "players": {0: 50, 1: 51}, "products": {0: 40, 1: 41}}
+        )
 
-    report = project_status(StatusRequest(jobs, cluster_of=lambda cfg, path: Cluster(cfg.kafka.bootstrap_servers)),
-                            fetch, proc_locks="")
-    assert calls == [("127.0.0.1:9", ["score-events", "players", "products"]),
-                     ("10.0.0.1:9092", ["score-events", "players", "products"])]
+    report = project_status(
+        StatusRequest(jobs, cluster_of=lambda cfg, path: Cluster(cfg.kafka.bootstrap_servers)), fetch, proc_locks=""
+    )
+    assert calls == [
+        ("127.0.0.1:9", ["score-events", "players", "products"]),
+        ("10.0.0.1:9092", ["score-events", "players", "products"]),
+    ]
     got = {Path(j.checkpoint).name: j for j in report.jobs}
     # ok: next offsets 40 + p; score-events 4 x (100 - 40 - p) = 234, players 10 + 10, products 0 + 0
     assert (got["ok"].health, got["ok"].lag, got["ok"].batch, got["ok"].ok) == (HEALTHY, 254, 3, True)
     assert got["ok"].state_files == 2 * 3 * 2 and got["ok"].last_error is None
-    assert (got["mid"].health, got["mid"].batch, got["mid"].pending_batch, got["mid"].lag) == (HEALTHY, 2, 3, 274 + 40 + 20)
+    assert (got["mid"].health, got["mid"].batch, got["mid"].pending_batch, got["mid"].lag) == (
+        HEALTHY,
+        2,
+        3,
+        274 + 40 + 20,
+    )
     assert got["mid"].last_error.startswith("last batch not committed: batch 3")
     assert (got["broken"].health, got["broken"].ok) == (UNHEALTHY, False)
     assert got["broken"].last_error.startswith("offsets/3 does not match its Hadoop .crc")
     assert (got["other"].kafka_error, got["other"].lag, got["other"].ok) == (
-        "cannot reach Kafka at 10.0.0.1:9092: no answer within 5 s", None, False)
+        "cannot reach Kafka at 10.0.0.1:9092: no answer within 5 s",
+        None,
+        False,
+    )
     assert (got["never-ran"].health, got["never-ran"].exists, got["never-ran"].ok) == (NO_CHECKPOINT, False, True)
     assert not report.ok
     doc = got["ok"].to_dict()
-    assert set(doc) == {"job", "config", "checkpoint", "checkpoint_exists", "running", "pid", "active", "batch", "batch_time",
-                        "committed_at", "pending_batch", "lag", "lag_unknown_partitions", "lag_seconds", "lag_trend",
-                        "lag_topics", "kafka_error",
-                        "state_bytes", "state_files", "state_size_partial", "state_trend", "state_findings", "verdict_for",
-                        "health", "findings", "last_error", "ok"}
+    assert set(doc) == {
+        "job",
+        "config",
+        "checkpoint",
+        "checkpoint_exists",
+        "running",
+        "pid",
+        "active",
+        "batch",
+        "batch_time",
+        "committed_at",
+        "pending_batch",
+        "lag",
+        "lag_unknown_partitions",
+        "lag_seconds",
+        "lag_trend",
+        "lag_topics",
+        "kafka_error",
+        "state_bytes",
+        "state_files",
+        "state_size_partial",
+        "state_trend",
+        "state_findings",
+        "verdict_for",
+        "health",
+        "findings",
+        "last_error",
+        "ok",
+    }
     assert doc["batch_time"] == "2026-11-21T06:19:16.103Z"
 
 
@@ -425,9 +548,9 @@ def test_a_running_job_with_a_batch_in_flight_or_starting_is_healthy(tmp_path):
         assert not stopped.running and (stopped.findings or stopped.last_error)
     assert checkpoint_status("leaderboard", "c.yaml", in_flight).last_error.startswith("last batch not committed")
     assert checkpoint_status("leaderboard", "c.yaml", starting).health == UNHEALTHY
-    assert checkpoint_status("leaderboard", "c.yaml", empty).last_error.endswith("is empty: the job has not started "
-                                                                                 "with it yet (no metadata, offsets/ "
-                                                                                 "or commits/)")
+    assert checkpoint_status("leaderboard", "c.yaml", empty).last_error.endswith(
+        "is empty: the job has not started with it yet (no metadata, offsets/ or commits/)"
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -444,8 +567,11 @@ def test_lag_command_missing_checkpoint_exits_2(cli, tmp_path):
     result = cli("lag", "leaderboard", "--checkpoint-dir", str(tmp_path / "nope"), "-b", "127.0.0.1:9")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        (f"error: checkpoint {tmp_path / 'nope'} does not exist: the job has not run with it yet; pass the "
-         f"--checkpoint-dir (or --config) the job runs with")]
+        (
+            f"error: checkpoint {tmp_path / 'nope'} does not exist: the job has not run with it yet; pass the "
+            f"--checkpoint-dir (or --config) the job runs with"
+        )
+    ]
     assert result.stdout == ""
 
 
@@ -471,12 +597,29 @@ def test_status_command_json_and_exit_code(cli, tmp_path, monkeypatch):
     result = cli("status", str(config), "--json")
     assert result.exit_code == 1
     [job] = json.loads(result.stdout)
-    assert (job["job"], job["batch"], job["health"], job["running"], job["lag"]) == ("leaderboard", 2, HEALTHY, False, None)
+    assert (job["job"], job["batch"], job["health"], job["running"], job["lag"]) == (
+        "leaderboard",
+        2,
+        HEALTHY,
+        False,
+        None,
+    )
     assert job["kafka_error"].startswith(f"cannot reach Kafka at 127.0.0.1:{port}: connection refused")
     table = cli("status", str(config))
     assert table.exit_code == 1
-    assert table.stdout.splitlines()[0].split() == ["JOB", "RUNNING", "BATCH", "COMMITTED", "LAG", "LAG-SECONDS",
-                                                    "TREND", "STATE", "HEALTH", "LAST", "ERROR"]
+    assert table.stdout.splitlines()[0].split() == [
+        "JOB",
+        "RUNNING",
+        "BATCH",
+        "COMMITTED",
+        "LAG",
+        "LAG-SECONDS",
+        "TREND",
+        "STATE",
+        "HEALTH",
+        "LAST",
+        "ERROR",
+    ]
     assert table.stdout.splitlines()[1].split()[:3] == ["leaderboard", "no", "2"]
     assert "unreachable" in table.stdout and "not ok: leaderboard" in table.stderr
 

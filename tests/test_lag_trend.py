@@ -17,11 +17,20 @@ import json
 
 import pytest
 
-from statectl.observe import lag_trend
 from statectl.checkpoint.progress import read_progress
+from statectl.observe import lag_trend
+from statectl.observe.lag import (
+    KafkaLook,
+    LagCache,
+    LookRequest,
+    NextRecord,
+    batch_history,
+    lag_report,
+    look_request,
+    merged_request,
+    topic_windows,
+)
 from statectl.observe.lag_trend import CAUGHT_UP, FALLING, GROWING, STALLED, STEADY, UNKNOWN, LagSample
-from statectl.observe.lag import (KafkaLook, LagCache, LookRequest, NextRecord, batch_history, lag_report,
-                                  look_request, merged_request, topic_windows)
 from tests.lag_checkpoint import T0_MS, build_kafka_checkpoint
 
 
@@ -33,67 +42,102 @@ def _samples(*lags: int, consumed_step: int = 10, dt: int = 1000) -> list[LagSam
 # ------------------------------------------------------------------------------------------
 # the verdict
 
-@pytest.mark.parametrize("samples, kwargs, expected", [
-    pytest.param([], {}, UNKNOWN, id="no-samples"),
-    pytest.param([], {"lag_now": 0}, CAUGHT_UP, id="no-samples-but-nothing-to-read"),
-    pytest.param(_samples(5), {}, UNKNOWN, id="one-sample"),
-    pytest.param(_samples(5, 0), {}, CAUGHT_UP, id="last-sample-caught-up"),
-    pytest.param(_samples(5, 9), {"lag_now": 0}, CAUGHT_UP, id="caught-up-now-whatever-the-window"),
-    pytest.param(_samples(10, 20, 30, 40), {}, GROWING, id="growing-every-step"),
-    pytest.param(_samples(10, 20, 20, 40), {}, GROWING, id="growing-with-a-flat-step"),
-    pytest.param(_samples(10, 20, 15, 40), {}, STEADY, id="up-with-a-dip-is-steady"),
-    pytest.param(_samples(40, 30, 20, 10), {}, FALLING, id="falling-every-step"),
-    pytest.param(_samples(40, 30, 30, 10), {}, FALLING, id="falling-with-a-flat-step"),
-    pytest.param(_samples(40, 30, 35, 10), {}, STEADY, id="down-with-a-bump-is-steady"),
-    pytest.param(_samples(20, 20, 20), {}, STEADY, id="flat-and-moving"),
-    pytest.param(_samples(20, 30, 40, consumed_step=0), {}, STALLED, id="consumed-never-moved"),
-    pytest.param(_samples(20, 20, consumed_step=0), {"lag_now": 20}, STALLED, id="two-samples-not-moving"),
-    pytest.param(_samples(10, 20, 30), {"now_ms": 2000 + 2001, "lag_now": 40, "seconds_now": 9.0}, STALLED,
-                 id="no-batch-for-longer-than-the-window"),
-    pytest.param(_samples(10, 20, 30), {"now_ms": 2000 + 2001, "lag_now": 40, "seconds_now": 1.0}, GROWING,
-                 id="quiet-gap-but-the-unread-record-is-new"),
-    pytest.param(_samples(10, 20, 30), {"now_ms": 2000 + 2001, "lag_now": 40}, STALLED,
-                 id="quiet-gap-unknown-record-age"),
-    pytest.param(_samples(10, 20, 30), {"now_ms": 2000 + 1999, "lag_now": 40, "seconds_now": 9.0}, GROWING,
-                 id="gap-shorter-than-the-window"),
-    pytest.param([LagSample(0, 0, 10), LagSample(1000, 10, 5)], {}, CAUGHT_UP, id="end-read-before-consumed"),
-    pytest.param(_samples(50, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100), {}, GROWING, id="only-the-last-ten-count"),
-    # Burrow's first rule: a job that was at 0 within the window keeps up. A job on a 1 s trigger
-    # that reads everything each batch has sample lags of 0 with a little noise (records stamped
-    # by the producer before the trigger but appended after Spark listed the offsets): one such
-    # record in the last batch is no growth
-    pytest.param(_samples(0, 0, 0, 0, 0, 0, 0, 0, 0, 3), {"now_ms": 9500, "lag_now": 12, "seconds_now": 0.4}, STEADY,
-                 id="steady-small-lag-with-noise-at-the-end"),
-    pytest.param(_samples(0, 0, 0, 0, 0, 0, 0, 0, 2, 3), {"lag_now": 12}, STEADY, id="noise-rising-from-zero"),
-    pytest.param(_samples(0, 0, 0, consumed_step=0), {"now_ms": 2500, "lag_now": 4, "seconds_now": 0.3}, STEADY,
-                 id="no-data-batches-then-a-new-record"),
-    pytest.param(_samples(0, 0, 5, 9), {"now_ms": 3000 + 3001, "lag_now": 9, "seconds_now": 60.0}, STALLED,
-                 id="stopped-beats-a-zero-in-the-window"),
-    pytest.param(_samples(0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100), {}, GROWING, id="the-zero-left-the-window"),
-])
+
+@pytest.mark.parametrize(
+    "samples, kwargs, expected",
+    [
+        pytest.param([], {}, UNKNOWN, id="no-samples"),
+        pytest.param([], {"lag_now": 0}, CAUGHT_UP, id="no-samples-but-nothing-to-read"),
+        pytest.param(_samples(5), {}, UNKNOWN, id="one-sample"),
+        pytest.param(_samples(5, 0), {}, CAUGHT_UP, id="last-sample-caught-up"),
+        pytest.param(_samples(5, 9), {"lag_now": 0}, CAUGHT_UP, id="caught-up-now-whatever-the-window"),
+        pytest.param(_samples(10, 20, 30, 40), {}, GROWING, id="growing-every-step"),
+        pytest.param(_samples(10, 20, 20, 40), {}, GROWING, id="growing-with-a-flat-step"),
+        pytest.param(_samples(10, 20, 15, 40), {}, STEADY, id="up-with-a-dip-is-steady"),
+        pytest.param(_samples(40, 30, 20, 10), {}, FALLING, id="falling-every-step"),
+        pytest.param(_samples(40, 30, 30, 10), {}, FALLING, id="falling-with-a-flat-step"),
+        pytest.param(_samples(40, 30, 35, 10), {}, STEADY, id="down-with-a-bump-is-steady"),
+        pytest.param(_samples(20, 20, 20), {}, STEADY, id="flat-and-moving"),
+        pytest.param(_samples(20, 30, 40, consumed_step=0), {}, STALLED, id="consumed-never-moved"),
+        pytest.param(_samples(20, 20, consumed_step=0), {"lag_now": 20}, STALLED, id="two-samples-not-moving"),
+        pytest.param(
+            _samples(10, 20, 30),
+            {"now_ms": 2000 + 2001, "lag_now": 40, "seconds_now": 9.0},
+            STALLED,
+            id="no-batch-for-longer-than-the-window",
+        ),
+        pytest.param(
+            _samples(10, 20, 30),
+            {"now_ms": 2000 + 2001, "lag_now": 40, "seconds_now": 1.0},
+            GROWING,
+            id="quiet-gap-but-the-unread-record-is-new",
+        ),
+        pytest.param(
+            _samples(10, 20, 30), {"now_ms": 2000 + 2001, "lag_now": 40}, STALLED, id="quiet-gap-unknown-record-age"
+        ),
+        pytest.param(
+            _samples(10, 20, 30),
+            {"now_ms": 2000 + 1999, "lag_now": 40, "seconds_now": 9.0},
+            GROWING,
+            id="gap-shorter-than-the-window",
+        ),
+        pytest.param([LagSample(0, 0, 10), LagSample(1000, 10, 5)], {}, CAUGHT_UP, id="end-read-before-consumed"),
+        pytest.param(_samples(50, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100), {}, GROWING, id="only-the-last-ten-count"),
+        # Burrow's first rule: a job that was at 0 within the window keeps up. A job on a 1 s trigger
+        # that reads everything each batch has sample lags of 0 with a little noise (records stamped
+        # by the producer before the trigger but appended after Spark listed the offsets): one such
+        # record in the last batch is no growth
+        pytest.param(
+            _samples(0, 0, 0, 0, 0, 0, 0, 0, 0, 3),
+            {"now_ms": 9500, "lag_now": 12, "seconds_now": 0.4},
+            STEADY,
+            id="steady-small-lag-with-noise-at-the-end",
+        ),
+        pytest.param(_samples(0, 0, 0, 0, 0, 0, 0, 0, 2, 3), {"lag_now": 12}, STEADY, id="noise-rising-from-zero"),
+        pytest.param(
+            _samples(0, 0, 0, consumed_step=0),
+            {"now_ms": 2500, "lag_now": 4, "seconds_now": 0.3},
+            STEADY,
+            id="no-data-batches-then-a-new-record",
+        ),
+        pytest.param(
+            _samples(0, 0, 5, 9),
+            {"now_ms": 3000 + 3001, "lag_now": 9, "seconds_now": 60.0},
+            STALLED,
+            id="stopped-beats-a-zero-in-the-window",
+        ),
+        pytest.param(_samples(0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100), {}, GROWING, id="the-zero-left-the-window"),
+    ],
+)
 def test_trend_rules(samples, kwargs, expected):
     assert lag_trend.trend(samples, **kwargs) == expected
 
 
-@pytest.mark.parametrize("verdicts, expected", [
-    pytest.param([], UNKNOWN, id="none"),
-    pytest.param([UNKNOWN, CAUGHT_UP], CAUGHT_UP, id="known-beats-unknown"),
-    pytest.param([CAUGHT_UP, FALLING, STEADY], STEADY, id="steady-over-falling"),
-    pytest.param([FALLING, GROWING, STEADY], GROWING, id="growing"),
-    pytest.param([GROWING, STALLED, CAUGHT_UP], STALLED, id="stalled-first"),
-])
+@pytest.mark.parametrize(
+    "verdicts, expected",
+    [
+        pytest.param([], UNKNOWN, id="none"),
+        pytest.param([UNKNOWN, CAUGHT_UP], CAUGHT_UP, id="known-beats-unknown"),
+        pytest.param([CAUGHT_UP, FALLING, STEADY], STEADY, id="steady-over-falling"),
+        pytest.param([FALLING, GROWING, STEADY], GROWING, id="growing"),
+        pytest.param([GROWING, STALLED, CAUGHT_UP], STALLED, id="stalled-first"),
+    ],
+)
 def test_worst_verdict(verdicts, expected):
     assert lag_trend.worst(verdicts) == expected
 
 
-@pytest.mark.parametrize("lag, record_ms, now_ms, expected", [
-    pytest.param(None, 1000, 5000, None, id="lag-unknown"),
-    pytest.param(0, None, 5000, 0.0, id="caught-up-needs-no-record"),
-    pytest.param(-3, None, 5000, 0.0, id="negative-lag-is-none"),
-    pytest.param(7, None, 5000, None, id="record-not-read"),
-    pytest.param(7, 1500, 5000, 3.5, id="age-of-the-next-record"),
-    pytest.param(7, 9000, 5000, 0.0, id="record-from-the-future"),
-])
+@pytest.mark.parametrize(
+    "lag, record_ms, now_ms, expected",
+    [
+        pytest.param(None, 1000, 5000, None, id="lag-unknown"),
+        pytest.param(0, None, 5000, 0.0, id="caught-up-needs-no-record"),
+        pytest.param(-3, None, 5000, 0.0, id="negative-lag-is-none"),
+        pytest.param(7, None, 5000, None, id="record-not-read"),
+        pytest.param(7, 1500, 5000, 3.5, id="age-of-the-next-record"),
+        pytest.param(7, 9000, 5000, 0.0, id="record-from-the-future"),
+    ],
+)
 def test_seconds_behind(lag, record_ms, now_ms, expected):
     assert lag_trend.seconds_behind(lag, record_ms, now_ms) == expected
 
@@ -101,12 +145,17 @@ def test_seconds_behind(lag, record_ms, now_ms, expected):
 def test_max_seconds_takes_the_furthest_behind_partition_and_is_unknown_when_one_is():
     assert lag_trend.max_seconds([2.5, 0.0, 7.25]) == 7.25
     # one partition behind by an unknown time: not the 0 of the partitions that are caught up
-    assert (lag_trend.max_seconds([None, 0.0, 0.0]), lag_trend.max_seconds([None, 2.5]),
-            lag_trend.max_seconds([None, None]), lag_trend.max_seconds([])) == (None, None, None, None)
+    assert (
+        lag_trend.max_seconds([None, 0.0, 0.0]),
+        lag_trend.max_seconds([None, 2.5]),
+        lag_trend.max_seconds([None, None]),
+        lag_trend.max_seconds([]),
+    ) == (None, None, None, None)
 
 
 # ------------------------------------------------------------------------------------------
 # the window, from the checkpoint's offset log
+
 
 def test_batch_history_reads_the_last_committed_batches(tmp_path):
     # offsets_at: batch b read up to (b + 1) * 10 + p; trigger T0 + b s; batch 11 is in flight
@@ -133,8 +182,11 @@ def test_batch_history_leaves_out_an_unreadable_entry_and_keeps_a_cache(tmp_path
 def test_topic_windows_sum_the_partitions_both_sides_know():
     from statectl.observe.lag import BatchOffsets
 
-    history = [BatchOffsets(0, 100, {"t": {0: 10, 1: 20}}), BatchOffsets(1, 200, {"t": {0: 15, 1: 25, 2: 1}}),
-               BatchOffsets(2, 300, {"t": {0: 20, 1: 30}})]
+    history = [
+        BatchOffsets(0, 100, {"t": {0: 10, 1: 20}}),
+        BatchOffsets(1, 200, {"t": {0: 15, 1: 25, 2: 1}}),
+        BatchOffsets(2, 300, {"t": {0: 20, 1: 30}}),
+    ]
     ends_at = {100: {"t": {0: 12, 1: 30}}, 200: {"t": {0: 30, 1: 40}}}  # 300: Kafka gave nothing
     [first, second] = topic_windows(history, ends_at)["t"]
     assert (first.batch, first.consumed, first.end, first.lag) == (0, 30, 42, 12)
@@ -144,17 +196,25 @@ def test_topic_windows_sum_the_partitions_both_sides_know():
 # ------------------------------------------------------------------------------------------
 # the report, given what Kafka answered
 
+
 def _growing_look(progress, now_ms: int) -> KafkaLook:
     """score-events' log ends 20 records a second ahead of each batch (the job reads 10 a batch),
     partition 1's next record 4 s old, the others caught up; players/products caught up."""
     history = batch_history(progress)
-    ends_at = {h.time_ms: {"score-events": {p: o + 20 * (i + 1) for p, o in h.offsets["score-events"].items()}}
-               for i, h in enumerate(history)}
+    ends_at = {
+        h.time_ms: {"score-events": {p: o + 20 * (i + 1) for p, o in h.offsets["score-events"].items()}}
+        for i, h in enumerate(history)
+    }
     last = progress.kafka_sources
     ends = {t: dict(parts) for _, topics in last for t, parts in topics.items()}
     ends["score-events"][1] += 50
-    return KafkaLook(ends, {("score-events", 1, last[0][1]["score-events"][1]): NextRecord(now_ms - 4000)},
-                     ends_at, now_ms, ["score-events-1: nothing", "other-7: not this job's"])
+    return KafkaLook(
+        ends,
+        {("score-events", 1, last[0][1]["score-events"][1]): NextRecord(now_ms - 4000)},
+        ends_at,
+        now_ms,
+        ["score-events-1: nothing", "other-7: not this job's"],
+    )
 
 
 def test_lag_report_with_seconds_and_trend(tmp_path):
@@ -176,10 +236,18 @@ def test_lag_report_with_seconds_and_trend(tmp_path):
     assert (doc["lag_seconds"], doc["trend"], doc["measured_at_ms"]) == (4.0, GROWING, now)
     part = next(p for p in doc["partitions"] if (p["topic"], p["partition"]) == ("score-events", 1))
     assert (part["lag_seconds"], part["next_record_timestamp_ms"], part["next_record_timestamp_type"]) == (
-        4.0, now - 4000, "CreateTime")
+        4.0,
+        now - 4000,
+        "CreateTime",
+    )
     top = doc["topics"][0]
     assert (top["topic"], top["trend"], top["window_start_lag"], top["window_start_ms"], len(top["window"])) == (
-        "score-events", GROWING, 80, T0_MS, 6)
+        "score-events",
+        GROWING,
+        80,
+        T0_MS,
+        6,
+    )
     assert top["oldest_unread_timestamp_ms"] == now - 4000
     json.dumps(doc)  # plain data
 
@@ -189,8 +257,12 @@ def test_lag_report_when_the_next_record_could_not_be_read(tmp_path):
     ends = {"score-events": {p: 100 for p in range(4)}}
     report = lag_report("leaderboard", progress, [], "k:9092", KafkaLook(ends, now_ms=T0_MS + 9000))
     [topic] = [t for t in report.topics if t.topic == "score-events"]
-    assert (topic.lag, topic.lag_seconds, topic.unknown_seconds, topic.trend) == (4 * 100 - (20 + 21 + 22 + 23), None,
-                                                                               4, UNKNOWN)
+    assert (topic.lag, topic.lag_seconds, topic.unknown_seconds, topic.trend) == (
+        4 * 100 - (20 + 21 + 22 + 23),
+        None,
+        4,
+        UNKNOWN,
+    )
 
 
 def test_look_request_asks_each_partitions_next_record_and_the_batches_times(tmp_path):
@@ -215,9 +287,11 @@ def test_a_watch_asks_kafka_only_for_new_batch_times(tmp_path):
 
     def look(cluster, request):
         asked.append(list(request.times_ms))
-        return KafkaLook({"score-events": {p: 1000 for p in range(4)}},
-                         ends_at={t: {"score-events": {p: 1000 for p in range(4)}} for t in request.times_ms},
-                         now_ms=T0_MS + 3500)
+        return KafkaLook(
+            {"score-events": {p: 1000 for p in range(4)}},
+            ends_at={t: {"score-events": {p: 1000 for p in range(4)}} for t in request.times_ms},
+            now_ms=T0_MS + 3500,
+        )
 
     cache = LagCache()
     request = LagRequest(CheckpointJobConfig.at(root), [], Cluster("h:1"), root)
@@ -232,14 +306,17 @@ def test_a_watch_asks_kafka_only_for_new_batch_times(tmp_path):
 # ------------------------------------------------------------------------------------------
 # the table
 
+
 def test_lag_table_shows_seconds_trend_and_wide_columns(tmp_path):
-    from statectl.render import set_output
-    from statectl.render.lag import rows_table, seconds_text
     from rich.console import Console
 
+    from statectl.render import set_output
+    from statectl.render.lag import rows_table, seconds_text
+
     progress = read_progress(build_kafka_checkpoint(tmp_path / "ckpt", 6))
-    report = lag_report("leaderboard", progress, [], "k:9092", _growing_look(progress, T0_MS + 6000),
-                        history=batch_history(progress))
+    report = lag_report(
+        "leaderboard", progress, [], "k:9092", _growing_look(progress, T0_MS + 6000), history=batch_history(progress)
+    )
 
     def text(fmt: str) -> list[str]:
         set_output(fmt)
@@ -254,22 +331,45 @@ def test_lag_table_shows_seconds_trend_and_wide_columns(tmp_path):
     assert table[0].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LAG-SECONDS", "TREND"]
     assert table[2].split() == ["score-events", "1", "61", "111", "50", "4", "s"]
     assert table[5].split() == ["score-events", "total", "50", "4", "s", "growing"]
-    assert text("wide")[0].split()[7:] == ["NEXT-RECORD-TIME", "TIMESTAMP-TYPE", "WINDOW-START", "WINDOW-BATCHES",
-                                           "LAG-AT-START", "LOG-END-AT-START"]
+    assert text("wide")[0].split()[7:] == [
+        "NEXT-RECORD-TIME",
+        "TIMESTAMP-TYPE",
+        "WINDOW-START",
+        "WINDOW-BATCHES",
+        "LAG-AT-START",
+        "LOG-END-AT-START",
+    ]
     assert "CreateTime" in text("wide")[2]
-    assert [seconds_text(s) for s in (None, 0, 0.4, 12.3, 270, 7200)] == ["-", "0 s", "0.4 s", "12.3 s", "4.5 min",
-                                                                         "2 h"]
+    assert [seconds_text(s) for s in (None, 0, 0.4, 12.3, 270, 7200)] == [
+        "-",
+        "0 s",
+        "0.4 s",
+        "12.3 s",
+        "4.5 min",
+        "2 h",
+    ]
 
 
 # ------------------------------------------------------------------------------------------
 # a run: its batches' events and metrics
 
+
 def _progress(batch: int, end: dict, latest: dict, as_text: bool = True) -> dict:
     conv = json.dumps if as_text else (lambda x: x)
-    return {"batchId": batch, "timestamp": f"2026-01-01T00:00:{batch:02d}.000Z", "numInputRows": 10,
-            "sources": [{"description": "KafkaV2[Subscribe[t]]", "endOffset": conv(end), "latestOffset": conv(latest),
-                         "numInputRows": 10},
-                        {"description": "FileSource[x]", "endOffset": {"logOffset": 3}, "numInputRows": 0}]}
+    return {
+        "batchId": batch,
+        "timestamp": f"2026-01-01T00:00:{batch:02d}.000Z",
+        "numInputRows": 10,
+        "sources": [
+            {
+                "description": "KafkaV2[Subscribe[t]]",
+                "endOffset": conv(end),
+                "latestOffset": conv(latest),
+                "numInputRows": 10,
+            },
+            {"description": "FileSource[x]", "endOffset": {"logOffset": 3}, "numInputRows": 0},
+        ],
+    }
 
 
 class FakeReader:
@@ -332,7 +432,10 @@ def test_a_run_whose_reader_cannot_open_keeps_going_with_unknown_seconds():
         progress = _progress(batch, {"t": {"0": 10}}, {"t": {"0": 30}})
         event = lifecycle.batch_progress(progress)
         lag.fill(event, progress)
-    assert (event["sources"][0]["lag_seconds"], event["sources"][0]["lag_by_topic"]["t"]["records_behind"]) == (None, 20)
+    assert (event["sources"][0]["lag_seconds"], event["sources"][0]["lag_by_topic"]["t"]["records_behind"]) == (
+        None,
+        20,
+    )
     assert opened == [1]  # tried once, not per batch
     caught_up = _progress(3, {"t": {"0": 30}}, {"t": {"0": 30}})
     event = lifecycle.batch_progress(caught_up)
@@ -348,6 +451,7 @@ def _exposition(metrics) -> str:
 
 # ------------------------------------------------------------------------------------------
 # reading the next records (a stand-in for the consumer)
+
 
 class _Msg:
     def __init__(self, topic, partition, error=None, stamp=(1, 0), offset=1_000_000):
@@ -407,12 +511,15 @@ def _record_times(monkeypatch, messages):
 def test_reading_the_next_records_end_of_log_retention_and_time_out(monkeypatch):
     from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
 
-    reader, made = _record_times(monkeypatch, [
-        _Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1234)),
-        # only transaction markers between the offset and the log end: nothing to read, 0 s
-        _Msg("t", 1, KafkaError(KafkaError._PARTITION_EOF)),
-        _Msg("t", 2, KafkaError(KafkaError._AUTO_OFFSET_RESET)),  # deleted by retention
-    ])
+    reader, made = _record_times(
+        monkeypatch,
+        [
+            _Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1234)),
+            # only transaction markers between the offset and the log end: nothing to read, 0 s
+            _Msg("t", 1, KafkaError(KafkaError._PARTITION_EOF)),
+            _Msg("t", 2, KafkaError(KafkaError._AUTO_OFFSET_RESET)),  # deleted by retention
+        ],
+    )
     found, problems = reader.read([("t", 0, 5), ("t", 1, 7), ("t", 2, 3), ("t", 3, 9)], timeout=0.3)
     assert found == {("t", 0, 5): (1234, False), ("t", 1, 7): None}
     assert any(p.startswith("t-1: no record after offset 7, only transaction markers") for p in problems)
@@ -475,9 +582,11 @@ def test_a_long_watch_keeps_only_the_window(tmp_path):
     root = tmp_path / "ckpt"
 
     def look(cluster, request):
-        return KafkaLook({"score-events": {p: 10_000 for p in range(4)}},
-                         ends_at={t: {"score-events": {p: 10_000 for p in range(4)}} for t in request.times_ms},
-                         now_ms=T0_MS + 100_000)
+        return KafkaLook(
+            {"score-events": {p: 10_000 for p in range(4)}},
+            ends_at={t: {"score-events": {p: 10_000 for p in range(4)}} for t in request.times_ms},
+            now_ms=T0_MS + 100_000,
+        )
 
     cache = LagCache()
     for batches in range(1, 40, 3):
@@ -527,8 +636,10 @@ def test_a_kept_reader_is_not_answered_by_what_an_earlier_read_left_behind(monke
             if self.rounds == 1:
                 self.queue.append(_Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1000), offset=5))
             else:  # a stale record below the offset asked, then the one asked for
-                self.queue += [_Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1500), offset=6),
-                               _Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 2000), offset=9)]
+                self.queue += [
+                    _Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 1500), offset=6),
+                    _Msg("t", 0, stamp=(TIMESTAMP_CREATE_TIME, 2000), offset=9),
+                ]
 
         def consume(self, num_messages, timeout):
             # a paused partition fetches no records, whatever was assigned since (as librdkafka);

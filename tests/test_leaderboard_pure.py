@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -30,13 +30,20 @@ def operator_rows(frame: pd.DataFrame) -> pd.DataFrame:
     # A bad score's ``dlq`` is JSON of its value: the operator gets the value's bytes (``raw``),
     # and a score the bytes it was parsed from.
     kind = frame["kind"].tolist()
-    raw = [json.dumps({"score": sc, "product_id": g, "player_id": p}).encode() if k == "score"
-           else (json.loads(t)["value"].encode() if k == "bad_score" else None)
-           for k, t, sc, g, p in zip(kind, text.tolist(), frame["score"].tolist(), frame["product_id"].tolist(),
-                                     frame["player_id"].tolist())]
+    raw = [
+        json.dumps({"score": sc, "product_id": g, "player_id": p}).encode()
+        if k == "score"
+        else (json.loads(t)["value"].encode() if k == "bad_score" else None)
+        for k, t, sc, g, p in zip(
+            kind, text.tolist(), frame["score"].tolist(), frame["product_id"].tolist(), frame["player_id"].tolist()
+        )
+    ]
     text = pd.Series([None if k == "bad_score" else t for k, t in zip(kind, text.tolist())], index=frame.index)
-    rows = frame.assign(kind=frame["kind"].map(codes).astype("int8"), text=text.astype(object),
-                        raw=pd.Series(raw, index=frame.index, dtype=object))
+    rows = frame.assign(
+        kind=frame["kind"].map(codes).astype("int8"),
+        text=text.astype(object),
+        raw=pd.Series(raw, index=frame.index, dtype=object),
+    )
     return rows[COLUMNS]
 
 
@@ -71,23 +78,25 @@ def as_of_lookup(pdf: pd.DataFrame, upsert: str, delete: str, initial: str | Non
     return known, (None if final == _DELETED else final)
 
 
-
-
-
 def frame(rows):
     return pd.DataFrame(rows, columns=["kind", "name", "ts", "part", "off"])
 
 
 def test_processing_order_is_timestamp_then_tables_first_then_partition_offset():
-    pdf = frame([
-        ("score", None, 5, 0, 9),
-        ("player", "B", 5, 1, 1),
-        ("score", None, 3, 1, 4),
-        ("score", None, 3, 0, 7),
-    ])
+    pdf = frame(
+        [
+            ("score", None, 5, 0, 9),
+            ("player", "B", 5, 1, 1),
+            ("score", None, 3, 1, 4),
+            ("score", None, 3, 0, 7),
+        ]
+    )
     ordered = in_processing_order([pdf.iloc[:2], pdf.iloc[2:]])
     assert list(zip(ordered["kind"], ordered["ts"], ordered["off"])) == [
-        ("score", 3, 7), ("score", 3, 4), ("player", 5, 1), ("score", 5, 9),
+        ("score", 3, 7),
+        ("score", 3, 4),
+        ("player", 5, 1),
+        ("score", 5, 9),
     ]
 
 
@@ -136,19 +145,31 @@ def test_rest_routes(path, status, body):
 def _entries(frame: pd.DataFrame) -> list:
     from statectl.jobs.leaderboard.rules import ScoreEntry
 
-    return [ScoreEntry(int(r.player_id), int(r.product_id), r.name, r.game_name, float(r.score), int(r.ts),
-                       int(r.part), int(r.off)) for r in frame.itertuples(index=False)]
+    return [
+        ScoreEntry(
+            int(r.player_id), int(r.product_id), r.name, r.game_name, float(r.score), int(r.ts), int(r.part), int(r.off)
+        )
+        for r in frame.itertuples(index=False)
+    ]
 
 
 def _random_joined(rng, n: int) -> pd.DataFrame:
     """Joined scores of a few players and games: few score values, so many ties and duplicates."""
     players = rng.integers(7, 10, n)
-    return pd.DataFrame({
-        "kind": "score", "player_id": players, "product_id": rng.integers(1, 4, n),
-        "score": rng.integers(0, 6, n).astype(float), "name": [f"p{p}" for p in players],
-        "ts": rng.integers(0, 5, n), "part": rng.integers(0, 2, n), "off": rng.permutation(n),
-        "dlq": None, "game_name": "g",
-    })
+    return pd.DataFrame(
+        {
+            "kind": "score",
+            "player_id": players,
+            "product_id": rng.integers(1, 4, n),
+            "score": rng.integers(0, 6, n).astype(float),
+            "name": [f"p{p}" for p in players],
+            "ts": rng.integers(0, 5, n),
+            "part": rng.integers(0, 2, n),
+            "off": rng.permutation(n),
+            "dlq": None,
+            "game_name": "g",
+        }
+    )
 
 
 @pytest.mark.parametrize("seed", range(25), ids=lambda s: f"seed-{s}")
@@ -179,14 +200,19 @@ def test_the_cut_by_passes_and_by_sorting_keep_the_same_rows(seed, top_n, monkey
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 400))
-    joined = pd.DataFrame({"product_id": rng.integers(0, 6, n) * 1_000_003, "player_id": rng.integers(0, 30, n),
-                           "score": rng.integers(-20, int(rng.integers(1, 60)), n) / 2})
+    joined = pd.DataFrame(
+        {
+            "product_id": rng.integers(0, 6, n) * 1_000_003,
+            "player_id": rng.integers(0, 30, n),
+            "score": rng.integers(-20, int(rng.integers(1, 60)), n) / 2,
+        }
+    )
     kept = {}
     for name, passes_up_to in (("passes", 1_000), ("sort", 0)):
         monkeypatch.setattr(lf, "CUT_BY_PASSES_UP_TO", passes_up_to)
         kept[name] = sorted(lf._at_least_the_cut(joined, top_n).index)
     assert kept["passes"] == kept["sort"]
-    for game, rows in joined.groupby("product_id"):
+    for _game, rows in joined.groupby("product_id"):
         values = sorted(set(rows["score"]), reverse=True)
         cut = values[top_n - 1] if len(values) >= top_n else -np.inf
         assert sorted(set(kept["sort"]) & set(rows.index)) == sorted(rows.index[rows["score"] >= cut])
@@ -195,8 +221,16 @@ def test_the_cut_by_passes_and_by_sorting_keep_the_same_rows(seed, top_n, monkey
 def test_contenders_keep_every_score_tied_with_the_last_place():
     from statectl.jobs.leaderboard.frames import contenders
 
-    joined = pd.DataFrame({"player_id": [1, 2, 3, 4, 1], "product_id": 5, "score": [9.0, 7.0, 7.0, 7.0, 9.0],
-                           "ts": [5, 4, 3, 2, 1], "part": 0, "off": [0, 1, 2, 3, 4]})
+    joined = pd.DataFrame(
+        {
+            "player_id": [1, 2, 3, 4, 1],
+            "product_id": 5,
+            "score": [9.0, 7.0, 7.0, 7.0, 9.0],
+            "ts": [5, 4, 3, 2, 1],
+            "part": 0,
+            "off": [0, 1, 2, 3, 4],
+        }
+    )
     kept = contenders(joined, 2)
     # Player 1's 9 once (its earliest row), and all three 7s: processing order decides among them.
     assert sorted(kept["off"]) == [1, 2, 3, 4]
@@ -206,17 +240,19 @@ def _random_bucket(rng, players: int, n: int) -> pd.DataFrame:
     """Scores, players-table and products-table rows of a few players and games, in no order."""
     kinds = rng.choice(["score"] * 6 + ["player", "player_delete", "product", "product_delete"], n)
     is_product = np.isin(kinds, ["product", "product_delete"])
-    return pd.DataFrame({
-        "kind": kinds,
-        "player_id": np.where(is_product, -1, rng.integers(0, players, n)),
-        "product_id": np.where(np.isin(kinds, ["player", "player_delete"]), -1, rng.integers(1, 4, n)),
-        "score": np.where(kinds == "score", rng.integers(0, 6, n).astype(float), np.nan),
-        "name": [f"name-{i}" if k in ("player", "product") else None for i, k in enumerate(kinds)],
-        "ts": rng.integers(0, 4, n),
-        "part": rng.integers(0, 2, n),
-        "off": rng.permutation(n),
-        "dlq": None,
-    })
+    return pd.DataFrame(
+        {
+            "kind": kinds,
+            "player_id": np.where(is_product, -1, rng.integers(0, players, n)),
+            "product_id": np.where(np.isin(kinds, ["player", "player_delete"]), -1, rng.integers(1, 4, n)),
+            "score": np.where(kinds == "score", rng.integers(0, 6, n).astype(float), np.nan),
+            "name": [f"name-{i}" if k in ("player", "product") else None for i, k in enumerate(kinds)],
+            "ts": rng.integers(0, 4, n),
+            "part": rng.integers(0, 2, n),
+            "off": rng.permutation(n),
+            "dlq": None,
+        }
+    )
 
 
 def _as_of_per_key(pdf, key, upsert, delete, stored):
@@ -248,8 +284,10 @@ def _join_scores_reference(pdf, stored_players, stored_games):
 
 def _identity(frame, *extra):
     cols = ["player_id", "product_id", "score", "ts", "part", "off", *extra]
-    return sorted(tuple(None if (isinstance(v, float) and np.isnan(v)) else v for v in row)
-                  for row in frame[cols].itertuples(index=False))
+    return sorted(
+        tuple(None if (isinstance(v, float) and np.isnan(v)) else v for v in row)
+        for row in frame[cols].itertuples(index=False)
+    )
 
 
 @pytest.mark.parametrize("seed", range(40), ids=lambda s: f"seed-{s}")
@@ -268,6 +306,7 @@ def test_join_scores_matches_joining_one_key_at_a_time(seed, ts_step):
         def stored(ids):
             asked[what].extend(ids)
             return {i: table[i] for i in ids}
+
         return stored
 
     got = join_scores(operator_rows(pdf), lookup("players", stored_players), lookup("games", stored_games))
@@ -294,14 +333,23 @@ def _keep_at_least_the_cut(joined, top_n):
 def test_join_scores_reads_no_state_for_keys_defined_earlier_in_the_batch():
     from statectl.jobs.leaderboard.frames import join_scores
 
-    pdf = pd.DataFrame({
-        "kind": ["player", "product", "score", "score"], "player_id": [1, -1, 1, 2], "product_id": [-1, 5, 5, 5],
-        "score": [np.nan, np.nan, 10.0, 3.0], "name": ["Ada", "Doom", None, None], "ts": [1, 1, 2, 2],
-        "part": [0, 0, 0, 0], "off": [0, 1, 2, 3], "dlq": None,
-    })
+    pdf = pd.DataFrame(
+        {
+            "kind": ["player", "product", "score", "score"],
+            "player_id": [1, -1, 1, 2],
+            "product_id": [-1, 5, 5, 5],
+            "score": [np.nan, np.nan, 10.0, 3.0],
+            "name": ["Ada", "Doom", None, None],
+            "ts": [1, 1, 2, 2],
+            "part": [0, 0, 0, 0],
+            "off": [0, 1, 2, 3],
+            "dlq": None,
+        }
+    )
     asked = []
     joined, no_player, no_game, players, games = join_scores(
-        operator_rows(pdf), lambda ids: asked.extend(ids) or {2: None}, lambda ids: asked.append(("game", ids)) or {})
+        operator_rows(pdf), lambda ids: asked.extend(ids) or {2: None}, lambda ids: asked.append(("game", ids)) or {}
+    )
     assert asked == [2]
     assert list(zip(joined["name"], joined["game_name"])) == [("Ada", "Doom")]
     assert list(no_player["player_id"]) == [2] and not len(no_game)
@@ -313,8 +361,19 @@ def test_every_score_of_an_unknown_game_is_kept_for_a_dead_letter():
     from statectl.jobs.leaderboard.frames import join_scores
 
     n = 6
-    pdf = pd.DataFrame({"kind": "score", "player_id": 1, "product_id": 9, "score": np.arange(n, dtype=float),
-                        "name": None, "ts": np.arange(n), "part": 0, "off": np.arange(n), "dlq": None})
+    pdf = pd.DataFrame(
+        {
+            "kind": "score",
+            "player_id": 1,
+            "product_id": 9,
+            "score": np.arange(n, dtype=float),
+            "name": None,
+            "ts": np.arange(n),
+            "part": 0,
+            "off": np.arange(n),
+            "dlq": None,
+        }
+    )
     joined, no_player, no_game, _, _ = join_scores(operator_rows(pdf), lambda ids: {1: "Ada"}, lambda ids: {9: None})
     assert not len(joined) and not len(no_player)
     assert sorted(no_game["off"]) == list(range(n))
@@ -331,38 +390,62 @@ def test_frames_joins_a_keys_frames_like_pandas_concat():
 
 
 def test_check_checkpoint_accepts_the_paged_layout_and_refuses_0_1_to_0_3():
-    from statectl.jobs.leaderboard.checkpoint import check_checkpoint
     from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
     from statectl.checkpoint.reader import read_layout
+    from statectl.jobs.leaderboard.checkpoint import check_checkpoint
     from tests.conftest import REPO
 
     for version in ("0.1", "0.2", "0.3"):
         layout = read_layout(REPO / "tests" / "data" / f"leaderboard-{version}-checkpoint")
         assert f"written by statectl {version}" in check_checkpoint(layout)
-    current = CheckpointLayout(root="ckpt", operators={
-        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("player_pages", "MapState"),
-                                                         StateVariable("game_pages", "MapState"),
-                                                         StateVariable("top", "MapState")]),
-    })
+    current = CheckpointLayout(
+        root="ckpt",
+        operators={
+            0: OperatorLayout(
+                0,
+                "state/0",
+                state_variables=[
+                    StateVariable("player_pages", "MapState"),
+                    StateVariable("game_pages", "MapState"),
+                    StateVariable("top", "MapState"),
+                ],
+            ),
+        },
+    )
     assert check_checkpoint(current) is None
     assert check_checkpoint(CheckpointLayout(root="empty")) is None
 
 
 def test_a_checkpoint_keeps_its_layout():
+    from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
     from statectl.jobs.leaderboard.checkpoint import check_checkpoint
     from statectl.jobs.leaderboard.config import LeaderboardConfig
-    from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, StateVariable
 
-    buckets = CheckpointLayout(root="ckpt", operators={
-        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("player_pages", "MapState"),
-                                                         StateVariable("game_pages", "MapState"),
-                                                         StateVariable("top", "MapState")]),
-    })
-    sharded = CheckpointLayout(root="ckpt", operators={
-        0: OperatorLayout(0, "state/0", state_variables=[StateVariable("top", "MapState")]),
-        1: OperatorLayout(1, "state/1", state_variables=[StateVariable("player_pages", "MapState"),
-                                                         StateVariable("game_pages", "MapState")]),
-    })
+    buckets = CheckpointLayout(
+        root="ckpt",
+        operators={
+            0: OperatorLayout(
+                0,
+                "state/0",
+                state_variables=[
+                    StateVariable("player_pages", "MapState"),
+                    StateVariable("game_pages", "MapState"),
+                    StateVariable("top", "MapState"),
+                ],
+            ),
+        },
+    )
+    sharded = CheckpointLayout(
+        root="ckpt",
+        operators={
+            0: OperatorLayout(0, "state/0", state_variables=[StateVariable("top", "MapState")]),
+            1: OperatorLayout(
+                1,
+                "state/1",
+                state_variables=[StateVariable("player_pages", "MapState"), StateVariable("game_pages", "MapState")],
+            ),
+        },
+    )
     as_buckets = LeaderboardConfig.model_validate({"job": "leaderboard"})
     as_sharded = LeaderboardConfig.model_validate({"job": "leaderboard", "leaderboard": {"layout": "sharded"}})
     assert check_checkpoint(buckets, as_buckets) is None and check_checkpoint(sharded, as_sharded) is None
@@ -374,6 +457,7 @@ def test_a_checkpoint_keeps_its_layout():
 
 def _spark_hash_long(value: int, seed: int = 42) -> int:
     """Spark's ``hash()`` of a bigint (Murmur3_x86_32.hashLong), which its hash partitioning uses."""
+
     def mix_k1(k):
         k = (k * 0xCC9E2D51) & 0xFFFFFFFF
         k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
@@ -485,16 +569,33 @@ def _random_batch(rng, counters: dict, players: int, games: int, n: int) -> pd.D
     from statectl.jobs.leaderboard.operators import PASS_THROUGH
 
     rows = []
-    for i in range(n):
+    for _i in range(n):
         kind = rng.choice(["score"] * 7 + ["player", "player_delete", "product", "product_delete", "dlq"])
         part = int(rng.integers(0, 3))
-        topic = {"player": "players", "player_delete": "players", "product": "products",
-                 "product_delete": "products"}.get(kind, "scores")
+        topic = {
+            "player": "players",
+            "player_delete": "players",
+            "product": "products",
+            "product_delete": "products",
+        }.get(kind, "scores")
         off = counters[(topic, part)] = counters.get((topic, part), -1) + 1
         # Ids spread over several pages of the tables (PAGE_BITS).
-        player, game, ts = int(rng.integers(0, players)) * 131, int(rng.integers(0, games)) * 89, int(rng.integers(0, 4))
-        row = dict(kind=kind, player_id=PASS_THROUGH, product_id=PASS_THROUGH, score=np.nan, name=None,
-                   ts=ts, part=part, off=off, dlq=None)
+        player, game, ts = (
+            int(rng.integers(0, players)) * 131,
+            int(rng.integers(0, games)) * 89,
+            int(rng.integers(0, 4)),
+        )
+        row = dict(
+            kind=kind,
+            player_id=PASS_THROUGH,
+            product_id=PASS_THROUGH,
+            score=np.nan,
+            name=None,
+            ts=ts,
+            part=part,
+            off=off,
+            dlq=None,
+        )
         if kind == "score":
             row.update(player_id=player, product_id=game, score=float(rng.integers(0, 6)))
         elif kind.startswith("player"):
@@ -540,8 +641,11 @@ def reference_batch(rows, players: dict, games: dict, tops: dict, top_n: int) ->
         elif games.get(r.product_id) is None:
             letters.append(("unknown_product", r.part, r.off))
         else:
-            candidates.setdefault(r.product_id, []).append(ScoreEntry(
-                r.player_id, r.product_id, players[r.player_id], games[r.product_id], r.score, r.ts, r.part, r.off))
+            candidates.setdefault(r.product_id, []).append(
+                ScoreEntry(
+                    r.player_id, r.product_id, players[r.player_id], games[r.product_id], r.score, r.ts, r.part, r.off
+                )
+            )
     changed = {}
     for game, entries in candidates.items():
         new = merge_top(tops.get(game, []), entries, top_n)
@@ -635,8 +739,9 @@ def _random_case(rng) -> tuple[int, list]:
     top_n = int(rng.integers(1, 5))
     players, games = int(rng.integers(1, 12)), int(rng.integers(1, 20))
     counters: dict = {}
-    return top_n, [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
-                   for _ in range(int(rng.integers(1, 5)))]
+    return top_n, [
+        _random_batch(rng, counters, players, games, int(rng.integers(1, 120))) for _ in range(int(rng.integers(1, 5)))
+    ]
 
 
 @pytest.mark.parametrize("seed", range(30), ids=lambda s: f"seed-{s}")
@@ -674,28 +779,32 @@ NOT_AN_OBJECT = 'expected a JSON object with "player_id", "product_id" and "scor
 NOT_FINITE = "score must be a finite number, not NaN or an infinity"
 
 
-@pytest.mark.parametrize("value, size, expected", [
-    (None, None, ("null_value", "the record has no value")),
-    ("x" * 70, 70, ("oversized", "larger than 64 bytes")),
-    ("{not json", 9, ("malformed_json", NOT_AN_OBJECT)),
-    ("[1, 2]", 6, ("malformed_json", NOT_AN_OBJECT)),
-    ("", 0, ("malformed_json", NOT_AN_OBJECT)),
-    ("null", 4, ("malformed_json", NOT_AN_OBJECT)),
-    ("{'player_id': 1}", 16, ("malformed_json", NOT_AN_OBJECT)),  # Spark reads single quotes; strict JSON does not
-    ("[" * 5000, 5000, ("malformed_json", NOT_AN_OBJECT)),  # deeper than the parser recurses
-    ('{"score": 1, "product_id": 1}', 29, ("missing_field", "missing player_id")),
-    ('{"player_id": null, "product_id": 1}', 36, ("missing_field", "missing player_id, score")),
-    ('{"player_id": 1, "product_id": 1, "score": NaN}', 46, ("non_finite_score", NOT_FINITE)),
-    ('{"player_id": 1, "product_id": 1, "score": -Infinity}', 52, ("non_finite_score", NOT_FINITE)),
-    ('{"player_id": 1, "product_id": 1, "score": 1e400}', 48, ("non_finite_score", NOT_FINITE)),
-    ('{"player_id": 1, "product_id": 1, "score": " +Inf"}', 50, ("non_finite_score", NOT_FINITE)),
-    ('{"player_id": 1, "product_id": 1, "score": ' + "9" * 400 + "}", 443, ("non_finite_score", NOT_FINITE)),
-    ('{"player_id": "1", "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
-    ('{"player_id": 1.5, "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
-    ('{"player_id": 1, "product_id": 18446744073709551616, "score": 1}', 60, ("mistyped_field", MISTYPED)),
-    ('{"player_id": 1, "product_id": 1, "score": "abc"}', 48, ("mistyped_field", MISTYPED)),
-    ('{"player_id": 1, "product_id": 1, "score": true}', 46, ("mistyped_field", MISTYPED)),
-], ids=lambda v: repr(v)[:30] if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "value, size, expected",
+    [
+        (None, None, ("null_value", "the record has no value")),
+        ("x" * 70, 70, ("oversized", "larger than 64 bytes")),
+        ("{not json", 9, ("malformed_json", NOT_AN_OBJECT)),
+        ("[1, 2]", 6, ("malformed_json", NOT_AN_OBJECT)),
+        ("", 0, ("malformed_json", NOT_AN_OBJECT)),
+        ("null", 4, ("malformed_json", NOT_AN_OBJECT)),
+        ("{'player_id': 1}", 16, ("malformed_json", NOT_AN_OBJECT)),  # Spark reads single quotes; strict JSON does not
+        ("[" * 5000, 5000, ("malformed_json", NOT_AN_OBJECT)),  # deeper than the parser recurses
+        ('{"score": 1, "product_id": 1}', 29, ("missing_field", "missing player_id")),
+        ('{"player_id": null, "product_id": 1}', 36, ("missing_field", "missing player_id, score")),
+        ('{"player_id": 1, "product_id": 1, "score": NaN}', 46, ("non_finite_score", NOT_FINITE)),
+        ('{"player_id": 1, "product_id": 1, "score": -Infinity}', 52, ("non_finite_score", NOT_FINITE)),
+        ('{"player_id": 1, "product_id": 1, "score": 1e400}', 48, ("non_finite_score", NOT_FINITE)),
+        ('{"player_id": 1, "product_id": 1, "score": " +Inf"}', 50, ("non_finite_score", NOT_FINITE)),
+        ('{"player_id": 1, "product_id": 1, "score": ' + "9" * 400 + "}", 443, ("non_finite_score", NOT_FINITE)),
+        ('{"player_id": "1", "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
+        ('{"player_id": 1.5, "product_id": 1, "score": 1}', 45, ("mistyped_field", MISTYPED)),
+        ('{"player_id": 1, "product_id": 18446744073709551616, "score": 1}', 60, ("mistyped_field", MISTYPED)),
+        ('{"player_id": 1, "product_id": 1, "score": "abc"}', 48, ("mistyped_field", MISTYPED)),
+        ('{"player_id": 1, "product_id": 1, "score": true}', 46, ("mistyped_field", MISTYPED)),
+    ],
+    ids=lambda v: repr(v)[:30] if isinstance(v, str) else None,
+)
 def test_a_bad_score_event_is_explained(value, size, expected):
     from statectl.jobs.leaderboard.frames import explain_bad_score
 
@@ -710,19 +819,30 @@ def test_a_bad_score_letter_has_the_shape_of_sparks_letters():
     meta = json.dumps({"k": "azE=", "h": None})  # key b"k1", as Spark writes a binary key
     letter, reason = bad_score_letter(meta, '{"score": "é", "player_id": 1}'.encode(), "scores", 2, 7, 99, 1024)
     assert reason == "missing_field"
-    assert letter == ('{"reason":"missing_field","detail":"missing product_id","sourceTopic":"scores",'
-                      '"sourcePartition":2,"sourceOffset":7,"sourceTimestamp":99,"sourceKey":"k1",'
-                      '"sourceKeyEncoding":"utf8","value":"{\\"score\\": \\"é\\", \\"player_id\\": 1}",'
-                      '"valueEncoding":"utf8","valueTruncated":false,"headers":[]}')
+    assert letter == (
+        '{"reason":"missing_field","detail":"missing product_id","sourceTopic":"scores",'
+        '"sourcePartition":2,"sourceOffset":7,"sourceTimestamp":99,"sourceKey":"k1",'
+        '"sourceKeyEncoding":"utf8","value":"{\\"score\\": \\"é\\", \\"player_id\\": 1}",'
+        '"valueEncoding":"utf8","valueTruncated":false,"headers":[]}'
+    )
     # A null value and no key: the letter says null.
     letter, reason = bad_score_letter(None, None, "scores", 0, 1, 5, 1024)
     assert reason == "null_value"
-    assert letter == ('{"reason":"null_value","detail":"the record has no value","sourceTopic":"scores",'
-                      '"sourcePartition":0,"sourceOffset":1,"sourceTimestamp":5,"sourceKey":null,'
-                      '"sourceKeyEncoding":null,"value":null,"valueEncoding":null,"valueTruncated":false,"headers":[]}')
-    frame = pd.DataFrame({"kind": np.array([KIND_DEAD_LETTER, KIND_BAD_SCORE], dtype=np.int8),
-                          "text": ['{"reason":"invalid_key"}', None], "raw": [None, b"[]"],
-                          "part": np.array([0, 1], dtype=np.int32), "off": np.array([5, 6]), "ts": np.array([1, 2])})
+    assert letter == (
+        '{"reason":"null_value","detail":"the record has no value","sourceTopic":"scores",'
+        '"sourcePartition":0,"sourceOffset":1,"sourceTimestamp":5,"sourceKey":null,'
+        '"sourceKeyEncoding":null,"value":null,"valueEncoding":null,"valueTruncated":false,"headers":[]}'
+    )
+    frame = pd.DataFrame(
+        {
+            "kind": np.array([KIND_DEAD_LETTER, KIND_BAD_SCORE], dtype=np.int8),
+            "text": ['{"reason":"invalid_key"}', None],
+            "raw": [None, b"[]"],
+            "part": np.array([0, 1], dtype=np.int32),
+            "off": np.array([5, 6]),
+            "ts": np.array([1, 2]),
+        }
+    )
     letters, reasons = parse_dead_letters(frame, "scores", 1024)
     assert reasons == ["invalid_key", "malformed_json"]
     assert letters[0] == '{"reason":"invalid_key"}' and json.loads(letters[1])["sourceOffset"] == 6

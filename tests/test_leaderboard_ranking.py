@@ -27,8 +27,18 @@ def e(player, score, ts=0, off=0, name="p", game="g"):
         ([e(1, 3), e(2, 2), e(3, 1)], [e(4, 9)], 3, [(4, 9), (1, 3), (2, 2)]),
         ([], [e(i, i) for i in range(10)], 5, [(9, 9), (8, 8), (7, 7), (6, 6), (5, 5)]),
     ],
-    ids=["best-first", "tie-earlier-wins", "tie-cut-by-top-n", "tie-same-ts-offset", "player-several-places",
-         "duplicate-once", "duplicate-across-batches", "low-score-ignored", "new-best", "top-5"],
+    ids=[
+        "best-first",
+        "tie-earlier-wins",
+        "tie-cut-by-top-n",
+        "tie-same-ts-offset",
+        "player-several-places",
+        "duplicate-once",
+        "duplicate-across-batches",
+        "low-score-ignored",
+        "new-best",
+        "top-5",
+    ],
 )
 def test_merge_top(current, new, top_n, expected):
     assert [(x.player_id, x.score) for x in merge_top(current, new, top_n)] == expected

@@ -31,8 +31,16 @@ def rows(*spec) -> pd.DataFrame:
     """Operator rows of one bucket from (kind, id, name or score, ts, partition, offset)."""
     out = []
     for kind, ident, what, ts, part, off in spec:
-        row = {"kind": kind, "player_id": -1, "product_id": -1, "score": np.nan, "name": None, "ts": ts,
-               "part": part, "off": off}
+        row = {
+            "kind": kind,
+            "player_id": -1,
+            "product_id": -1,
+            "score": np.nan,
+            "name": None,
+            "ts": ts,
+            "part": part,
+            "off": off,
+        }
         if kind == "score":
             row.update(player_id=ident[0], product_id=ident[1], score=float(what))
         elif kind.startswith("player"):
@@ -40,8 +48,9 @@ def rows(*spec) -> pd.DataFrame:
         else:
             row.update(product_id=ident, name=what)
         out.append(row)
-    frame = pd.DataFrame(out).astype({"player_id": "int64", "product_id": "int64", "ts": "int64", "part": "int32",
-                                      "off": "int64"})
+    frame = pd.DataFrame(out).astype(
+        {"player_id": "int64", "product_id": "int64", "ts": "int64", "part": "int32", "off": "int64"}
+    )
     return operator_rows(frame)
 
 
@@ -68,8 +77,12 @@ def run(p, frame, bucket=9) -> tuple[dict, list]:
 
 # Game 1 (bucket 9) was known at time 1; player 1's only surviving record is at offset 5 of
 # partition 0, written at time 100 (the earlier ones were compacted away); the scores are older.
-COMPACTED = [("product", 1, "Tetris", 1, 0, 0), ("player", 1, "Ann", 100, 0, 5),
-             ("score", (1, 1), 700, 10, 1, 0), ("score", (1, 1), 900, 20, 1, 1)]
+COMPACTED = [
+    ("product", 1, "Tetris", 1, 0, 0),
+    ("player", 1, "Ann", 100, 0, 5),
+    ("score", (1, 1), 700, 10, 1, 0),
+    ("score", (1, 1), 900, 20, 1, 1),
+]
 ENDS = {"players": {0: 6, 1: 0}, "products": {0: 1, 1: 0}}
 
 
@@ -80,15 +93,23 @@ def test_bootstrap_joins_scores_older_than_the_surviving_table_record():
 
 
 def test_bootstrap_sees_each_tables_latest_record_as_of_the_start():
-    frame = rows(("product", 1, "Tetris", 1, 0, 0),
-                 ("player", 1, "Ann", 5, 0, 0), ("player", 1, "Annie", 200, 0, 1),  # renamed before the start
-                 ("player", 2, "Bo", 5, 1, 0), ("player_delete", 2, None, 150, 1, 1),  # deleted before it
-                 ("player", 3, "Cy", 50, 1, 2),  # produced after the start (offset 2 >= end 2), with an old time
-                 ("score", (1, 1), 10, 10, 0, 0), ("score", (2, 1), 20, 10, 0, 1),
-                 ("score", (3, 1), 30, 40, 0, 2), ("score", (3, 1), 40, 60, 0, 3))
+    frame = rows(
+        ("product", 1, "Tetris", 1, 0, 0),
+        ("player", 1, "Ann", 5, 0, 0),
+        ("player", 1, "Annie", 200, 0, 1),  # renamed before the start
+        ("player", 2, "Bo", 5, 1, 0),
+        ("player_delete", 2, None, 150, 1, 1),  # deleted before it
+        ("player", 3, "Cy", 50, 1, 2),  # produced after the start (offset 2 >= end 2), with an old time
+        ("score", (1, 1), 10, 10, 0, 0),
+        ("score", (2, 1), 20, 10, 0, 1),
+        ("score", (3, 1), 30, 40, 0, 2),
+        ("score", (3, 1), 40, 60, 0, 3),
+    )
     ends = {"players": {0: 2, 1: 2}, "products": {0: 1}}
     assert run(processor(ends), frame) == (
-        {1: [("Cy", 40.0), ("Annie", 10.0)]}, [("unknown_player", 1), ("unknown_player", 2)])
+        {1: [("Cy", 40.0), ("Annie", 10.0)]},
+        [("unknown_player", 1), ("unknown_player", 2)],
+    )
 
 
 def test_a_checkpoint_that_knows_the_tables_continues_as_of_processing_time():
@@ -105,8 +126,14 @@ def test_a_checkpoint_that_knows_the_tables_continues_as_of_processing_time():
 def test_only_table_rows_below_their_partitions_end_are_bootstrapped():
     from statectl.jobs.leaderboard.frames import below_table_ends
 
-    frame = rows(("player", 1, "A", 9, 0, 4), ("player", 2, "B", 9, 0, 5), ("player", 3, "C", 9, 1, 0),
-                 ("product", 1, "G", 9, 0, 4), ("product_delete", 2, None, 9, 1, 3), ("score", (1, 1), 1, 9, 0, 0))
+    frame = rows(
+        ("player", 1, "A", 9, 0, 4),
+        ("player", 2, "B", 9, 0, 5),
+        ("player", 3, "C", 9, 1, 0),
+        ("product", 1, "G", 9, 0, 4),
+        ("product_delete", 2, None, 9, 1, 3),
+        ("score", (1, 1), 1, 9, 0, 0),
+    )
     assert below_table_ends(frame, {"players": {0: 5}, "products": {1: 4}}).tolist() == [0, 4]
     assert below_table_ends(frame, {}).tolist() == []
     assert below_table_ends(frame.iloc[[5]], {"players": {0: 9}}).tolist() == []
@@ -120,11 +147,15 @@ def _reference(batches, top_n, ends) -> list:
     players, games, tops, results = {}, {}, {}, []
     for i, batch in enumerate(batches):
         table = {"player": "players", "player_delete": "players", "product": "products", "product_delete": "products"}
-        early = [i == 0 and r.kind in table and r.off < ends[table[r.kind]].get(r.part, 0)
-                 for r in batch.itertuples(index=False)]
+        early = [
+            i == 0 and r.kind in table and r.off < ends[table[r.kind]].get(r.part, 0)
+            for r in batch.itertuples(index=False)
+        ]
         first = sorted((r for r, e in zip(batch.itertuples(index=False), early) if e), key=lambda r: (r.part, r.off))
-        rest = sorted((r for r, e in zip(batch.itertuples(index=False), early) if not e),
-                      key=lambda r: (r.ts, r.kind == "score", r.part, r.off))
+        rest = sorted(
+            (r for r, e in zip(batch.itertuples(index=False), early) if not e),
+            key=lambda r: (r.ts, r.kind == "score", r.part, r.off),
+        )
         results.append(reference_batch(first + rest, players, games, tops, top_n))
     return results
 
@@ -138,17 +169,20 @@ def test_bootstrap_matches_the_rules_applied_one_row_at_a_time(seed, layout):
     counters: dict = {}
     batches = [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))]
     # The run starts after the first batch's records were written: they are the ones below the ends.
-    ends = {table: {p: off + 1 for (topic, p), off in counters.items() if topic == table}
-            for table in ("players", "products")}
-    batches += [_random_batch(rng, counters, players, games, int(rng.integers(1, 120)))
-                for _ in range(int(rng.integers(0, 4)))]
+    ends = {
+        table: {p: off + 1 for (topic, p), off in counters.items() if topic == table}
+        for table in ("players", "products")
+    }
+    batches += [
+        _random_batch(rng, counters, players, games, int(rng.integers(1, 120))) for _ in range(int(rng.integers(0, 4)))
+    ]
     through = _processor_batches if layout == "buckets" else _sharded_batches
     assert through(batches, top_n, rng, ends, FakeHandle) == _reference(batches, top_n, ends)
 
 
 def test_tables_setting_defaults_to_bootstrap_and_takes_as_of_only(tmp_path):
-    from statectl.jobs.registry import load_job_config
     from statectl.errors import ConfigError
+    from statectl.jobs.registry import load_job_config
     from tests.conftest import REPO
 
     shipped = REPO / "configs" / "leaderboard.yaml"
@@ -162,4 +196,8 @@ def test_kind_names_cover_the_table_kinds():
     from statectl.jobs.leaderboard.frames import TABLE_KINDS
 
     assert sorted(KIND_NAMES[k] for kinds in TABLE_KINDS.values() for k in kinds) == [
-        "player", "player_delete", "product", "product_delete"]
+        "player",
+        "player_delete",
+        "product",
+        "product_delete",
+    ]

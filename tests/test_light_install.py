@@ -95,8 +95,13 @@ def light(tmp_path_factory):
 
     def statectl(*args: str, cwd: Path | None = None, code: str | None = None):
         probe.unlink(missing_ok=True)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), "STATECTL_TEST_PROBE": str(probe),
-               "NO_COLOR": "1", "COLUMNS": "200"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
+            "STATECTL_TEST_PROBE": str(probe),
+            "NO_COLOR": "1",
+            "COLUMNS": "200",
+        }
         env.pop("SPARK_REMOTE", None)
         command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "statectl", *args]
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd or REPO, timeout=120)
@@ -118,38 +123,61 @@ def checkpoints(tmp_path_factory) -> Path:
 
 
 def test_the_blocker_hides_what_the_extra_brings(light):
-    code = ("import importlib.util, importlib.metadata\n"
-            "from statectl.spark_support import installed_spark\n"
-            "assert installed_spark() is None\n"
-            "assert importlib.util.find_spec('pyspark') is None\n"
-            "for name in ('pyspark', 'numpy', 'pandas', 'pyarrow', 'py4j', 'grpc'):\n"
-            "    try:\n"
-            "        __import__(name)\n"
-            "    except ImportError:\n"
-            "        continue\n"
-            "    raise SystemExit(f'{name} imported')\n")
+    code = (
+        "import importlib.util, importlib.metadata\n"
+        "from statectl.spark_support import installed_spark\n"
+        "assert installed_spark() is None\n"
+        "assert importlib.util.find_spec('pyspark') is None\n"
+        "for name in ('pyspark', 'numpy', 'pandas', 'pyarrow', 'py4j', 'grpc'):\n"
+        "    try:\n"
+        "        __import__(name)\n"
+        "    except ImportError:\n"
+        "        continue\n"
+        "    raise SystemExit(f'{name} imported')\n"
+    )
     rc, _, err, imported = light(code=code)
     assert (rc, imported) == (0, []), err
 
 
-@pytest.mark.parametrize("args, exit_code, expected", [
-    (["inspect-state", "{ck}/files"], 0, "Health: no findings"),
-    (["inspect-state", "{ck}/kafka", "--verify", "all"], 0, "Restore plan"),
-    (["lag", "--checkpoint-dir", "{ck}/files", "-b", NOBODY], 0, "not Kafka sources"),
-    (["lag", "--checkpoint-dir", "{ck}/kafka", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
-    (["status", "{ck}", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
-    (["reset", "--checkpoint-dir", "{ck}/files", "--to-latest", "--dry-run", "-b", NOBODY], 2,
-     "error: the checkpoint's offset log names no Kafka source"),
-    (["reset", "--checkpoint-dir", "{ck}/files", "--to-batch", "1", "--dry-run"], 0, "dry run: nothing is changed"),
-    (["relocate-checkpoint", "{ck}/files", "--dry-run"], 0, "Nothing to do"),
-    (["repartition-state", "--checkpoint-dir", "{ck}/files", "--partitions", "3", "--dry-run"], 0, "Dry run"),
-    (["topic-config", "players", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
-    (["consume", "players", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
-    (["produce-test-data", "synthetic-leaderboard", "--count", "10", "-b", NOBODY], 1,
-     f"error: cannot reach Kafka at {NOBODY}"),
-], ids=["inspect-state", "inspect-state-kafka", "lag-no-kafka-sources", "lag-no-broker", "status-no-broker",
-        "reset-no-kafka-source", "reset-to-batch", "relocate-checkpoint", "repartition-state-dry-run",
-        "topic-config-no-broker", "consume-no-broker", "produce-no-broker"])
+@pytest.mark.parametrize(
+    "args, exit_code, expected",
+    [
+        (["inspect-state", "{ck}/files"], 0, "Health: no findings"),
+        (["inspect-state", "{ck}/kafka", "--verify", "all"], 0, "Restore plan"),
+        (["lag", "--checkpoint-dir", "{ck}/files", "-b", NOBODY], 0, "not Kafka sources"),
+        (["lag", "--checkpoint-dir", "{ck}/kafka", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
+        (["status", "{ck}", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
+        (
+            ["reset", "--checkpoint-dir", "{ck}/files", "--to-latest", "--dry-run", "-b", NOBODY],
+            2,
+            "error: the checkpoint's offset log names no Kafka source",
+        ),
+        (["reset", "--checkpoint-dir", "{ck}/files", "--to-batch", "1", "--dry-run"], 0, "dry run: nothing is changed"),
+        (["relocate-checkpoint", "{ck}/files", "--dry-run"], 0, "Nothing to do"),
+        (["repartition-state", "--checkpoint-dir", "{ck}/files", "--partitions", "3", "--dry-run"], 0, "Dry run"),
+        (["topic-config", "players", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
+        (["consume", "players", "-b", NOBODY], 1, f"error: cannot reach Kafka at {NOBODY}"),
+        (
+            ["produce-test-data", "synthetic-leaderboard", "--count", "10", "-b", NOBODY],
+            1,
+            f"error: cannot reach Kafka at {NOBODY}",
+        ),
+    ],
+    ids=[
+        "inspect-state",
+        "inspect-state-kafka",
+        "lag-no-kafka-sources",
+        "lag-no-broker",
+        "status-no-broker",
+        "reset-no-kafka-source",
+        "reset-to-batch",
+        "relocate-checkpoint",
+        "repartition-state-dry-run",
+        "topic-config-no-broker",
+        "consume-no-broker",
+        "produce-no-broker",
+    ],
+)
 def test_a_day_2_command_runs_without_the_spark_extra(light, checkpoints, args, exit_code, expected):
     rc, out, err, imported = light(*[a.format(ck=checkpoints) for a in args])
     assert "Traceback" not in out + err
@@ -177,10 +205,28 @@ def test_init_context_new_job_and_kafka_status_without_pyspark(light, tmp_path):
     assert "stopped" in out
 
 
-@pytest.mark.parametrize("command", [
-    "inspect-state", "lag", "status", "reset", "relocate-checkpoint", "topic-config", "produce-test-data",
-    "consume", "dlq", "query", "ui", "events", "kafka", "context", "init", "new", "repartition-state",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "inspect-state",
+        "lag",
+        "status",
+        "reset",
+        "relocate-checkpoint",
+        "topic-config",
+        "produce-test-data",
+        "consume",
+        "dlq",
+        "query",
+        "ui",
+        "events",
+        "kafka",
+        "context",
+        "init",
+        "new",
+        "repartition-state",
+    ],
+)
 def test_a_day_2_commands_help_without_pyspark(light, command):
     rc, out, err, imported = light(command, "--help")
     assert (rc, imported, err) == (0, [], ""), err
@@ -191,9 +237,11 @@ def test_synthetic_score_events_without_numpy_are_numpys(light):
     """produce-test-data's generator on the light install: the records numpy's lookups give."""
     from statectl.produce.datasets import score_events
 
-    code = ("import hashlib\n"
-            "from statectl.produce.datasets import score_events\n"
-            "print(hashlib.sha256(b''.join(v for _, v in score_events(5000, 300, 40, 11))).hexdigest())\n")
+    code = (
+        "import hashlib\n"
+        "from statectl.produce.datasets import score_events\n"
+        "print(hashlib.sha256(b''.join(v for _, v in score_events(5000, 300, 40, 11))).hexdigest())\n"
+    )
     rc, out, err, imported = light(code=code)
     assert (rc, imported) == (0, []), err
     import hashlib
@@ -214,8 +262,20 @@ SPARK_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("args, command", SPARK_COMMANDS, ids=["run", "run-example", "check-restart", "inspect-state-rows", "repartition-state", "engine-up",
-        "jars-spark-conf", "jars-archive"])
+@pytest.mark.parametrize(
+    "args, command",
+    SPARK_COMMANDS,
+    ids=[
+        "run",
+        "run-example",
+        "check-restart",
+        "inspect-state-rows",
+        "repartition-state",
+        "engine-up",
+        "jars-spark-conf",
+        "jars-archive",
+    ],
+)
 def test_a_spark_command_without_pyspark_is_one_line(light, checkpoints, args, command):
     rc, out, err, imported = light(*[a.format(ck=checkpoints) for a in args])
     assert (rc, out, err.strip(), imported) == (2, "", f"error: statectl {command} needs PySpark: {EXTRA}", [])
@@ -227,5 +287,8 @@ def test_a_users_job_that_imports_pyspark_names_the_extra(light, tmp_path):
     (tmp_path / "clicks.py").write_text("from pyspark.sql import functions as F\n\n\ndef build(ctx):\n    pass\n")
     (tmp_path / "clicks.yaml").write_text("job: ./clicks.py:build\n")
     rc, out, err, imported = light("lag", "--config", "clicks.yaml", "-b", NOBODY, cwd=tmp_path)
-    assert (rc, err.strip(), imported) == (2, f"error: job: clicks.py imports pyspark, which is not installed: {EXTRA}",
-                                           []), out + err
+    assert (rc, err.strip(), imported) == (
+        2,
+        f"error: job: clicks.py imports pyspark, which is not installed: {EXTRA}",
+        [],
+    ), out + err

@@ -18,15 +18,19 @@ import urllib.request
 import pytest
 from rich.console import Console
 
+from statectl.adapters.spark.log_tail import LogTail
 from statectl.run import lifecycle as ev
 from statectl.run.event_models import EVENT_TYPES, event_adapter
 from statectl.run.events_file import read_events, summarize, validate_event
 from statectl.run.lifecycle import CatchUp, Lifecycle, State, next_state
-from statectl.run.restore_tracking import (
-    OperatorPlan, RestoreTracker, StageTasks, StorePlan, parse_load_line,
-)
-from statectl.adapters.spark.log_tail import LogTail
 from statectl.run.monitor import RunMonitor
+from statectl.run.restore_tracking import (
+    OperatorPlan,
+    RestoreTracker,
+    StageTasks,
+    StorePlan,
+    parse_load_line,
+)
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "events"
@@ -40,8 +44,13 @@ BATCH_DONE = parse_load_line(LOG_LINES[-1]).time + 5  # when the first batch's p
 def leaderboard_plan(replay_files: int = 14) -> dict[int, OperatorPlan]:
     """What statectl.checkpoint planned for the restart the fixtures come from."""
     return {
-        oid: OperatorPlan(oid, "transformWithStateInPandas", 2, 15,
-                          [StorePlan(p, "default", 1, replay_files, 500, 6000) for p in (0, 1)])
+        oid: OperatorPlan(
+            oid,
+            "transformWithStateInPandas",
+            2,
+            15,
+            [StorePlan(p, "default", 1, replay_files, 500, 6000) for p in (0, 1)],
+        )
         for oid in (0, 1)
     }
 
@@ -88,13 +97,23 @@ def test_next_state(state, event, expected):
 
 def test_lifecycle_records_transitions_with_event_times():
     life = Lifecycle()
-    for kind, when, error in [("query_started", 1, None), ("restore_started", 2, None), ("restore_progress", 3, None),
-                              ("batch_progress", 4, None), ("idle", 5, None), ("idle", 6, None),
-                              ("batch_progress", 7, None), ("terminated", 8, "oops")]:
+    for kind, when, error in [
+        ("query_started", 1, None),
+        ("restore_started", 2, None),
+        ("restore_progress", 3, None),
+        ("batch_progress", 4, None),
+        ("idle", 5, None),
+        ("idle", 6, None),
+        ("batch_progress", 7, None),
+        ("terminated", 8, "oops"),
+    ]:
         life.apply({"type": kind, "time": when, "error": error})
     assert [(t, a.value, b.value) for t, a, b in life.transitions] == [
-        (2, "CREATED", "RESTORING"), (4, "RESTORING", "RUNNING"), (5, "RUNNING", "IDLE"),
-        (7, "IDLE", "RUNNING"), (8, "RUNNING", "FAILED"),
+        (2, "CREATED", "RESTORING"),
+        (4, "RESTORING", "RUNNING"),
+        (5, "RUNNING", "IDLE"),
+        (7, "IDLE", "RUNNING"),
+        (8, "RUNNING", "FAILED"),
     ]
 
 
@@ -103,8 +122,10 @@ def test_lifecycle_records_transitions_with_event_times():
     [
         (None, None),
         ("", None),
-        ("[STREAM_FAILED] Query [id = 1] terminated with exception: boom\n\tat org.apache.Foo(Foo.scala:1)",
-         "[STREAM_FAILED] Query [id = 1] terminated with exception: boom"),
+        (
+            "[STREAM_FAILED] Query [id = 1] terminated with exception: boom\n\tat org.apache.Foo(Foo.scala:1)",
+            "[STREAM_FAILED] Query [id = 1] terminated with exception: boom",
+        ),
         ("\n  at x\nTraceback (most recent call last):\nValueError: bad", "ValueError: bad"),
     ],
     ids=["none", "empty", "jvm", "python"],
@@ -124,7 +145,8 @@ def test_parse_load_lines_of_spark_4_2():
     assert first.stage == 1
     ranges = [p for p in parsed if p.kind == "replay_range"]
     assert {(p.operator_id, p.partition, p.version, p.end_version) for p in ranges} == {
-        (o, part, 1, 15) for o in (0, 1) for part in (0, 1)}
+        (o, part, 1, 15) for o in (0, 1) for part in (0, 1)
+    }
     assert sum(p.kind == "replay_file" for p in parsed) == 4 * 14
     copied = [p for p in parsed if p.kind == "copied"]
     assert all(p.files >= 1 and p.bytes > 0 for p in copied)
@@ -152,12 +174,20 @@ def test_other_lines_are_not_load_lines(line):
 
 
 def test_empty_store_line():
-    line = ("26/11/21 01:18:20.001 INFO Executor task launch worker for task 0.0 in stage 3.0 (TID 4) RocksDB "
-            "StateStoreProviderId[ storeId=StateStoreId[ operatorId=2, partitionId=7, storeName=left-keyToNumValues ], "
-            f"queryRunId={RUN_ID} ]: Loaded empty store at version 4")
+    line = (
+        "26/11/21 01:18:20.001 INFO Executor task launch worker for task 0.0 in stage 3.0 (TID 4) RocksDB "
+        "StateStoreProviderId[ storeId=StateStoreId[ operatorId=2, partitionId=7, storeName=left-keyToNumValues ], "
+        f"queryRunId={RUN_ID} ]: Loaded empty store at version 4"
+    )
     p = parse_load_line(line)
     assert (p.kind, p.version, p.operator_id, p.partition, p.store, p.stage) == (
-        "loaded_empty", 4, 2, 7, "left-keyToNumValues", 3)
+        "loaded_empty",
+        4,
+        2,
+        7,
+        "left-keyToNumValues",
+        3,
+    )
 
 
 def test_log_tail_returns_whole_new_lines_only(tmp_path):
@@ -183,7 +213,7 @@ def track(plan, lines, stages=(), log_available=True):
     for snapshot in stages:
         events += tracker.stages(snapshot, 1.0)
     for i in range(0, len(lines), 10):  # as a tail reads them: a few at a time
-        events += tracker.lines(lines[i:i + 10], 2.0)
+        events += tracker.lines(lines[i : i + 10], 2.0)
     events += tracker.finish(PROGRESS, 3.0)
     return tracker, events
 
@@ -260,10 +290,15 @@ def test_tracked_restore_follows_the_checkpoints_restore_plan(tmp_path):
     from statectl.run.restore_tracking import tracked_restore
     from tests.checkpoint_factory import OperatorSpec, build_checkpoint
 
-    built = build_checkpoint(tmp_path / "ckpt", operators=(
-        OperatorSpec(0, "transformWithStateInPandasExec", partitions=3),
-        OperatorSpec(1, "symmetricHashJoin", stores=("left-keyToNumValues", "right-keyToNumValues"), partitions=2),
-    ), batches=5, snapshot_every=3)
+    built = build_checkpoint(
+        tmp_path / "ckpt",
+        operators=(
+            OperatorSpec(0, "transformWithStateInPandasExec", partitions=3),
+            OperatorSpec(1, "symmetricHashJoin", stores=("left-keyToNumValues", "right-keyToNumValues"), partitions=2),
+        ),
+        batches=5,
+        snapshot_every=3,
+    )
     plans, note = tracked_restore(built.root)
     assert note is None
     expected = restore_plan(read_layout(built.root))
@@ -322,10 +357,19 @@ def test_batch_progress_from_spark_progress_json():
 
 def kafka_source(end: dict, latest: dict, max_behind: int, as_text: bool = False) -> dict:
     enc = json.dumps if as_text else (lambda v: v)
-    return {"description": "KafkaV2[Subscribe[scores]]", "numInputRows": 10, "inputRowsPerSecond": 1.0,
-            "processedRowsPerSecond": 2.0, "endOffset": enc({"scores": end}), "latestOffset": enc({"scores": latest}),
-            "metrics": {"avgOffsetsBehindLatest": str(max_behind / 2), "maxOffsetsBehindLatest": str(max_behind),
-                        "minOffsetsBehindLatest": "0"}}
+    return {
+        "description": "KafkaV2[Subscribe[scores]]",
+        "numInputRows": 10,
+        "inputRowsPerSecond": 1.0,
+        "processedRowsPerSecond": 2.0,
+        "endOffset": enc({"scores": end}),
+        "latestOffset": enc({"scores": latest}),
+        "metrics": {
+            "avgOffsetsBehindLatest": str(max_behind / 2),
+            "maxOffsetsBehindLatest": str(max_behind),
+            "minOffsetsBehindLatest": "0",
+        },
+    }
 
 
 @pytest.mark.parametrize("as_text", [False, True], ids=["dict-offsets", "json-string-offsets"])
@@ -342,15 +386,25 @@ def test_catching_up_until_caught_up_and_then_quiet():
         progress = {"batchId": bid, "sources": [kafka_source({"0": end}, {"0": latest}, latest - end)]}
         out.append(catch.after(ev.batch_progress(progress, "q", "r", float(bid))))
     assert [None if e is None else (e["records_behind"], e["caught_up"]) for e in out] == [
-        (300, False), (200, False), (100, False), (0, True), None]
+        (300, False),
+        (200, False),
+        (100, False),
+        (0, True),
+        None,
+    ]
 
 
 # ---------------------------------------------------------------- the monitor thread
 def run_monitor(raw: list[tuple], plan=None, log_tail=None, stage_poll=None, sinks=()):
     seen: list[dict] = []
-    monitor = RunMonitor([seen.append, *sinks], plan, log_tail=log_tail, stage_poll=stage_poll,
-                         context={"job": "leaderboard", "checkpoint": "/tmp/c", "trigger": "available-now"},
-                         tick=0.01).start()
+    monitor = RunMonitor(
+        [seen.append, *sinks],
+        plan,
+        log_tail=log_tail,
+        stage_poll=stage_poll,
+        context={"job": "leaderboard", "checkpoint": "/tmp/c", "trigger": "available-now"},
+        tick=0.01,
+    ).start()
     for item in raw:
         monitor.submit(item)
     monitor.close(wait=5)
@@ -358,14 +412,20 @@ def run_monitor(raw: list[tuple], plan=None, log_tail=None, stage_poll=None, sin
 
 
 def test_monitor_fresh_run_in_order_without_restore_events():
-    monitor, seen = run_monitor([
-        ("started", 1.0, QUERY_ID, RUN_ID, "leaderboard"),
-        ("progress", 2.0, json.dumps(PROGRESS)),
-        ("idle", 3.0, QUERY_ID, RUN_ID),
-        ("terminated", 4.0, QUERY_ID, RUN_ID, None, None),
-    ])
+    monitor, seen = run_monitor(
+        [
+            ("started", 1.0, QUERY_ID, RUN_ID, "leaderboard"),
+            ("progress", 2.0, json.dumps(PROGRESS)),
+            ("idle", 3.0, QUERY_ID, RUN_ID),
+            ("terminated", 4.0, QUERY_ID, RUN_ID, None, None),
+        ]
+    )
     assert [(e["type"], e["state"]) for e in seen] == [
-        ("query_started", "CREATED"), ("batch_progress", "RUNNING"), ("idle", "IDLE"), ("terminated", "TERMINATED")]
+        ("query_started", "CREATED"),
+        ("batch_progress", "RUNNING"),
+        ("idle", "IDLE"),
+        ("terminated", "TERMINATED"),
+    ]
     assert seen[0]["job"] == "leaderboard" and seen[0]["restore_planned"] is False
     assert [p for e in seen for p in validate_event(e)] == []
 
@@ -410,11 +470,20 @@ def test_monitor_failed_run_and_a_failing_sink(capsys):
     def broken(event):
         raise RuntimeError("disk full")
 
-    _, seen = run_monitor([
-        ("started", 1.0, QUERY_ID, RUN_ID, "leaderboard"),
-        ("terminated", 2.0, QUERY_ID, RUN_ID, "org.apache.spark.SparkException: the job failed\n\tat x.y(Z.java:1)",
-         "STREAM_FAILED"),
-    ], sinks=[broken])
+    _, seen = run_monitor(
+        [
+            ("started", 1.0, QUERY_ID, RUN_ID, "leaderboard"),
+            (
+                "terminated",
+                2.0,
+                QUERY_ID,
+                RUN_ID,
+                "org.apache.spark.SparkException: the job failed\n\tat x.y(Z.java:1)",
+                "STREAM_FAILED",
+            ),
+        ],
+        sinks=[broken],
+    )
     assert [e["type"] for e in seen] == ["query_started", "terminated"]
     assert seen[-1]["error"] == "org.apache.spark.SparkException: the job failed"
     assert seen[-1]["error_class"] == "STREAM_FAILED" and seen[-1]["state"] == "FAILED"
@@ -426,7 +495,8 @@ def test_monitor_reports_a_query_that_never_started():
     monitor = RunMonitor([seen.append], tick=0.01).start()
     monitor.close(error="[STREAM_FAILED] bad option")
     assert [(e["type"], e["error"], e["source"], e["state"]) for e in seen] == [
-        ("terminated", "[STREAM_FAILED] bad option", "statectl", "FAILED")]
+        ("terminated", "[STREAM_FAILED] bad option", "statectl", "FAILED")
+    ]
 
 
 # ---------------------------------------------------------------- schema and summaries
@@ -435,11 +505,20 @@ def every_event_type() -> list[dict]:
     batch = ev.batch_progress(PROGRESS, when=5.0)
     behind = ev.catching_up(batch, caught_up=True, when=5.0)
     jump = ev.DeadLetterWatch(min_letters=1).after(
-        {**batch, "input_rows": 10, "observed": {"statectl": {"dropped_unknown_player": 5}}})
-    events = [ev.query_started(QUERY_ID, RUN_ID, "leaderboard", 1.0, job="leaderboard", restore_planned=True),
-              *restore, batch, behind, jump, ev.kafka_connection(QUERY_ID, RUN_ID, False, 2.0, 120.0, 5.5),
-              ev.kafka_connection(QUERY_ID, RUN_ID, True, 12.3, 120.0, 5.8), ev.idle(QUERY_ID, RUN_ID, 6.0),
-              ev.stopping(QUERY_ID, RUN_ID, None, "SIGTERM", 6.5), ev.terminated(QUERY_ID, RUN_ID, None, 7.0)]
+        {**batch, "input_rows": 10, "observed": {"statectl": {"dropped_unknown_player": 5}}}
+    )
+    events = [
+        ev.query_started(QUERY_ID, RUN_ID, "leaderboard", 1.0, job="leaderboard", restore_planned=True),
+        *restore,
+        batch,
+        behind,
+        jump,
+        ev.kafka_connection(QUERY_ID, RUN_ID, False, 2.0, 120.0, 5.5),
+        ev.kafka_connection(QUERY_ID, RUN_ID, True, 12.3, 120.0, 5.8),
+        ev.idle(QUERY_ID, RUN_ID, 6.0),
+        ev.stopping(QUERY_ID, RUN_ID, None, "SIGTERM", 6.5),
+        ev.terminated(QUERY_ID, RUN_ID, None, 7.0),
+    ]
     life = Lifecycle()
     for e in events:
         life.apply(e)
@@ -479,9 +558,23 @@ def test_every_event_validates_against_the_models():
         (lambda e: e.pop("type"), "$.type: expected one of query_started, restore_started"),
         (lambda e: e["observed"]["statectl"].update(rows="many"), "$.observed.statectl.rows: expected number"),
     ],
-    ids=["missing", "wrong-type", "float-for-integer", "bool-for-integer", "null", "negative", "bad-enum",
-         "extra-key", "nested-extra-key", "nested", "nested-missing", "not-an-array", "unknown-type", "no-type",
-         "map-values"],
+    ids=[
+        "missing",
+        "wrong-type",
+        "float-for-integer",
+        "bool-for-integer",
+        "null",
+        "negative",
+        "bad-enum",
+        "extra-key",
+        "nested-extra-key",
+        "nested",
+        "nested-missing",
+        "not-an-array",
+        "unknown-type",
+        "no-type",
+        "map-values",
+    ],
 )
 def test_the_validator_rejects(change, problem):
     event = ev.batch_progress(PROGRESS, when=5.0)
@@ -500,10 +593,12 @@ def test_the_validator_reports_every_problem_and_refuses_what_is_not_an_object()
 
 def test_summary_of_an_events_file_with_two_runs_and_a_broken_line(tmp_path):
     events = every_event_type()
-    failed = [dict(events[0], run_id="r2", time=20.0),
-              dict(ev.terminated(QUERY_ID, "r2", "Kafka topic deleted", 21.0), state="FAILED")]
+    failed = [
+        dict(events[0], run_id="r2", time=20.0),
+        dict(ev.terminated(QUERY_ID, "r2", "Kafka topic deleted", 21.0), state="FAILED"),
+    ]
     path = tmp_path / "run.jsonl"
-    path.write_text("\n".join(json.dumps(e) for e in events + failed) + "\n{\"type\": \"batch_pro")
+    path.write_text("\n".join(json.dumps(e) for e in events + failed) + '\n{"type": "batch_pro')
     read = read_events(path)
     assert len(read.events) == len(events) + 2
     assert read.skipped == [f"line {len(events) + 3}: not JSON (Unterminated string starting at)"]
@@ -511,7 +606,9 @@ def test_summary_of_an_events_file_with_two_runs_and_a_broken_line(tmp_path):
     first, second = summary["runs"]
     assert first["final_state"] == "TERMINATED" and first["batches"] == 1
     assert [(r["operator_id"], r["replay_files"], r["agrees_with_plan"]) for r in first["restores"]] == [
-        (0, 28, True), (1, 28, True)]
+        (0, 28, True),
+        (1, 28, True),
+    ]
     assert first["catching_up"] == {"max_records_behind": 0, "caught_up": True, "seconds_to_catch_up": 0.0}
     assert second["final_state"] == "FAILED" and second["error"] == "Kafka topic deleted"
     assert summary["totals"]["runs"] == 2 and summary["totals"]["failed_runs"] == 1
@@ -520,7 +617,11 @@ def test_summary_of_an_events_file_with_two_runs_and_a_broken_line(tmp_path):
 
 @pytest.mark.parametrize(
     "content, message",
-    [(None, "does not exist"), ("", "holds no statectl run events"), ("not json\n", "holds no statectl run events (line 1")],
+    [
+        (None, "does not exist"),
+        ("", "holds no statectl run events"),
+        ("not json\n", "holds no statectl run events (line 1"),
+    ],
     ids=["missing", "empty", "garbage"],
 )
 def test_events_summarize_refuses_what_is_not_an_events_file(cli, tmp_path, content, message):
@@ -554,8 +655,10 @@ def test_plain_lines_tell_the_story():
         lines(event)
     text = buf.getvalue()
     assert f"started leaderboard (run {RUN_ID[:8]}, state to restore)" in text
-    assert ("restoring op 0 (transformWithStateInPandas, 2 partitions) to version 15: 2 snapshot(s) 11.7 KiB, "
-            "28 changelog file(s) 1000 B to replay") in text
+    assert (
+        "restoring op 0 (transformWithStateInPandas, 2 partitions) to version 15: 2 snapshot(s) 11.7 KiB, "
+        "28 changelog file(s) 1000 B to replay"
+    ) in text
     assert "restored op 1 in 2.6 s (log): 28 changelog files replayed, as planned (log)" in text
     assert "note: Spark's rocksdbLoadFromSnapshotLatencyMs (0 ms) under-reports" in text
     assert "batch   15" in text and "caught up after batch 15" in text
@@ -616,7 +719,9 @@ def test_metrics_from_events_and_served(tmp_path):
     assert values['statectl_restores_total{job="leaderboard",operator="1"}'] == 1
     assert values['statectl_restore_replayed_changelog_files{job="leaderboard",operator="0"}'] == 28
     assert 2 < values['statectl_restore_duration_seconds{job="leaderboard",operator="1"}'] < 3
-    assert values['statectl_state_rows{job="leaderboard",operator="1"}'] == PROGRESS["stateOperators"][1]["numRowsTotal"]
+    assert (
+        values['statectl_state_rows{job="leaderboard",operator="1"}'] == PROGRESS["stateOperators"][1]["numRowsTotal"]
+    )
     assert values['statectl_query_state{job="leaderboard",statectl_query_state="TERMINATED"}'] == 1
     assert values['statectl_batch_duration_seconds_count{job="leaderboard"}'] == 1
 
@@ -629,7 +734,9 @@ def test_metrics_port_in_use_is_an_operational_error():
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        with pytest.raises(OperationalError, match=f"port {port} on 127.0.0.1 is in use; choose another --metrics-port"):
+        with pytest.raises(
+            OperationalError, match=f"port {port} on 127.0.0.1 is in use; choose another --metrics-port"
+        ):
             RunMetrics("leaderboard").serve(port)
 
 
@@ -661,8 +768,11 @@ def test_a_stop_request_is_an_event_and_the_state_stays_stopping_through_the_las
     monitor.submit(("terminated", 4.0, QUERY_ID, RUN_ID, None, None))
     monitor.close(wait=5)
     assert [(e["type"], e["state"]) for e in seen] == [
-        ("query_started", "CREATED"), ("stopping", "STOPPING"), ("batch_progress", "STOPPING"),
-        ("terminated", "TERMINATED")]
+        ("query_started", "CREATED"),
+        ("stopping", "STOPPING"),
+        ("batch_progress", "STOPPING"),
+        ("terminated", "TERMINATED"),
+    ]
     stop = seen[1]
     assert (stop["batch_id"], stop["reason"], stop["query_id"], stop["run_id"]) == (15, "SIGINT", QUERY_ID, RUN_ID)
     assert [p for e in seen for p in validate_event(e)] == []
@@ -686,10 +796,12 @@ def test_a_stop_request_is_an_event_and_the_state_stays_stopping_through_the_las
 
 @pytest.mark.parametrize(
     "bad, problem",
-    [({"batch_id": -1}, "$.batch_id: -1 is below the minimum 0"),
-     ({"batch_id": "15"}, '$.batch_id: expected integer, found "15"'),
-     ({"reason": "SIGKILL"}, "$.reason: expected one of"),
-     ({"state": "STOPPED"}, "$.state: expected one of")],
+    [
+        ({"batch_id": -1}, "$.batch_id: -1 is below the minimum 0"),
+        ({"batch_id": "15"}, '$.batch_id: expected integer, found "15"'),
+        ({"reason": "SIGKILL"}, "$.reason: expected one of"),
+        ({"state": "STOPPED"}, "$.state: expected one of"),
+    ],
     ids=["negative-batch", "string-batch", "unknown-reason", "unknown-state"],
 )
 def test_the_stopping_event_is_checked_like_the_others(bad, problem):

@@ -57,8 +57,13 @@ def test_a_killed_statectl_runs_lock_vouches_for_batches_up_to_its_last_touch(tm
 
 
 def test_status_dir_leaves_out_statectls_own_backups_and_scratch_copies(tmp_path):
-    for name in ("clicks", "clicks.reset-20261127T080000Z/files", "clicks.backup-20261127T080000Z",
-                 ".clicks.check-restart-abc/checkpoint", "nested/orders"):
+    for name in (
+        "clicks",
+        "clicks.reset-20261127T080000Z/files",
+        "clicks.backup-20261127T080000Z",
+        ".clicks.check-restart-abc/checkpoint",
+        "nested/orders",
+    ):
         (tmp_path / name / "offsets").mkdir(parents=True)
     assert [p.relative_to(tmp_path).as_posix() for p in checkpoints_under(tmp_path)] == ["clicks", "nested/orders"]
 

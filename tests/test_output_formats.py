@@ -17,14 +17,16 @@ CHECKPOINT = str(REPO / "tests" / "data" / "leaderboard-0.3-checkpoint")
 
 
 def _statectl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "statectl", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "statectl", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
 
 
 def _leaf_commands():
+    import typer
+
     from statectl.cli.common import _prepare_help
     from statectl.cli.main import app
-    import typer
 
     root = typer.main.get_command(app)
     _prepare_help(root)
@@ -57,11 +59,15 @@ def test_table_and_wide_print_for_people():
         assert "offsets/" in done.stdout and not done.stdout.lstrip().startswith("{")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-o", "xml"], "'xml' is not one of"),
-    (["--json", "-o", "yaml"], "--json and -o yaml ask for two formats"),
-    (["--json", "-o", "table"], "--json and -o table ask for two formats"),
-], ids=["unknown-format", "json-and-yaml", "json-and-table"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-o", "xml"], "'xml' is not one of"),
+        (["--json", "-o", "yaml"], "--json and -o yaml ask for two formats"),
+        (["--json", "-o", "table"], "--json and -o table ask for two formats"),
+    ],
+    ids=["unknown-format", "json-and-yaml", "json-and-table"],
+)
 def test_a_bad_format_is_a_usage_error(args, message):
     done = _statectl("inspect-state", CHECKPOINT, *args)
     assert done.returncode == 2

@@ -34,10 +34,22 @@ PACKAGE_DATA = {
     "resources/maven/*": {"settings.xml"},
     "resources/scaffold/*.tmpl": {"job.py.tmpl", "job.yaml.tmpl", "test_integration.py.tmpl", "test_processor.py.tmpl"},
     "jobs/configs/*.yaml": {"leaderboard.yaml", "topics.yaml"},
-    "jobs/configs/advanced-state/*.yaml": {"bounded-state.yaml", "bounded-state-ttl.yaml", "sales-threshold.yaml",
-                                           "tombstones.yaml", "topic-configs.yaml", "windowed-retention.yaml"},
-    "produce/seed_data/*": {"players.json", "products.json", "score-events.json", "sales-events.json",
-                            "sales-events-sample.txt", "patient-events.json"},
+    "jobs/configs/advanced-state/*.yaml": {
+        "bounded-state.yaml",
+        "bounded-state-ttl.yaml",
+        "sales-threshold.yaml",
+        "tombstones.yaml",
+        "topic-configs.yaml",
+        "windowed-retention.yaml",
+    },
+    "produce/seed_data/*": {
+        "players.json",
+        "products.json",
+        "score-events.json",
+        "sales-events.json",
+        "sales-events-sample.txt",
+        "patient-events.json",
+    },
     "ui/static/*": {"index.html", "app.js", "charts.js", "style.css"},
 }
 
@@ -48,8 +60,12 @@ def dist(tmp_path_factory) -> dict[str, Path]:
     environment's setuptools builds it, so no index is needed (tests/integration/test_wheel_install.py
     builds with isolation, as a release does)."""
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     wheels, sdists = list(out.glob("statectl-*.whl")), list(out.glob("statectl-*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
@@ -86,8 +102,13 @@ def _run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_wheel_is_what_runs(installed, tmp_path):
-    done = _run(installed, tmp_path, installed / "python", "-c",
-                "import statectl, statectl.jobs.registry as r; print(statectl.__file__); print(r.__file__)")
+    done = _run(
+        installed,
+        tmp_path,
+        installed / "python",
+        "-c",
+        "import statectl, statectl.jobs.registry as r; print(statectl.__file__); print(r.__file__)",
+    )
     assert done.returncode == 0, done.stderr
     venv_dir = str(installed.parent)
     assert all(line.startswith(venv_dir) for line in done.stdout.splitlines()), done.stdout
@@ -100,8 +121,10 @@ def test_produce_test_data_help_from_the_wheel(installed, tmp_path):
 
 
 def test_seed_data_is_packaged(installed, tmp_path):
-    code = ("from statectl.produce.datasets import DatasetOptions, dataset_batches; "
-            "print({b.topic: b.count for b in dataset_batches('leaderboard', DatasetOptions())})")
+    code = (
+        "from statectl.produce.datasets import DatasetOptions, dataset_batches; "
+        "print({b.topic: b.count for b in dataset_batches('leaderboard', DatasetOptions())})"
+    )
     done = _run(installed, tmp_path, installed / "python", "-c", code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{'players': 4, 'products': 2, 'score-events': 8}"
@@ -125,8 +148,11 @@ def _wheel_files(wheel: Path) -> list[str]:
 def test_the_wheel_holds_the_package_data(dist, pattern):
     from fnmatch import fnmatch
 
-    names = {n.rsplit("/", 1)[-1] for n in _wheel_files(dist["wheel"])
-             if fnmatch(n, f"statectl/{pattern}") and n.count("/") == pattern.count("/") + 1}
+    names = {
+        n.rsplit("/", 1)[-1]
+        for n in _wheel_files(dist["wheel"])
+        if fnmatch(n, f"statectl/{pattern}") and n.count("/") == pattern.count("/") + 1
+    }
     assert names == PACKAGE_DATA[pattern]
 
 
@@ -151,10 +177,14 @@ def test_the_sdist_holds_no_symlink_and_no_tests(dist):
     tops = {m.name.removeprefix(f"{root}/").split("/")[0] for m in members if m.name != root}
     assert "configs" not in tops and "tests" not in tops and "jobs" not in tops, tops
     assert {"pyproject.toml", "PKG-INFO", "README.md", "statectl"} <= tops
-    configs = {m.name.removeprefix(f"{root}/statectl/jobs/configs/") for m in members
-               if m.isfile() and m.name.startswith(f"{root}/statectl/jobs/configs/")}
+    configs = {
+        m.name.removeprefix(f"{root}/statectl/jobs/configs/")
+        for m in members
+        if m.isfile() and m.name.startswith(f"{root}/statectl/jobs/configs/")
+    }
     assert configs == {"leaderboard.yaml", "topics.yaml"} | {
-        f"advanced-state/{name}" for name in PACKAGE_DATA["jobs/configs/advanced-state/*.yaml"]}
+        f"advanced-state/{name}" for name in PACKAGE_DATA["jobs/configs/advanced-state/*.yaml"]
+    }
 
 
 def test_pip_builds_the_same_wheel_from_the_sdist(dist, tmp_path):

@@ -10,9 +10,17 @@ import sys
 import pytest
 import typer.main
 
-from statectl.jobs.registry import JOBS, config_models, default_config, job_entry, job_id_for, load_job_config, shipped_configs
 from statectl.config.sections import JobConfig
 from statectl.errors import UsageError
+from statectl.jobs.registry import (
+    JOBS,
+    config_models,
+    default_config,
+    job_entry,
+    job_id_for,
+    load_job_config,
+    shipped_configs,
+)
 from tests.conftest import REPO
 
 
@@ -40,7 +48,11 @@ def test_only_the_leaderboard_refuses_older_checkpoints():
     [
         ("leaderboard", None, "leaderboard"),
         ("advanced-state", "tombstones", "advanced-state/tombstones"),
-        ("leaderbord", None, "no job called 'leaderbord' (did you mean 'leaderboard'?); known: advanced-state, leaderboard"),
+        (
+            "leaderbord",
+            None,
+            "no job called 'leaderbord' (did you mean 'leaderboard'?); known: advanced-state, leaderboard",
+        ),
         ("leaderboard", "x", "leaderboard has no examples"),
         ("advanced-state", None, "advanced-state needs an EXAMPLE: bounded-state, sales-threshold, tombstones"),
         ("advanced-state", "tombstone", "no advanced-state example called 'tombstone' (did you mean 'tombstones'?)"),
@@ -57,7 +69,9 @@ def test_job_id_for(job, example, expected):
 
 
 def test_unknown_job_entry_names_the_known_ones():
-    with pytest.raises(UsageError, match="no job called 'advanced-state/tombstone' .*did you mean 'advanced-state/tombstones'"):
+    with pytest.raises(
+        UsageError, match="no job called 'advanced-state/tombstone' .*did you mean 'advanced-state/tombstones'"
+    ):
         job_entry("advanced-state/tombstone")
 
 
@@ -86,8 +100,12 @@ def test_each_job_declares_exactly_the_topics_its_config_names(path):
     declared = JOBS[config.job].topics(config)
     assert {t.name for t in declared} == _topic_names(config)
     # A replication factor of None is the cluster's default (it follows the broker count).
-    assert all(t.partitions >= 1 and (t.replication_factor is None or t.replication_factor >= 1)
-               and t.key.startswith("topics.") for t in declared)
+    assert all(
+        t.partitions >= 1
+        and (t.replication_factor is None or t.replication_factor >= 1)
+        and t.key.startswith("topics.")
+        for t in declared
+    )
     # Only the topic-configs example manages an existing topic's configs (its output_topic section).
     managed = [t.name for t in declared if t.managed]
     assert managed == ([config.topics.output] if config.job == "advanced-state/topic-configs" else [])
@@ -106,8 +124,10 @@ def test_declared_topics_follow_the_config_and_need_no_spark():
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr[-500:]
-    config = load_job_config(default_config("advanced-state/topic-configs"),
-                             ["topics.output=mine", "output_topic.partitions=6", "output_topic.configs.retention.ms=1000"])
+    config = load_job_config(
+        default_config("advanced-state/topic-configs"),
+        ["topics.output=mine", "output_topic.partitions=6", "output_topic.configs.retention.ms=1000"],
+    )
     (output,) = [t for t in JOBS[config.job].topics(config) if t.name == "mine"]
     assert (output.partitions, output.configs["retention.ms"], output.managed) == (6, "1000", True)
     assert output.request().location("retention.ms") == "advanced-state/topic-configs output_topic.configs.retention.ms"

@@ -72,11 +72,16 @@ def test_help_is_escaped_once_when_prepared_twice():
 @pytest.mark.parametrize(
     "args,shown",
     [
-        pytest.param(["produce-test-data", "--file", "{tmp}/data[v2].json", "--topic", "t"], "{tmp}/data[v2].json",
-                     id="produce-file"),
+        pytest.param(
+            ["produce-test-data", "--file", "{tmp}/data[v2].json", "--topic", "t"],
+            "{tmp}/data[v2].json",
+            id="produce-file",
+        ),
         pytest.param(["inspect-state", "{tmp}/no[such]dir"], "{tmp}/no[such]dir", id="inspect-state-dir"),
         pytest.param(["run", "leaderboard", "--config", "{tmp}/a[b].yaml"], "{tmp}/a[b].yaml", id="run-config"),
-        pytest.param(["topic-config", "--file", "{tmp}/topics[v1].yaml"], "{tmp}/topics[v1].yaml", id="topic-config-file"),
+        pytest.param(
+            ["topic-config", "--file", "{tmp}/topics[v1].yaml"], "{tmp}/topics[v1].yaml", id="topic-config-file"
+        ),
         pytest.param(["events", "summarize", "{tmp}/events[bold].jsonl"], "{tmp}/events[bold].jsonl", id="events-file"),
         pytest.param(["inspect-state", "{tmp}", "--verify", "all[/]"], "all[/]", id="inspect-state-verify"),
         pytest.param(["run", "leaderboard", "--set", "leaderboard.top_n=[red]5"], "[red]5", id="run-set"),
@@ -112,25 +117,54 @@ def test_rendered_values_keep_their_brackets(capsys, tmp_path):
     from statectl.render import events, inspect_state, query, topic_config
     from statectl.topics.diff import ConfigValue, TopicState
 
-    topic_config.described(TopicState("t[bold]", 1, 1, {
-        "x.y": ConfigValue("x.y", "[dim]x", "DYNAMIC_TOPIC_CONFIG"),
-    }), False)
-    query.leaderboard([{"playerName": "[bold]Ann[/bold]", "playerId": 1, "gameName": "G[1]", "score": 2.0}],
-                      "7", True)
+    topic_config.described(
+        TopicState(
+            "t[bold]",
+            1,
+            1,
+            {
+                "x.y": ConfigValue("x.y", "[dim]x", "DYNAMIC_TOPIC_CONFIG"),
+            },
+        ),
+        False,
+    )
+    query.leaderboard([{"playerName": "[bold]Ann[/bold]", "playerId": 1, "gameName": "G[1]", "score": 2.0}], "7", True)
     built = build_checkpoint(tmp_path / "cp", operators=(OperatorSpec(name="flat[Map]Groups"),))
     inspect_state.render(inspect_checkpoint(InspectOptions(path=built.root)), False)
     out = capsys.readouterr().out
     for value in ("t[bold]", "[dim]x", "[bold]Ann[/bold]", "G[1]", "flat[Map]Groups"):
         assert value in out, value
 
-    events.events_summary({
-        "file": "run[1].jsonl", "events": 1, "skipped_lines": 0, "problems": [],
-        "totals": {"runs": 1, "failed_runs": 1, "restores": 0, "restore_seconds": 0.0},
-        "runs": [{"run_id": "r", "name": "n", "job": "j", "final_state": "FAILED", "started_at": "now",
-                  "seconds": 1.0, "error": "[red]boom", "rows_per_second": None, "batches": 0, "input_rows": 0,
-                  "processing_seconds": 0.0, "restores": [], "restores_unfinished": [], "catching_up": None,
-                  "dead_letters": {}, "idle_events": 0}],
-    }, False)
+    events.events_summary(
+        {
+            "file": "run[1].jsonl",
+            "events": 1,
+            "skipped_lines": 0,
+            "problems": [],
+            "totals": {"runs": 1, "failed_runs": 1, "restores": 0, "restore_seconds": 0.0},
+            "runs": [
+                {
+                    "run_id": "r",
+                    "name": "n",
+                    "job": "j",
+                    "final_state": "FAILED",
+                    "started_at": "now",
+                    "seconds": 1.0,
+                    "error": "[red]boom",
+                    "rows_per_second": None,
+                    "batches": 0,
+                    "input_rows": 0,
+                    "processing_seconds": 0.0,
+                    "restores": [],
+                    "restores_unfinished": [],
+                    "catching_up": None,
+                    "dead_letters": {},
+                    "idle_events": 0,
+                }
+            ],
+        },
+        False,
+    )
     out = capsys.readouterr().out
     assert "run[1].jsonl" in out and "[red]boom" in out
 

@@ -22,8 +22,12 @@ def test_piped_inspect_state_keeps_operator_names_and_paths_whole(tmp_path):
     `transformWithStateInPandas` operator with a state variable: the operator table shows the
     whole name (it showed `transform…`), nothing is cut with "…", and the tree's lines stay whole."""
     root = tmp_path / "checkpoints" / ("leaderboard-" + "with-a-long-name-" * 4) / "cp"
-    build_checkpoint(root, operators=(OperatorSpec(name="transformWithStateInPandas",
-                                                   state_variables=(("playerScores", "ListState", False),)),))
+    build_checkpoint(
+        root,
+        operators=(
+            OperatorSpec(name="transformWithStateInPandas", state_variables=(("playerScores", "ListState", False),)),
+        ),
+    )
     result = run_statectl("inspect-state", str(root), env={"COLUMNS": "80"})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -44,11 +48,22 @@ def test_piped_topic_config_keeps_long_values_on_one_line(capsys, monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "80")
     topic = "scores-" + "and-a-topic-name-longer-than-its-table-" * 3
-    described(TopicState(topic, 4, 1, {
-        "local.retention.ms": ConfigValue("local.retention.ms", LONG_MAX, "DYNAMIC_TOPIC_CONFIG",
-                                          fallback=(LONG_MAX, "DEFAULT_CONFIG")),
-        "max.compaction.lag.ms": ConfigValue("max.compaction.lag.ms", LONG_MAX, "DEFAULT_CONFIG", is_default=True),
-    }), False)
+    described(
+        TopicState(
+            topic,
+            4,
+            1,
+            {
+                "local.retention.ms": ConfigValue(
+                    "local.retention.ms", LONG_MAX, "DYNAMIC_TOPIC_CONFIG", fallback=(LONG_MAX, "DEFAULT_CONFIG")
+                ),
+                "max.compaction.lag.ms": ConfigValue(
+                    "max.compaction.lag.ms", LONG_MAX, "DEFAULT_CONFIG", is_default=True
+                ),
+            },
+        ),
+        False,
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{topic}: 4 partitions, replication factor 1"
     row = next(line for line in lines if "local.retention.ms" in line)
@@ -82,9 +97,20 @@ def test_piped_run_summary_keeps_the_checkpoint_path_whole(capsys, monkeypatch, 
 
     monkeypatch.setenv("COLUMNS", "80")
     checkpoint = str(tmp_path / "checkpoints" / ("leaderboard-" + "x" * 90))
-    run_summary(RunSummary(job="leaderboard", status="finished", query_id=None, checkpoint_dir=checkpoint,
-                           bootstrap_servers="127.0.0.1:9092", batches=3, input_rows=1_000_000, seconds=12.0,
-                           outputs={"high-scores": 12}), False)
+    run_summary(
+        RunSummary(
+            job="leaderboard",
+            status="finished",
+            query_id=None,
+            checkpoint_dir=checkpoint,
+            bootstrap_servers="127.0.0.1:9092",
+            batches=3,
+            input_rows=1_000_000,
+            seconds=12.0,
+            outputs={"high-scores": 12},
+        ),
+        False,
+    )
     out = capsys.readouterr().out
     assert "…" not in out
     assert max(len(line) for line in out.splitlines()) <= 100
@@ -92,8 +118,13 @@ def test_piped_run_summary_keeps_the_checkpoint_path_whole(capsys, monkeypatch, 
 
 
 #: A run's time and where it went, as the summary's `time` row prints it: a part per line.
-TIME_LINES = ["1042.1 s:", "start 18.3 s (Spark 16.8 s)", "batches 1021.0 s (12,092 rows/s)",
-              "between batches 0.4 s", "stop 2.4 s"]
+TIME_LINES = [
+    "1042.1 s:",
+    "start 18.3 s (Spark 16.8 s)",
+    "batches 1021.0 s (12,092 rows/s)",
+    "between batches 0.4 s",
+    "stop 2.4 s",
+]
 
 
 @pytest.mark.parametrize("width", [80, 100, 200, None], ids=["80", "100", "200", "piped"])
@@ -114,20 +145,40 @@ def test_the_run_summary_fits_100_columns_with_every_row(width, tmp_path, monkey
             return True
 
     monkeypatch.setenv("COLUMNS", "80")
-    checkpoint = str(tmp_path / "projects" / "games-analytics" / "checkpoints"
-                     / "leaderboard-with-a-long-name-for-the-eu-west-region" / "cp")
+    checkpoint = str(
+        tmp_path
+        / "projects"
+        / "games-analytics"
+        / "checkpoints"
+        / "leaderboard-with-a-long-name-for-the-eu-west-region"
+        / "cp"
+    )
     topic = "leaderboard-updates-for-the-regional-dashboards-eu-west"
     growth = "grew without bound (linear): 0 → 2,900,000 rows, +36,000,000 rows an hour"
     summary = RunSummary(
-        job="leaderboard", status="stopped", query_id="5f0c3a2e-9b1d-4c55-8f0e-6a7b8c9d0e1f",
-        checkpoint_dir=checkpoint, bootstrap_servers="broker-1.kafka.internal:9092", batches=1_234,
-        input_rows=12_345_678, seconds=1_030.2, processing_seconds=1_021.0, wall_seconds=1_042.1,
-        start_seconds=18.3, spark_start_seconds=16.8, between_batches_seconds=0.4, stop_seconds=2.4,
-        outputs={"high-scores": 12, topic: 1_234_567}, delivery="exactly-once",
+        job="leaderboard",
+        status="stopped",
+        query_id="5f0c3a2e-9b1d-4c55-8f0e-6a7b8c9d0e1f",
+        checkpoint_dir=checkpoint,
+        bootstrap_servers="broker-1.kafka.internal:9092",
+        batches=1_234,
+        input_rows=12_345_678,
+        seconds=1_030.2,
+        processing_seconds=1_021.0,
+        wall_seconds=1_042.1,
+        start_seconds=18.3,
+        spark_start_seconds=16.8,
+        between_batches_seconds=0.4,
+        stop_seconds=2.4,
+        outputs={"high-scores": 12, topic: 1_234_567},
+        delivery="exactly-once",
         dropped={"unknown_player": 1_234, "unknown_product": 56, "malformed_json": 7},
-        state_rows=2_900_000, engine="sc://spark-connect.analytics.internal.example.com:15002",
-        state_growth=[{"operator_id": 0, "trend": "linear", "first": 0.0, "last": 2_900_000.0,
-                       "per_hour": 36_000_000.0}])
+        state_rows=2_900_000,
+        engine="sc://spark-connect.analytics.internal.example.com:15002",
+        state_growth=[
+            {"operator_id": 0, "trend": "linear", "first": 0.0, "last": 2_900_000.0, "per_hour": 36_000_000.0}
+        ],
+    )
     file = io.StringIO() if width is None else Tty()
     run_summary(summary, False, console_for(file, width=width, color_system=None))
     out = file.getvalue()
@@ -137,9 +188,12 @@ def test_the_run_summary_fits_100_columns_with_every_row(width, tmp_path, monkey
     assert max(len(line) for line in lines) <= min(width or 100, 100)
     rows = _summary_rows(out)
     assert rows["time"] == TIME_LINES
-    for label, value in [("checkpoint", display_path(checkpoint)), ("state of operator 0", growth),
-                         ("delivery", "exactly once (a Kafka transaction per batch)"),
-                         ("dead letters", "malformed_json 7, unknown_player 1,234, unknown_product 56")]:
+    for label, value in [
+        ("checkpoint", display_path(checkpoint)),
+        ("state of operator 0", growth),
+        ("delivery", "exactly once (a Kafka transaction per batch)"),
+        ("dead letters", "malformed_json 7, unknown_player 1,234, unknown_product 56"),
+    ]:
         assert "".join(rows[label]).replace(" ", "") == value.replace(" ", ""), (label, out)
     assert any(label.replace(" ", "") == f"writtento{topic}" for label in _joined_labels(out)), out
     assert rows["batches"] == ["1,234"] and rows["input rows"] == ["12,345,678"]

@@ -34,9 +34,14 @@ class Layout:
 
 def _op(op_id: int, name: str, keys: list[str], variables: list[StateVariable] = (), schema_files=()) -> OperatorLayout:
     store = StoreFiles(name="default", path=f"state/{op_id}/0/default", key_schema=keys, value_schema=["n bigint"])
-    return OperatorLayout(op_id, f"state/{op_id}", name=name, partitions={0: PartitionFiles(0, f"state/{op_id}/0",
-                                                                                            stores={"default": store})},
-                          state_variables=list(variables), schema_files=list(schema_files))
+    return OperatorLayout(
+        op_id,
+        f"state/{op_id}",
+        name=name,
+        partitions={0: PartitionFiles(0, f"state/{op_id}/0", stores={"default": store})},
+        state_variables=list(variables),
+        schema_files=list(schema_files),
+    )
 
 
 def test_spark_refusals_are_said_in_words_with_sparks_first_line():
@@ -44,8 +49,7 @@ def test_spark_refusals_are_said_in_words_with_sparks_first_line():
         "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match": "key schema changed",
         "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema": "value schema changed",
         "[STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA] Streaming stateful operator name": "operators differ",
-        "assertion failed: There are [1] sources in the checkpoint offsets and now there are [2] sources requested":
-            "different number of sources",
+        "assertion failed: There are [1] sources in the checkpoint offsets and now there are [2] sources requested": "different number of sources",
         "java.lang.RuntimeException: something else entirely": "fails on this checkpoint",
     }
     for error, words in cases.items():
@@ -57,7 +61,8 @@ def test_spark_refusals_are_said_in_words_with_sparks_first_line():
 def test_the_plans_aggregation_and_deduplication_keys_by_operator():
     assert state_keys_in_plan(PLAN) == {0: ["page"], 1: ["user"]}
     assert state_keys_in_plan("StateStoreSave [page#12, hour#13L], state info [ x = 1, opId = 3, ver = 1]") == {
-        3: ["page", "hour"]}
+        3: ["page", "hour"]
+    }
     assert state_keys_in_plan("") == {}
 
 
@@ -89,16 +94,37 @@ def test_a_refused_trial_stops_there_and_the_verdict_says_so():
 def test_state_variables_renamed_dropped_and_ttl():
     count = StateVariable("count", "ValueState", ttl=True)
     before = Layout({0: _op(0, "transformWithStateInPandasExec", ["user string"], [count], ["0_a"])})
-    renamed = Layout({0: _op(0, "transformWithStateInPandasExec", ["user string"],
-                             [StateVariable("total", "ValueState", ttl=True)], ["0_a", "2_b"])})
+    renamed = Layout(
+        {
+            0: _op(
+                0,
+                "transformWithStateInPandasExec",
+                ["user string"],
+                [StateVariable("total", "ValueState", ttl=True)],
+                ["0_a", "2_b"],
+            )
+        }
+    )
     found = judge(before, renamed, None)
     assert {(f.kind, f.what) for f in found} == {
         (DIFFERENT, "operator 0 (transformWithStateInPandasExec): the state schema evolved"),
         (DIFFERENT, "operator 0: state variable 'count' is no longer used"),
         (DIFFERENT, "operator 0: new state variable 'total'"),
     }
-    ttl_off = Layout({0: _op(0, "transformWithStateInPandasExec", ["user string"],
-                             [StateVariable("count", "ValueState", ttl=False)], ["0_a"])})
+    ttl_off = Layout(
+        {
+            0: _op(
+                0,
+                "transformWithStateInPandasExec",
+                ["user string"],
+                [StateVariable("count", "ValueState", ttl=False)],
+                ["0_a"],
+            )
+        }
+    )
     assert [(f.kind, f.what) for f in judge(before, ttl_off, None)] == [
-        (DIFFERENT, "operator 0: TTL of 'count' turned off")]
-    assert [f.kind for f in judge(before, before, None)] == [ACCEPTED]  # a TTL: its duration applies as rows are written
+        (DIFFERENT, "operator 0: TTL of 'count' turned off")
+    ]
+    assert [f.kind for f in judge(before, before, None)] == [
+        ACCEPTED
+    ]  # a TTL: its duration applies as rows are written

@@ -59,43 +59,84 @@ def unpin(root: Path, *keys: str) -> None:
 R, P, C = REQUIRED, PINNED, RECOMMENDED
 CASES = {
     "rocksdb-format1-changelog": (
-        {}, (),
-        [(FORMAT_CONF, "1", R), (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P), (CHANGELOG_CONF, "true", C),
-         (SHUFFLE_PARTITIONS, "2", P)],
-        [("before 3.5", "no", "changelog checkpointing"), ("3.5 and newer", "yes", "")], "3.5"),
+        {},
+        (),
+        [
+            (FORMAT_CONF, "1", R),
+            (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P),
+            (CHANGELOG_CONF, "true", C),
+            (SHUFFLE_PARTITIONS, "2", P),
+        ],
+        [("before 3.5", "no", "changelog checkpointing"), ("3.5 and newer", "yes", "")],
+        "3.5",
+    ),
     "rocksdb-format2": (
-        {"format_version": 2}, (),
-        [(FORMAT_CONF, "2", R), (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P), (CHANGELOG_CONF, "true", C),
-         (SHUFFLE_PARTITIONS, "2", P)],
-        [("before 4.0", "no", "checkpoint format 2"), ("4.0–4.2", f"only with {FORMAT_CONF}=2", ""),
-         ("4.3 and newer", "yes", "")], "4.0"),
+        {"format_version": 2},
+        (),
+        [
+            (FORMAT_CONF, "2", R),
+            (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P),
+            (CHANGELOG_CONF, "true", C),
+            (SHUFFLE_PARTITIONS, "2", P),
+        ],
+        [
+            ("before 4.0", "no", "checkpoint format 2"),
+            ("4.0–4.2", f"only with {FORMAT_CONF}=2", ""),
+            ("4.3 and newer", "yes", ""),
+        ],
+        "4.0",
+    ),
     "rocksdb-no-changelog": (
-        {"changelog": False}, (),
-        [(FORMAT_CONF, "1", R), (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P), (CHANGELOG_CONF, "false", C),
-         (SHUFFLE_PARTITIONS, "2", P)],
-        [("before 3.2", "no", "the RocksDB state store"), ("3.2 and newer", "yes", "")], "3.2"),
+        {"changelog": False},
+        (),
+        [
+            (FORMAT_CONF, "1", R),
+            (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P),
+            (CHANGELOG_CONF, "false", C),
+            (SHUFFLE_PARTITIONS, "2", P),
+        ],
+        [("before 3.2", "no", "the RocksDB state store"), ("3.2 and newer", "yes", "")],
+        "3.2",
+    ),
     "hdfs": (
-        {"provider": "hdfs"}, (),
+        {"provider": "hdfs"},
+        (),
         [(FORMAT_CONF, "1", R), (PROVIDER_CONF, HDFS_PROVIDER_CLASS, P), (SHUFFLE_PARTITIONS, "2", P)],
-        [("any", "yes", "")], None),
+        [("any", "yes", "")],
+        None,
+    ),
     "transform-with-state": (
-        {"operators": (TWS,)}, (),
-        [(FORMAT_CONF, "1", R), (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P), (CHANGELOG_CONF, "true", C),
-         (SHUFFLE_PARTITIONS, "2", P)],
-        [("before 4.0", "no", "transformWithState"), ("4.0 and newer", "yes", "")], "4.0"),
+        {"operators": (TWS,)},
+        (),
+        [
+            (FORMAT_CONF, "1", R),
+            (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, P),
+            (CHANGELOG_CONF, "true", C),
+            (SHUFFLE_PARTITIONS, "2", P),
+        ],
+        [("before 4.0", "no", "transformWithState"), ("4.0 and newer", "yes", "")],
+        "4.0",
+    ),
     "dedupe-within-watermark-hdfs": (
-        {"provider": "hdfs", "operators": (OperatorSpec(name="dedupeWithinWatermark"),)}, (),
+        {"provider": "hdfs", "operators": (OperatorSpec(name="dedupeWithinWatermark"),)},
+        (),
         [(FORMAT_CONF, "1", R), (PROVIDER_CONF, HDFS_PROVIDER_CLASS, P), (SHUFFLE_PARTITIONS, "2", P)],
-        [("before 3.5", "no", "dropDuplicatesWithinWatermark"), ("3.5 and newer", "yes", "")], "3.5"),
+        [("before 3.5", "no", "dropDuplicatesWithinWatermark"), ("3.5 and newer", "yes", "")],
+        "3.5",
+    ),
     "nothing-pinned": (
-        {"changelog": False}, (PROVIDER_CONF, SHUFFLE_PARTITIONS),
-        [(FORMAT_CONF, "1", R), (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, R), (CHANGELOG_CONF, "false", C),
-         (SHUFFLE_PARTITIONS, "2", R)],
-        [("before 3.2", "no", "the RocksDB state store"), ("3.2 and newer", "yes", "")], "3.2"),
-    "stateless": (
-        {"operators": ()}, (),
-        [(SHUFFLE_PARTITIONS, "2", P)],
-        [("any", "yes", "")], None),
+        {"changelog": False},
+        (PROVIDER_CONF, SHUFFLE_PARTITIONS),
+        [
+            (FORMAT_CONF, "1", R),
+            (PROVIDER_CONF, ROCKSDB_PROVIDER_CLASS, R),
+            (CHANGELOG_CONF, "false", C),
+            (SHUFFLE_PARTITIONS, "2", R),
+        ],
+        [("before 3.2", "no", "the RocksDB state store"), ("3.2 and newer", "yes", "")],
+        "3.2",
+    ),
+    "stateless": ({"operators": ()}, (), [(SHUFFLE_PARTITIONS, "2", P)], [("any", "yes", "")], None),
 }
 
 
@@ -122,14 +163,18 @@ def test_inspect_state_json_and_text_show_what_a_restart_needs(tmp_path, cli):
     assert needs["session_conf"] == {FORMAT_CONF: "2"}
     assert needs["minimum_spark_version"] == "4.0"
     assert needs["settings"][0] == {
-        "key": FORMAT_CONF, "value": "2", "status": "required",
+        "key": FORMAT_CONF,
+        "value": "2",
+        "status": "required",
         "why": "not in the offset log; without it Spark 4.0–4.2 look for format-1 file names and fail "
-               "(\"…/1.changelog does not exist\"); 4.3 detects the format"}
+        '("…/1.changelog does not exist"); 4.3 detects the format',
+    }
     text = cli("inspect-state", str(tmp_path / "ckpt")).stdout
     assert "Restart needs: session settings (the offset log pins some of them, not all)" in text
     assert f"set it       {FORMAT_CONF}=2" in text
-    assert (f"Spark versions: before 4.0 no (checkpoint format 2) · 4.0–4.2 only with {FORMAT_CONF}=2 · "
-            "4.3 and newer yes") in text
+    assert (
+        f"Spark versions: before 4.0 no (checkpoint format 2) · 4.0–4.2 only with {FORMAT_CONF}=2 · 4.3 and newer yes"
+    ) in text
 
 
 # ------------------------------------------------------------------------------------------
@@ -158,9 +203,9 @@ class _Topics:
 
 def _session_conf_of_run(monkeypatch, checkpoint: Path, overrides: list[str]) -> dict:
     """The SQL confs `statectl run` asks Spark for, with the broker, topics and Spark stood in."""
-    from statectl.jobs.registry import default_config, load_job_config
     from statectl.adapters.kafka import connect as kafka
     from statectl.adapters.spark import session as spark
+    from statectl.jobs.registry import default_config, load_job_config
     from statectl.run import runner
 
     def session(**kwargs):
@@ -178,12 +223,16 @@ def _session_conf_of_run(monkeypatch, checkpoint: Path, overrides: list[str]) ->
     return {k: str(v) for k, v in asked.value.conf.items()}
 
 
-@pytest.mark.parametrize("format_version, overrides, expected", [
-    (2, [], "2"),
-    (1, [f"spark.conf.{FORMAT_CONF}=2"], "1"),
-    (None, [f"spark.conf.{FORMAT_CONF}=2"], "2"),
-    (None, [], None),
-], ids=["format2-checkpoint", "format1-checkpoint-config-says-2", "new-checkpoint-config-says-2", "new-checkpoint"])
+@pytest.mark.parametrize(
+    "format_version, overrides, expected",
+    [
+        (2, [], "2"),
+        (1, [f"spark.conf.{FORMAT_CONF}=2"], "1"),
+        (None, [f"spark.conf.{FORMAT_CONF}=2"], "2"),
+        (None, [], None),
+    ],
+    ids=["format2-checkpoint", "format1-checkpoint-config-says-2", "new-checkpoint-config-says-2", "new-checkpoint"],
+)
 def test_run_sets_the_format_the_checkpoint_needs(tmp_path, monkeypatch, format_version, overrides, expected):
     checkpoint = tmp_path / "ckpt"
     if format_version is not None:

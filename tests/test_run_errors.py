@@ -15,8 +15,8 @@ import socket
 
 import pytest
 
-from statectl.errors import OperationalError, UsageError
 from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location
+from statectl.errors import OperationalError, UsageError
 from statectl.run.runner import _one_line_errors
 from tests.conftest import run_statectl
 
@@ -28,8 +28,16 @@ def closed_port() -> int:
 
 
 def run(tmp_path, *args: str):
-    return run_statectl("run", "leaderboard", "--available-now", "-b", f"127.0.0.1:{closed_port()}", *args,
-                        env={"STATECTL_HOME": str(tmp_path / "home")}, timeout=60)
+    return run_statectl(
+        "run",
+        "leaderboard",
+        "--available-now",
+        "-b",
+        f"127.0.0.1:{closed_port()}",
+        *args,
+        env={"STATECTL_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
 
 
 def assert_one_line(result, code: int, message: str) -> None:
@@ -43,8 +51,10 @@ def assert_one_line(result, code: int, message: str) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--set", "spark.conf.spark.sql.shuffle.partitions=banana"],
-         "spark.conf.spark.sql.shuffle.partitions: expected a whole number, found 'banana'"),
+        (
+            ["--set", "spark.conf.spark.sql.shuffle.partitions=banana"],
+            "spark.conf.spark.sql.shuffle.partitions: expected a whole number, found 'banana'",
+        ),
         (["--set", "trigger.processing_time=1 secnd"], "unknown unit 'secnd' (did you mean 'second'?)"),
     ],
     ids=["shuffle-partitions-banana", "interval-typo"],
@@ -68,8 +78,9 @@ def test_a_checkpoint_path_that_cannot_be_a_directory_is_refused_before_spark_st
     a_file.write_text("not a directory\n")
     result = run(tmp_path, "--checkpoint-dir", where.format(file=a_file))
     assert_one_line(result, 2, message.format(file=a_file))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "home"] or \
-        sorted(p.name for p in tmp_path.iterdir()) == ["a-file"], "a stray file was left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "home"] or sorted(
+        p.name for p in tmp_path.iterdir()
+    ) == ["a-file"], "a stray file was left"
     assert a_file.read_text() == "not a directory\n"
 
 
@@ -78,8 +89,12 @@ def test_a_checkpoint_path_that_cannot_be_a_directory_is_refused_before_spark_st
     [
         ("bogus", 2, "Spark master 'bogus': expected local[*], local[N], spark://HOST:PORT"),
         ("spark://127.0.0.1", 2, "a standalone master needs its port"),
-        ("spark://127.0.0.1:{port}", 1, "no Spark master answers at spark://127.0.0.1:{port} "
-                                        "(127.0.0.1:{port}: Connection refused); start it, or pass another --master"),
+        (
+            "spark://127.0.0.1:{port}",
+            1,
+            "no Spark master answers at spark://127.0.0.1:{port} "
+            "(127.0.0.1:{port}: Connection refused); start it, or pass another --master",
+        ),
     ],
     ids=["not-a-master-url", "no-port", "nothing-listening"],
 )
@@ -121,8 +136,10 @@ def test_checkpoint_checks_refuse_files_without_creating_anything(tmp_path):
 def test_an_unexpected_error_under_a_run_is_one_line():
     """A Py4J or job error nothing turned into a statectl error: its first meaningful line, and how
     to see the rest; statectl's own errors pass unchanged."""
-    java_trace = ("An error occurred while calling o862.start.\n: java.lang.IllegalStateException: boom\n"
-                  "\tat org.apache.spark.sql.Foo(Foo.scala:1)\n")
+    java_trace = (
+        "An error occurred while calling o862.start.\n: java.lang.IllegalStateException: boom\n"
+        "\tat org.apache.spark.sql.Foo(Foo.scala:1)\n"
+    )
     with pytest.raises(OperationalError) as info:
         with _one_line_errors("leaderboard"):
             raise RuntimeError(java_trace)
@@ -156,14 +173,23 @@ Exception in thread "main" org.apache.spark.SparkException: Master must either b
 
 @pytest.mark.parametrize(
     "lines, cause",
-    [(MASTERS_UNRESPONSIVE, "Application has been killed. Reason: All masters are unresponsive! Giving up."),
-     (SUBMIT_REFUSED, "org.apache.spark.SparkException: Master must either be yarn or start with spark, k8s, or local"),
-     (["26/11/24 08:20:07.574 WARN main Utils: nothing wrong"], None),
-     (["26/11/24 08:20:07.574 ERROR main SparkContext: Error initializing SparkContext.",
-       "java.lang.IllegalArgumentException: System memory 259522560 must be at least 471859200.",
-       "\tat org.apache.spark.memory.UnifiedMemoryManager$.getMaxMemory(UnifiedMemoryManager.scala:248)"],
-      "Error initializing SparkContext. java.lang.IllegalArgumentException: System memory 259522560 must be at "
-      "least 471859200.")],
+    [
+        (MASTERS_UNRESPONSIVE, "Application has been killed. Reason: All masters are unresponsive! Giving up."),
+        (
+            SUBMIT_REFUSED,
+            "org.apache.spark.SparkException: Master must either be yarn or start with spark, k8s, or local",
+        ),
+        (["26/11/24 08:20:07.574 WARN main Utils: nothing wrong"], None),
+        (
+            [
+                "26/11/24 08:20:07.574 ERROR main SparkContext: Error initializing SparkContext.",
+                "java.lang.IllegalArgumentException: System memory 259522560 must be at least 471859200.",
+                "\tat org.apache.spark.memory.UnifiedMemoryManager$.getMaxMemory(UnifiedMemoryManager.scala:248)",
+            ],
+            "Error initializing SparkContext. java.lang.IllegalArgumentException: System memory 259522560 must be at "
+            "least 471859200.",
+        ),
+    ],
     ids=["masters-unresponsive", "submit-refused", "no-error", "error-with-its-exception"],
 )
 def test_a_failed_spark_start_names_the_logs_root_cause(lines, cause):

@@ -130,9 +130,11 @@ def test_a_batch_still_being_planned_is_let_through_before_the_stop_is_set(termi
     assert query.stops == 0 and execution.state_set_to == ["TERMINATED"]
 
 
-@pytest.mark.parametrize("trigger_active, context_batch, expected",
-                         [(False, 6, None), (True, 7, 7)],
-                         ids=["between-batches", "batch-running-past-planning"])
+@pytest.mark.parametrize(
+    "trigger_active, context_batch, expected",
+    [(False, 6, None), (True, 7, 7)],
+    ids=["between-batches", "batch-running-past-planning"],
+)
 def test_the_stop_is_set_at_once_when_nothing_is_being_planned(terminated, trigger_active, context_batch, expected):
     """Between batches no batch is announced; a batch past its planning is the one that finishes."""
     context = FakeContext(context_batch)

@@ -106,4 +106,7 @@ def test_every_answer_says_whether_the_view_is_stale(server):
     status, headers, _ = _request(port, "GET", "/leaderboard/7")
     assert (status, headers["X-Statectl-Stale"]) == (404, "true")
     assert [line.split('"')[1] for line in lines] == [
-        "GET /leaderboard/count HTTP/1.1", "GET /leaderboard HTTP/1.1", "GET /leaderboard/7 HTTP/1.1"]
+        "GET /leaderboard/count HTTP/1.1",
+        "GET /leaderboard HTTP/1.1",
+        "GET /leaderboard/7 HTTP/1.1",
+    ]

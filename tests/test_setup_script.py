@@ -41,7 +41,6 @@ def test_the_python_versions_pyspark_supports_are_accepted():
     assert "(3, 10) <= sys.version_info[:2] < (3, 14)" in setup
 
 
-
 # scripts/setup.sh in a sandbox: a copy of the script in a tree of its own, run with a PATH that holds
 # only fakes (apt-get, id, java, mvn, the venv's python and statectl), each writing its arguments to a
 # log. No real apt, pip or Spark: each run takes a few milliseconds.
@@ -83,10 +82,16 @@ class Sandbox:
 
     def run(self, *args: str, uid: int = 0, **env: str) -> subprocess.CompletedProcess:
         self.log.write_text("")
-        environ = {"PATH": str(self.bin), "FAKE_LOG": str(self.log), "FAKE_UID": str(uid),
-                   "PYTHON": str(self.repo / ".venv" / "bin" / "python"), **env}
-        return subprocess.run([BASH, "scripts/setup.sh", *args], cwd=self.repo, env=environ,
-                              capture_output=True, text=True, timeout=60)
+        environ = {
+            "PATH": str(self.bin),
+            "FAKE_LOG": str(self.log),
+            "FAKE_UID": str(uid),
+            "PYTHON": str(self.repo / ".venv" / "bin" / "python"),
+            **env,
+        }
+        return subprocess.run(
+            [BASH, "scripts/setup.sh", *args], cwd=self.repo, env=environ, capture_output=True, text=True, timeout=60
+        )
 
     def calls(self, prefix: str) -> list[str]:
         return [line for line in self.log.read_text().splitlines() if line.startswith(prefix)]
@@ -110,7 +115,7 @@ def test_plain_setup_installs_only_what_the_demo_runs(tmp_path):
     box = Sandbox(tmp_path, java=False)
     _ok(done := box.run())
     assert sorted(box.apt_packages()) == ["maven", "openjdk-17-jre-headless"]
-    assert box.pip_installs() == ['.[spark]']
+    assert box.pip_installs() == [".[spark]"]
     assert box.stamp == "spark"
     assert box.calls("statectl jars fetch")
     assert not box.calls("statectl jars archive"), "the demo starts Spark once: no class-data archive"
@@ -121,7 +126,7 @@ def test_tests_flag_installs_the_tests_tools(tmp_path):
     box = Sandbox(tmp_path)
     _ok(box.run("--tests"))
     assert sorted(box.apt_packages()) == ["chromium", "fish", "zsh"]
-    assert box.pip_installs() == ['.[spark,s3,test]']
+    assert box.pip_installs() == [".[spark,s3,test]"]
     assert box.stamp == "spark,s3,test"
     assert box.calls("statectl jars archive")
 
@@ -137,7 +142,7 @@ def test_tests_flag_without_root_skips_the_tests_packages(tmp_path):
     box = Sandbox(tmp_path)
     _ok(box.run("--tests", uid=1000))
     assert not box.calls("apt-get")
-    assert box.pip_installs() == ['.[spark,s3,test]']
+    assert box.pip_installs() == [".[spark,s3,test]"]
 
 
 def test_the_archive_can_be_turned_off(tmp_path):
@@ -151,7 +156,7 @@ def test_bench_flag_installs_what_the_benchmarks_import(tmp_path):
     box = Sandbox(tmp_path)
     _ok(box.run("--bench"))
     assert box.apt_packages() == ["kcat"]
-    assert box.pip_installs() == ['.[spark,s3,test]']
+    assert box.pip_installs() == [".[spark,s3,test]"]
     assert box.calls("statectl jars archive")
     assert box.calls("mvn -q -B -o -f benchmarks/kafka_streams/pom.xml package")
 
@@ -159,9 +164,9 @@ def test_bench_flag_installs_what_the_benchmarks_import(tmp_path):
 def test_the_stamp_reinstalls_only_when_the_extras_grow(tmp_path):
     box = Sandbox(tmp_path, shells=True, chromium=True)
     _ok(box.run())
-    assert box.pip_installs() == ['.[spark]']
+    assert box.pip_installs() == [".[spark]"]
     _ok(box.run("--tests"))
-    assert box.pip_installs() == ['.[spark,s3,test]'], "the demo's set-up had no test extras"
+    assert box.pip_installs() == [".[spark,s3,test]"], "the demo's set-up had no test extras"
     assert box.stamp == "spark,s3,test"
     _ok(box.run())
     assert box.pip_installs() == [], "the test extras cover the demo's"
@@ -177,7 +182,7 @@ def test_a_changed_pyproject_reinstalls_what_was_installed(tmp_path):
     os.utime(box.repo / "pyproject.toml")  # now: newer than the stamp
     os.utime(box.repo / ".venv" / ".statectl-installed", (1_000_000_001, 1_000_000_001))
     _ok(box.run())
-    assert box.pip_installs() == ['.[spark,s3,test]'], "the test extras kept up to date, not dropped"
+    assert box.pip_installs() == [".[spark,s3,test]"], "the test extras kept up to date, not dropped"
     _ok(box.run())
     assert box.pip_installs() == []
 
@@ -202,7 +207,11 @@ def test_an_unknown_argument_is_refused(tmp_path):
 
 def test_the_demo_sets_up_plainly_and_the_tests_with_their_tools():
     def setup_lines(path: str) -> list[str]:
-        return [line.strip() for line in (REPO / path).read_text().splitlines() if line.strip().startswith("bash scripts/setup.sh")]
+        return [
+            line.strip()
+            for line in (REPO / path).read_text().splitlines()
+            if line.strip().startswith("bash scripts/setup.sh")
+        ]
 
     assert setup_lines("scripts/demo.sh") == ["bash scripts/setup.sh"]
     assert setup_lines("scripts/test.sh") == ["bash scripts/setup.sh --tests"]

@@ -27,8 +27,9 @@ from tests.checkpoint_factory import build_checkpoint
 from tests.conftest import statectl_in_process
 
 EXTRA = 'pip install "statectl[spark]"'
-TWS_35 = ("transformWithStateInPandas needs Spark 4.0 or later (Python transformWithState is new in 4.0); "
-          "installed: 3.5.9")
+TWS_35 = (
+    "transformWithStateInPandas needs Spark 4.0 or later (Python transformWithState is new in 4.0); installed: 3.5.9"
+)
 
 
 def closed_port() -> str:
@@ -43,6 +44,7 @@ def installed(monkeypatch, tmp_path):
     Spark session a test's command would start fails the test; what a run keeps (its events)
     goes to tmp_path."""
     monkeypatch.setenv("STATECTL_HOME", str(tmp_path / "home"))
+
     def fake(version: str | None) -> None:
         monkeypatch.setattr(spark_support, "installed_spark", lambda: InstalledSpark(version) if version else None)
 
@@ -61,13 +63,17 @@ def one_line(result, code: int) -> str:
 
 
 # ------------------------------------------------------------------ spark_support itself
-@pytest.mark.parametrize("version, release, scala", [
-    ("3.5.9", (3, 5), "2.12"),
-    ("4.0.5", (4, 0), "2.13"),
-    ("4.2.0", (4, 2), "2.13"),
-    ("4.1.0rc1", (4, 1), "2.13"),
-    ("4.3.0.dev0", (4, 3), "2.13"),
-], ids=["3.5", "4.0", "4.2", "rc", "dev"])
+@pytest.mark.parametrize(
+    "version, release, scala",
+    [
+        ("3.5.9", (3, 5), "2.12"),
+        ("4.0.5", (4, 0), "2.13"),
+        ("4.2.0", (4, 2), "2.13"),
+        ("4.1.0rc1", (4, 1), "2.13"),
+        ("4.3.0.dev0", (4, 3), "2.13"),
+    ],
+    ids=["3.5", "4.0", "4.2", "rc", "dev"],
+)
 def test_an_installed_spark_names_its_release_and_scala(version, release, scala):
     spark = InstalledSpark(version)
     assert (spark.release, spark.scala) == (release, scala)
@@ -90,10 +96,14 @@ def test_the_installed_spark_is_read_from_metadata_never_imported(monkeypatch):
     assert spark_support.installed_spark() is None
 
 
-@pytest.mark.parametrize("version, message", [
-    (None, f"statectl run needs PySpark: {EXTRA}"),
-    ("3.4.1", "statectl run needs PySpark 3.5 or later; installed: 3.4.1"),
-], ids=["none", "3.4"])
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        (None, f"statectl run needs PySpark: {EXTRA}"),
+        ("3.4.1", "statectl run needs PySpark 3.5 or later; installed: 3.4.1"),
+    ],
+    ids=["none", "3.4"],
+)
 def test_require_pyspark_refuses_in_one_line(installed, version, message):
     installed(version)
     with pytest.raises(UsageError) as caught:
@@ -125,16 +135,29 @@ def test_a_gate_without_pyspark_is_left_to_require_pyspark(installed):
     require("repartition-state")  # no release to compare: the command's own require_pyspark says it
 
 
-@pytest.mark.parametrize("feature, version, message", [
-    ("transformWithState", "3.5.9", TWS_35),
-    ("transformWithState-rows", "4.0.5",
-     "transformWithState needs Spark 4.1 or later (its Row-based Python API is new in 4.1); installed: 4.0.5"),
-    ("repartition-state", "4.1.4",
-     "repartition-state needs Spark 4.2 or later (StreamingCheckpointManager); installed: 4.1.4"),
-    ("checkpoint-format-2", "3.5.9",
-     "checkpoint format 2 needs Spark 4.0 or later (spark.sql.streaming.stateStore.checkpointFormatVersion=2 is "
-     "new in 4.0); installed: 3.5.9"),
-], ids=["tws-on-3.5", "tws-rows-on-4.0", "repartition-on-4.1", "format-2-on-3.5"])
+@pytest.mark.parametrize(
+    "feature, version, message",
+    [
+        ("transformWithState", "3.5.9", TWS_35),
+        (
+            "transformWithState-rows",
+            "4.0.5",
+            "transformWithState needs Spark 4.1 or later (its Row-based Python API is new in 4.1); installed: 4.0.5",
+        ),
+        (
+            "repartition-state",
+            "4.1.4",
+            "repartition-state needs Spark 4.2 or later (StreamingCheckpointManager); installed: 4.1.4",
+        ),
+        (
+            "checkpoint-format-2",
+            "3.5.9",
+            "checkpoint format 2 needs Spark 4.0 or later (spark.sql.streaming.stateStore.checkpointFormatVersion=2 is "
+            "new in 4.0); installed: 3.5.9",
+        ),
+    ],
+    ids=["tws-on-3.5", "tws-rows-on-4.0", "repartition-on-4.1", "format-2-on-3.5"],
+)
 def test_gate_messages(feature, version, message):
     with pytest.raises(UsageError) as caught:
         require(feature, InstalledSpark(version))
@@ -153,16 +176,26 @@ def test_every_built_in_job_declares_the_spark_it_needs():
 def test_the_runner_refuses_a_built_in_job_on_35_before_anything_starts(installed, tmp_path, args):
     installed("3.5.9")
     checkpoint = tmp_path / "checkpoint"
-    result = statectl_in_process("run", *args, "--available-now", "-b", closed_port(), "--checkpoint-dir",
-                                 str(checkpoint), "--remote", "none")
+    result = statectl_in_process(
+        "run", *args, "--available-now", "-b", closed_port(), "--checkpoint-dir", str(checkpoint), "--remote", "none"
+    )
     assert one_line(result, 2) == f"error: {TWS_35}"
     assert not checkpoint.exists()  # refused before the checkpoint, the broker and Spark
 
 
 def test_the_runner_lets_the_leaderboard_through_on_40(installed, tmp_path):
     installed("4.0.5")
-    result = statectl_in_process("run", "leaderboard", "--available-now", "-b", closed_port(), "--checkpoint-dir",
-                                 str(tmp_path / "checkpoint"), "--remote", "none")
+    result = statectl_in_process(
+        "run",
+        "leaderboard",
+        "--available-now",
+        "-b",
+        closed_port(),
+        "--checkpoint-dir",
+        str(tmp_path / "checkpoint"),
+        "--remote",
+        "none",
+    )
     assert "cannot reach Kafka" in one_line(result, 1)  # past the gate: the broker is next
 
 
@@ -219,39 +252,55 @@ HIDDEN_TWS = """
 """
 
 
-@pytest.mark.parametrize("source, features", [
-    (PANDAS_TWS, ["transformWithState"]),
-    (ROW_TWS, ["transformWithState-rows"]),
-    (PANDAS_TWS + ROW_TWS.replace("def build", "def other"), ["transformWithState", "transformWithState-rows"]),
-    ("# transformWithStateInPandas in a comment\ntext = 'df.transformWithState(...)'\n", []),
-    (HIDDEN_TWS, []),
-    ("def build(ctx:\n", []),
-], ids=["pandas-api", "row-api", "both", "comment-and-string", "getattr", "syntax-error"])
+@pytest.mark.parametrize(
+    "source, features",
+    [
+        (PANDAS_TWS, ["transformWithState"]),
+        (ROW_TWS, ["transformWithState-rows"]),
+        (PANDAS_TWS + ROW_TWS.replace("def build", "def other"), ["transformWithState", "transformWithState-rows"]),
+        ("# transformWithStateInPandas in a comment\ntext = 'df.transformWithState(...)'\n", []),
+        (HIDDEN_TWS, []),
+        ("def build(ctx:\n", []),
+    ],
+    ids=["pandas-api", "row-api", "both", "comment-and-string", "getattr", "syntax-error"],
+)
 def test_the_source_scan_finds_gated_attribute_uses(source, features):
     from statectl.jobs.user import gated_features
 
     assert gated_features(textwrap.dedent(source)) == features
 
 
-@pytest.mark.parametrize("exc, feature", [
-    (AttributeError("'GroupedData' object has no attribute 'transformWithStateInPandas'"), "transformWithState"),
-    (AttributeError("'GroupedData' object has no attribute 'transformWithState'"), "transformWithState-rows"),
-    (AttributeError("'GroupedData' object has no attribute 'count_distinct'"), None),
-    (TypeError("'transformWithStateInPandas' is not callable"), None),
-], ids=["pandas-api", "row-api", "other-attribute", "not-an-attribute-error"])
+@pytest.mark.parametrize(
+    "exc, feature",
+    [
+        (AttributeError("'GroupedData' object has no attribute 'transformWithStateInPandas'"), "transformWithState"),
+        (AttributeError("'GroupedData' object has no attribute 'transformWithState'"), "transformWithState-rows"),
+        (AttributeError("'GroupedData' object has no attribute 'count_distinct'"), None),
+        (TypeError("'transformWithStateInPandas' is not callable"), None),
+    ],
+    ids=["pandas-api", "row-api", "other-attribute", "not-an-attribute-error"],
+)
 def test_a_missing_gated_attribute_is_its_gate(exc, feature):
     from statectl.jobs.user import missing_feature
 
     assert missing_feature(exc) == feature
 
 
-@pytest.mark.parametrize("source, version, message", [
-    (PANDAS_TWS, "3.5.9", TWS_35),
-    (ROW_TWS, "4.0.5",
-     "transformWithState needs Spark 4.1 or later (its Row-based Python API is new in 4.1); installed: 4.0.5"),
-], ids=["pandas-api-on-3.5", "row-api-on-4.0"])
-def test_a_users_job_is_refused_by_its_source_before_anything_starts(installed, user_job, tmp_path, source, version,
-                                                                    message):
+@pytest.mark.parametrize(
+    "source, version, message",
+    [
+        (PANDAS_TWS, "3.5.9", TWS_35),
+        (
+            ROW_TWS,
+            "4.0.5",
+            "transformWithState needs Spark 4.1 or later (its Row-based Python API is new in 4.1); installed: 4.0.5",
+        ),
+    ],
+    ids=["pandas-api-on-3.5", "row-api-on-4.0"],
+)
+def test_a_users_job_is_refused_by_its_source_before_anything_starts(
+    installed, user_job, tmp_path, source, version, message
+):
     installed(version)
     config = user_job(source)
     result = statectl_in_process("run", "--config", config, "--available-now", "-b", closed_port(), "--remote", "none")
@@ -261,8 +310,9 @@ def test_a_users_job_is_refused_by_its_source_before_anything_starts(installed, 
 
 def test_a_users_job_on_a_release_that_has_the_api_is_let_through(installed, user_job):
     installed("4.1.4")
-    result = statectl_in_process("run", "--config", user_job(ROW_TWS), "--available-now", "-b", closed_port(),
-                                 "--remote", "none")
+    result = statectl_in_process(
+        "run", "--config", user_job(ROW_TWS), "--available-now", "-b", closed_port(), "--remote", "none"
+    )
     assert "cannot reach Kafka" in one_line(result, 1)
 
 
@@ -307,8 +357,10 @@ def test_check_restart_refuses_a_format_2_checkpoint_on_35(installed, user_job, 
     build_checkpoint(tmp_path / "checkpoint", format_version=2)
     config = user_job("def build(ctx):\n    return None\n")
     result = statectl_in_process("check-restart", "--config", config, "-b", closed_port())
-    assert one_line(result, 2) == ("error: checkpoint format 2 needs Spark 4.0 or later (spark.sql.streaming."
-                                   "stateStore.checkpointFormatVersion=2 is new in 4.0); installed: 3.5.9")
+    assert one_line(result, 2) == (
+        "error: checkpoint format 2 needs Spark 4.0 or later (spark.sql.streaming."
+        "stateStore.checkpointFormatVersion=2 is new in 4.0); installed: 3.5.9"
+    )
 
 
 # ------------------------------------------------------------------ repartition-state
@@ -316,16 +368,18 @@ def test_repartition_state_is_refused_on_41_before_the_backup(installed, tmp_pat
     installed("4.1.4")
     build_checkpoint(tmp_path / "ck")
     result = statectl_in_process("repartition-state", "--checkpoint-dir", str(tmp_path / "ck"), "--partitions", "3")
-    assert one_line(result, 2) == ("error: repartition-state needs Spark 4.2 or later (StreamingCheckpointManager); "
-                                   "installed: 4.1.4")
+    assert one_line(result, 2) == (
+        "error: repartition-state needs Spark 4.2 or later (StreamingCheckpointManager); installed: 4.1.4"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]  # no backup was made
 
 
 def test_repartition_state_dry_run_plans_on_any_release(installed, tmp_path):
     installed(None)
     build_checkpoint(tmp_path / "ck")
-    result = statectl_in_process("repartition-state", "--checkpoint-dir", str(tmp_path / "ck"), "--partitions", "3",
-                                 "--dry-run")
+    result = statectl_in_process(
+        "repartition-state", "--checkpoint-dir", str(tmp_path / "ck"), "--partitions", "3", "--dry-run"
+    )
     assert result.exit_code == 0, result.stderr
     assert "Dry run: nothing was changed" in result.stdout + result.stderr
 
@@ -334,7 +388,9 @@ def test_inspect_state_rows_is_refused_on_35_and_without_pyspark(installed, tmp_
     build_checkpoint(tmp_path / "ck")
     installed("3.5.9")
     result = statectl_in_process("inspect-state", str(tmp_path / "ck"), "--rows", "3")
-    assert one_line(result, 2) == ("error: inspect-state --rows needs Spark 4.0 or later (Spark's state data source "
-                                   "is new in 4.0); installed: 3.5.9")
+    assert one_line(result, 2) == (
+        "error: inspect-state --rows needs Spark 4.0 or later (Spark's state data source "
+        "is new in 4.0); installed: 3.5.9"
+    )
     installed("3.5.9")
     assert statectl_in_process("inspect-state", str(tmp_path / "ck")).exit_code == 0  # without --rows: any install

@@ -42,22 +42,30 @@ SQL_212, TOKEN_212 = "spark-sql-kafka-0-10_2.12", "spark-token-provider-kafka-0-
 SQL_213, TOKEN_213 = "spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13"
 
 
-@pytest.mark.parametrize("version, expected", [
-    ("3.5.9", ["3.5.9", "3.5.8", "3.5.7", "3.5.6", "3.5.5", "3.5.4", "3.5.3", "3.5.2", "3.5.1", "3.5.0"]),
-    ("4.0.5", ["4.0.5", "4.0.4", "4.0.3", "4.0.2", "4.0.1", "4.0.0"]),
-    ("4.2.0", ["4.2.0"]),
-    ("4.3.0", ["4.3.0"]),
-    ("4.1.0.dev1", ["4.1.0"]),
-], ids=["3.5.9", "4.0.5", "4.2.0", "4.3.0-no-earlier", "build-suffix"])
+@pytest.mark.parametrize(
+    "version, expected",
+    [
+        ("3.5.9", ["3.5.9", "3.5.8", "3.5.7", "3.5.6", "3.5.5", "3.5.4", "3.5.3", "3.5.2", "3.5.1", "3.5.0"]),
+        ("4.0.5", ["4.0.5", "4.0.4", "4.0.3", "4.0.2", "4.0.1", "4.0.0"]),
+        ("4.2.0", ["4.2.0"]),
+        ("4.3.0", ["4.3.0"]),
+        ("4.1.0.dev1", ["4.1.0"]),
+    ],
+    ids=["3.5.9", "4.0.5", "4.2.0", "4.3.0-no-earlier", "build-suffix"],
+)
 def test_candidates_stay_in_the_minor_line_newest_first(version, expected):
     assert connector_candidates(version) == expected
 
 
-@pytest.mark.parametrize("version, scala, sql, token", [
-    ("3.5.9", "2.12", SQL_212, TOKEN_212),
-    ("4.0.5", "2.13", SQL_213, TOKEN_213),
-    ("4.2.0", "2.13", SQL_213, TOKEN_213),
-], ids=["3.5", "4.0", "4.2"])
+@pytest.mark.parametrize(
+    "version, scala, sql, token",
+    [
+        ("3.5.9", "2.12", SQL_212, TOKEN_212),
+        ("4.0.5", "2.13", SQL_213, TOKEN_213),
+        ("4.2.0", "2.13", SQL_213, TOKEN_213),
+    ],
+    ids=["3.5", "4.0", "4.2"],
+)
 def test_the_kafka_bundle_follows_the_installed_scala_and_version(version, scala, sql, token, tmp_path, monkeypatch):
     monkeypatch.setenv("STATECTL_JAR_CACHE", str(tmp_path))
     bundle = spark_kafka_bundle(InstalledSpark(version))
@@ -70,40 +78,58 @@ def test_the_kafka_bundle_follows_the_installed_scala_and_version(version, scala
 def test_what_spark_ships_is_excluded_with_its_own_scala_version():
     assert ("org.apache.spark", "spark-tags_2.12") in shipped_by_spark("2.12")
     assert ("org.apache.spark", "spark-tags_2.13") not in shipped_by_spark("2.12")
-    assert {("org.apache.hadoop", "*"), ("org.scala-lang", "*"), ("org.slf4j", "*"),
-            ("org.lz4", "*")} <= set(shipped_by_spark("2.13"))
+    assert {("org.apache.hadoop", "*"), ("org.scala-lang", "*"), ("org.slf4j", "*"), ("org.lz4", "*")} <= set(
+        shipped_by_spark("2.13")
+    )
 
 
 # Maven's error lines, as Maven 3.8 writes them on this machine's partial mirror of Central.
-BOTH_MISSING = ("[ERROR] Failed to execute goal on project spark-kafka: Could not resolve dependencies for project "
-                "statectl.adapters.local.jars:spark-kafka:pom:1: The following artifacts could not be resolved: "
-                "org.apache.spark:spark-sql-kafka-0-10_2.13:jar:4.0.5, "
-                "org.apache.spark:spark-token-provider-kafka-0-10_2.13:jar:4.0.5: "
-                "org.apache.spark:spark-sql-kafka-0-10_2.13:jar:4.0.5 was not found in https://repo.maven.apache.org"
-                "/maven2 during a previous attempt.")
-TOKEN_MISSING = ("[ERROR] Failed to execute goal on project spark-kafka: Could not resolve dependencies for project "
-                 "statectl.adapters.local.jars:spark-kafka:pom:1: org.apache.spark:spark-token-provider-kafka-0-10_2.13"
-                 ":jar:4.0.4 was not found in https://repo.maven.apache.org/maven2 during a previous attempt.")
+BOTH_MISSING = (
+    "[ERROR] Failed to execute goal on project spark-kafka: Could not resolve dependencies for project "
+    "statectl.adapters.local.jars:spark-kafka:pom:1: The following artifacts could not be resolved: "
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:jar:4.0.5, "
+    "org.apache.spark:spark-token-provider-kafka-0-10_2.13:jar:4.0.5: "
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:jar:4.0.5 was not found in https://repo.maven.apache.org"
+    "/maven2 during a previous attempt."
+)
+TOKEN_MISSING = (
+    "[ERROR] Failed to execute goal on project spark-kafka: Could not resolve dependencies for project "
+    "statectl.adapters.local.jars:spark-kafka:pom:1: org.apache.spark:spark-token-provider-kafka-0-10_2.13"
+    ":jar:4.0.4 was not found in https://repo.maven.apache.org/maven2 during a previous attempt."
+)
 NETWORK = "[ERROR] Failed to execute goal ... Could not transfer metadata: repo.maven.apache.org: Temporary failure in name resolution"
 
 
-@pytest.mark.parametrize("output, expected", [
-    (BOTH_MISSING, {SQL_213, TOKEN_213}),
-    (TOKEN_MISSING, {TOKEN_213}),
-    (NETWORK, set()),
-], ids=["both", "token-provider", "network"])
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        (BOTH_MISSING, {SQL_213, TOKEN_213}),
+        (TOKEN_MISSING, {TOKEN_213}),
+        (NETWORK, set()),
+    ],
+    ids=["both", "token-provider", "network"],
+)
 def test_the_missing_artifacts_are_read_from_mavens_line(output, expected):
     assert missing_artifacts(output) == expected
 
 
-@pytest.mark.parametrize("versions, missing, expected", [
-    ({SQL_213: "4.0.5", TOKEN_213: "4.0.5"}, {SQL_213, TOKEN_213}, {SQL_213: "4.0.4", TOKEN_213: "4.0.4"}),
-    ({SQL_213: "4.0.4", TOKEN_213: "4.0.4"}, {TOKEN_213}, {SQL_213: "4.0.4", TOKEN_213: "4.0.3"}),
-    ({SQL_213: "4.0.4", TOKEN_213: "4.0.0"}, {TOKEN_213}, None),
-    ({SQL_213: "4.0.0", TOKEN_213: "4.0.0"}, {SQL_213}, None),
-    ({SQL_213: "4.0.5", TOKEN_213: "4.0.5"}, set(), None),
-], ids=["connector-missing-both-move", "token-provider-alone-moves", "token-provider-at-x.y.0",
-        "connector-at-x.y.0", "nothing-named"])
+@pytest.mark.parametrize(
+    "versions, missing, expected",
+    [
+        ({SQL_213: "4.0.5", TOKEN_213: "4.0.5"}, {SQL_213, TOKEN_213}, {SQL_213: "4.0.4", TOKEN_213: "4.0.4"}),
+        ({SQL_213: "4.0.4", TOKEN_213: "4.0.4"}, {TOKEN_213}, {SQL_213: "4.0.4", TOKEN_213: "4.0.3"}),
+        ({SQL_213: "4.0.4", TOKEN_213: "4.0.0"}, {TOKEN_213}, None),
+        ({SQL_213: "4.0.0", TOKEN_213: "4.0.0"}, {SQL_213}, None),
+        ({SQL_213: "4.0.5", TOKEN_213: "4.0.5"}, set(), None),
+    ],
+    ids=[
+        "connector-missing-both-move",
+        "token-provider-alone-moves",
+        "token-provider-at-x.y.0",
+        "connector-at-x.y.0",
+        "nothing-named",
+    ],
+)
 def test_next_versions(versions, missing, expected):
     assert next_versions(spark_kafka_bundle(InstalledSpark("4.0.5")), versions, missing) == expected
 
@@ -128,8 +154,10 @@ def test_releases_maven_did_not_find_today_are_passed_over_without_a_maven_run(t
 def test_a_day_old_not_found_is_asked_again(tmp_path):
     _mark_missing(tmp_path, SQL_212, "3.5.9", age_s=2 * 86400)
     assert not known_missing(Artifact("org.apache.spark", SQL_212, "3.5.9"), tmp_path)
-    assert first_versions(spark_kafka_bundle(InstalledSpark("3.5.9")), tmp_path) == {SQL_212: "3.5.9",
-                                                                                      TOKEN_212: "3.5.9"}
+    assert first_versions(spark_kafka_bundle(InstalledSpark("3.5.9")), tmp_path) == {
+        SQL_212: "3.5.9",
+        TOKEN_212: "3.5.9",
+    }
 
 
 FAKE_MVN = """#!/bin/sh
@@ -191,8 +219,10 @@ def test_the_newest_patch_of_the_line_is_used_said_once_and_recorded(central, mo
     bundle = spark_kafka_bundle(InstalledSpark("4.0.5"))
     found = ensure_bundle(bundle)
     assert [j.name for j in found] == [f"{SQL_213}-4.0.4.jar", f"{TOKEN_213}-4.0.0.jar"]
-    assert notices == ["note: Maven Central has no org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.5; Spark 4.0.5 "
-                       "runs with 4.0.4, the newest 4.0.x release it has"]
+    assert notices == [
+        "note: Maven Central has no org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.5; Spark 4.0.5 "
+        "runs with 4.0.4, the newest 4.0.x release it has"
+    ]
     manifest = json.loads(bundle.manifest.read_text())
     assert manifest["release"] == "4.0.4" and manifest["version"] == "4.0.5-3"
     assert manifest["artifacts"] == [f"org.apache.spark:{SQL_213}:4.0.4", f"org.apache.spark:{TOKEN_213}:4.0.0"]
@@ -212,15 +242,17 @@ def test_another_minor_line_is_never_used(central, monkeypatch):
     assert str(raised.value) == (
         "the Kafka connector for Spark 4.3.0 could not be resolved from Maven Central "
         "(org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0, nor an earlier 4.3.x); "
-        "statectl runs jobs on PySpark 3.5 to 4.2")
+        "statectl runs jobs on PySpark 3.5 to 4.2"
+    )
     assert len(log.read_text().splitlines()) == 1 and notices == []
 
 
 def test_a_maven_failure_that_is_not_a_missing_artifact_stops_at_once(central, monkeypatch):
     log, _ = central
     monkeypatch.setenv("FAKE_BROKEN", "Could not transfer metadata: Temporary failure in name resolution")
-    with pytest.raises(JarResolutionError, match="could not resolve the spark-kafka jars from Maven Central: .*"
-                                                 "name resolution"):
+    with pytest.raises(
+        JarResolutionError, match="could not resolve the spark-kafka jars from Maven Central: .*name resolution"
+    ):
         ensure_bundle(spark_kafka_bundle(InstalledSpark("3.5.9")))
     assert len(log.read_text().splitlines()) == 1
 
@@ -266,16 +298,25 @@ def test_spark_35s_restore_log_lines_are_read():
     from statectl.run.restore_tracking import parse_load_line
 
     prefix = "26/11/29 01:18:25.699 INFO Executor task launch worker for task 1.0 in stage 3.0 (TID 4) "
-    replay = parse_load_line(prefix + "RocksDB StateStoreId(opId=0,partId=1,name=default): "
-                                      "replaying changelog from version 0 -> 3")
+    replay = parse_load_line(
+        prefix + "RocksDB StateStoreId(opId=0,partId=1,name=default): replaying changelog from version 0 -> 3"
+    )
     loaded = parse_load_line(prefix + "RocksDB StateStoreId(opId=2,partId=0,name=left-keyToNumValues): Loaded 3")
-    assert (replay.kind, replay.operator_id, replay.partition, replay.run_id, replay.stage) == ("replay_file", 0, 1, "", 3)
+    assert (replay.kind, replay.operator_id, replay.partition, replay.run_id, replay.stage) == (
+        "replay_file",
+        0,
+        1,
+        "",
+        3,
+    )
     assert (loaded.kind, loaded.operator_id, loaded.store, loaded.version) == ("loaded", 2, "left-keyToNumValues", 3)
 
 
 def test_a_watermarked_key_in_the_plan_is_the_column():
     from statectl.checkpoint.restart_check import state_keys_in_plan
 
-    plan = ("StateStoreSave [window#29-T10000ms, page#12], state info [ checkpoint = file:/ck/state, runId = x, "
-            "opId = 0, ver = 6, numPartitions = 2], Update, 0, 0, 2")
+    plan = (
+        "StateStoreSave [window#29-T10000ms, page#12], state info [ checkpoint = file:/ck/state, runId = x, "
+        "opId = 0, ver = 6, numPartitions = 2], Update, 0, 0, 2"
+    )
     assert state_keys_in_plan(plan) == {0: ["window", "page"]}

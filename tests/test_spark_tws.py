@@ -16,10 +16,15 @@ from pyspark.sql.streaming.stateful_processor_util import TransformWithStateInPa
 
 from statectl.adapters.spark import tws as spark_tws
 
-SCHEMA = pa.schema([
-    ("kind", pa.string()), ("player_id", pa.int64()), ("score", pa.float64()),
-    ("name", pa.string()), ("ts", pa.int64()),
-])
+SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("player_id", pa.int64()),
+        ("score", pa.float64()),
+        ("name", pa.string()),
+        ("ts", pa.int64()),
+    ]
+)
 
 
 def _stream(batches: list[list[tuple]]) -> io.BytesIO:
@@ -27,15 +32,21 @@ def _stream(batches: list[list[tuple]]) -> io.BytesIO:
     with pa.ipc.new_stream(sink, SCHEMA) as writer:
         for rows in batches:
             columns = list(zip(*rows)) if rows else [[] for _ in SCHEMA]
-            writer.write_batch(pa.record_batch([pa.array(c, type=f.type) for c, f in zip(columns, SCHEMA)], schema=SCHEMA))
+            writer.write_batch(
+                pa.record_batch([pa.array(c, type=f.type) for c, f in zip(columns, SCHEMA)], schema=SCHEMA)
+            )
     sink.seek(0)
     return sink
 
 
 def _serializer(max_records: int) -> TransformWithStateInPandasSerializer:
     ser = TransformWithStateInPandasSerializer(
-        timezone="UTC", safecheck=True, assign_cols_by_name=True, prefer_int_ext_dtype=False,
-        arrow_max_records_per_batch=max_records, arrow_max_bytes_per_batch=2**31 - 1,
+        timezone="UTC",
+        safecheck=True,
+        assign_cols_by_name=True,
+        prefer_int_ext_dtype=False,
+        arrow_max_records_per_batch=max_records,
+        arrow_max_bytes_per_batch=2**31 - 1,
         int_to_decimal_coercion_enabled=False,
     )
     ser.key_offsets = [1]
@@ -56,8 +67,12 @@ def _row(kind, player, score, name, ts):
 
 BATCHES = [
     # Several keys in one batch; a null name; a float score.
-    [_row("score", 1, 10.0, None, 1), _row("score", 1, 12.5, None, 2), _row("player", 2, None, "Ada", 3),
-     _row("score", 2, 7.0, None, 4)],
+    [
+        _row("score", 1, 10.0, None, 1),
+        _row("score", 1, 12.5, None, 2),
+        _row("player", 2, None, "Ada", 3),
+        _row("score", 2, 7.0, None, 4),
+    ],
     # Key 2 continues from the previous batch; key 3 has more rows than the record limit.
     [_row("score", 2, 8.0, None, 5)] + [_row("score", 3, float(i), None, 10 + i) for i in range(7)],
     [],  # an empty batch
@@ -120,10 +135,24 @@ def test_same_groups_in_the_same_order_as_pysparks_loader(max_records):
 def test_plain_columns_convert_in_one_call_exactly_as_column_by_column(monkeypatch):
     # The leaderboard's row types, each with and without nulls: pyarrow's whole-batch
     # conversion must give the frames (values and dtypes) PySpark's per-column converter gives.
-    schema = pa.schema([("key", pa.int64()), ("kind", pa.int8()), ("id", pa.int64()), ("id_or_null", pa.int64()),
-                        ("score", pa.float64()), ("text", pa.string()), ("part", pa.int32()), ("ratio", pa.float32())])
-    rows = [(1, 0, 5, None, 1.5, None, 0, 0.5), (1, 1, 6, 7, None, "Ada", 1, None), (2, 5, 7, 8, 2.0, "Zoë 🎮", 2, 1.0),
-            (2, 0, 8, 9, float("nan"), "", 3, 2.5)]
+    schema = pa.schema(
+        [
+            ("key", pa.int64()),
+            ("kind", pa.int8()),
+            ("id", pa.int64()),
+            ("id_or_null", pa.int64()),
+            ("score", pa.float64()),
+            ("text", pa.string()),
+            ("part", pa.int32()),
+            ("ratio", pa.float32()),
+        ]
+    )
+    rows = [
+        (1, 0, 5, None, 1.5, None, 0, 0.5),
+        (1, 1, 6, 7, None, "Ada", 1, None),
+        (2, 5, 7, 8, 2.0, "Zoë 🎮", 2, 1.0),
+        (2, 0, 8, 9, float("nan"), "", 3, 2.5),
+    ]
     sink = io.BytesIO()
     with pa.ipc.new_stream(sink, schema) as writer:
         columns = list(zip(*rows))
@@ -133,8 +162,11 @@ def test_plain_columns_convert_in_one_call_exactly_as_column_by_column(monkeypat
         sink.seek(0)
         ser = _serializer(10)
         ser.key_offsets = [0]
-        return [(key, pd.concat([f for _, f in group], ignore_index=True))
-                for mode, key, group in spark_tws.grouped_load_stream(ser, sink) if mode == Mode.PROCESS_DATA]
+        return [
+            (key, pd.concat([f for _, f in group], ignore_index=True))
+            for mode, key, group in spark_tws.grouped_load_stream(ser, sink)
+            if mode == Mode.PROCESS_DATA
+        ]
 
     whole_batch = frames()
     monkeypatch.setattr(spark_tws, "_plain", lambda arrow_type: False)
@@ -146,17 +178,22 @@ def test_plain_columns_convert_in_one_call_exactly_as_column_by_column(monkeypat
     assert whole_batch[0][1]["text"].tolist() == [None, "Ada"]
 
 
-@pytest.mark.parametrize("key_type, keys", [
-    (pa.string(), ["a", "a", "b", None]),
-    (pa.timestamp("us", tz="UTC"), [1_700_000_000_000_000, 1_700_000_000_000_000, 1_700_000_001_000_000, 0]),
-], ids=["string", "timestamp"])
+@pytest.mark.parametrize(
+    "key_type, keys",
+    [
+        (pa.string(), ["a", "a", "b", None]),
+        (pa.timestamp("us", tz="UTC"), [1_700_000_000_000_000, 1_700_000_000_000_000, 1_700_000_001_000_000, 0]),
+    ],
+    ids=["string", "timestamp"],
+)
 def test_keys_are_the_values_the_row_path_gives(key_type, keys):
     # Keys go to the JVM's state server: a timestamp key must stay a Timestamp, not nanoseconds.
     schema = pa.schema([("key", key_type), ("score", pa.float64())])
     sink = io.BytesIO()
     with pa.ipc.new_stream(sink, schema) as writer:
-        writer.write_batch(pa.record_batch([pa.array(keys, type=key_type), pa.array([1.0, 2.0, 3.0, 4.0])],
-                                           schema=schema))
+        writer.write_batch(
+            pa.record_batch([pa.array(keys, type=key_type), pa.array([1.0, 2.0, 3.0, 4.0])], schema=schema)
+        )
 
     def keys_of(load_stream):
         sink.seek(0)
@@ -197,8 +234,13 @@ def test_install_does_not_depend_on_the_hash_seed():
     from tests.conftest import REPO
 
     for seed in ("1", "2"):
-        out = subprocess.run([sys.executable, "-c", "from statectl.adapters.spark import tws; print(tws.install())"],
-                             capture_output=True, text=True, cwd=REPO, env={"PYTHONHASHSEED": seed, "PATH": ""})
+        out = subprocess.run(
+            [sys.executable, "-c", "from statectl.adapters.spark import tws; print(tws.install())"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        )
         assert out.stdout.strip() == "True", out.stderr
 
 

@@ -38,21 +38,30 @@ from tests.checkpoint_factory import build_checkpoint
 from tests.conftest import run_statectl
 from tests.test_checkpoint_integrity import MATCH_BEFORE_BLOCK, NO_CRC, _all, _cut, _flip, _metadata_line, _rm
 
-BASE_35 = ["spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan", "spark.sql.shuffle.partitions",
-           "spark.sql.streaming.aggregation.stateFormatVersion",
-           "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion",
-           "spark.sql.streaming.join.stateFormatVersion", "spark.sql.streaming.multipleWatermarkPolicy",
-           "spark.sql.streaming.stateStore.compression.codec", "spark.sql.streaming.stateStore.providerClass",
-           "spark.sql.streaming.stateStore.rocksdb.formatVersion",
-           "spark.sql.streaming.statefulOperator.useStrictDistribution"]
+BASE_35 = [
+    "spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan",
+    "spark.sql.shuffle.partitions",
+    "spark.sql.streaming.aggregation.stateFormatVersion",
+    "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion",
+    "spark.sql.streaming.join.stateFormatVersion",
+    "spark.sql.streaming.multipleWatermarkPolicy",
+    "spark.sql.streaming.stateStore.compression.codec",
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.streaming.stateStore.rocksdb.formatVersion",
+    "spark.sql.streaming.statefulOperator.useStrictDistribution",
+]
 KEYS_40 = BASE_35 + ["spark.sql.streaming.stateStore.encodingFormat"]
 KEYS_41 = KEYS_40
-KEYS_42 = KEYS_41 + ["spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion",
-                     "spark.sql.streaming.stateStore.rowChecksum.enabled",
-                     "spark.sql.streaming.queryEvolution.enableSourceEvolution",
-                     "spark.sql.function.protobufExtensions.enabled"]
-KEYS_43 = KEYS_42 + ["spark.sql.dropDuplicates.deterministicKeyOrder.enabled",
-                     "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled"]
+KEYS_42 = KEYS_41 + [
+    "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion",
+    "spark.sql.streaming.stateStore.rowChecksum.enabled",
+    "spark.sql.streaming.queryEvolution.enableSourceEvolution",
+    "spark.sql.function.protobufExtensions.enabled",
+]
+KEYS_43 = KEYS_42 + [
+    "spark.sql.dropDuplicates.deterministicKeyOrder.enabled",
+    "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled",
+]
 
 
 def _health(root, release):
@@ -65,8 +74,11 @@ def _at(findings, path_start):
 
 
 # ---------------------------------------------------------------- A: autoSnapshotRepair is 4.2+
-@pytest.mark.parametrize("release, severity", [((3, 5), ERROR), ((4, 0), ERROR), ((4, 1), ERROR),
-                                               ((4, 2), WARNING), ((4, 3), WARNING)], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "release, severity",
+    [((3, 5), ERROR), ((4, 0), ERROR), ((4, 1), ERROR), ((4, 2), WARNING), ((4, 3), WARNING)],
+    ids=lambda v: str(v),
+)
 def test_a_damaged_snapshot_fails_the_releases_without_snapshot_repair(tmp_path, release, severity):
     built = build_checkpoint(tmp_path / "cp", **NO_CRC)
     _flip("state/0/0/4.zip", 40)(built.root)
@@ -107,8 +119,9 @@ def test_format_2_with_v1_snapshots_fails_only_on_4_0(tmp_path):
 
 
 def test_format_2_with_v2_snapshots_restarts_only_on_4_0(tmp_path):
-    built = build_checkpoint(tmp_path / "cp", **{**NO_CRC, "format_version": 2, "changelog": False,
-                                                 "snapshot_every": 1})
+    built = build_checkpoint(
+        tmp_path / "cp", **{**NO_CRC, "format_version": 2, "changelog": False, "snapshot_every": 1}
+    )
     _all(_rm("state/0/*/*.zip.crc"), _metadata_line("state/0/*/5_*.zip", b"v2"))(built.root)
     assert is_healthy(_health(built.root, (4, 0)))
     for release in ((4, 1), (4, 2), (4, 3)):
@@ -116,10 +129,14 @@ def test_format_2_with_v2_snapshots_restarts_only_on_4_0(tmp_path):
 
 
 # ---------------------------------------------------------------- causes named as Spark names them
-@pytest.mark.parametrize("damage, spark_error", [
-    (_cut("state/0/0/5.changelog", 40), "EOFException: Stream ended prematurely"),
-    (_flip("state/0/0/5.changelog", 40), "IOException: Stream is corrupted"),
-], ids=["truncated", "flipped-byte"])
+@pytest.mark.parametrize(
+    "damage, spark_error",
+    [
+        (_cut("state/0/0/5.changelog", 40), "EOFException: Stream ended prematurely"),
+        (_flip("state/0/0/5.changelog", 40), "IOException: Stream is corrupted"),
+    ],
+    ids=["truncated", "flipped-byte"],
+)
 def test_a_damaged_changelog_with_its_crc_fails_in_lz4_decoding_first(tmp_path, damage, spark_error):
     built = build_checkpoint(tmp_path / "cp", batches=5)  # with Hadoop .crc files
     damage(built.root)
@@ -131,8 +148,11 @@ def test_a_damaged_changelog_with_its_crc_fails_in_lz4_decoding_first(tmp_path, 
 
 
 # ---------------------------------------------------------------- lz4-java 1.8.0 reads JVM memory
-@pytest.mark.parametrize("release, severity", [((3, 5), "maybe"), ((4, 0), "maybe"), ((4, 1), "fails"),
-                                               ((4, 2), "fails"), ((4, 3), "fails")], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "release, severity",
+    [((3, 5), "maybe"), ((4, 0), "maybe"), ((4, 1), "fails"), ((4, 2), "fails"), ((4, 3), "fails")],
+    ids=lambda v: str(v),
+)
 def test_an_lz4_match_before_its_block_may_fail_only_with_lz4_java_1_8_0(tmp_path, release, severity):
     # The checkpoint matrix's join-flip-no-crc on Spark 3.5.9: a flipped byte turns a match offset
     # into one before the start of the block. Spark 3.5 and 4.0 (lz4-java 1.8.0, JNI fast decoder)
@@ -146,7 +166,9 @@ def test_an_lz4_match_before_its_block_may_fail_only_with_lz4_java_1_8_0(tmp_pat
     assert changelog.versions == "fails on Spark 4.1+; may fail on 3.5–4.0"
     assert not is_healthy(findings)  # exit 1 either way: a restart that works only by chance is not promised
     fate = "may fail replaying it, or read it by chance" if severity == "maybe" else "fails replaying it"
-    assert f"a restart by Spark {release[0]}.{release[1]} {fate} (IOException: Stream is corrupted)" in changelog.message
+    assert (
+        f"a restart by Spark {release[0]}.{release[1]} {fate} (IOException: Stream is corrupted)" in changelog.message
+    )
     if severity == "maybe":
         assert "with zeros there the block passes its XXH32 checksum" in changelog.message
 
@@ -162,12 +184,16 @@ def test_an_lz4_match_before_its_block_fails_when_zeros_do_not_pass_the_checksum
 
 
 # ---------------------------------------------------------------- which release wrote it
-@pytest.mark.parametrize("keys, inferred, says", [
-    (BASE_35, (3, 5), "Spark 3.5: its offset log records none of the confs 4.0 added"),
-    (KEYS_40, (4, 0), "Spark 4.0–4.1"),
-    (KEYS_42, (4, 2), "Spark 4.2: its offset log records"),
-    (KEYS_43, (4, 3), "Spark 4.3: its offset log records"),
-], ids=["3.5", "4.0-or-4.1", "4.2", "4.3"])
+@pytest.mark.parametrize(
+    "keys, inferred, says",
+    [
+        (BASE_35, (3, 5), "Spark 3.5: its offset log records none of the confs 4.0 added"),
+        (KEYS_40, (4, 0), "Spark 4.0–4.1"),
+        (KEYS_42, (4, 2), "Spark 4.2: its offset log records"),
+        (KEYS_43, (4, 3), "Spark 4.3: its offset log records"),
+    ],
+    ids=["3.5", "4.0-or-4.1", "4.2", "4.3"],
+)
 def test_the_writer_is_inferred_from_the_offset_log(keys, inferred, says):
     target = verdict_target(None, writer_evidence({k: "x" for k in keys}, 1, [], [], []))
     assert (target.version, target.source) == (inferred, "inferred")
@@ -215,8 +241,12 @@ def test_inspect_state_gives_the_verdict_for_the_release_asked(tmp_path):
     doc = json.loads(ok.stdout)
     assert doc["verdict_for"] == {"version": "4.2", "source": "--spark-version", "evidence": ""}
     (snapshot,) = [f for f in doc["findings"] if f["path"] == "state/0/0/4.zip"]
-    assert snapshot["spark_versions"] == {"fails": ["3.5", "4.0", "4.1"], "may_fail": [], "restarts": ["4.2", "4.3"],
-                                          "text": "fails on Spark 3.5–4.1; 4.2+ restart"}
+    assert snapshot["spark_versions"] == {
+        "fails": ["3.5", "4.0", "4.1"],
+        "may_fail": [],
+        "restarts": ["4.2", "4.3"],
+        "text": "fails on Spark 3.5–4.1; 4.2+ restart",
+    }
     old = run_statectl("inspect-state", str(built.root), env={"STATECTL_SPARK_VERSION": "3.5", "COLUMNS": "400"})
     assert old.returncode == 1
     assert "Verdict for Spark 3.5: as asked (--spark-version)." in old.stdout

@@ -70,9 +70,26 @@ DATA = Path(__file__).parent / "data" / "topics"
         ("segment.bytes", "abc", "abc"),
         ("segment.bytes", None, "(none)"),
     ],
-    ids=["512MiB", "1GiB", "inexact-MiB", "4KiB", "small-bytes", "7d", "1h", "10min", "1.5s", "long-max",
-         "retention-forever", "retention-bytes-unlimited", "local-same", "zero-ms", "ratio", "unknown-bytes-key",
-         "not-a-number", "none"],
+    ids=[
+        "512MiB",
+        "1GiB",
+        "inexact-MiB",
+        "4KiB",
+        "small-bytes",
+        "7d",
+        "1h",
+        "10min",
+        "1.5s",
+        "long-max",
+        "retention-forever",
+        "retention-bytes-unlimited",
+        "local-same",
+        "zero-ms",
+        "ratio",
+        "unknown-bytes-key",
+        "not-a-number",
+        "none",
+    ],
 )
 def test_human_value(key, value, shown):
     assert human_value(key, value) == shown
@@ -94,8 +111,11 @@ def test_parse_assignment(text, parsed):
     assert parse_assignment(text) == parsed
 
 
-@pytest.mark.parametrize("text, reason", [("segment.bytes", "expected KEY=VALUE"), ("=5", "key before '=' is empty")],
-                         ids=["no-equals", "empty-key"])
+@pytest.mark.parametrize(
+    "text, reason",
+    [("segment.bytes", "expected KEY=VALUE"), ("=5", "key before '=' is empty")],
+    ids=["no-equals", "empty-key"],
+)
 def test_parse_assignment_refuses(text, reason):
     with pytest.raises(ValueError, match=reason):
         parse_assignment(text)
@@ -124,7 +144,11 @@ def test_parse_assignment_refuses(text, reason):
         ("delete.retention.ms", "-1", "must be at least 0, found -1"),
         ("max.compaction.lag.ms", "0", "must be at least 1, found 0"),
         ("max.compaction.lag.ms", str(LONG_MAX), None),
-        ("max.compaction.lag.ms", str(LONG_MAX + 1), f"must be at most {LONG_MAX} (the long range), found {LONG_MAX + 1}"),
+        (
+            "max.compaction.lag.ms",
+            str(LONG_MAX + 1),
+            f"must be at most {LONG_MAX} (the long range), found {LONG_MAX + 1}",
+        ),
         ("min.insync.replicas", "0", "must be at least 1, found 0"),
         ("cleanup.policy", "compact", None),
         ("cleanup.policy", "compact,delete", None),
@@ -133,7 +157,11 @@ def test_parse_assignment_refuses(text, reason):
         ("cleanup.policy", "Compact", "expected compact or delete, found 'Compact' (did you mean 'compact'?)"),
         ("cleanup.policy", "compact,compact", "names compact twice"),
         ("compression.type", "zstd", None),
-        ("compression.type", "zip", "expected one of uncompressed, zstd, lz4, snappy, gzip, producer, found 'zip' (did you mean 'gzip'?)"),
+        (
+            "compression.type",
+            "zip",
+            "expected one of uncompressed, zstd, lz4, snappy, gzip, producer, found 'zip' (did you mean 'gzip'?)",
+        ),
         ("unclean.leader.election.enable", "TRUE", None),
         ("unclean.leader.election.enable", "yes", "expected true or false, found 'yes'"),
         ("some.future.config", "anything", None),
@@ -163,8 +191,15 @@ def test_unknown_key_suggests_the_broker_name():
         ("preallocate", "TRUE", "true", True),
         ("some.future.config", "A", "a", False),
     ],
-    ids=["ratio-normalised", "ratio-differs", "policy-order", "policy-differs", "int-spaces", "bool-case",
-         "unknown-as-text"],
+    ids=[
+        "ratio-normalised",
+        "ratio-differs",
+        "policy-order",
+        "policy-differs",
+        "int-spaces",
+        "bool-case",
+        "unknown-as-text",
+    ],
 )
 def test_same_value(key, a, b, same):
     assert same_value(key, a, b) is same
@@ -180,17 +215,25 @@ def test_every_preset_key_is_known_and_valid():
 
 # ---------------------------------------------------------------- the described state and the diff
 def _entry(name, value, source="DEFAULT_CONFIG", synonyms=(), is_default=None):
-    return {"name": name, "value": value, "source": source,
-            "is_default": source == "DEFAULT_CONFIG" if is_default is None else is_default,
-            "synonyms": list(synonyms)}
+    return {
+        "name": name,
+        "value": value,
+        "source": source,
+        "is_default": source == "DEFAULT_CONFIG" if is_default is None else is_default,
+        "synonyms": list(synonyms),
+    }
 
 
 def _state(topic="t", partitions=2, rf=1, **overrides) -> TopicState:
     """A topic with Kafka's defaults for a few keys, plus topic overrides ``key=value`` (dots as __)."""
-    defaults = {"segment.bytes": ("1073741824", "log.segment.bytes"), "segment.ms": ("604800000", None),
-                "min.cleanable.dirty.ratio": ("0.5", "log.cleaner.min.cleanable.ratio"),
-                "cleanup.policy": ("delete", "log.cleanup.policy"), "retention.ms": ("604800000", None),
-                "min.compaction.lag.ms": ("0", "log.cleaner.min.compaction.lag.ms")}
+    defaults = {
+        "segment.bytes": ("1073741824", "log.segment.bytes"),
+        "segment.ms": ("604800000", None),
+        "min.cleanable.dirty.ratio": ("0.5", "log.cleaner.min.cleanable.ratio"),
+        "cleanup.policy": ("delete", "log.cleanup.policy"),
+        "retention.ms": ("604800000", None),
+        "min.compaction.lag.ms": ("0", "log.cleaner.min.compaction.lag.ms"),
+    }
     configs = {}
     for key, (value, broker_name) in defaults.items():
         synonyms = [(broker_name, "DEFAULT_CONFIG", value)] if broker_name else []
@@ -198,19 +241,36 @@ def _state(topic="t", partitions=2, rf=1, **overrides) -> TopicState:
     for dunder, value in overrides.items():
         key = dunder.replace("__", ".")
         base = configs[key]
-        configs[key] = _entry(key, value, "DYNAMIC_TOPIC_CONFIG",
-                              [(key, "DYNAMIC_TOPIC_CONFIG", value)] + base["synonyms"])
-    return TopicState.from_description({"topic": topic, "partitions": partitions, "replication_factor": rf,
-                                        "configs": configs})
+        configs[key] = _entry(
+            key, value, "DYNAMIC_TOPIC_CONFIG", [(key, "DYNAMIC_TOPIC_CONFIG", value)] + base["synonyms"]
+        )
+    return TopicState.from_description(
+        {"topic": topic, "partitions": partitions, "replication_factor": rf, "configs": configs}
+    )
 
 
 def test_config_value_from_entry_knows_what_a_delete_returns_to():
-    c = ConfigValue.from_entry(_entry("segment.bytes", "536870912", "DYNAMIC_TOPIC_CONFIG", [
-        ("segment.bytes", "DYNAMIC_TOPIC_CONFIG", "536870912"), ("log.segment.bytes", "STATIC_BROKER_CONFIG", "2097152"),
-        ("log.segment.bytes", "DEFAULT_CONFIG", "1073741824")]))
+    c = ConfigValue.from_entry(
+        _entry(
+            "segment.bytes",
+            "536870912",
+            "DYNAMIC_TOPIC_CONFIG",
+            [
+                ("segment.bytes", "DYNAMIC_TOPIC_CONFIG", "536870912"),
+                ("log.segment.bytes", "STATIC_BROKER_CONFIG", "2097152"),
+                ("log.segment.bytes", "DEFAULT_CONFIG", "1073741824"),
+            ],
+        )
+    )
     assert c.overridden and c.fallback == ("2097152", "STATIC_BROKER_CONFIG")
-    hours = ConfigValue.from_entry(_entry("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG", [
-        ("retention.ms", "DYNAMIC_TOPIC_CONFIG", "1000"), ("log.retention.hours", "STATIC_BROKER_CONFIG", "168")]))
+    hours = ConfigValue.from_entry(
+        _entry(
+            "retention.ms",
+            "1000",
+            "DYNAMIC_TOPIC_CONFIG",
+            [("retention.ms", "DYNAMIC_TOPIC_CONFIG", "1000"), ("log.retention.hours", "STATIC_BROKER_CONFIG", "168")],
+        )
+    )
     assert hours.fallback == ("604800000", "STATIC_BROKER_CONFIG")
     inherited = ConfigValue.from_entry(_entry("segment.ms", "604800000"))
     assert not inherited.overridden and inherited.fallback is None
@@ -227,21 +287,53 @@ def test_described_order_is_overrides_then_other_non_defaults_then_defaults():
 @pytest.mark.parametrize(
     "overrides, sets, deletes, changes, unchanged",
     [
-        ({}, {"segment.bytes": "536870912"}, [],
-         [("set", "segment.bytes", "1073741824", "DEFAULT_CONFIG", "536870912", "DYNAMIC_TOPIC_CONFIG")], []),
-        ({"min.cleanable.dirty.ratio": "0.3"}, {"min.cleanable.dirty.ratio": "0.30"}, [], [],
-         ["min.cleanable.dirty.ratio"]),
-        ({}, {"min.compaction.lag.ms": "0"}, [],
-         [("set", "min.compaction.lag.ms", "0", "DEFAULT_CONFIG", "0", "DYNAMIC_TOPIC_CONFIG")], []),
-        ({"segment.bytes": "536870912"}, {}, ["segment.bytes"],
-         [("delete", "segment.bytes", "536870912", "DYNAMIC_TOPIC_CONFIG", "1073741824", "DEFAULT_CONFIG")], []),
-        ({"segment.ms": "600000"}, {}, ["segment.ms"],
-         [("delete", "segment.ms", "600000", "DYNAMIC_TOPIC_CONFIG", None, None)], []),
+        (
+            {},
+            {"segment.bytes": "536870912"},
+            [],
+            [("set", "segment.bytes", "1073741824", "DEFAULT_CONFIG", "536870912", "DYNAMIC_TOPIC_CONFIG")],
+            [],
+        ),
+        (
+            {"min.cleanable.dirty.ratio": "0.3"},
+            {"min.cleanable.dirty.ratio": "0.30"},
+            [],
+            [],
+            ["min.cleanable.dirty.ratio"],
+        ),
+        (
+            {},
+            {"min.compaction.lag.ms": "0"},
+            [],
+            [("set", "min.compaction.lag.ms", "0", "DEFAULT_CONFIG", "0", "DYNAMIC_TOPIC_CONFIG")],
+            [],
+        ),
+        (
+            {"segment.bytes": "536870912"},
+            {},
+            ["segment.bytes"],
+            [("delete", "segment.bytes", "536870912", "DYNAMIC_TOPIC_CONFIG", "1073741824", "DEFAULT_CONFIG")],
+            [],
+        ),
+        (
+            {"segment.ms": "600000"},
+            {},
+            ["segment.ms"],
+            [("delete", "segment.ms", "600000", "DYNAMIC_TOPIC_CONFIG", None, None)],
+            [],
+        ),
         ({}, {}, ["segment.bytes"], [], ["segment.bytes"]),
         ({"cleanup.policy": "delete,compact"}, {"cleanup.policy": "compact,delete"}, [], [], ["cleanup.policy"]),
     ],
-    ids=["set-over-default", "same-value-normalised", "pin-inherited-value", "delete-override",
-         "delete-without-known-default", "delete-not-set", "list-order"],
+    ids=[
+        "set-over-default",
+        "same-value-normalised",
+        "pin-inherited-value",
+        "delete-override",
+        "delete-without-known-default",
+        "delete-not-set",
+        "list-order",
+    ],
 )
 def test_diff_topic(overrides, sets, deletes, changes, unchanged):
     state = _state(**{k.replace(".", "__"): v for k, v in overrides.items()})
@@ -264,17 +356,26 @@ def test_declarative_diff_reports_unmanaged_keys_and_layout_drift_without_touchi
     plan = diff_topic(req, state)
     assert plan.changes == [] and plan.is_noop
     assert plan.unmanaged == {"retention.ms": "1000"}
-    assert plan.notes == ["t: has 2 partitions, the file says 4; partition counts are not changed by "
-                          "topic-config (more partitions move keys)"]
+    assert plan.notes == [
+        "t: has 2 partitions, the file says 4; partition counts are not changed by "
+        "topic-config (more partitions move keys)"
+    ]
     # A single-topic request is not declarative: other overrides are simply not its business.
     assert diff_topic(TopicRequest("t", {"cleanup.policy": "compact"}), state).unmanaged == {}
 
 
 def test_request_problems_are_all_collected_with_their_origin():
-    req = TopicRequest("t", {"segmnt.bytes": "1", "min.cleanable.dirty.ratio": "1.5", "min.insync.replicas": "2",
-                             "segment.ms": "1"}, ["segment.ms"],
-                       where={"segmnt.bytes": "--set segmnt.bytes=1", "min.cleanable.dirty.ratio": "--set r",
-                              "min.insync.replicas": "--set m", "segment.ms": "--set segment.ms=1"})
+    req = TopicRequest(
+        "t",
+        {"segmnt.bytes": "1", "min.cleanable.dirty.ratio": "1.5", "min.insync.replicas": "2", "segment.ms": "1"},
+        ["segment.ms"],
+        where={
+            "segmnt.bytes": "--set segmnt.bytes=1",
+            "min.cleanable.dirty.ratio": "--set r",
+            "min.insync.replicas": "--set m",
+            "segment.ms": "--set segment.ms=1",
+        },
+    )
     problems = request_problems(req, {"segment.bytes", "segment.ms"}, _state(rf=1))
     assert problems == [
         "--set segmnt.bytes=1: unknown topic config (did you mean 'segment.bytes'?)",
@@ -295,8 +396,13 @@ def test_preset_on_a_topic_that_does_not_compact_gets_a_note():
 
 def test_plan_diff_and_mismatches_after_apply():
     before = _state()
-    diff = plan_diff([TopicRequest("t", {"segment.bytes": "536870912"}, ["segment.ms"])], {"t": before},
-                     "command line", "b:1", dry_run=False)
+    diff = plan_diff(
+        [TopicRequest("t", {"segment.bytes": "536870912"}, ["segment.ms"])],
+        {"t": before},
+        "command line",
+        "b:1",
+        dry_run=False,
+    )
     assert isinstance(diff, TopicConfigDiff) and len(diff.changes) == 1 and not diff.is_noop
     assert reported_mismatches(diff, {"t": _state(segment__bytes="536870912")}) == []
     assert reported_mismatches(diff, {"t": before}) == ["t: segment.bytes is 1073741824, expected 536870912"]
@@ -307,12 +413,19 @@ def test_plan_diff_and_mismatches_after_apply():
 def test_valid_topics_file():
     loaded = load_topics_file(DATA / "valid" / "two-topics.yaml")
     users, clicks = loaded.requests
-    assert (users.topic, users.partitions, users.replication_factor, users.preset) == ("users", 3, 1, "aggressive-compaction")
+    assert (users.topic, users.partitions, users.replication_factor, users.preset) == (
+        "users",
+        3,
+        1,
+        "aggressive-compaction",
+    )
     assert users.sets["cleanup.policy"] == "compact,delete"  # a YAML list becomes Kafka's list syntax
     assert users.sets["min.cleanable.dirty.ratio"] == "0.2"  # configs: win over the preset
     assert users.sets["segment.bytes"] == "536870912"  # from the preset
     assert users.sets["unclean.leader.election.enable"] == "false"
-    assert users.where["min.cleanable.dirty.ratio"].endswith("two-topics.yaml:9: topics.users.configs.min.cleanable.dirty.ratio")
+    assert users.where["min.cleanable.dirty.ratio"].endswith(
+        "two-topics.yaml:9: topics.users.configs.min.cleanable.dirty.ratio"
+    )
     assert "topics.users.preset (aggressive-compaction): segment.ms" in users.where["segment.ms"]
     # No replication_factor: the cluster's default, decided when the topic is planned for creation.
     assert (clicks.partitions, clicks.replication_factor, clicks.sets) == (1, None, {"retention.ms": "86400000"})
@@ -324,7 +437,9 @@ INVALID = sorted((DATA / "invalid").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_invalid_topics_file(path):
-    expected = [line.removeprefix("# expect: ") for line in path.read_text().splitlines() if line.startswith("# expect: ")]
+    expected = [
+        line.removeprefix("# expect: ") for line in path.read_text().splitlines() if line.startswith("# expect: ")
+    ]
     assert expected, f"{path.name} states no expected problem"
     with pytest.raises(ConfigError) as info:
         load_topics_file(path)
@@ -344,22 +459,30 @@ def test_invalid_topics_files_never_show_pydantic_wording():
 
 def test_topics_file_values_as_yaml_writes_them(tmp_path):
     f = tmp_path / "topics.yaml"
-    f.write_text("topics:\n  2024:\n    partitions: 1\n    configs:\n  t:\n    partitions: 2\n"
-                 "    replication_factor: 3\n    configs:\n      preallocate: true\n      retention.ms: 1000\n"
-                 "      min.cleanable.dirty.ratio: 0.5\n      cleanup.policy: [delete]\n")
+    f.write_text(
+        "topics:\n  2024:\n    partitions: 1\n    configs:\n  t:\n    partitions: 2\n"
+        "    replication_factor: 3\n    configs:\n      preallocate: true\n      retention.ms: 1000\n"
+        "      min.cleanable.dirty.ratio: 0.5\n      cleanup.policy: [delete]\n"
+    )
     loaded = load_topics_file(f)
     numbered, t = loaded.requests
     assert (numbered.topic, numbered.partitions, numbered.replication_factor, numbered.sets) == ("2024", 1, None, {})
     assert (t.partitions, t.replication_factor, t.preset) == (2, 3, None)
-    assert t.sets == {"preallocate": "true", "retention.ms": "1000", "min.cleanable.dirty.ratio": "0.5",
-                      "cleanup.policy": "delete"}
+    assert t.sets == {
+        "preallocate": "true",
+        "retention.ms": "1000",
+        "min.cleanable.dirty.ratio": "0.5",
+        "cleanup.policy": "delete",
+    }
     assert loaded.source == str(f)
     assert list(loaded.topics) == ["2024", "t"] and loaded.topics["t"].configs["preallocate"] == "true"
 
 
 def test_value_problems_in_a_file_carry_file_and_line(tmp_path):
     f = tmp_path / "topics.yaml"
-    f.write_text("topics:\n  t:\n    partitions: 1\n    configs:\n      segment.bytes: 1000\n      min.cleanable.dirty.ratio: 1.5\n")
+    f.write_text(
+        "topics:\n  t:\n    partitions: 1\n    configs:\n      segment.bytes: 1000\n      min.cleanable.dirty.ratio: 1.5\n"
+    )
     (req,) = load_topics_file(f).requests
     assert request_problems(req, None, None) == [
         f"{f}:5: topics.t.configs.segment.bytes: must be at least 1048576 (1 MiB; the broker's minimum on Kafka 4.x), found 1000",
@@ -372,12 +495,28 @@ def test_shipped_topics_file_declares_every_job_topic_with_valid_configs():
     them); here: every config is valid, tables and outputs keyed by id are compacted."""
     loaded = load_topics_file(REPO / "configs" / "topics.yaml")
     by_name = {r.topic: r for r in loaded.requests}
-    assert {"score-events", "players", "products", "high-scores", "leaderboard-dlq", "patient-events",
-            "patient-event-counts", "sales-totals"} <= set(by_name)
+    assert {
+        "score-events",
+        "players",
+        "products",
+        "high-scores",
+        "leaderboard-dlq",
+        "patient-events",
+        "patient-event-counts",
+        "sales-totals",
+    } <= set(by_name)
     for req in loaded.requests:
         assert request_problems(req, None, None) == [], req.topic
-    for table in ("players", "products", "high-scores", "patient-visits", "pulse-counts", "bounded-counts",
-                  "patient-event-counts", "sales-totals"):
+    for table in (
+        "players",
+        "products",
+        "high-scores",
+        "patient-visits",
+        "pulse-counts",
+        "bounded-counts",
+        "patient-event-counts",
+        "sales-totals",
+    ):
         assert "compact" in by_name[table].sets["cleanup.policy"], table
     assert by_name["patient-event-counts"].sets["segment.bytes"] == "536870912"
     # produce-test-data creates the table topics; the file must agree with it so an apply is quiet.
@@ -406,8 +545,10 @@ def test_option_combinations_refused(opts, message):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["t", "--set", "segment.bytes=1000", "--set", "min.cleanable.dirty.ratio=1.5", "--set", "oops"],
-         "3 problems:\n  - --set oops: expected KEY=VALUE"),
+        (
+            ["t", "--set", "segment.bytes=1000", "--set", "min.cleanable.dirty.ratio=1.5", "--set", "oops"],
+            "3 problems:\n  - --set oops: expected KEY=VALUE",
+        ),
         (["t", "--preset", "agressive"], "unknown preset 'agressive' (did you mean 'aggressive-compaction'?)"),
         (["--file", "tests/data/topics/invalid/unknown-field.yaml"], "unknown field (did you mean 'partitions'?)"),
         (["--file", "no/such/file.yaml"], "config file no/such/file.yaml does not exist"),

@@ -38,11 +38,23 @@ CHECKPOINT = REPO / "tests" / "data" / "leaderboard-0.3-checkpoint"
 
 
 # ---------------------------------------------------------------- the token rule
-@pytest.mark.parametrize("host, loopback", [
-    ("127.0.0.1", True), ("127.5.0.1", True), ("::1", True), ("[::1]", True), ("localhost", True),
-    ("0.0.0.0", False), ("::", False), ("", False), ("10.1.2.3", False), ("192.168.0.10", False),
-    ("no-such-host.invalid", False),
-], ids=lambda v: repr(v))
+@pytest.mark.parametrize(
+    "host, loopback",
+    [
+        ("127.0.0.1", True),
+        ("127.5.0.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("", False),
+        ("10.1.2.3", False),
+        ("192.168.0.10", False),
+        ("no-such-host.invalid", False),
+    ],
+    ids=lambda v: repr(v),
+)
 def test_is_loopback(host, loopback):
     assert access.is_loopback(host) is loopback
 
@@ -58,29 +70,41 @@ def test_token_for_loopback_needs_none_and_elsewhere_one_is_made_or_required():
         access.token_for("0.0.0.0", None, "--metrics-token", generate=False)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("", "the token is empty"), ("   ", "the token is empty"),
-    ("two words", "may not hold spaces"), ("tab\there", "may not hold spaces"), ("bell\x07", "control characters"),
-    ("semi;colon", "may not hold ;"), ('quo"te', "may not hold ;"), ("back\\slash", "may not hold ;"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("", "the token is empty"),
+        ("   ", "the token is empty"),
+        ("two words", "may not hold spaces"),
+        ("tab\there", "may not hold spaces"),
+        ("bell\x07", "control characters"),
+        ("semi;colon", "may not hold ;"),
+        ('quo"te', "may not hold ;"),
+        ("back\\slash", "may not hold ;"),
+    ],
+)
 def test_token_for_refuses_bad_tokens(bad, message):
     with pytest.raises(UsageError, match=message):
         access.token_for("0.0.0.0", bad, "--token")
 
 
-@pytest.mark.parametrize("headers, target, status", [
-    ({}, "/api/jobs", 401),
-    ({"Authorization": "Bearer right"}, "/", 200),
-    ({"Authorization": "bearer right"}, "/", 200),
-    ({"Authorization": "Bearer wrong"}, "/", 403),
-    ({"Authorization": "Bearer "}, "/", 401),
-    ({"Authorization": "Basic cmlnaHQ="}, "/", 401),
-    ({}, "/?token=right", 200),
-    ({}, "/?token=wrong", 403),
-    ({"Cookie": "a=b; statectl_token=right"}, "/", 200),
-    ({"Cookie": "statectl_token=wrong"}, "/", 403),
-    ({"Cookie": "other_token=right"}, "/", 401),
-], ids=lambda v: repr(v)[:40])
+@pytest.mark.parametrize(
+    "headers, target, status",
+    [
+        ({}, "/api/jobs", 401),
+        ({"Authorization": "Bearer right"}, "/", 200),
+        ({"Authorization": "bearer right"}, "/", 200),
+        ({"Authorization": "Bearer wrong"}, "/", 403),
+        ({"Authorization": "Bearer "}, "/", 401),
+        ({"Authorization": "Basic cmlnaHQ="}, "/", 401),
+        ({}, "/?token=right", 200),
+        ({}, "/?token=wrong", 403),
+        ({"Cookie": "a=b; statectl_token=right"}, "/", 200),
+        ({"Cookie": "statectl_token=wrong"}, "/", 403),
+        ({"Cookie": "other_token=right"}, "/", 401),
+    ],
+    ids=lambda v: repr(v)[:40],
+)
 def test_check(headers, target, status):
     assert access.check("right", headers, target) == status
 
@@ -89,10 +113,20 @@ def test_check_without_a_token_lets_everything_through():
     assert access.check(None, {}, "/") == 200
 
 
-@pytest.mark.parametrize("host_header, ok", [
-    ("127.0.0.1:7070", True), ("localhost:7070", True), ("[::1]:7070", True), ("app.localhost", True), (None, True),
-    ("evil.example:7070", False), ("evil.example", False), ("10.0.0.5:7070", False), ("127.0.0.1.evil.example", False),
-])
+@pytest.mark.parametrize(
+    "host_header, ok",
+    [
+        ("127.0.0.1:7070", True),
+        ("localhost:7070", True),
+        ("[::1]:7070", True),
+        ("app.localhost", True),
+        (None, True),
+        ("evil.example:7070", False),
+        ("evil.example", False),
+        ("10.0.0.5:7070", False),
+        ("127.0.0.1.evil.example", False),
+    ],
+)
 def test_a_loopback_server_refuses_other_host_names(host_header, ok):
     assert access.host_header_ok(None, host_header) is ok
     assert access.host_header_ok("a-token", host_header) is True  # with a token any name goes
@@ -106,24 +140,47 @@ def _expected_points(path: Path) -> list[dict]:
         event = json.loads(line)
         if event["type"] == "batch_progress":
             behind = [s["records_behind"] for s in event["sources"] if s["records_behind"] is not None]
-            out.append({"time": event["time"], "batch_id": event["batch_id"],
-                        "records_behind": sum(behind) if behind else None,
-                        "processed_rows_per_second": event["processed_rows_per_second"],
-                        "batch_duration_ms": event["batch_duration_ms"],
-                        "state_rows_total": event["state_rows_total"]})
+            out.append(
+                {
+                    "time": event["time"],
+                    "batch_id": event["batch_id"],
+                    "records_behind": sum(behind) if behind else None,
+                    "processed_rows_per_second": event["processed_rows_per_second"],
+                    "batch_duration_ms": event["batch_duration_ms"],
+                    "state_rows_total": event["state_rows_total"],
+                }
+            )
     return out
 
 
 def test_the_recorded_events_file_gives_one_point_per_batch_and_two_runs():
     series = EventsSeries(RECORDED).refresh()
-    got = [{k: p[k] for k in ("time", "batch_id", "records_behind", "processed_rows_per_second", "batch_duration_ms",
-                               "state_rows_total")} for p in series.series()["points"]]
+    got = [
+        {
+            k: p[k]
+            for k in (
+                "time",
+                "batch_id",
+                "records_behind",
+                "processed_rows_per_second",
+                "batch_duration_ms",
+                "state_rows_total",
+            )
+        }
+        for p in series.series()["points"]
+    ]
     assert got == _expected_points(RECORDED)
     summary = series.summary()
     assert (summary["events"], summary["skipped_lines"], len(summary["runs"])) == (14, 0, 2)
     restore = summary["runs"][1]["restores"][0]
-    assert (restore["stores_total"], restore["stores_loaded"], restore["tasks_done"], restore["tasks_total"],
-            restore["finished"], restore["duration_ms"]) == (2, 2, 2, 2, True, 488)
+    assert (
+        restore["stores_total"],
+        restore["stores_loaded"],
+        restore["tasks_done"],
+        restore["tasks_total"],
+        restore["finished"],
+        restore["duration_ms"],
+    ) == (2, 2, 2, 2, True, 488)
 
 
 def test_lines_are_read_as_they_are_appended_and_a_half_written_line_waits(tmp_path):
@@ -146,16 +203,32 @@ def test_lines_are_read_as_they_are_appended_and_a_half_written_line_waits(tmp_p
 def test_damaged_lines_are_counted_and_skipped(tmp_path):
     good = RECORDED.read_text().splitlines()[1]
     path = tmp_path / "job.jsonl"
-    path.write_text("\n".join([
-        "not json", "[1, 2]", '{"type": "nonsense", "time": 1}', '{"type": "idle"}', '{"type": "idle", "time": NaN}',
-        good, '{"type": "batch_progress", "time": 5, "batch_id": "7", "input_rows": true, "sources": "x"}',
-        good[:40], ""]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                "not json",
+                "[1, 2]",
+                '{"type": "nonsense", "time": 1}',
+                '{"type": "idle"}',
+                '{"type": "idle", "time": NaN}',
+                good,
+                '{"type": "batch_progress", "time": 5, "batch_id": "7", "input_rows": true, "sources": "x"}',
+                good[:40],
+                "",
+            ]
+        )
+        + "\n"
+    )
     series = EventsSeries(path).refresh()
     summary = series.summary()
     assert summary["skipped_lines"] == 6
     assert summary["problems"][:5] == [
-        "line 1: not JSON (Expecting value)", "line 2: not a JSON object", "line 3: no statectl event type ('nonsense')",
-        "line 4: idle without a time", "line 5: idle without a time"]
+        "line 1: not JSON (Expecting value)",
+        "line 2: not a JSON object",
+        "line 3: no statectl event type ('nonsense')",
+        "line 4: idle without a time",
+        "line 5: idle without a time",
+    ]
     points = series.series()["points"]
     assert len(points) == 2
     # A mistyped line still draws what it can: no batch id, no rows, no sources.
@@ -165,7 +238,12 @@ def test_damaged_lines_are_counted_and_skipped(tmp_path):
 def test_a_missing_file_then_a_replaced_one(tmp_path):
     path = tmp_path / "job.jsonl"
     series = EventsSeries(path).refresh()
-    assert series.summary()["exists"] is False and series.series() == {"generation": 0, "from": 0, "next": 0, "points": []}
+    assert series.summary()["exists"] is False and series.series() == {
+        "generation": 0,
+        "from": 0,
+        "next": 0,
+        "points": [],
+    }
     shutil.copy(RECORDED, path)
     series.refresh()
     assert series.series()["next"] == 2
@@ -240,12 +318,19 @@ def test_problem_of_names_the_problem():
     assert problem_of(b'{"type": "idle", "time": 1}') == ({"type": "idle", "time": 1}, None)
 
 
-@pytest.mark.parametrize("run_state, lock, checkpoint, shown", [
-    ("RUNNING", True, True, "RUNNING"), ("RESTORING", True, True, "RESTORING"),
-    ("RUNNING", False, True, "STOPPED"),  # killed: its last event said RUNNING, nobody holds the lock
-    ("TERMINATED", False, True, "TERMINATED"), ("FAILED", False, True, "FAILED"),
-    (None, False, True, "STOPPED"), (None, False, False, "NEW"), (None, True, True, "RUNNING"),
-])
+@pytest.mark.parametrize(
+    "run_state, lock, checkpoint, shown",
+    [
+        ("RUNNING", True, True, "RUNNING"),
+        ("RESTORING", True, True, "RESTORING"),
+        ("RUNNING", False, True, "STOPPED"),  # killed: its last event said RUNNING, nobody holds the lock
+        ("TERMINATED", False, True, "TERMINATED"),
+        ("FAILED", False, True, "FAILED"),
+        (None, False, True, "STOPPED"),
+        (None, False, False, "NEW"),
+        (None, True, True, "RUNNING"),
+    ],
+)
 def test_job_state(run_state, lock, checkpoint, shown):
     assert job_state(run_state, lock, checkpoint) == shown
 
@@ -256,9 +341,11 @@ def dashboard(tmp_path):
     shutil.copy(RECORDED, tmp_path / "leaderboard.jsonl")
     checkpoint = tmp_path / "ck"
     shutil.copytree(CHECKPOINT, checkpoint)
-    jobs = [UiJob("leaderboard", tmp_path / "leaderboard.jsonl", job="leaderboard", checkpoint=str(checkpoint)),
-            UiJob("advanced-state/tombstones", tmp_path / "none.jsonl", job="advanced-state/tombstones"),
-            UiJob("orphan", tmp_path / "orphan.jsonl")]
+    jobs = [
+        UiJob("leaderboard", tmp_path / "leaderboard.jsonl", job="leaderboard", checkpoint=str(checkpoint)),
+        UiJob("advanced-state/tombstones", tmp_path / "none.jsonl", job="advanced-state/tombstones"),
+        UiJob("orphan", tmp_path / "orphan.jsonl"),
+    ]
     return Dashboard(jobs, {"file": None, "context": None})
 
 
@@ -266,9 +353,16 @@ def test_api_jobs(dashboard):
     status, body = dashboard.answer("/api/jobs")
     assert status == 200
     lb, tomb, orphan = body["jobs"]
-    assert (lb["name"], lb["state"], lb["last_batch"], lb["last_committed_batch"], lb["records_behind"],
-            lb["processed_rows_per_second"], lb["state_rows_total"], lb["checkpoint_exists"]) == (
-        "leaderboard", "TERMINATED", 1, 0, 0, 838.4, 140, True)
+    assert (
+        lb["name"],
+        lb["state"],
+        lb["last_batch"],
+        lb["last_committed_batch"],
+        lb["records_behind"],
+        lb["processed_rows_per_second"],
+        lb["state_rows_total"],
+        lb["checkpoint_exists"],
+    ) == ("leaderboard", "TERMINATED", 1, 0, 0, 838.4, 140, True)
     assert (tomb["state"], tomb["events"]["exists"], orphan["checkpoint"]) == ("NEW", False, None)
 
 
@@ -281,15 +375,18 @@ def test_api_one_job_a_job_with_a_slash_and_series_from(dashboard):
     assert dashboard.answer("/api/jobs/leaderboard/series?from=99")[1]["points"] == []
 
 
-@pytest.mark.parametrize("target, status, error", [
-    ("/api/jobs/leaderbord", 404, "no job 'leaderbord' (did you mean 'leaderboard'?); GET /api/jobs lists them"),
-    ("/api/jobs/..%2F..%2Fetc%2Fpasswd", 404, "no job '../../etc/passwd'"),
-    ("/api/jobs/leaderboard/series?from=-1", 400, "from='-1': expected a point index"),
-    ("/api/jobs/leaderboard/series?from=abc", 400, "from='abc': expected a point index"),
-    ("/api/jobs/leaderboard/nope", 404, "no route /api/jobs/leaderboard/nope"),
-    ("/api/nope", 404, "no route /api/nope"),
-    ("/api/jobs/orphan/checkpoint", 404, "job orphan has no checkpoint statectl knows of"),
-])
+@pytest.mark.parametrize(
+    "target, status, error",
+    [
+        ("/api/jobs/leaderbord", 404, "no job 'leaderbord' (did you mean 'leaderboard'?); GET /api/jobs lists them"),
+        ("/api/jobs/..%2F..%2Fetc%2Fpasswd", 404, "no job '../../etc/passwd'"),
+        ("/api/jobs/leaderboard/series?from=-1", 400, "from='-1': expected a point index"),
+        ("/api/jobs/leaderboard/series?from=abc", 400, "from='abc': expected a point index"),
+        ("/api/jobs/leaderboard/nope", 404, "no route /api/jobs/leaderboard/nope"),
+        ("/api/nope", 404, "no route /api/nope"),
+        ("/api/jobs/orphan/checkpoint", 404, "job orphan has no checkpoint statectl knows of"),
+    ],
+)
 def test_api_refusals(dashboard, target, status, error):
     got_status, body = dashboard.answer(target)
     assert got_status == status
@@ -300,13 +397,20 @@ def test_api_checkpoint_is_inspect_state(dashboard):
     status, body = dashboard.answer("/api/jobs/leaderboard/checkpoint")
     assert status == 200
     assert (body["schema"], body["query_id"], body["operators"][0]["kind"]) == (
-        "statectl.inspect-state/1", "712187f9-4c83-4405-accf-ebf15c5a870a", "transformWithStateInPandas")
+        "statectl.inspect-state/1",
+        "712187f9-4c83-4405-accf-ebf15c5a870a",
+        "transformWithStateInPandas",
+    )
     assert dashboard.answer("/api/jobs/advanced-state%2Ftombstones/checkpoint")[0] == 404
 
 
 def test_api_lists_its_routes(dashboard):
     assert set(dashboard.answer("/api")[1]["routes"]) == {
-        "/api/jobs", "/api/jobs/NAME", "/api/jobs/NAME/series?from=N", "/api/jobs/NAME/checkpoint"}
+        "/api/jobs",
+        "/api/jobs/NAME",
+        "/api/jobs/NAME/series?from=N",
+        "/api/jobs/NAME/checkpoint",
+    }
 
 
 def test_clean_masks_secret_keys_registered_secrets_and_inline_passwords():
@@ -314,12 +418,24 @@ def test_clean_masks_secret_keys_registered_secrets_and_inline_passwords():
 
     redact.register("pa55-word-registered")
     try:
-        value = clean({"sasl.password": "x", "token": None, "note": "auth failed for pa55-word-registered",
-                       "line": "ssl.key.password=abc123 rest", "list": ["pa55-word-registered"]})
+        value = clean(
+            {
+                "sasl.password": "x",
+                "token": None,
+                "note": "auth failed for pa55-word-registered",
+                "line": "ssl.key.password=abc123 rest",
+                "list": ["pa55-word-registered"],
+            }
+        )
     finally:
         redact.forget_all()
-    assert value == {"sasl.password": "***", "token": None, "note": "auth failed for ***",
-                     "line": "ssl.key.password=*** rest", "list": ["***"]}
+    assert value == {
+        "sasl.password": "***",
+        "token": None,
+        "note": "auth failed for ***",
+        "line": "ssl.key.password=*** rest",
+        "list": ["***"],
+    }
 
 
 # ---------------------------------------------------------------- the HTTP server
@@ -329,8 +445,9 @@ class _Served:
 
         self.server = make_server(dashboard, host, 0, token)
         self.base = f"http://127.0.0.1:{self.server.port}"
-        self.thread = threading.Thread(target=self.server.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     def get(self, path, headers=None, method="GET"):
@@ -376,11 +493,23 @@ def test_the_page_and_its_assets_are_served_from_the_package(served):
     assert s.get("/favicon.ico")[0] == 204
 
 
-@pytest.mark.parametrize("path", [
-    "/static/../server.py", "/static/%2e%2e/server.py", "/static/..%2fserver.py", "/static/%2e%2e%2f%2e%2e%2fpaths.py",
-    "/static//etc/passwd", "/static/..\\server.py", "/static/dashboard.py", "/static/", "/static/index.html/..",
-    "/../../etc/passwd", "/statectl/ui/server.py", "/static/.hidden",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../server.py",
+        "/static/%2e%2e/server.py",
+        "/static/..%2fserver.py",
+        "/static/%2e%2e%2f%2e%2e%2fpaths.py",
+        "/static//etc/passwd",
+        "/static/..\\server.py",
+        "/static/dashboard.py",
+        "/static/",
+        "/static/index.html/..",
+        "/../../etc/passwd",
+        "/statectl/ui/server.py",
+        "/static/.hidden",
+    ],
+)
 def test_static_files_refuse_path_traversal(served, path):
     status, _, body = served().get(path)
     assert status == 404
@@ -491,8 +620,8 @@ def secret_project(tmp_path: Path, monkeypatch) -> list[UiJob]:
     password, and whose run's last event quotes one in its error (as a client library's message
     might): the jobs as the dashboard finds them. The caller resets statectl.project and
     statectl.redact afterwards."""
-    from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl import project, redact
+    from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl.ui.jobs import discover
 
     monkeypatch.chdir(tmp_path)
@@ -502,15 +631,24 @@ def secret_project(tmp_path: Path, monkeypatch) -> list[UiJob]:
     monkeypatch.setenv("STATECTL_HOME", str(tmp_path / ".statectl"))
     monkeypatch.setenv("JOB_PASSWORD", JOB_SECRET)
     (tmp_path / "client.properties").write_text(
-        f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\nsasl.password={SECRET}\n")
-    config = (REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml").read_text().replace(
-        "checkpoint_dir: .statectl/checkpoints/leaderboard", f"checkpoint_dir: {tmp_path / 'ck'}")
-    config = config.replace("kafka:\n", "kafka:\n  properties:\n    security.protocol: SASL_PLAINTEXT\n"
-                            "    sasl.mechanism: PLAIN\n    sasl.username: bob\n    sasl.password: ${JOB_PASSWORD}\n", 1)
+        f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=alice\nsasl.password={SECRET}\n"
+    )
+    config = (
+        (REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml")
+        .read_text()
+        .replace("checkpoint_dir: .statectl/checkpoints/leaderboard", f"checkpoint_dir: {tmp_path / 'ck'}")
+    )
+    config = config.replace(
+        "kafka:\n",
+        "kafka:\n  properties:\n    security.protocol: SASL_PLAINTEXT\n"
+        "    sasl.mechanism: PLAIN\n    sasl.username: bob\n    sasl.password: ${JOB_PASSWORD}\n",
+        1,
+    )
     (tmp_path / "lb.yaml").write_text(config)
     (tmp_path / "statectl.yaml").write_text(
         "current-context: dev\ncontexts:\n  dev:\n    bootstrap_servers: localhost:9092\n"
-        "    client_config: client.properties\njobs:\n  lb: lb.yaml\n")
+        "    client_config: client.properties\njobs:\n  lb: lb.yaml\n"
+    )
     shutil.copytree(CHECKPOINT, tmp_path / "ck")
     events = tmp_path / ".statectl" / "events"
     events.mkdir(parents=True)
@@ -550,9 +688,9 @@ def test_no_secret_from_a_job_config_or_client_properties_reaches_the_api(tmp_pa
 def test_a_project_jobs_checkpoint_is_where_run_keeps_it(tmp_path, monkeypatch):
     """The context's checkpoint_root/NAME over the job config's checkpoint_dir, and its bootstrap
     servers under $KAFKA_BOOTSTRAP_SERVERS: the order `statectl run NAME` follows."""
-    from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl import project
     from statectl.cli.common import resolve_job
+    from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl.ui.jobs import discover
 
     monkeypatch.chdir(tmp_path)
@@ -560,9 +698,11 @@ def test_a_project_jobs_checkpoint_is_where_run_keeps_it(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "from-env:9092")
     shutil.copy(REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml", tmp_path / "lb.yaml")
-    (tmp_path / "statectl.yaml").write_text("current-context: dev\ncontexts:\n  dev:\n"
-                                            "    bootstrap_servers: from-context:9092\n    checkpoint_root: cps\n"
-                                            "jobs:\n  lb-eu: lb.yaml\n")
+    (tmp_path / "statectl.yaml").write_text(
+        "current-context: dev\ncontexts:\n  dev:\n"
+        "    bootstrap_servers: from-context:9092\n    checkpoint_root: cps\n"
+        "jobs:\n  lb-eu: lb.yaml\n"
+    )
     project.reset()
     try:
         [job] = discover(load_job_config, shipped_configs)
@@ -625,16 +765,20 @@ def test_the_metrics_server_on_loopback_is_open(monkeypatch):
         server.server_close()
 
 
-@pytest.mark.parametrize("token, headers, target, expected", [
-    (None, {}, "/", None),
-    (None, {"Host": "localhost:80"}, "/", None),
-    (None, {"Host": "[::1]:80"}, "/", None),
-    (None, {"Host": "evil.example"}, "/", 403),
-    ("t0k", {"Host": "evil.example"}, "/?token=t0k", None),
-    ("t0k", {}, "/", 401),
-    ("t0k", {"Authorization": "Bearer nope"}, "/", 403),
-    ("t0k", {"Authorization": "Bearer t0k"}, "/", None),
-], ids=["open", "localhost", "ipv6-loopback", "rebound-host", "token-any-host", "no-token", "wrong", "right"])
+@pytest.mark.parametrize(
+    "token, headers, target, expected",
+    [
+        (None, {}, "/", None),
+        (None, {"Host": "localhost:80"}, "/", None),
+        (None, {"Host": "[::1]:80"}, "/", None),
+        (None, {"Host": "evil.example"}, "/", 403),
+        ("t0k", {"Host": "evil.example"}, "/?token=t0k", None),
+        ("t0k", {}, "/", 401),
+        ("t0k", {"Authorization": "Bearer nope"}, "/", 403),
+        ("t0k", {"Authorization": "Bearer t0k"}, "/", None),
+    ],
+    ids=["open", "localhost", "ipv6-loopback", "rebound-host", "token-any-host", "no-token", "wrong", "right"],
+)
 def test_one_refusal_rule_for_every_endpoint(token, headers, target, expected):
     refused = access.refusal(token, headers, target, server="this server", realm="r", send_token="send it")
     assert (refused.status if refused else None) == expected
@@ -694,17 +838,30 @@ def test_serve_without_a_token_refuses_a_rebound_host_name():
 def test_run_refuses_a_non_loopback_metrics_host_without_a_token(cli, monkeypatch, tmp_path):
     monkeypatch.delenv("STATECTL_METRICS_TOKEN", raising=False)
     monkeypatch.setenv("STATECTL_HOME", str(tmp_path))
-    result = cli("run", "leaderboard", "--metrics-port", "0", "--metrics-host", "0.0.0.0", "--checkpoint-dir",
-                 str(tmp_path / "ck"), "-b", "127.0.0.1:1")
+    result = cli(
+        "run",
+        "leaderboard",
+        "--metrics-port",
+        "0",
+        "--metrics-host",
+        "0.0.0.0",
+        "--checkpoint-dir",
+        str(tmp_path / "ck"),
+        "-b",
+        "127.0.0.1:1",
+    )
     assert result.exit_code == 2
     assert "binding 0.0.0.0 (not loopback) needs a token: give --metrics-token T" in result.stderr
     assert not (tmp_path / "events").exists()  # refused before anything started
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--token", ""], "--token: the token is empty"),
-    (["--host", "0.0.0.0", "--token", "a b"], "--token: a token may not hold spaces"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--token", ""], "--token: the token is empty"),
+        (["--host", "0.0.0.0", "--token", "a b"], "--token: a token may not hold spaces"),
+    ],
+)
 def test_ui_refuses_bad_tokens(cli, monkeypatch, tmp_path, args, message):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("STATECTL_HOME", str(tmp_path / ".statectl"))
@@ -726,7 +883,8 @@ def test_a_run_without_events_file_appends_to_the_working_area(tmp_path, monkeyp
     writer({"type": "idle", "time": 1.0, "state": "IDLE", "query_id": None, "run_id": None})
     writer.close()
     assert (tmp_path / "events" / "leaderboard.jsonl").read_text() == (
-        '{"type":"idle","time":1.0,"state":"IDLE","query_id":null,"run_id":null}\n')
+        '{"type":"idle","time":1.0,"state":"IDLE","query_id":null,"run_id":null}\n'
+    )
 
 
 def test_a_large_default_events_file_is_moved_aside(tmp_path, monkeypatch):
@@ -811,17 +969,19 @@ def _status_and_ui_jobs(tmp_path, monkeypatch) -> tuple[list[tuple[str, str]], l
     """(name, checkpoint) of the jobs `statectl status` and `statectl ui` list here, each as its
     command finds them (the ui's events-file-only jobs aside: it alone reads events files)."""
     from statectl import project
+    from statectl.checkpoint.lock import checkpoint_for
     from statectl.cli.common import project_job_configs
     from statectl.jobs.registry import load_job_config, shipped_configs
     from statectl.observe.status import project_jobs
-    from statectl.checkpoint.lock import checkpoint_for
     from statectl.ui.jobs import discover
 
     project.reset()
     resolved = project_job_configs()
     names = {str(job.config_path): job.name for job in resolved}
-    status = [(names.get(str(path), config.job_name), str(checkpoint_for(config, None)))
-              for path, config in project_jobs([(j.config_path, j.config) for j in resolved])]
+    status = [
+        (names.get(str(path), config.job_name), str(checkpoint_for(config, None)))
+        for path, config in project_jobs([(j.config_path, j.config) for j in resolved])
+    ]
     ui = [(job.name, str(job.checkpoint)) for job in discover(load_job_config, shipped_configs) if job.job is not None]
     return status, ui
 
@@ -844,12 +1004,18 @@ def test_status_and_ui_list_the_same_jobs(tmp_path, monkeypatch, project_file, e
         (root / job / "offsets").mkdir(parents=True)
     shutil.copy(REPO / "statectl" / "jobs" / "configs" / "leaderboard.yaml", tmp_path / "lb.yaml")
     if project_file:
-        context = ("current-context: dev\ncontexts:\n  dev:\n    checkpoint_root: cps\n"
-                   if project_file == "jobs-and-context" else "")
+        context = (
+            "current-context: dev\ncontexts:\n  dev:\n    checkpoint_root: cps\n"
+            if project_file == "jobs-and-context"
+            else ""
+        )
         (tmp_path / "statectl.yaml").write_text(context + "jobs:\n  lb-eu: lb.yaml\n")
         if project_file == "jobs":  # no context: the config's own checkpoint_dir
-            (tmp_path / "lb.yaml").write_text((tmp_path / "lb.yaml").read_text().replace(
-                "checkpoint_dir: .statectl/checkpoints/leaderboard", f"checkpoint_dir: {root / 'lb-eu'}"))
+            (tmp_path / "lb.yaml").write_text(
+                (tmp_path / "lb.yaml")
+                .read_text()
+                .replace("checkpoint_dir: .statectl/checkpoints/leaderboard", f"checkpoint_dir: {root / 'lb-eu'}")
+            )
     if events:
         folder = tmp_path / ".statectl" / "events"
         folder.mkdir(parents=True)

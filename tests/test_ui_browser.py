@@ -27,13 +27,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_ui import CHECKPOINT, RECORDED, REPO, SECRET, JOB_SECRET, _Served, secret_project
+from tests.test_ui import CHECKPOINT, JOB_SECRET, RECORDED, REPO, SECRET, _Served, secret_project
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("STATECTL_SCREENSHOTS") or REPO / ".statectl" / "screenshots")
 #: As the machine's notes advise: no background networking (a closed network refuses it loudly).
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LINES = RECORDED.read_text().splitlines()
 
 
@@ -55,7 +62,9 @@ class Page:
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
         self.page = self.context.new_page()
         self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        self.page.on(
+            "console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+        )
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
 
@@ -132,8 +141,15 @@ def _file_series(path: Path, key: str) -> list[list[float]]:
     return out
 
 
-CHART_KEYS = ("records_behind", "lag_seconds", "input_rows_per_second", "processed_rows_per_second",
-              "batch_duration_ms", "state_rows_total", "state_memory_bytes")
+CHART_KEYS = (
+    "records_behind",
+    "lag_seconds",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "batch_duration_ms",
+    "state_rows_total",
+    "state_memory_bytes",
+)
 
 
 def test_the_page_loads_without_errors_and_its_charts_hold_the_events_files_series(open_page, served, job_files):
@@ -178,8 +194,12 @@ def test_a_live_runs_lag_updates_on_the_page(open_page, served, job_files, reque
     p.page.wait_for_selector("#card-lag-records")
     assert p.page.inner_text("#card-lag-records") == "–"
     t0 = first["time"]
-    steps = [([4000, 900, 100], [12.25, 3.0, 1.0]), ([2500, 400, 100], [7.4, 2.0, 0.5]),
-             ([1200, 0, 0], [2.5, 0.0, 0.0]), ([0, 0, 0], [0.0, 0.0, 0.0])]
+    steps = [
+        ([4000, 900, 100], [12.25, 3.0, 1.0]),
+        ([2500, 400, 100], [7.4, 2.0, 0.5]),
+        ([1200, 0, 0], [2.5, 0.0, 0.0]),
+        ([0, 0, 0], [0.0, 0.0, 0.0]),
+    ]
     for i, (behind, seconds) in enumerate(steps):
         line = _batch_line(i, t0 + 5 * (i + 1), behind, seconds, first["run_id"])
         with open(events, "a") as f:
@@ -188,7 +208,8 @@ def test_a_live_runs_lag_updates_on_the_page(open_page, served, job_files, reque
             f.write(line[60:])
         p.page.wait_for_function(
             f"() => JSON.parse(document.querySelector('path.series[data-key=records_behind]').dataset.points).length === {i + 1}",
-            timeout=10000)
+            timeout=10000,
+        )
         assert p.page.inner_text("#card-lag-records") == _num(sum(behind))
         lag = max(seconds)
         assert p.page.inner_text("#card-lag-seconds") == (f"{lag:.0f} s" if lag >= 10 else f"{lag:.1f} s")
@@ -219,7 +240,7 @@ def test_restore_progress_shows_during_a_restore(open_page, served, job_files):
     finished = kinds.index("restore_finished")
     progress = [i for i, k in enumerate(kinds) if k == "restore_progress"]
     with CheckpointLock(Path(job.checkpoint), writes_batches=True):
-        events.write_text("\n".join(restart[:progress[2] + 1]) + "\n")
+        events.write_text("\n".join(restart[: progress[2] + 1]) + "\n")
         s = served([job])
         p = open_page()
         p.page.goto(s.base + "/")
@@ -228,12 +249,14 @@ def test_restore_progress_shows_during_a_restore(open_page, served, job_files):
         middle = json.loads(restart[progress[2]])
         tasks = p.page.locator(".restore-op .bar.tasks progress")
         assert (tasks.get_attribute("value"), tasks.get_attribute("max")) == (
-            str(middle["tasks_done"]), str(middle["tasks_total"]))
+            str(middle["tasks_done"]),
+            str(middle["tasks_total"]),
+        )
         assert "restoring…" in p.page.inner_text(".restore-head")
         assert p.page.get_attribute("#restore", "class") == "active"
         p.shot("restore-in-progress.png")
         with open(events, "a") as f:
-            f.write("\n".join(restart[progress[2] + 1:finished + 1]) + "\n")
+            f.write("\n".join(restart[progress[2] + 1 : finished + 1]) + "\n")
         p.page.wait_for_function("() => document.querySelector('.restore-head').textContent.includes('restored in')")
         done = json.loads(restart[finished])
         assert f"restored in {done['duration_ms']} ms" in p.page.inner_text(".restore-head")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from statectl.jobs.registry import job_entry, load_job_config
-from statectl.jobs.user import UserCodeError, UserJob, parse_reference, python_failure
 from statectl.checkpoint.lock import checkpoint_for
 from statectl.config.sections import UserJobConfig, is_job_reference
 from statectl.errors import ConfigError, UsageError
+from statectl.jobs.registry import job_entry, load_job_config
+from statectl.jobs.user import UserCodeError, UserJob, parse_reference, python_failure
 
 
 @pytest.fixture(autouse=True)
@@ -30,10 +30,18 @@ def _fresh_imports(monkeypatch):
     sys.modules.pop("clicks", None)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("leaderboard", False), ("advanced-state/tombstones", False), ("my_pkg.clicks:build", True),
-    ("my_pkg.clicks", True), ("./clicks.py", True), ("clicks.py:run", True), ("/abs/path/job.py", True),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("leaderboard", False),
+        ("advanced-state/tombstones", False),
+        ("my_pkg.clicks:build", True),
+        ("my_pkg.clicks", True),
+        ("./clicks.py", True),
+        ("clicks.py:run", True),
+        ("/abs/path/job.py", True),
+    ],
+)
 def test_which_job_names_are_code_references(text, expected):
     assert is_job_reference(text) is expected
 
@@ -65,21 +73,27 @@ def _job(tmp_path: Path, source: str, params: str = "") -> tuple[UserJob, UserJo
 
 
 def test_declared_topics_become_the_runs_topics(tmp_path):
-    job, config = _job(tmp_path, '''
+    job, config = _job(
+        tmp_path,
+        """
         TOPICS = ["clicks", {"name": "counts", "partitions": 3, "output": True, "configs": {"cleanup.policy": "compact"}}]
         def build(ctx):
             return None
-    ''')
+    """,
+    )
     inputs, out = job.topics(config)
     assert (inputs.name, inputs.partitions, inputs.output) == ("clicks", 1, False)
     assert (out.name, out.partitions, out.output, out.configs) == ("counts", 3, True, {"cleanup.policy": "compact"})
 
 
-@pytest.mark.parametrize("declared,message", [
-    ("[42]", "each topic is a name or a mapping"),
-    ("[{'name': 'x', 'partition': 2}]", "unknown key"),
-    ("[{'name': 'x', 'partitions': 0}]", "at least 1"),
-])
+@pytest.mark.parametrize(
+    "declared,message",
+    [
+        ("[42]", "each topic is a name or a mapping"),
+        ("[{'name': 'x', 'partition': 2}]", "unknown key"),
+        ("[{'name': 'x', 'partitions': 0}]", "at least 1"),
+    ],
+)
 def test_bad_topic_declarations_are_one_line(tmp_path, declared, message):
     job, config = _job(tmp_path, f"TOPICS = {declared}\ndef build(ctx):\n    return None\n")
     with pytest.raises(UsageError, match=message):
@@ -87,13 +101,21 @@ def test_bad_topic_declarations_are_one_line(tmp_path, declared, message):
 
 
 def test_a_module_that_raises_on_import_is_shown_in_its_own_frames(tmp_path):
-    (tmp_path / "clicks.py").write_text("def helper():\n    return 1 / 0\n\nVALUE = helper()\n\ndef build(ctx):\n    pass\n")
+    (tmp_path / "clicks.py").write_text(
+        "def helper():\n    return 1 / 0\n\nVALUE = helper()\n\ndef build(ctx):\n    pass\n"
+    )
     (tmp_path / "clicks.yaml").write_text("job: ./clicks.py\n")
     with pytest.raises(UserCodeError) as info:
         load_job_config(tmp_path / "clicks.yaml")
     text = str(info.value)
-    assert text.startswith(f"{tmp_path / 'clicks.py'}:2: importing clicks.py failed: ZeroDivisionError: division by zero")
-    assert "line 4, in <module>" in text and "line 2, in helper" in text and "statectl/" not in text.replace(str(tmp_path), "")
+    assert text.startswith(
+        f"{tmp_path / 'clicks.py'}:2: importing clicks.py failed: ZeroDivisionError: division by zero"
+    )
+    assert (
+        "line 4, in <module>" in text
+        and "line 2, in helper" in text
+        and "statectl/" not in text.replace(str(tmp_path), "")
+    )
 
 
 def test_params_must_be_a_pydantic_model(tmp_path):
@@ -104,14 +126,18 @@ def test_params_must_be_a_pydantic_model(tmp_path):
 
 
 def test_params_with_an_extra_policy_of_their_own_keep_it(tmp_path):
-    _, config = _job(tmp_path, '''
+    _, config = _job(
+        tmp_path,
+        """
         from pydantic import BaseModel, ConfigDict
         class Params(BaseModel):
             model_config = ConfigDict(extra="allow")
             threshold: int = 3
         def build(ctx):
             return None
-    ''', "params:\n  threshold: 5\n  anything: else\n")
+    """,
+        "params:\n  threshold: 5\n  anything: else\n",
+    )
     job = job_entry(config.job, config)
     params = job.params(config)
     assert params.threshold == 5 and params.anything == "else"
@@ -136,5 +162,6 @@ org.apache.spark.api.python.PythonException: Traceback (most recent call last):
 def test_a_python_worker_failure_is_the_users_line_and_frames():
     assert python_failure(SPARK_TEXT) == (
         "/home/me/clicks.py:23: ValueError: bad click 'cart'\nTraceback (your code):\n"
-        '  File "/home/me/clicks.py", line 23, in page_of\n    raise ValueError(f"bad click {text!r}")')
+        '  File "/home/me/clicks.py", line 23, in page_of\n    raise ValueError(f"bad click {text!r}")'
+    )
     assert python_failure("java.lang.IllegalStateException: no python here") is None

@@ -76,16 +76,21 @@ def test_the_loop_lets_other_errors_through():
         watch_loop(poll, 1.0, print, print, sleep=lambda s: None)
 
 
-@pytest.mark.parametrize("args, expected", [
-    pytest.param(["--watch"], ["--watch", str(DEFAULT_INTERVAL)], id="alone-at-the-end"),
-    pytest.param(["--watch", "5"], ["--watch", "5"], id="with-seconds"),
-    pytest.param(["--watch", "0.5", "x"], ["--watch", "0.5", "x"], id="fractional"),
-    pytest.param(["--watch", "leaderboard"], ["--watch", str(DEFAULT_INTERVAL), "leaderboard"], id="before-an-argument"),
-    pytest.param(["--watch", "--json"], ["--watch", str(DEFAULT_INTERVAL), "--json"], id="before-an-option"),
-    pytest.param(["--watch=3"], ["--watch=3"], id="equals"),
-    pytest.param(["a", "--", "--watch"], ["a", "--", "--watch"], id="after-double-dash"),
-    pytest.param(["--watch", "-1"], ["--watch", "-1"], id="negative-left-to-the-range-check"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        pytest.param(["--watch"], ["--watch", str(DEFAULT_INTERVAL)], id="alone-at-the-end"),
+        pytest.param(["--watch", "5"], ["--watch", "5"], id="with-seconds"),
+        pytest.param(["--watch", "0.5", "x"], ["--watch", "0.5", "x"], id="fractional"),
+        pytest.param(
+            ["--watch", "leaderboard"], ["--watch", str(DEFAULT_INTERVAL), "leaderboard"], id="before-an-argument"
+        ),
+        pytest.param(["--watch", "--json"], ["--watch", str(DEFAULT_INTERVAL), "--json"], id="before-an-option"),
+        pytest.param(["--watch=3"], ["--watch=3"], id="equals"),
+        pytest.param(["a", "--", "--watch"], ["a", "--", "--watch"], id="after-double-dash"),
+        pytest.param(["--watch", "-1"], ["--watch", "-1"], id="negative-left-to-the-range-check"),
+    ],
+)
 def test_watch_without_seconds_gets_the_default(args, expected):
     assert with_default_interval(args) == expected
 
@@ -147,17 +152,27 @@ def test_on_a_terminal_each_poll_is_a_frame(monkeypatch):
     from statectl.render import out
 
     watch_module.watch(poll, 0.5, title="statectl lag x", document=lambda r: r, show=lambda r: out().print(f"n={r}"))
-    assert drawn == [("frame", "statectl lag x", 0.5, "n=1"), ("error", "broker gone"),
-                     ("frame", "statectl lag x", 0.5, "n=3")]
+    assert drawn == [
+        ("frame", "statectl lag x", 0.5, "n=1"),
+        ("error", "broker gone"),
+        ("frame", "statectl lag x", 0.5, "n=3"),
+    ]
 
 
 # ------------------------------------------------------------------------------------------
 # real processes
 
+
 def _start(*args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"}
-    return subprocess.Popen([sys.executable, "-m", "statectl", *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "statectl", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _lines(proc: subprocess.Popen, n: int, timeout: float = 60) -> list[str]:
@@ -220,16 +235,23 @@ def test_a_failing_poll_says_its_error_on_stderr_and_the_watch_goes_on(tmp_path)
         code, out, err = _interrupt(proc)
     finally:
         proc.kill()
-    assert len(errors) == 2 and all(e.startswith("error: cannot reach Kafka at 127.0.0.1:9: connection refused")
-                                    for e in errors)
+    assert len(errors) == 2 and all(
+        e.startswith("error: cannot reach Kafka at 127.0.0.1:9: connection refused") for e in errors
+    )
     assert (code, out) == (0, "")
 
 
 def test_a_reader_that_goes_away_ends_the_watch_quietly(tmp_path):
     root = build_kafka_checkpoint(tmp_path / "ckpt", 2)
-    head = subprocess.run(f"{sys.executable} -m statectl inspect-state {root} --watch 0.1 | head -2", shell=True,
-                          cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    head = subprocess.run(
+        f"{sys.executable} -m statectl inspect-state {root} --watch 0.1 | head -2",
+        shell=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     assert len(head.stdout.splitlines()) == 2
     assert "Traceback" not in head.stderr and "BrokenPipe" not in head.stderr
 

@@ -22,8 +22,8 @@ a month.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 BOUNDED = "bounded"
 LINEAR = "linear"
@@ -70,10 +70,16 @@ class Growth:
         return self.trend in GROWING
 
     def to_dict(self) -> dict:
-        return {"trend": self.trend, "points": self.points,
-                "first": _point_dict(self.first), "last": _point_dict(self.last),
-                "per_hour": _rounded(self.per_hour), "per_event_hour": _rounded(self.per_event_hour),
-                "window_peaks": list(self.peaks), "reason": self.reason}
+        return {
+            "trend": self.trend,
+            "points": self.points,
+            "first": _point_dict(self.first),
+            "last": _point_dict(self.last),
+            "per_hour": _rounded(self.per_hour),
+            "per_event_hour": _rounded(self.per_event_hour),
+            "window_peaks": list(self.peaks),
+            "reason": self.reason,
+        }
 
 
 def _rounded(value: float | None) -> float | None:
@@ -83,8 +89,12 @@ def _rounded(value: float | None) -> float | None:
 def _point_dict(p: Point | None) -> dict | None:
     if p is None:
         return None
-    return {"version": int(p.x) if float(p.x).is_integer() else p.x, "value": p.value, "time": p.seconds,
-            "watermark": p.event_seconds}
+    return {
+        "version": int(p.x) if float(p.x).is_integer() else p.x,
+        "value": p.value,
+        "time": p.seconds,
+        "watermark": p.event_seconds,
+    }
 
 
 def classify(points: Sequence[Point]) -> Growth:
@@ -92,8 +102,13 @@ def classify(points: Sequence[Point]) -> Growth:
     pts = sorted(points, key=lambda p: p.x)
     if len(pts) < MIN_POINTS or pts[0].x == pts[-1].x:
         have = len(pts)
-        return Growth(NOT_ENOUGH, have, pts[0] if pts else None, pts[-1] if pts else None,
-                      reason=f"{have} of the {MIN_POINTS} points a trend needs")
+        return Growth(
+            NOT_ENOUGH,
+            have,
+            pts[0] if pts else None,
+            pts[-1] if pts else None,
+            reason=f"{have} of the {MIN_POINTS} points a trend needs",
+        )
     windows = 4 if len(pts) >= 8 else 3
     peaks = tuple(max(p.value for p in chunk) for chunk in _chunks(pts, windows))
     steps = [b - a for a, b in zip(peaks, peaks[1:])]
@@ -104,16 +119,20 @@ def classify(points: Sequence[Point]) -> Growth:
     early = sum(steps[:-1]) / len(steps[:-1])
     late = steps[-1]
     if early > 0 and late <= LEVELLED * early:
-        return _with(base, BOUNDED, f"levels off: the last window adds {max(late, 0) / early:.2f}× what the "
-                                    f"earlier ones added")
+        return _with(
+            base, BOUNDED, f"levels off: the last window adds {max(late, 0) / early:.2f}× what the earlier ones added"
+        )
     if not all(step > 0 for step in steps):
         return _with(base, BOUNDED, "the peaks do not climb from every window to the next")
     tau = kendall_tau(pts)
     if tau < MIN_TAU:
         return _with(base, BOUNDED, f"the figures rise and fall more than they climb (Kendall's τ {tau:.2f})")
     if late >= ACCELERATING_FACTOR * early and all(b >= a for a, b in zip(steps, steps[1:])):
-        return _with(base, ACCELERATING, f"each window adds more than the one before ({late / early:.1f}× the "
-                                         f"earlier average in the last)")
+        return _with(
+            base,
+            ACCELERATING,
+            f"each window adds more than the one before ({late / early:.1f}× the earlier average in the last)",
+        )
     return _with(base, LINEAR, f"climbs by about the same in every window, Kendall's τ {tau:.2f}")
 
 
@@ -127,7 +146,7 @@ def kendall_tau(pts: Sequence[Point], at_most: int = 200) -> float:
     values = [p.value for p in pts]
     concordant = discordant = 0
     for i, a in enumerate(values):
-        for b in values[i + 1:]:
+        for b in values[i + 1 :]:
             if b > a:
                 concordant += 1
             elif b < a:
@@ -137,8 +156,9 @@ def kendall_tau(pts: Sequence[Point], at_most: int = 200) -> float:
 
 
 def _with(growth: Growth, trend: str, reason: str) -> Growth:
-    return Growth(trend, growth.points, growth.first, growth.last, growth.per_hour, growth.per_event_hour,
-                  growth.peaks, reason)
+    return Growth(
+        trend, growth.points, growth.first, growth.last, growth.per_hour, growth.per_event_hour, growth.peaks, reason
+    )
 
 
 def _chunks(pts: list[Point], n: int) -> list[list[Point]]:
@@ -146,7 +166,7 @@ def _chunks(pts: list[Point], n: int) -> list[list[Point]]:
     out, at = [], 0
     for i in range(n):
         take = size + (1 if i < extra else 0)
-        out.append(pts[at:at + take])
+        out.append(pts[at : at + take])
         at += take
     return out
 
@@ -154,7 +174,7 @@ def _chunks(pts: list[Point], n: int) -> list[list[Point]]:
 def _rates(pts: list[Point]) -> tuple[float | None, float | None]:
     """Least-squares slope per hour over the second half of the series, against wall time and
     against the watermark (None where the times do not move)."""
-    recent = pts[len(pts) // 2:]
+    recent = pts[len(pts) // 2 :]
     if len(recent) < 2:
         recent = pts
     wall = _slope([(p.seconds, p.value) for p in recent if p.seconds is not None])
@@ -185,8 +205,13 @@ class Projection:
     seconds: float | None  # None: never at this rate; 0: already over
 
     def to_dict(self) -> dict:
-        return {"what": self.what, "limit": self.limit, "source": self.source, "current": self.current,
-                "seconds": _rounded(self.seconds)}
+        return {
+            "what": self.what,
+            "limit": self.limit,
+            "source": self.source,
+            "current": self.current,
+            "seconds": _rounded(self.seconds),
+        }
 
 
 def project(growth: Growth, limit: float, what: str, source: str) -> Projection | None:

@@ -13,16 +13,17 @@ played out as the Spark release the verdict is for loads it: ``integrity`` and `
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
-from statectl.storage.files import join, open_binary
-from statectl.checkpoint.decode import checksum
 from statectl.checkpoint import integrity, spark_versions
+from statectl.checkpoint.decode import checksum
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.checkpoint.restart_needs import restart_needs
 from statectl.checkpoint.restore import RestorePlan, plan_store, restore_plan, rocksdb_snapshot_ssts
 from statectl.checkpoint.schema_paths import MOVED_CHECKPOINT, relocation_problems
+from statectl.storage.files import join, open_binary
 from statectl.text import human_bytes, plural
 
 ERROR = "error"
@@ -48,9 +49,23 @@ UNKNOWN_FILE = "unknown-file"
 SNAPSHOT_VERSION_MISMATCH = integrity.SNAPSHOT_VERSION_MISMATCH
 NEEDS_NEWER_SPARK = "needs-newer-spark"
 
-CODES = (NOT_A_CHECKPOINT, MISSING_FILE, TRUNCATED, UNPARSABLE, UNREADABLE, CRC_MISMATCH, UNCOMMITTED_BATCH,
-         VERSION_GAP, ORPHANED_FILE, SCHEMA_MISSING, PARTITION_MISMATCH, UNKNOWN_FILE, MOVED_CHECKPOINT,
-         SNAPSHOT_VERSION_MISMATCH, NEEDS_NEWER_SPARK)
+CODES = (
+    NOT_A_CHECKPOINT,
+    MISSING_FILE,
+    TRUNCATED,
+    UNPARSABLE,
+    UNREADABLE,
+    CRC_MISMATCH,
+    UNCOMMITTED_BATCH,
+    VERSION_GAP,
+    ORPHANED_FILE,
+    SCHEMA_MISSING,
+    PARTITION_MISMATCH,
+    UNKNOWN_FILE,
+    MOVED_CHECKPOINT,
+    SNAPSHOT_VERSION_MISMATCH,
+    NEEDS_NEWER_SPARK,
+)
 
 _TWS_NAMES = ("transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec")
 
@@ -79,28 +94,45 @@ class Finding:
         fails = [spark_versions.release_of(v) for v in self.fails_on]
         maybe = [spark_versions.release_of(v) for v in self.may_fail_on]
         restart = [v for v in spark_versions.KNOWN if v not in fails and v not in maybe]
-        parts = ([f"fails on Spark {spark_versions.span(fails)}"] if fails else []) + (
-            [f"may fail on {'' if fails else 'Spark '}{spark_versions.span(maybe)}"] if maybe else []) + (
-            [f"{spark_versions.span(restart)} restart"] if restart else [])
+        parts = (
+            ([f"fails on Spark {spark_versions.span(fails)}"] if fails else [])
+            + ([f"may fail on {'' if fails else 'Spark '}{spark_versions.span(maybe)}"] if maybe else [])
+            + ([f"{spark_versions.span(restart)} restart"] if restart else [])
+        )
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"severity": self.severity, "code": self.code, "message": self.message, "path": self.path,
-                "operator_id": self.operator_id, "partition": self.partition,
-                "spark_versions": {"fails": list(self.fails_on),
-                                   "may_fail": list(self.may_fail_on),
-                                   "restarts": [spark_versions.text(v) for v in spark_versions.KNOWN
-                                                if spark_versions.text(v) not in self.fails_on + self.may_fail_on],
-                                   "text": self.versions}}
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "path": self.path,
+            "operator_id": self.operator_id,
+            "partition": self.partition,
+            "spark_versions": {
+                "fails": list(self.fails_on),
+                "may_fail": list(self.may_fail_on),
+                "restarts": [
+                    spark_versions.text(v)
+                    for v in spark_versions.KNOWN
+                    if spark_versions.text(v) not in self.fails_on + self.may_fail_on
+                ],
+                "text": self.versions,
+            },
+        }
 
 
 def is_healthy(findings: Iterable[Finding]) -> bool:
     return not any(f.severity == ERROR for f in findings)
 
 
-def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "restore",
-                 report: integrity.VerifyReport | None = None,
-                 spark: spark_versions.Version = integrity.DEFAULT_SPARK) -> list[Finding]:
+def check_health(
+    layout: CheckpointLayout,
+    plan: RestorePlan,
+    verify: str = "restore",
+    report: integrity.VerifyReport | None = None,
+    spark: spark_versions.Version = integrity.DEFAULT_SPARK,
+) -> list[Finding]:
     """Every finding for a restart of ``layout`` by Spark ``spark``; errors first, then warnings,
     then info, each in path order. ``report`` (optional) collects which integrity checks ran over
     how many files.
@@ -130,8 +162,12 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
                 failing.setdefault((f.code, f.path), []).append(spark_versions.text(release))
                 elsewhere.setdefault((f.code, f.path), f)
     probe.spark = spark
-    out = [replace(f, fails_on=tuple(failing.get((f.code, f.path), ())),
-                   may_fail_on=tuple(chance.get((f.code, f.path), ()))) for f in found + sums]
+    out = [
+        replace(
+            f, fails_on=tuple(failing.get((f.code, f.path), ())), may_fail_on=tuple(chance.get((f.code, f.path), ()))
+        )
+        for f in found + sums
+    ]
     present = {(f.code, f.path) for f in out}
     # Files other releases cannot read (the releases too old for the checkpoint are in the restart
     # needs): one info finding per code and set of releases, the verdict is this release's.
@@ -139,19 +175,31 @@ def check_health(layout: CheckpointLayout, plan: RestorePlan, verify: str = "res
     for key, f in elsewhere.items():
         if key not in present and f.path is not None:
             others.setdefault((f.code, tuple(failing[key])), []).append(f)
-    for (code, releases), found_there in others.items():
+    for (_code, releases), found_there in others.items():
         first = found_there[0]
         more = f" (and {plural(len(found_there) - 1, 'other file')} alike)" if len(found_there) > 1 else ""
-        out.append(replace(first, severity=INFO, fails_on=releases,
-                           message=f"not for Spark {spark_versions.text(spark)}, but for Spark {', '.join(releases)}: "
-                                   f"{first.message}{more}"))
+        out.append(
+            replace(
+                first,
+                severity=INFO,
+                fails_on=releases,
+                message=f"not for Spark {spark_versions.text(spark)}, but for Spark {', '.join(releases)}: "
+                f"{first.message}{more}",
+            )
+        )
     order = {s: i for i, s in enumerate(SEVERITIES)}
     unique = list(dict.fromkeys(out))
     return sorted(unique, key=lambda f: (order[f.severity], f.path or "", f.code))
 
 
-def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, probe, common: list[Finding],
-                      minimum: tuple[str | None, str]) -> list[Finding]:
+def _release_findings(
+    layout: CheckpointLayout,
+    plan: RestorePlan,
+    verify: str,
+    probe,
+    common: list[Finding],
+    minimum: tuple[str | None, str],
+) -> list[Finding]:
     """The findings of a restart by ``probe.spark``: ``common`` (what no release changes), the
     release against the oldest that can restart (``minimum``: release and why), and the state
     files as that release loads them."""
@@ -159,8 +207,18 @@ def _release_findings(layout: CheckpointLayout, plan: RestorePlan, verify: str, 
     state = integrity.verify_state(layout, plan, verify, probe=probe)
     repaired = {key for p in state for key in p.replaces}  # snapshots autoSnapshotRepair steps around
     out = [f for f in out if f.severity != ERROR or (f.code, f.path) not in repaired]
-    out += [Finding(p.severity, p.code, p.message, p.path, p.operator_id, p.partition,
-                    may_fail_on=(spark_versions.text(probe.spark),) if p.maybe else ()) for p in state]
+    out += [
+        Finding(
+            p.severity,
+            p.code,
+            p.message,
+            p.path,
+            p.operator_id,
+            p.partition,
+            may_fail_on=(spark_versions.text(probe.spark),) if p.maybe else (),
+        )
+        for p in state
+    ]
     return out
 
 
@@ -189,8 +247,14 @@ def _release_too_old(minimum: tuple[str | None, str], release: spark_versions.Ve
     oldest, why = minimum
     if oldest is None or release >= spark_versions.release_of(oldest):
         return []
-    return [Finding(ERROR, NEEDS_NEWER_SPARK, f"Spark {spark_versions.text(release)} cannot restart this checkpoint: "
-                    f"it needs Spark {oldest} or newer ({why})")]
+    return [
+        Finding(
+            ERROR,
+            NEEDS_NEWER_SPARK,
+            f"Spark {spark_versions.text(release)} cannot restart this checkpoint: "
+            f"it needs Spark {oldest} or newer ({why})",
+        )
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,85 +271,161 @@ def _reader_problems(layout: CheckpointLayout) -> list[Finding]:
 def _logs(layout: CheckpointLayout) -> list[Finding]:
     out: list[Finding] = []
     if not layout.offsets_present and not layout.commits_present:
-        out.append(Finding(ERROR, NOT_A_CHECKPOINT,
-                           "no offsets/ and no commits/: Spark would start this as a new query from the "
-                           "sources' starting offsets" + (" and ignore the state/ it finds" if layout.state_present else ""),
-                           None))
+        out.append(
+            Finding(
+                ERROR,
+                NOT_A_CHECKPOINT,
+                "no offsets/ and no commits/: Spark would start this as a new query from the "
+                "sources' starting offsets" + (" and ignore the state/ it finds" if layout.state_present else ""),
+                None,
+            )
+        )
         return out
     if not layout.has_metadata:
-        out.append(Finding(WARNING, MISSING_FILE,
-                           "metadata is missing: a restart gives the query a new id (offsets and state still apply)",
-                           "metadata"))
+        out.append(
+            Finding(
+                WARNING,
+                MISSING_FILE,
+                "metadata is missing: a restart gives the query a new id (offsets and state still apply)",
+                "metadata",
+            )
+        )
     if not layout.offsets_present:
-        out.append(Finding(ERROR, MISSING_FILE, "offsets/ is missing: Spark cannot tell which offsets the "
-                           "committed batches read", "offsets"))
+        out.append(
+            Finding(
+                ERROR,
+                MISSING_FILE,
+                "offsets/ is missing: Spark cannot tell which offsets the committed batches read",
+                "offsets",
+            )
+        )
     if not layout.commits_present and layout.offsets_files:
-        out.append(Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted",
-                           "commits"))
+        out.append(
+            Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted", "commits")
+        )
     last_offset, last_commit = layout.last_offset_batch, layout.last_committed_batch
     pending = layout.pending_batch
     if pending is not None and (last_commit is None or pending == last_commit + 1):
-        out.append(Finding(WARNING, UNCOMMITTED_BATCH,
-                           f"batch {pending} is in offsets/ but has no commit: a restart re-runs batch {pending} "
-                           f"from its logged offsets (its sink output may be written again)",
-                           f"offsets/{pending}"))
+        out.append(
+            Finding(
+                WARNING,
+                UNCOMMITTED_BATCH,
+                f"batch {pending} is in offsets/ but has no commit: a restart re-runs batch {pending} "
+                f"from its logged offsets (its sink output may be written again)",
+                f"offsets/{pending}",
+            )
+        )
     elif pending is not None:
-        out.append(Finding(ERROR, UNCOMMITTED_BATCH,
-                           f"offsets/ runs to batch {last_offset} but the last commit is batch {last_commit}: "
-                           f"Spark only ever has one batch in flight, so the logs are inconsistent",
-                           f"offsets/{last_offset}"))
+        out.append(
+            Finding(
+                ERROR,
+                UNCOMMITTED_BATCH,
+                f"offsets/ runs to batch {last_offset} but the last commit is batch {last_commit}: "
+                f"Spark only ever has one batch in flight, so the logs are inconsistent",
+                f"offsets/{last_offset}",
+            )
+        )
     if last_commit is not None and (last_offset is None or last_commit > last_offset):
-        out.append(Finding(ERROR, MISSING_FILE,
-                           f"commits/{last_commit} exists without offsets/{last_commit}: a restart cannot tell "
-                           f"where batch {last_commit + 1} starts", f"commits/{last_commit}"))
+        out.append(
+            Finding(
+                ERROR,
+                MISSING_FILE,
+                f"commits/{last_commit} exists without offsets/{last_commit}: a restart cannot tell "
+                f"where batch {last_commit + 1} starts",
+                f"commits/{last_commit}",
+            )
+        )
     for rel, files in (("offsets", layout.offsets_files), ("commits", layout.commits_files)):
         if files:
             missing = sorted(set(range(min(files), max(files) + 1)) - set(files))
             if missing:
-                out.append(Finding(WARNING, VERSION_GAP,
-                                   f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {_fmt(missing)} "
-                                   f"between {min(files)} and {max(files)}", f"{rel}/{missing[0]}"))
+                out.append(
+                    Finding(
+                        WARNING,
+                        VERSION_GAP,
+                        f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {_fmt(missing)} "
+                        f"between {min(files)} and {max(files)}",
+                        f"{rel}/{missing[0]}",
+                    )
+                )
     for rel in layout.temp_files:
-        out.append(Finding(WARNING, ORPHANED_FILE,
-                           f"{rel} is a temporary file left by an interrupted write; safe to delete while the query is stopped",
-                           rel, *_ids_from_path(rel)))
+        out.append(
+            Finding(
+                WARNING,
+                ORPHANED_FILE,
+                f"{rel} is a temporary file left by an interrupted write; safe to delete while the query is stopped",
+                rel,
+                *_ids_from_path(rel),
+            )
+        )
     for rel in layout.other_entries:
-        out.append(Finding(INFO, UNKNOWN_FILE, f"{rel} is not part of Spark's checkpoint layout", rel,
-                           *_ids_from_path(rel)))
+        out.append(
+            Finding(INFO, UNKNOWN_FILE, f"{rel} is not part of Spark's checkpoint layout", rel, *_ids_from_path(rel))
+        )
     return out
 
 
 def _operator(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
     out: list[Finding] = []
     oid = op.operator_id
-    if op.metadata_version is None and not any(p.code in (UNPARSABLE, TRUNCATED, UNREADABLE)
-                                               and p.path.startswith(f"{op.path}/_metadata") for p in layout.problems):
-        out.append(Finding(WARNING, MISSING_FILE,
-                           f"{op.path}/_metadata has no operator metadata: the state-metadata source cannot "
-                           f"describe this operator until a batch rewrites it", f"{op.path}/_metadata", oid))
+    if op.metadata_version is None and not any(
+        p.code in (UNPARSABLE, TRUNCATED, UNREADABLE) and p.path.startswith(f"{op.path}/_metadata")
+        for p in layout.problems
+    ):
+        out.append(
+            Finding(
+                WARNING,
+                MISSING_FILE,
+                f"{op.path}/_metadata has no operator metadata: the state-metadata source cannot "
+                f"describe this operator until a batch rewrites it",
+                f"{op.path}/_metadata",
+                oid,
+            )
+        )
     n = op.declared_partitions or op.metadata_partitions
     if n:
         missing = [p for p in range(n) if p not in op.partitions]
         if missing and layout.restore_version > 0:
-            out.append(Finding(ERROR, MISSING_FILE,
-                               f"operator {oid} declares {n} partitions but {plural(len(missing), 'partition directory')} "
-                               f"{_fmt(missing)} {'is' if len(missing) == 1 else 'are'} missing: their state is gone",
-                               f"{op.path}/{missing[0]}", oid, missing[0]))
+            out.append(
+                Finding(
+                    ERROR,
+                    MISSING_FILE,
+                    f"operator {oid} declares {n} partitions but {plural(len(missing), 'partition directory')} "
+                    f"{_fmt(missing)} {'is' if len(missing) == 1 else 'are'} missing: their state is gone",
+                    f"{op.path}/{missing[0]}",
+                    oid,
+                    missing[0],
+                )
+            )
         out += _stale_partitions(layout, op, n)
         pinned = layout.pinned_partitions
         if pinned is not None and n != pinned:
-            out.append(Finding(WARNING, PARTITION_MISMATCH,
-                               f"operator {oid} has {n} state partitions but the offset log pins "
-                               f"spark.sql.shuffle.partitions={pinned}", op.path, oid))
+            out.append(
+                Finding(
+                    WARNING,
+                    PARTITION_MISMATCH,
+                    f"operator {oid} has {n} state partitions but the offset log pins "
+                    f"spark.sql.shuffle.partitions={pinned}",
+                    op.path,
+                    oid,
+                )
+            )
         wanted = set(op.store_names)
         stale = set(op.stale_partitions)
         for pid, part in sorted(op.partitions.items()):
             lacking = sorted(wanted - set(part.stores))
             if lacking and layout.restore_version > 0 and pid not in stale:
-                out.append(Finding(ERROR, MISSING_FILE,
-                                   f"partition {pid} of operator {oid} has no directory for store"
-                                   f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}",
-                                   f"{part.path}/{lacking[0]}", oid, pid))
+                out.append(
+                    Finding(
+                        ERROR,
+                        MISSING_FILE,
+                        f"partition {pid} of operator {oid} has no directory for store"
+                        f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}",
+                        f"{part.path}/{lacking[0]}",
+                        oid,
+                        pid,
+                    )
+                )
     # Schemas: transformWithState keeps them in _stateSchema/, everything else in partition 0.
     if op.name in _TWS_NAMES or op.metadata_version == 2:
         present = {os.path.basename(p) for p in op.schema_files}
@@ -293,22 +433,38 @@ def _operator(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
             for ref in store.schema_paths:
                 base = os.path.basename(ref)
                 if base not in present:
-                    out.append(Finding(ERROR, SCHEMA_MISSING,
-                                       f"{op.path}/_stateSchema/{store.name}/{base} (named by the operator metadata) is "
-                                       f"missing: Spark cannot check or decode this operator's state",
-                                       f"{op.path}/_stateSchema/{store.name}/{base}", oid))
+                    out.append(
+                        Finding(
+                            ERROR,
+                            SCHEMA_MISSING,
+                            f"{op.path}/_stateSchema/{store.name}/{base} (named by the operator metadata) is "
+                            f"missing: Spark cannot check or decode this operator's state",
+                            f"{op.path}/_stateSchema/{store.name}/{base}",
+                            oid,
+                        )
+                    )
         if not op.schema_files and op.name in _TWS_NAMES:
             out.append(Finding(ERROR, SCHEMA_MISSING, f"{op.path}/_stateSchema/ has no schema file", op.path, oid))
     elif 0 in op.partitions and layout.restore_version > 0:
         for name, store in sorted(op.partitions[0].stores.items()):
             if store.versions and not store.schema_file:
-                out.append(Finding(WARNING, SCHEMA_MISSING,
-                                   f"{store.path}/_metadata/schema is missing: the next run cannot check that the "
-                                   f"state's key/value schema still matches the query", f"{store.path}/_metadata/schema",
-                                   oid, 0))
+                out.append(
+                    Finding(
+                        WARNING,
+                        SCHEMA_MISSING,
+                        f"{store.path}/_metadata/schema is missing: the next run cannot check that the "
+                        f"state's key/value schema still matches the query",
+                        f"{store.path}/_metadata/schema",
+                        oid,
+                        0,
+                    )
+                )
     for name in op.other_files:
-        out.append(Finding(INFO, UNKNOWN_FILE, f"{op.path}/{name} is not part of Spark's state layout",
-                           f"{op.path}/{name}", oid))
+        out.append(
+            Finding(
+                INFO, UNKNOWN_FILE, f"{op.path}/{name} is not part of Spark's state layout", f"{op.path}/{name}", oid
+            )
+        )
     return out
 
 
@@ -327,19 +483,33 @@ def _stale_partitions(layout: CheckpointLayout, op: OperatorLayout, n: int) -> l
     change = layout.partition_change
     if change is not None and change.after == n and stale[-1] < change.before:
         # What a repartition that shrank the state leaves behind: housekeeping.
-        return [Finding(INFO, PARTITION_MISMATCH,
-                        f"{where} {'is' if one else 'are'} left over from before the checkpoint went from "
-                        f"{change.before} to {change.after} partitions at batch {change.batch}; Spark no longer "
-                        f"reads {them}; {it} can be deleted while the query is stopped "
-                        f"({plural(files, 'file')}, {human_bytes(size)})",
-                        f"{op.path}/{stale[0]}", op.operator_id, stale[0] if one else None)]
+        return [
+            Finding(
+                INFO,
+                PARTITION_MISMATCH,
+                f"{where} {'is' if one else 'are'} left over from before the checkpoint went from "
+                f"{change.before} to {change.after} partitions at batch {change.batch}; Spark no longer "
+                f"reads {them}; {it} can be deleted while the query is stopped "
+                f"({plural(files, 'file')}, {human_bytes(size)})",
+                f"{op.path}/{stale[0]}",
+                op.operator_id,
+                stale[0] if one else None,
+            )
+        ]
     # Nothing in the retained logs explains them: someone should look before deleting.
-    return [Finding(WARNING, PARTITION_MISMATCH,
-                    f"{where} {'is' if one else 'are'} beyond the {n} partitions the checkpoint declares "
-                    f"({plural(files, 'file')}, {human_bytes(size)}): Spark never reads {them}, and the offsets log "
-                    f"records no change from more partitions; left from a partition count older than the logs, or "
-                    f"copied in from another checkpoint? Check before deleting {them}",
-                    f"{op.path}/{stale[0]}", op.operator_id, stale[0] if one else None)]
+    return [
+        Finding(
+            WARNING,
+            PARTITION_MISMATCH,
+            f"{where} {'is' if one else 'are'} beyond the {n} partitions the checkpoint declares "
+            f"({plural(files, 'file')}, {human_bytes(size)}): Spark never reads {them}, and the offsets log "
+            f"records no change from more partitions; left from a partition count older than the logs, or "
+            f"copied in from another checkpoint? Check before deleting {them}",
+            f"{op.path}/{stale[0]}",
+            op.operator_id,
+            stale[0] if one else None,
+        )
+    ]
 
 
 def _restore(plan: RestorePlan) -> list[Finding]:
@@ -350,23 +520,42 @@ def _restore(plan: RestorePlan) -> list[Finding]:
             if s.missing_versions:
                 kind = "changelog" if s.provider == ROCKSDB else "delta"
                 start = s.snapshot_version
-                out.append(Finding(
-                    ERROR, VERSION_GAP,
-                    f"a restart cannot rebuild {where} at version {s.target_version}: it starts from "
-                    f"{'snapshot ' + str(start) if start else 'an empty store'} and needs {kind} "
-                    f"{_fmt(s.missing_versions)}, which {'is' if len(s.missing_versions) == 1 else 'are'} missing",
-                    f"{where}/{s.missing_versions[0]}.{kind}", s.operator_id, s.partition))
+                out.append(
+                    Finding(
+                        ERROR,
+                        VERSION_GAP,
+                        f"a restart cannot rebuild {where} at version {s.target_version}: it starts from "
+                        f"{'snapshot ' + str(start) if start else 'an empty store'} and needs {kind} "
+                        f"{_fmt(s.missing_versions)}, which {'is' if len(s.missing_versions) == 1 else 'are'} missing",
+                        f"{where}/{s.missing_versions[0]}.{kind}",
+                        s.operator_id,
+                        s.partition,
+                    )
+                )
             if s.missing_ssts:
-                out.append(Finding(
-                    ERROR, MISSING_FILE,
-                    f"snapshot {s.snapshot.name if s.snapshot else '?'} of {where} refers to "
-                    f"{plural(len(s.missing_ssts), 'SST file')} missing from SSTs/ (e.g. {s.missing_ssts[0]})",
-                    f"{where}/SSTs/{s.missing_ssts[0]}", s.operator_id, s.partition))
+                out.append(
+                    Finding(
+                        ERROR,
+                        MISSING_FILE,
+                        f"snapshot {s.snapshot.name if s.snapshot else '?'} of {where} refers to "
+                        f"{plural(len(s.missing_ssts), 'SST file')} missing from SSTs/ (e.g. {s.missing_ssts[0]})",
+                        f"{where}/SSTs/{s.missing_ssts[0]}",
+                        s.operator_id,
+                        s.partition,
+                    )
+                )
             if s.snapshot_error:
-                out.append(Finding(ERROR, UNPARSABLE,
-                                   f"{where}/{s.snapshot_error}; a restart needs it (Spark may fall back to an older "
-                                   f"snapshot and a longer replay, or fail)",
-                                   f"{where}/{s.snapshot.name if s.snapshot else ''}", s.operator_id, s.partition))
+                out.append(
+                    Finding(
+                        ERROR,
+                        UNPARSABLE,
+                        f"{where}/{s.snapshot_error}; a restart needs it (Spark may fall back to an older "
+                        f"snapshot and a longer replay, or fail)",
+                        f"{where}/{s.snapshot.name if s.snapshot else ''}",
+                        s.operator_id,
+                        s.partition,
+                    )
+                )
     return out
 
 
@@ -389,37 +578,78 @@ def _gaps_and_orphans(layout: CheckpointLayout, plan: RestorePlan) -> list[Findi
                 needed.add(restore.snapshot.name)
             for name in store.empty_files:
                 sev = ERROR if name in needed else WARNING
-                out.append(Finding(sev, TRUNCATED, f"{store.path}/{name} is empty (0 bytes)",
-                                   f"{store.path}/{name}", op.operator_id, pid))
+                out.append(
+                    Finding(
+                        sev,
+                        TRUNCATED,
+                        f"{store.path}/{name} is empty (0 bytes)",
+                        f"{store.path}/{name}",
+                        op.operator_id,
+                        pid,
+                    )
+                )
             out += _store_gaps(layout, store, restore, op.operator_id, pid)
             ahead = sorted(v for v in store.versions if v > target)
             if ahead:
                 batch = plan.reruns_batch
-                why = (f"written by batch {batch}, which did not commit; it is rewritten when batch {batch} re-runs"
-                       if batch is not None else "newer than the last committed batch")
-                out.append(Finding(INFO, ORPHANED_FILE,
-                                   f"{store.path} has version{'s' if len(ahead) > 1 else ''} {_fmt(ahead)} beyond "
-                                   f"{target}: {why}", f"{store.path}/{ahead[0]}", op.operator_id, pid))
+                why = (
+                    f"written by batch {batch}, which did not commit; it is rewritten when batch {batch} re-runs"
+                    if batch is not None
+                    else "newer than the last committed batch"
+                )
+                out.append(
+                    Finding(
+                        INFO,
+                        ORPHANED_FILE,
+                        f"{store.path} has version{'s' if len(ahead) > 1 else ''} {_fmt(ahead)} beyond {target}: {why}",
+                        f"{store.path}/{ahead[0]}",
+                        op.operator_id,
+                        pid,
+                    )
+                )
             if layout.format_version >= 2 and restore is not None:
                 out += _v2_orphans(layout, op.operator_id, pid, store)
             if oldest_commit is not None:
-                oldest = plan_store(layout.root, op.operator_id, pid, store, oldest_commit + 1,
-                                    read_snapshot_metadata=False)
+                oldest = plan_store(
+                    layout.root, op.operator_id, pid, store, oldest_commit + 1, read_snapshot_metadata=False
+                )
                 floor = oldest.snapshot_version if oldest.snapshot else 1
                 stale = [v for v in store.versions if v < floor]
                 if stale:
-                    out.append(Finding(INFO, ORPHANED_FILE,
-                                       f"{store.path} keeps version{'s' if len(stale) > 1 else ''} {_fmt(stale)}, older "
-                                       f"than anything the commit log (from batch {oldest_commit}) can reach; Spark's "
-                                       f"maintenance deletes such files", f"{store.path}/{stale[0]}",
-                                       op.operator_id, pid))
+                    out.append(
+                        Finding(
+                            INFO,
+                            ORPHANED_FILE,
+                            f"{store.path} keeps version{'s' if len(stale) > 1 else ''} {_fmt(stale)}, older "
+                            f"than anything the commit log (from batch {oldest_commit}) can reach; Spark's "
+                            f"maintenance deletes such files",
+                            f"{store.path}/{stale[0]}",
+                            op.operator_id,
+                            pid,
+                        )
+                    )
             for name in store.temp_files:
-                out.append(Finding(WARNING, ORPHANED_FILE,
-                                   f"{store.path}/{name} is a temporary file left by an interrupted write",
-                                   f"{store.path}/{name}", op.operator_id, pid))
+                out.append(
+                    Finding(
+                        WARNING,
+                        ORPHANED_FILE,
+                        f"{store.path}/{name} is a temporary file left by an interrupted write",
+                        f"{store.path}/{name}",
+                        op.operator_id,
+                        pid,
+                    )
+                )
             for name in store.other_files:
-                out.append(Finding(INFO, UNKNOWN_FILE, f"{store.path}/{name} is not a state file statectl knows",
-                                   f"{store.path}/{name}", op.operator_id, pid))
+                out.append(
+                    Finding(
+                        INFO,
+                        UNKNOWN_FILE,
+                        f"{store.path}/{name} is not a state file statectl knows",
+                        f"{store.path}/{name}",
+                        op.operator_id,
+                        pid,
+                    )
+                )
             if store.provider == ROCKSDB and store.ssts and store.snapshots:
                 out += _unreferenced_ssts(layout, store, op.operator_id, pid)
     return out
@@ -441,10 +671,18 @@ def _store_gaps(layout: CheckpointLayout, store: StoreFiles, restore, oid: int, 
     if not missing:
         return []
     kind = store.changelog_kind if store.changelogs else store.snapshot_kind
-    return [Finding(WARNING, VERSION_GAP,
-                    f"{store.path} has no {kind} for version{'s' if len(missing) > 1 else ''} {_fmt(missing)} "
-                    f"(between {versions[0]} and {versions[-1]}): reading those batches with the state reader's "
-                    f"batchId fails", f"{store.path}/{missing[0]}", oid, pid)]
+    return [
+        Finding(
+            WARNING,
+            VERSION_GAP,
+            f"{store.path} has no {kind} for version{'s' if len(missing) > 1 else ''} {_fmt(missing)} "
+            f"(between {versions[0]} and {versions[-1]}): reading those batches with the state reader's "
+            f"batchId fails",
+            f"{store.path}/{missing[0]}",
+            oid,
+            pid,
+        )
+    ]
 
 
 def _v2_orphans(layout: CheckpointLayout, oid: int, pid: int, store: StoreFiles) -> list[Finding]:
@@ -463,10 +701,17 @@ def _v2_orphans(layout: CheckpointLayout, oid: int, pid: int, store: StoreFiles)
     if not stray:
         return []
     stray.sort(key=lambda n: (int(n.split("_", 1)[0]), n))
-    return [Finding(INFO, ORPHANED_FILE,
-                    f"{store.path} has {plural(len(stray), 'file')} whose unique id no commit names "
-                    f"(e.g. {stray[0]}): left by a failed or retried attempt, Spark ignores them",
-                    f"{store.path}/{stray[0]}", oid, pid)]
+    return [
+        Finding(
+            INFO,
+            ORPHANED_FILE,
+            f"{store.path} has {plural(len(stray), 'file')} whose unique id no commit names "
+            f"(e.g. {stray[0]}): left by a failed or retried attempt, Spark ignores them",
+            f"{store.path}/{stray[0]}",
+            oid,
+            pid,
+        )
+    ]
 
 
 def _unreferenced_ssts(layout: CheckpointLayout, store: StoreFiles, oid: int, pid: int) -> list[Finding]:
@@ -481,17 +726,26 @@ def _unreferenced_ssts(layout: CheckpointLayout, store: StoreFiles, oid: int, pi
     if not stray:
         return []
     size = sum(store.ssts[n] for n in stray)
-    return [Finding(INFO, ORPHANED_FILE,
-                    f"{store.path}/SSTs has {plural(len(stray), 'SST file')} ({size:,} bytes) no snapshot refers "
-                    f"to; Spark's maintenance deletes them", f"{store.path}/SSTs/{stray[0]}", oid, pid)]
+    return [
+        Finding(
+            INFO,
+            ORPHANED_FILE,
+            f"{store.path}/SSTs has {plural(len(stray), 'SST file')} ({size:,} bytes) no snapshot refers "
+            f"to; Spark's maintenance deletes them",
+            f"{store.path}/SSTs/{stray[0]}",
+            oid,
+            pid,
+        )
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # checksums
 
 
-def _checksums(layout: CheckpointLayout, plan: RestorePlan, verify: str,
-               report: integrity.VerifyReport) -> list[Finding]:
+def _checksums(
+    layout: CheckpointLayout, plan: RestorePlan, verify: str, report: integrity.VerifyReport
+) -> list[Finding]:
     """The sidecars of the logs, metadata and schema files, and (--verify all) of the SSTs; the
     snapshot and changelog/delta files are integrity.verify_state's."""
     out: list[Finding] = []
@@ -505,15 +759,29 @@ def _checksums(layout: CheckpointLayout, plan: RestorePlan, verify: str,
         for pid, store in op.stores_in_use():
             for name in store.ssts:
                 if name in store.sst_crcs:
-                    out += _verify_file(root, f"{store.path}/SSTs/{name}", hadoop=True, spark_json=False,
-                                        oid=op.operator_id, pid=pid, report=report)
+                    out += _verify_file(
+                        root,
+                        f"{store.path}/SSTs/{name}",
+                        hadoop=True,
+                        spark_json=False,
+                        oid=op.operator_id,
+                        pid=pid,
+                        report=report,
+                    )
                 else:
                     report.skip("SSTs without a .crc sidecar (RocksDB's own block checksums are not read)")
     return out
 
 
-def _verify_file(root: str, rel: str, hadoop: bool, spark_json: bool, oid: int | None = None,
-                 pid: int | None = None, report: integrity.VerifyReport | None = None) -> list[Finding]:
+def _verify_file(
+    root: str,
+    rel: str,
+    hadoop: bool,
+    spark_json: bool,
+    oid: int | None = None,
+    pid: int | None = None,
+    report: integrity.VerifyReport | None = None,
+) -> list[Finding]:
     if oid is None:
         oid, pid = _ids_from_path(rel)
     path = join(root, rel)
@@ -539,11 +807,21 @@ def _verify_file(root: str, rel: str, hadoop: bool, spark_json: bool, oid: int |
     out = []
     for label, res in results:
         if report is not None:
-            report.ran(integrity.HADOOP_CRC if label == "Hadoop .crc" else integrity.CHECKSUM_FILE,
-                       failed=res.status in (checksum.MISMATCH, checksum.TRUNCATED))
+            report.ran(
+                integrity.HADOOP_CRC if label == "Hadoop .crc" else integrity.CHECKSUM_FILE,
+                failed=res.status in (checksum.MISMATCH, checksum.TRUNCATED),
+            )
         if res.status == checksum.MISMATCH:
-            out.append(Finding(ERROR, CRC_MISMATCH, f"{rel} does not match its {label}: {res.detail}; the file is "
-                               f"corrupt, cut short or was edited", rel, oid, pid))
+            out.append(
+                Finding(
+                    ERROR,
+                    CRC_MISMATCH,
+                    f"{rel} does not match its {label}: {res.detail}; the file is corrupt, cut short or was edited",
+                    rel,
+                    oid,
+                    pid,
+                )
+            )
         elif res.status == checksum.TRUNCATED:
             out.append(Finding(ERROR, TRUNCATED, f"{rel} does not match its {label}: {res.detail}", rel, oid, pid))
         elif res.status == checksum.UNREADABLE:

@@ -7,18 +7,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from statectl.storage.files import is_object_path, join
-from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
 from statectl.checkpoint.decode.javazip import ZipDamage
+from statectl.checkpoint.health import VERIFY_MODES, Finding, check_health, is_healthy
 from statectl.checkpoint.integrity import VerifyReport
-from statectl.checkpoint.restore import snapshot_metadata
 from statectl.checkpoint.layout import CheckpointLayout, OperatorLayout, _ranges
 from statectl.checkpoint.reader import read_layout
-from statectl.checkpoint.restore import OperatorRestore, RestorePlan, files_a_restart_reads, restore_plan
 from statectl.checkpoint.restart_needs import restart_needs
+from statectl.checkpoint.restore import (
+    OperatorRestore,
+    RestorePlan,
+    files_a_restart_reads,
+    restore_plan,
+    snapshot_metadata,
+)
 from statectl.checkpoint.spark_versions import VerdictTarget, WriterEvidence, verdict_target, writer_evidence
 from statectl.checkpoint.state_read import StateRows, state_read_request
 from statectl.errors import OperationalError, StatectlError, UsageError
+from statectl.storage.files import is_object_path, join
 
 JSON_SCHEMA = "statectl.inspect-state/1"
 
@@ -102,8 +107,15 @@ class InspectResult:
             },
             "conf": layout.conf,
             "sources": [
-                {"index": s.index, "path": s.path, "kind": s.kind, "latest_offset": s.latest_offset,
-                 "log_files": len(s.batches), "compacted": list(s.compacted), "bytes": s.bytes}
+                {
+                    "index": s.index,
+                    "path": s.path,
+                    "kind": s.kind,
+                    "latest_offset": s.latest_offset,
+                    "log_files": len(s.batches),
+                    "compacted": list(s.compacted),
+                    "bytes": s.bytes,
+                }
                 for s in layout.sources
             ],
             "operators": ops,
@@ -144,12 +156,20 @@ def inspect_checkpoint(options: InspectOptions) -> InspectResult:
     findings = check_health(layout, plan, options.verify, checks, spark=target.version)
     if options.operator is not None or options.partition is not None:
         findings = [f for f in findings if _in_view(f, options)]
-    result = InspectResult(options=options, layout=layout, plan=plan, findings=findings, operators=operators,
-                           checks=checks, target=target)
+    result = InspectResult(
+        options=options, layout=layout, plan=plan, findings=findings, operators=operators, checks=checks, target=target
+    )
     if options.rows is not None:
         request = state_read_request(
-            layout, options.rows, operator=options.operator, store=options.store, state_var=options.state_var,
-            join_side=options.join_side, changes=options.changes, batch_id=options.batch_id, timers=options.timers,
+            layout,
+            options.rows,
+            operator=options.operator,
+            store=options.store,
+            state_var=options.state_var,
+            join_side=options.join_side,
+            changes=options.changes,
+            batch_id=options.batch_id,
+            timers=options.timers,
         )
         result.rows = _read_rows(request, _files_the_reader_needs(plan, options), options.remote)
     return result
@@ -174,9 +194,13 @@ def writer_of(layout: CheckpointLayout, plan: RestorePlan, snapshots: int = 3) -
                 continue
             if metadata:
                 lines.append(metadata.split(b"\n", 1)[0].strip().decode("utf-8", "replace"))
-    return writer_evidence(layout.conf, layout.format_version, lines,
-                           [op.name for op in layout.operators.values()],
-                           [op.metadata_version for op in layout.operators.values()])
+    return writer_evidence(
+        layout.conf,
+        layout.format_version,
+        lines,
+        [op.name for op in layout.operators.values()],
+        [op.metadata_version for op in layout.operators.values()],
+    )
 
 
 def _files_the_reader_needs(plan: RestorePlan, options: InspectOptions):
@@ -199,8 +223,12 @@ def _read_rows(request, keep=None, remote: str | None = None):
     try:
         with checkpoint_replica(request.path, request.operator_id, keep) as (path, stats):
             # linked_files stays in the JSON (fields are only ever added); the replica is never linked now.
-            rows.replica = {"linked_files": 0, "copied_files": stats.copied, "copied_bytes": stats.copied_bytes,
-                            "copy_seconds": round(stats.seconds, 3)}
+            rows.replica = {
+                "linked_files": 0,
+                "copied_files": stats.copied,
+                "copied_bytes": stats.copied_bytes,
+                "copy_seconds": round(stats.seconds, 3),
+            }
             try:
                 read = read_state_rows(replace(request, path=path), remote=remote)
             except StatectlError as exc:  # name the user's checkpoint, not the replica, in the message

@@ -38,7 +38,6 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from statectl.storage.files import join, open_binary
 from statectl.checkpoint import spark_versions
 from statectl.checkpoint.decode import checksum, javazip, lz4block
 from statectl.checkpoint.layout import (
@@ -50,6 +49,7 @@ from statectl.checkpoint.layout import (
 )
 from statectl.checkpoint.restore import RestorePlan, StoreRestore, plan_store, snapshot_metadata, state_lineage
 from statectl.checkpoint.spark_versions import Version
+from statectl.storage.files import join, open_binary
 from statectl.text import plural
 
 # Severities and finding codes, as health.py defines them (a test keeps them in step).
@@ -83,9 +83,14 @@ CHECKS = {
     RECORDS: "changelog, delta and snapshot records decoded up to the end marker",
     METADATA_VERSION: "version line of the RocksDB snapshot metadata",
 }
-_SHORT = {HADOOP_CRC: "Hadoop .crc", CHECKSUM_FILE: "v2 checksum file", ZIP_ENTRIES: "zip entries",
-          LZ4_BLOCKS: "LZ4 block checksums", RECORDS: "records to the end marker",
-          METADATA_VERSION: "snapshot metadata version"}
+_SHORT = {
+    HADOOP_CRC: "Hadoop .crc",
+    CHECKSUM_FILE: "v2 checksum file",
+    ZIP_ENTRIES: "zip entries",
+    LZ4_BLOCKS: "LZ4 block checksums",
+    RECORDS: "records to the end marker",
+    METADATA_VERSION: "snapshot metadata version",
+}
 
 
 @dataclass
@@ -110,16 +115,24 @@ class VerifyReport:
             self.not_checked.append(why)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verify": self.verify,
-                "checks": [{"check": c, "description": CHECKS[c], "files": self.counts[c][0],
-                            "failed": self.counts[c][1]} for c in CHECKS if c in self.counts],
-                "not_checked": list(self.not_checked),
-                "snapshot_metadata_versions": dict(sorted(self.metadata_versions.items()))}
+        return {
+            "verify": self.verify,
+            "checks": [
+                {"check": c, "description": CHECKS[c], "files": self.counts[c][0], "failed": self.counts[c][1]}
+                for c in CHECKS
+                if c in self.counts
+            ],
+            "not_checked": list(self.not_checked),
+            "snapshot_metadata_versions": dict(sorted(self.metadata_versions.items())),
+        }
 
     def summary(self) -> str:
         """One line for people: what ran, then what did not."""
-        ran = [f"{_SHORT[c]} ({self.counts[c][0]:,}" + (f", {self.counts[c][1]} failed)" if self.counts[c][1] else ")")
-               for c in CHECKS if c in self.counts]
+        ran = [
+            f"{_SHORT[c]} ({self.counts[c][0]:,}" + (f", {self.counts[c][1]} failed)" if self.counts[c][1] else ")")
+            for c in CHECKS
+            if c in self.counts
+        ]
         text = f"Checks (--verify {self.verify}): " + (", ".join(ran) if ran else "none")
         if self.not_checked:
             text += ". Not checked: " + "; ".join(self.not_checked)
@@ -162,8 +175,7 @@ class StateProblem:
 class _Probe:
     """Checks state files the way a restart reads them, each file at most once (results cached)."""
 
-    def __init__(self, layout: CheckpointLayout, deep: bool, report: VerifyReport,
-                 spark: Version = DEFAULT_SPARK):
+    def __init__(self, layout: CheckpointLayout, deep: bool, report: VerifyReport, spark: Version = DEFAULT_SPARK):
         self.root = layout.root
         self.deep = deep
         self.report = report
@@ -175,8 +187,10 @@ class _Probe:
         codec = (layout.conf.get(CODEC_CONF) or "lz4").strip()
         self.lz4 = codec.lower() in ("lz4", "org.apache.spark.io.lz4compressioncodec")
         if deep and not self.lz4:
-            report.skip(f"changelog, delta and snapshot contents (compressed with {codec}; statectl decodes lz4, "
-                        f"Spark's default)")
+            report.skip(
+                f"changelog, delta and snapshot contents (compressed with {codec}; statectl decodes lz4, "
+                f"Spark's default)"
+            )
         self._cache: dict[str, Damage | None] = {}
 
     def check(self, store: StoreFiles, f: StateFile) -> Damage | None:
@@ -212,8 +226,9 @@ class _Probe:
 
     def _run(self, batch: list[tuple[str, bytes, str]]) -> None:
         if batch:
-            for (rel, _, _), damage in zip(batch, check_streams([(data, kind) for _, data, kind in batch],
-                                                                 self.report)):
+            for (rel, _, _), damage in zip(
+                batch, check_streams([(data, kind) for _, data, kind in batch], self.report)
+            ):
                 self._cache[rel] = damage
 
     def _check(self, rel: str, f: StateFile) -> Damage | None | tuple[bytes, str]:
@@ -237,12 +252,14 @@ class _Probe:
                 kind = "changelog" if f.name.endswith(".changelog") else f.name.rsplit(".", 1)[1]
                 decoded = check_stream(data, kind)
                 if decoded is not None and decoded.spark:
-                    return dataclasses.replace(damage, spark=f"{decoded.spark}, before the checksum does: "
-                                                             f"{decoded.detail}")
+                    return dataclasses.replace(
+                        damage, spark=f"{decoded.spark}, before the checksum does: {decoded.detail}"
+                    )
             return damage
         if covered:
-            self.report.skip("the contents of state files whose sidecar matches (it proves they are the bytes Spark "
-                             "wrote)")
+            self.report.skip(
+                "the contents of state files whose sidecar matches (it proves they are the bytes Spark wrote)"
+            )
         if is_zip:
             if covered:  # the bytes are the ones Spark wrote: only the version line is left to check
                 return self._metadata_version(rel, path, None)
@@ -263,19 +280,29 @@ class _Probe:
         if f.checksum_file:
             try:
                 with open_binary(path + ".crc") as fh:
-                    results.append((CHECKSUM_FILE, "checksum file",
-                                    checksum.verify_spark_checksum(len(data), lambda: data, fh.read())))
+                    results.append(
+                        (
+                            CHECKSUM_FILE,
+                            "checksum file",
+                            checksum.verify_spark_checksum(len(data), lambda: data, fh.read()),
+                        )
+                    )
             except OSError:
                 pass
         covered = False
         for check, label, res in results:
             self.report.ran(check, failed=res.status in (checksum.MISMATCH, checksum.TRUNCATED))
             if res.status == checksum.MISMATCH:
-                return covered, Damage(check, CRC_MISMATCH, f"does not match its {label}: {res.detail}; the file is "
-                                       f"corrupt, cut short or was edited", "ChecksumException")
+                return covered, Damage(
+                    check,
+                    CRC_MISMATCH,
+                    f"does not match its {label}: {res.detail}; the file is corrupt, cut short or was edited",
+                    "ChecksumException",
+                )
             if res.status == checksum.TRUNCATED:
-                return covered, Damage(check, TRUNCATED, f"does not match its {label}: {res.detail}",
-                                       "ChecksumException")
+                return covered, Damage(
+                    check, TRUNCATED, f"does not match its {label}: {res.detail}", "ChecksumException"
+                )
             covered = covered or res.status == checksum.OK
         return covered, None
 
@@ -286,18 +313,26 @@ class _Probe:
             self.report.ran(ZIP_ENTRIES, failed=True)
             code = {javazip.CHECKSUM: CRC_MISMATCH, javazip.TRUNCATED: TRUNCATED}.get(exc.kind, UNPARSABLE)
             where = f"zip entry {exc.entry}" if exc.entry else "the archive"
-            return Damage(ZIP_ENTRIES, code, f"cannot be unzipped the way Spark does it ({where}: {exc})",
-                          "java.util.zip.ZipException")
+            return Damage(
+                ZIP_ENTRIES,
+                code,
+                f"cannot be unzipped the way Spark does it ({where}: {exc})",
+                "java.util.zip.ZipException",
+            )
         names = {e.name: e.data for e in entries}
         problem = None
         if "metadata" not in names:
-            problem = ("has no metadata entry (its local headers are damaged or it is not a RocksDB snapshot)",
-                       "NoSuchFileException: metadata")
+            problem = (
+                "has no metadata entry (its local headers are damaged or it is not a RocksDB snapshot)",
+                "NoSuchFileException: metadata",
+            )
         elif "CURRENT" in names:
             manifest = names["CURRENT"].decode("utf-8", "replace").strip()
             if manifest not in names:
-                problem = (f"its CURRENT entry names {manifest!r}, which the zip does not hold",
-                           "RocksDB: CURRENT points to a non-existent file")
+                problem = (
+                    f"its CURRENT entry names {manifest!r}, which the zip does not hold",
+                    "RocksDB: CURRENT points to a non-existent file",
+                )
         self.report.ran(ZIP_ENTRIES, failed=problem is not None)
         if problem:
             return Damage(ZIP_ENTRIES, UNPARSABLE, *problem)
@@ -325,22 +360,33 @@ class _Probe:
         if line == expected:
             return None
         spark = f"Cannot read RocksDB checkpoint metadata. Expected {expected}, but found {line}"
-        readers = [v for v in spark_versions.KNOWN
-                   if spark_versions.expected_metadata_line(v, self.format_version) == line]
+        readers = [
+            v for v in spark_versions.KNOWN if spark_versions.expected_metadata_line(v, self.format_version) == line
+        ]
         if line == "v2":
-            written = ("by Spark 4.0 running checkpoint format 2" if self.format_version >= 2 else
-                       "by a Spark 4.0 JVM whose first RocksDB query ran checkpoint format 2 (this checkpoint "
-                       "is format 1)")
+            written = (
+                "by Spark 4.0 running checkpoint format 2"
+                if self.format_version >= 2
+                else "by a Spark 4.0 JVM whose first RocksDB query ran checkpoint format 2 (this checkpoint "
+                "is format 1)"
+            )
         elif line == "v1" and self.format_version >= 2:
-            written = ("by Spark 3.5 or 4.1+, or by a Spark 4.0 JVM whose first RocksDB query ran checkpoint "
-                       "format 1 (every RocksDB query of that JVM then writes v1)")
+            written = (
+                "by Spark 3.5 or 4.1+, or by a Spark 4.0 JVM whose first RocksDB query ran checkpoint "
+                "format 1 (every RocksDB query of that JVM then writes v1)"
+            )
         else:
             written = "by no Spark release statectl knows"
-        only = (f"only Spark {spark_versions.span(readers)} reads it"
-                + (" with spark.sql.streaming.stateStore.checkpointFormatVersion=2" if line == "v2" else "")
-                if readers else "no Spark release reads it")
-        detail = (f"has RocksDB metadata {line!r}, written {written}: Spark {spark_versions.text(self.spark)} "
-                  f"expects {expected!r} for this format-{self.format_version} checkpoint; {only}")
+        only = (
+            f"only Spark {spark_versions.span(readers)} reads it"
+            + (" with spark.sql.streaming.stateStore.checkpointFormatVersion=2" if line == "v2" else "")
+            if readers
+            else "no Spark release reads it"
+        )
+        detail = (
+            f"has RocksDB metadata {line!r}, written {written}: Spark {spark_versions.text(self.spark)} "
+            f"expects {expected!r} for this format-{self.format_version} checkpoint; {only}"
+        )
         return Damage(METADATA_VERSION, SNAPSHOT_VERSION_MISMATCH, detail, spark)
 
 
@@ -400,8 +446,12 @@ def _verdicts(decoded: list[_Decoded]) -> list[tuple[Damage | None, int | None]]
         damage = d.damage
         if bad is not None and (damage is None or bad[0] <= d.damage_block):
             # lz4-java checks a block's checksum before handing its bytes on: this comes first
-            damage = Damage(LZ4_BLOCKS, CRC_MISMATCH, f"is corrupt: LZ4 block {bad[0] + 1} (at byte "
-                            f"{bad[1].offset:,}) fails its XXH32 checksum", "IOException: Stream is corrupted")
+            damage = Damage(
+                LZ4_BLOCKS,
+                CRC_MISMATCH,
+                f"is corrupt: LZ4 block {bad[0] + 1} (at byte {bad[1].offset:,}) fails its XXH32 checksum",
+                "IOException: Stream is corrupted",
+            )
             out.append((damage, bad[0]))
         else:
             out.append((damage, None))
@@ -415,15 +465,23 @@ def _read_from_memory(strict: Damage, filled: _Decoded, damage: Damage | None, b
     if not filled.stream.filled:  # decoding stopped before that block (cannot happen: an earlier fault wins)
         return damage or strict
     index, (_, count) = next(iter(filled.stream.filled.items()))
-    how = (f"lz4-java 1.8.0's JNI decoder does not check match offsets: it copies {plural(count, 'byte')} of "
-           f"LZ4 block {index + 1} from the JVM memory before its output buffer")
+    how = (
+        f"lz4-java 1.8.0's JNI decoder does not check match offsets: it copies {plural(count, 'byte')} of "
+        f"LZ4 block {index + 1} from the JVM memory before its output buffer"
+    )
     if damage is None:
-        return Damage(LZ4_BLOCKS, UNPARSABLE, f"{strict.detail}; {how}, and with zeros there the block passes its "
-                      f"XXH32 checksum, so whether the file can be read depends on what that memory holds",
-                      strict.spark, maybe=True)
+        return Damage(
+            LZ4_BLOCKS,
+            UNPARSABLE,
+            f"{strict.detail}; {how}, and with zeros there the block passes its "
+            f"XXH32 checksum, so whether the file can be read depends on what that memory holds",
+            strict.spark,
+            maybe=True,
+        )
     if bad is not None and bad in filled.stream.filled:
-        return dataclasses.replace(strict, detail=f"{strict.detail}; {how}, and with zeros there the block fails "
-                                                  f"its XXH32 checksum too")
+        return dataclasses.replace(
+            strict, detail=f"{strict.detail}; {how}, and with zeros there the block fails its XXH32 checksum too"
+        )
     return damage  # a fault after it, met whatever that memory holds
 
 
@@ -456,24 +514,41 @@ class _Decoded:
             self.before_start = exc.before_start
             block = f"LZ4 block {stream.blocks + 1}"
             if "ends inside" in exc.reason:
-                self.damage = Damage(LZ4_BLOCKS, TRUNCATED, f"is cut short: its LZ4 {exc.reason} (at byte "
-                                     f"{exc.offset:,} of {len(data):,})", "EOFException: Stream ended prematurely")
+                self.damage = Damage(
+                    LZ4_BLOCKS,
+                    TRUNCATED,
+                    f"is cut short: its LZ4 {exc.reason} (at byte {exc.offset:,} of {len(data):,})",
+                    "EOFException: Stream ended prematurely",
+                )
             else:
-                self.damage = Damage(LZ4_BLOCKS, UNPARSABLE, f"is corrupt: {block} is damaged ({exc})",
-                                     "IOException: Stream is corrupted")
+                self.damage = Damage(
+                    LZ4_BLOCKS,
+                    UNPARSABLE,
+                    f"is corrupt: {block} is damaged ({exc})",
+                    "IOException: Stream is corrupted",
+                )
             return
         except _RecordError as exc:
             self.damage_block = stream.blocks - 1
-            self.damage = Damage(RECORDS, UNPARSABLE, f"cannot be decoded: its {records.name} {exc}",
-                                 "IOException or invalid record type")
+            self.damage = Damage(
+                RECORDS,
+                UNPARSABLE,
+                f"cannot be decoded: its {records.name} {exc}",
+                "IOException or invalid record type",
+            )
             return
         if not done:
             self.damage_block = stream.blocks
             where = records.consumed + pos
             ended = "its LZ4 stream ends" if stream.ended else "the file ends"
-            self.damage = Damage(RECORDS, TRUNCATED, f"is cut short: {ended} after "
-                                 f"{plural(records.count, 'record')} ({where:,} bytes of {records.name}) without "
-                                 f"the records' end marker", "EOFException")
+            self.damage = Damage(
+                RECORDS,
+                TRUNCATED,
+                f"is cut short: {ended} after "
+                f"{plural(records.count, 'record')} ({where:,} bytes of {records.name}) without "
+                f"the records' end marker",
+                "EOFException",
+            )
 
 
 _JAVA_SHORT = re.compile(r"[+-]?\d{1,5}")
@@ -512,7 +587,7 @@ class _Records:
         else:
             n = struct.unpack_from(">H", buf)[0]
             try:
-                text = bytes(buf[2:2 + n]).decode("utf-8")
+                text = bytes(buf[2 : 2 + n]).decode("utf-8")
             except UnicodeDecodeError:
                 text = ""
             if text.startswith("v") and _JAVA_SHORT.fullmatch(text[1:]) and -32768 <= int(text[1:]) <= 32767:
@@ -528,7 +603,7 @@ class _Records:
                 raise _RecordError("end inside the lineage header of checkpoint format 2")
             n = struct.unpack_from(">H", buf, at)[0]
             try:
-                lineage = json.loads(bytes(buf[at + 2:at + 2 + n]).decode("utf-8"))
+                lineage = json.loads(bytes(buf[at + 2 : at + 2 + n]).decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
                 lineage = None
             if not isinstance(lineage, list):
@@ -556,8 +631,10 @@ class _Records:
                 value = unpack(buf, pos)[0]
                 if value < 0:
                     if self.snapshot:
-                        raise _RecordError(f"record {count + 1} (byte {self.consumed + start:,}) has value size "
-                                           f"{value}: a snapshot holds no deletions")
+                        raise _RecordError(
+                            f"record {count + 1} (byte {self.consumed + start:,}) has value size "
+                            f"{value}: a snapshot holds no deletions"
+                        )
                     pos += 4
                 else:
                     pos += 4 + value
@@ -577,8 +654,10 @@ class _Records:
             if kind == 0x00:
                 return pos + 1, True
             if kind not in (0x01, 0x10, 0x11):
-                raise _RecordError(f"record {self.count + 1} (byte {self.consumed + pos:,}) has record type "
-                                   f"0x{kind:02x} (Spark knows 0x00, 0x01, 0x10, 0x11)")
+                raise _RecordError(
+                    f"record {self.count + 1} (byte {self.consumed + pos:,}) has record type "
+                    f"0x{kind:02x} (Spark knows 0x00, 0x01, 0x10, 0x11)"
+                )
             if pos + 5 > n:
                 break
             (key,) = unpack(">i", buf, pos + 1)
@@ -589,8 +668,9 @@ class _Records:
             (value,) = unpack(">i", buf, pos + 5 + key)
             if kind == 0x10:
                 if value != -1:
-                    raise _RecordError(f"delete record {self.count + 1} (byte {self.consumed + pos:,}) has value "
-                                       f"size {value}, not -1")
+                    raise _RecordError(
+                        f"delete record {self.count + 1} (byte {self.consumed + pos:,}) has value size {value}, not -1"
+                    )
                 pos += 9 + key
             elif value < 0:
                 raise _RecordError(f"record {self.count + 1} (byte {self.consumed + pos:,}) has value size {value}")
@@ -612,8 +692,13 @@ def new_probe(layout: CheckpointLayout, verify: str, report: VerifyReport, spark
     return _Probe(layout, deep=verify != "none", report=report, spark=spark)
 
 
-def verify_state(layout: CheckpointLayout, plan: RestorePlan, verify: str,
-                 report: VerifyReport | None = None, probe: _Probe | None = None) -> list[StateProblem]:
+def verify_state(
+    layout: CheckpointLayout,
+    plan: RestorePlan,
+    verify: str,
+    report: VerifyReport | None = None,
+    probe: _Probe | None = None,
+) -> list[StateProblem]:
     """Findings about the state files a restart loads (all state files with ``verify="all"``).
 
     ``verify="none"`` reads only the version line of the snapshots a restart loads; ``"restore"``
@@ -646,9 +731,17 @@ def verify_state(layout: CheckpointLayout, plan: RestorePlan, verify: str,
                             continue
                         damage = probe.check(store, f)
                         if damage is not None and not damage.reported_at:
-                            out.append(StateProblem(WARNING, damage.code, f"{rel} {damage.detail}; a restart does not "
-                                                    f"read it, but reading older batches does", rel,
-                                                    op.operator_id, pid))
+                            out.append(
+                                StateProblem(
+                                    WARNING,
+                                    damage.code,
+                                    f"{rel} {damage.detail}; a restart does not "
+                                    f"read it, but reading older batches does",
+                                    rel,
+                                    op.operator_id,
+                                    pid,
+                                )
+                            )
     return out
 
 
@@ -664,8 +757,11 @@ def _files_to_check(layout: CheckpointLayout, plan: RestorePlan, verify: str) ->
     if verify == "all":
         for op in layout.operators.values():
             for _, store in op.stores_in_use():
-                out += [(store, f) for files in list(store.snapshots.values()) + list(store.changelogs.values())
-                        for f in files]
+                out += [
+                    (store, f)
+                    for files in list(store.snapshots.values()) + list(store.changelogs.values())
+                    for f in files
+                ]
     return out
 
 
@@ -681,8 +777,10 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
     why_not = "" if repair else "RocksDB without changelog checkpointing has no changelogs to rebuild from"
     if not spark_versions.has_snapshot_repair(probe.spark):
         repair = False
-        why_not = (f"Spark {release} has no autoSnapshotRepair (it came with "
-                   f"{spark_versions.text(spark_versions.SNAPSHOT_REPAIR_SINCE)})")
+        why_not = (
+            f"Spark {release} has no autoSnapshotRepair (it came with "
+            f"{spark_versions.text(spark_versions.SNAPSHOT_REPAIR_SINCE)})"
+        )
     uncertain: list[tuple[StateFile, Damage, str]] = []  # read or not by chance: (file, damage, "loading"|"replaying")
     while current.snapshot is not None:
         snapshot = current.snapshot
@@ -692,23 +790,41 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
             uncertain.append((snapshot, damage, "loading"))
             damage = None
         if damage is None and current.snapshot_error:
-            damage = Damage(ZIP_ENTRIES, UNPARSABLE, "cannot be opened as a RocksDB snapshot",
-                            reported_at=f"{store.path}/{snapshot.name}")
+            damage = Damage(
+                ZIP_ENTRIES,
+                UNPARSABLE,
+                "cannot be opened as a RocksDB snapshot",
+                reported_at=f"{store.path}/{snapshot.name}",
+            )
         elif damage is None and current.missing_ssts:
-            damage = Damage(ZIP_ENTRIES, MISSING_FILE, f"refers to SST files missing from SSTs/ (e.g. "
-                            f"{current.missing_ssts[0]})", reported_at=f"{store.path}/SSTs/{current.missing_ssts[0]}")
+            damage = Damage(
+                ZIP_ENTRIES,
+                MISSING_FILE,
+                f"refers to SST files missing from SSTs/ (e.g. {current.missing_ssts[0]})",
+                reported_at=f"{store.path}/SSTs/{current.missing_ssts[0]}",
+            )
         if damage is None:
             break
         bad.append((snapshot, damage))
         if not repair:
             break
-        older = dataclasses.replace(store, snapshots={v: fs for v, fs in store.snapshots.items()
-                                                      if v < snapshot.version})
-        current = plan_store(probe.root, r.operator_id, r.partition, older, r.target_version, lineage_ids,
-                             read_snapshot_metadata=store.provider == ROCKSDB)
+        older = dataclasses.replace(
+            store, snapshots={v: fs for v, fs in store.snapshots.items() if v < snapshot.version}
+        )
+        current = plan_store(
+            probe.root,
+            r.operator_id,
+            r.partition,
+            older,
+            r.target_version,
+            lineage_ids,
+            read_snapshot_metadata=store.provider == ROCKSDB,
+        )
         if r.target_version - current.snapshot_version > MAX_CHANGE_FILE_REPLAY:
-            why_not = (f"the next older snapshot ({current.snapshot_version or 'an empty store'}) is more than "
-                       f"{MAX_CHANGE_FILE_REPLAY} versions back (autoSnapshotRepair.maxChangeFileReplay)")
+            why_not = (
+                f"the next older snapshot ({current.snapshot_version or 'an empty store'}) is more than "
+                f"{MAX_CHANGE_FILE_REPLAY} versions back (autoSnapshotRepair.maxChangeFileReplay)"
+            )
             break
     failed_replay: list[tuple[StateFile, Damage]] = []
     fallback = bool(bad) and not why_not
@@ -724,35 +840,54 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
                 break  # Spark stops at the first file it cannot read
         if fallback and current.missing_versions:
             kind = store.changelog_kind
-            why_not = (f"falling back to {_start(current)} needs {kind} "
-                       f"{', '.join(str(v) for v in current.missing_versions[:3])}"
-                       f"{'…' if len(current.missing_versions) > 3 else ''}, which "
-                       f"{'is' if len(current.missing_versions) == 1 else 'are'} missing")
+            why_not = (
+                f"falling back to {_start(current)} needs {kind} "
+                f"{', '.join(str(v) for v in current.missing_versions[:3])}"
+                f"{'…' if len(current.missing_versions) > 3 else ''}, which "
+                f"{'is' if len(current.missing_versions) == 1 else 'are'} missing"
+            )
         elif fallback and failed_replay:
             why_not = f"falling back to {_start(current)} needs {failed_replay[0][0].name}, which is damaged too"
     ok = not why_not and (not bad or fallback)
     if len(bad) > 1 and why_not:
-        why_not = f"{', '.join(b.name for b, _ in bad[1:])} {'is' if len(bad) == 2 else 'are'} damaged too, and {why_not}"
+        why_not = (
+            f"{', '.join(b.name for b, _ in bad[1:])} {'is' if len(bad) == 2 else 'are'} damaged too, and {why_not}"
+        )
     for i, (snapshot, damage) in enumerate(bad):
         rel = f"{store.path}/{snapshot.name}"
         where["path"] = rel
         spark = f" ({damage.spark})" if damage.spark else ""
         if damage.reported_at:  # health has an error finding for it: replace it when the release repairs
             if i == 0 and ok:
-                message = (f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
-                           f"rebuilds version {r.target_version} from {_start(current)} and "
-                           f"{plural(current.replay_files, store.changelog_kind + ' file')}")
-                out.append(StateProblem(WARNING, damage.code, message, damage.reported_at, r.operator_id,
-                                        r.partition, _health_errors(store, r)))
+                message = (
+                    f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
+                    f"rebuilds version {r.target_version} from {_start(current)} and "
+                    f"{plural(current.replay_files, store.changelog_kind + ' file')}"
+                )
+                out.append(
+                    StateProblem(
+                        WARNING,
+                        damage.code,
+                        message,
+                        damage.reported_at,
+                        r.operator_id,
+                        r.partition,
+                        _health_errors(store, r),
+                    )
+                )
             continue
         if i > 0:  # read only while the release falls back from the snapshot the restart picks
-            message = (f"{rel} {damage.detail}; a restart reads it only when Spark {release} falls back to it from "
-                       f"{bad[0][0].name}, and fails on it too")
+            message = (
+                f"{rel} {damage.detail}; a restart reads it only when Spark {release} falls back to it from "
+                f"{bad[0][0].name}, and fails on it too"
+            )
             out.append(StateProblem(WARNING, damage.code, message, **where))
         elif ok:
-            message = (f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
-                       f"rebuilds version {r.target_version} from {_start(current)} and "
-                       f"{plural(current.replay_files, store.changelog_kind + ' file')}{spark}")
+            message = (
+                f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
+                f"rebuilds version {r.target_version} from {_start(current)} and "
+                f"{plural(current.replay_files, store.changelog_kind + ' file')}{spark}"
+            )
             out.append(StateProblem(WARNING, damage.code, message, **where, replaces=_health_errors(store, r)))
         else:
             message = f"{rel} {damage.detail}: a restart by Spark {release} fails loading it{spark}"
@@ -764,16 +899,30 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
         where["path"] = rel
         # An error, not a warning: the exit code promises a restart that works, and this one works
         # only by chance (the matrix saw it fail three times in four on some files, work on others).
-        out.append(StateProblem(ERROR, damage.code, f"{rel} {damage.detail}: a restart by Spark {release} may fail "
-                                f"{reading} it, or read it by chance ({damage.spark})", **where, maybe=True))
+        out.append(
+            StateProblem(
+                ERROR,
+                damage.code,
+                f"{rel} {damage.detail}: a restart by Spark {release} may fail "
+                f"{reading} it, or read it by chance ({damage.spark})",
+                **where,
+                maybe=True,
+            )
+        )
     for f, damage in failed_replay:
         if damage.reported_at:
             continue
         rel = f"{store.path}/{f.name}"
         where["path"] = rel
         spark = f" ({damage.spark})" if damage.spark else ""
-        out.append(StateProblem(ERROR, damage.code, f"{rel} {damage.detail}: a restart by Spark {release} fails "
-                                f"replaying it{spark}", **where))
+        out.append(
+            StateProblem(
+                ERROR,
+                damage.code,
+                f"{rel} {damage.detail}: a restart by Spark {release} fails replaying it{spark}",
+                **where,
+            )
+        )
     return out
 
 

@@ -45,8 +45,12 @@ class LiveSign:
         return f"{self.what} {ago} s ago"
 
     def to_dict(self, now: float | None = None) -> dict:
-        return {"seen": self.what, "at": self.at, "seconds_ago": round((now or time.time()) - self.at, 1),
-                "window_s": round(self.window_s, 1)}
+        return {
+            "seen": self.what,
+            "at": self.at,
+            "seconds_ago": round((now or time.time()) - self.at, 1),
+            "window_s": round(self.window_s, 1),
+        }
 
 
 def _batch_files(folder: Path) -> dict[int, float]:
@@ -73,8 +77,9 @@ def activity_window(logged: dict[int, float]) -> float:
     return min(MAX_WINDOW_S, max(MIN_WINDOW_S, INTERVALS * usual))
 
 
-def live_sign(logged: dict[int, float], committed: dict[int, float], now: float,
-              released_at: float | None = None) -> LiveSign | None:
+def live_sign(
+    logged: dict[int, float], committed: dict[int, float], now: float, released_at: float | None = None
+) -> LiveSign | None:
     """The sign of a live query in the offset and commit logs' file times (batch -> mtime), or None.
     ``released_at``: when statectl last released the checkpoint's lock."""
     if not logged:
@@ -91,8 +96,11 @@ def live_sign(logged: dict[int, float], committed: dict[int, float], now: float,
     durations = [committed[b] - logged[b] for b in sorted(committed)[-10:] if b in logged and committed[b] >= logged[b]]
     in_flight = min(MAX_WINDOW_S, max(window, INTERVALS * max(durations, default=0.0)))
     if last not in committed and now - logged[last] <= in_flight and logged[last] > ours:
-        return LiveSign(f"batch {last} was logged and is not committed yet (a query in the middle of it): logged",
-                        logged[last], in_flight)
+        return LiveSign(
+            f"batch {last} was logged and is not committed yet (a query in the middle of it): logged",
+            logged[last],
+            in_flight,
+        )
     done = max(committed) if committed else None
     if done is not None and recent(committed[done]):
         return LiveSign(f"batch {done} was committed", committed[done], window)
@@ -101,14 +109,13 @@ def live_sign(logged: dict[int, float], committed: dict[int, float], now: float,
     return None
 
 
-def checkpoint_live_sign(checkpoint: Path, now: float | None = None,
-                         stale_since: float | None = None) -> LiveSign | None:
+def checkpoint_live_sign(
+    checkpoint: Path, now: float | None = None, stale_since: float | None = None
+) -> LiveSign | None:
     """The observer's heartbeat, else ``live_sign`` of the checkpoint on disk (two directory
     listings; nothing read). ``stale_since``: the caller holds the lock now, and took it over from
     a killed statectl run that last touched it then (``CheckpointLock.stale_since``)."""
-    from statectl.checkpoint.lock import last_release
-
-    from statectl.checkpoint.lock import lock_path, read_run_lock
+    from statectl.checkpoint.lock import last_release, lock_path, read_run_lock
 
     now = now if now is not None else time.time()
     beat = heartbeat_sign(checkpoint, now)
@@ -158,8 +165,9 @@ def heartbeat_sign(checkpoint: Path, now: float) -> LiveSign | None:
     pid = beat.get("pid")
     if beat.get("host") == socket.gethostname() and isinstance(pid, int) and not pid_alive(pid):
         return None  # the job's process is gone: it stopped without a word
-    return LiveSign(f"the observer attached to query {beat.get('query_id')} (pid {pid}) reported it running",
-                    beat["at"], window)
+    return LiveSign(
+        f"the observer attached to query {beat.get('query_id')} (pid {pid}) reported it running", beat["at"], window
+    )
 
 
 def refuse_if_live(checkpoint: Path, force: bool, doing: str, lock=None) -> LiveSign | None:
@@ -174,4 +182,5 @@ def refuse_if_live(checkpoint: Path, force: bool, doing: str, lock=None) -> Live
     raise OperationalError(
         f"refusing to {doing}: a query statectl did not start may be running on {checkpoint}: {sign.line()} "
         f"(within {int(sign.window_s)} s, a few of its batch intervals). Stop that query first; --force "
-        f"changes the checkpoint anyway")
+        f"changes the checkpoint anyway"
+    )

@@ -19,7 +19,7 @@ from statectl.paths import cache_root, default_checkpoint_root
 from statectl.storage.files import AnyPath, checkpoint_path, is_object_path
 
 
-def checkpoint_for(config: JobConfig, override: "AnyPath | None") -> "AnyPath":
+def checkpoint_for(config: JobConfig, override: AnyPath | None) -> AnyPath:
     """The checkpoint a command works on: ``--checkpoint-dir``, else the config's, else
     ./.statectl/checkpoints/JOB (a local Path, or an ObjectPath for ``s3a://``)."""
     if override is not None:
@@ -37,12 +37,16 @@ def check_checkpoint_location(checkpoint: Path) -> None:
     if is_object_path(checkpoint):
         checkpoint.store.check_bucket()
         if checkpoint.is_file():
-            raise UsageError(f"checkpoint {checkpoint} is an object, not a folder; pass a --checkpoint-dir that "
-                             f"is a folder or does not exist yet")
+            raise UsageError(
+                f"checkpoint {checkpoint} is an object, not a folder; pass a --checkpoint-dir that "
+                f"is a folder or does not exist yet"
+            )
         return
     if checkpoint.exists() and not checkpoint.is_dir():
-        raise UsageError(f"checkpoint {checkpoint} is a file, not a directory; pass a --checkpoint-dir "
-                         f"that is a directory or does not exist yet")
+        raise UsageError(
+            f"checkpoint {checkpoint} is a file, not a directory; pass a --checkpoint-dir "
+            f"that is a directory or does not exist yet"
+        )
     above = checkpoint.parent
     while not above.exists() and above != above.parent:
         above = above.parent
@@ -51,12 +55,16 @@ def check_checkpoint_location(checkpoint: Path) -> None:
     try:
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"checkpoint {checkpoint}: cannot create {exc.filename or checkpoint.parent} "
-                         f"({exc.strerror}); pass a --checkpoint-dir where this user can write") from None
+        raise UsageError(
+            f"checkpoint {checkpoint}: cannot create {exc.filename or checkpoint.parent} "
+            f"({exc.strerror}); pass a --checkpoint-dir where this user can write"
+        ) from None
     for folder in (checkpoint.parent, checkpoint):
         if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"checkpoint {checkpoint}: {folder} is not writable by this user; "
-                             f"pass a --checkpoint-dir where this user can write")
+            raise UsageError(
+                f"checkpoint {checkpoint}: {folder} is not writable by this user; "
+                f"pass a --checkpoint-dir where this user can write"
+            )
 
 
 class CheckpointInUse(OperationalError):
@@ -85,7 +93,7 @@ class CheckpointLock:
         #: None when the lock was free
         self.stale_since: float | None = None
 
-    def __enter__(self) -> "CheckpointLock":
+    def __enter__(self) -> CheckpointLock:
         check_checkpoint_location(self.checkpoint)
         while True:
             fd = self._open()
@@ -96,7 +104,8 @@ class CheckpointLock:
                 os.close(fd)
                 raise CheckpointInUse(
                     f"checkpoint {self.checkpoint} is in use by another run "
-                    f"(pid {holder}); stop that run first or pass another --checkpoint-dir", holder
+                    f"(pid {holder}); stop that run first or pass another --checkpoint-dir",
+                    holder,
                 ) from None
             # The run that held it may have removed the file between our open and our lock:
             # then this lock guards nothing, and the file another run creates would be free.
@@ -118,8 +127,10 @@ class CheckpointLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise UsageError(f"checkpoint {self.checkpoint}: cannot create {exc.filename or self.path} "
-                             f"({exc.strerror}); pass a --checkpoint-dir where this user can write") from None
+            raise UsageError(
+                f"checkpoint {self.checkpoint}: cannot create {exc.filename or self.path} "
+                f"({exc.strerror}); pass a --checkpoint-dir where this user can write"
+            ) from None
 
     def _is_current(self, fd: int) -> bool:
         try:
@@ -252,8 +263,11 @@ def record_release(checkpoint: Path) -> None:
     with contextlib.suppress(OSError):
         record.parent.mkdir(parents=True, exist_ok=True)
         tmp = record.with_name(f".{record.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"checkpoint": str(checkpoint.expanduser().resolve()), "released_at": time.time(),
-                                   "pid": os.getpid()}))
+        tmp.write_text(
+            json.dumps(
+                {"checkpoint": str(checkpoint.expanduser().resolve()), "released_at": time.time(), "pid": os.getpid()}
+            )
+        )
         tmp.replace(record)
 
 
@@ -276,8 +290,18 @@ def write_heartbeat(checkpoint: Path, query_id: str, interval_s: float) -> None:
     try:
         record.parent.mkdir(parents=True, exist_ok=True)
         tmp = record.with_name(f".{record.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"checkpoint": str(checkpoint), "query_id": query_id, "pid": os.getpid(),
-                                   "host": socket.gethostname(), "at": time.time(), "interval_s": interval_s}))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "checkpoint": str(checkpoint),
+                    "query_id": query_id,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "at": time.time(),
+                    "interval_s": interval_s,
+                }
+            )
+        )
         tmp.replace(record)
     except OSError:
         pass  # a heartbeat that cannot be written must not touch the query

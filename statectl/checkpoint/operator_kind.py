@@ -11,11 +11,13 @@ columns and its aggregation buffer, so it is what a schema that matches nothing 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from statectl.checkpoint.layout import DEFAULT_STORE, OperatorLayout
 
-JOIN_STORES = frozenset(f"{side}-{store}" for side in ("left", "right") for store in ("keyToNumValues", "keyWithIndexToValue"))
+JOIN_STORES = frozenset(
+    f"{side}-{store}" for side in ("left", "right") for store in ("keyToNumValues", "keyWithIndexToValue")
+)
 STORE_NAMES = "store names"
 STATE_SCHEMA = "state schema"
 

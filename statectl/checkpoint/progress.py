@@ -10,9 +10,10 @@ parses every log entry and walks every state file. Nothing is ever written.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from statectl.checkpoint.decode import checksum
 from statectl.checkpoint.decode.formats import parse_offset_entry, source_kind
@@ -144,12 +145,14 @@ class CheckpointProgress:
         return not any(f.severity == ERROR for f in self.findings)
 
 
-def require_checkpoint(path: "str | os.PathLike | ObjectPath") -> "Path | ObjectPath":
+def require_checkpoint(path: str | os.PathLike | ObjectPath) -> Path | ObjectPath:
     """``path`` when it is a directory; UsageError (exit 2) saying what it is otherwise."""
     root = as_path(path)
     if not root.exists():
-        raise UsageError(f"checkpoint {root} does not exist: the job has not run with it yet; pass the "
-                         f"--checkpoint-dir (or --config) the job runs with")
+        raise UsageError(
+            f"checkpoint {root} does not exist: the job has not run with it yet; pass the "
+            f"--checkpoint-dir (or --config) the job runs with"
+        )
     if not root.is_dir():
         raise UsageError(f"checkpoint {root} is a file, not a directory; pass the directory the job runs with")
     return root
@@ -166,67 +169,121 @@ def read_progress(path: str | os.PathLike) -> CheckpointProgress:
         offsets = _names(root / "offsets") if top.get("offsets") else None
         commits = _names(root / "commits") if top.get("commits") else None
     except OSError as exc:
-        raise OperationalError(f"checkpoint {root} cannot be read ({exc.strerror or exc}); nothing was changed") from exc
+        raise OperationalError(
+            f"checkpoint {root} cannot be read ({exc.strerror or exc}); nothing was changed"
+        ) from exc
     if not top:
-        raise UsageError(f"checkpoint {root} is empty: the job has not started with it yet (no metadata, "
-                         f"offsets/ or commits/)")
+        raise UsageError(
+            f"checkpoint {root} is empty: the job has not started with it yet (no metadata, offsets/ or commits/)"
+        )
     if not ({"metadata", "offsets", "commits", "state"} & set(top)):
-        raise UsageError(f"{root} is not a Structured Streaming checkpoint: it has none of metadata, offsets/, "
-                         f"commits/, state/")
+        raise UsageError(
+            f"{root} is not a Structured Streaming checkpoint: it has none of metadata, offsets/, commits/, state/"
+        )
     progress = CheckpointProgress(root=str(root), batches=log_batches(offsets, commits), has_metadata="metadata" in top)
-    progress.findings = quick_findings(progress.batches, offsets is not None, commits is not None, progress.has_metadata)
+    progress.findings = quick_findings(
+        progress.batches, offsets is not None, commits is not None, progress.has_metadata
+    )
     _read_last_commit(progress)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     progress.findings.sort(key=lambda f: (order[f.severity], f.path or "", f.code))
     return progress
 
 
-def _names(directory: "Path | ObjectPath") -> list[str]:
+def _names(directory: Path | ObjectPath) -> list[str]:
     with scandir(directory) as it:
         return [e.name for e in it]
 
 
-def quick_findings(batches: LogBatches, offsets_present: bool, commits_present: bool,
-                   has_metadata: bool) -> list[Finding]:
+def quick_findings(
+    batches: LogBatches, offsets_present: bool, commits_present: bool, has_metadata: bool
+) -> list[Finding]:
     """The health findings the log listings alone tell (the first half of ``health.check_health``'s
     log checks, with the same codes, severities and wording)."""
     out: list[Finding] = []
     if not offsets_present and not commits_present:
-        return [Finding(ERROR, NOT_A_CHECKPOINT, "no offsets/ and no commits/: Spark would start this as a new "
-                        "query from the sources' starting offsets")]
+        return [
+            Finding(
+                ERROR,
+                NOT_A_CHECKPOINT,
+                "no offsets/ and no commits/: Spark would start this as a new query from the sources' starting offsets",
+            )
+        ]
     if not has_metadata:
-        out.append(Finding(WARNING, MISSING_FILE, "metadata is missing: a restart gives the query a new id "
-                           "(offsets and state still apply)", "metadata"))
+        out.append(
+            Finding(
+                WARNING,
+                MISSING_FILE,
+                "metadata is missing: a restart gives the query a new id (offsets and state still apply)",
+                "metadata",
+            )
+        )
     if not offsets_present:
-        out.append(Finding(ERROR, MISSING_FILE, "offsets/ is missing: Spark cannot tell which offsets the "
-                           "committed batches read", "offsets"))
+        out.append(
+            Finding(
+                ERROR,
+                MISSING_FILE,
+                "offsets/ is missing: Spark cannot tell which offsets the committed batches read",
+                "offsets",
+            )
+        )
     if not commits_present and batches.offsets:
-        out.append(Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted",
-                           "commits"))
+        out.append(
+            Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted", "commits")
+        )
     last_offset, last_commit, pending = batches.last_offset, batches.last_committed, batches.pending
     if pending is not None and (last_commit is None or pending == last_commit + 1):
-        out.append(Finding(WARNING, UNCOMMITTED_BATCH,
-                           f"batch {pending} is in offsets/ but has no commit: a restart re-runs batch {pending} "
-                           f"from its logged offsets (its sink output may be written again)", f"offsets/{pending}"))
+        out.append(
+            Finding(
+                WARNING,
+                UNCOMMITTED_BATCH,
+                f"batch {pending} is in offsets/ but has no commit: a restart re-runs batch {pending} "
+                f"from its logged offsets (its sink output may be written again)",
+                f"offsets/{pending}",
+            )
+        )
     elif pending is not None:
-        out.append(Finding(ERROR, UNCOMMITTED_BATCH,
-                           f"offsets/ runs to batch {last_offset} but the last commit is batch {last_commit}: "
-                           f"Spark only ever has one batch in flight, so the logs are inconsistent",
-                           f"offsets/{last_offset}"))
+        out.append(
+            Finding(
+                ERROR,
+                UNCOMMITTED_BATCH,
+                f"offsets/ runs to batch {last_offset} but the last commit is batch {last_commit}: "
+                f"Spark only ever has one batch in flight, so the logs are inconsistent",
+                f"offsets/{last_offset}",
+            )
+        )
     if last_commit is not None and last_commit not in set(batches.offsets):
-        out.append(Finding(ERROR, MISSING_FILE,
-                           f"commits/{last_commit} exists without offsets/{last_commit}: a restart cannot tell "
-                           f"where batch {last_commit + 1} starts", f"commits/{last_commit}"))
+        out.append(
+            Finding(
+                ERROR,
+                MISSING_FILE,
+                f"commits/{last_commit} exists without offsets/{last_commit}: a restart cannot tell "
+                f"where batch {last_commit + 1} starts",
+                f"commits/{last_commit}",
+            )
+        )
     for rel, files in (("offsets", batches.offsets), ("commits", batches.commits)):
         if files:
             missing = sorted(set(range(files[0], files[-1] + 1)) - set(files))
             if missing:
-                out.append(Finding(WARNING, VERSION_GAP,
-                                   f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {format_ranges(missing)} "
-                                   f"between {files[0]} and {files[-1]}", f"{rel}/{missing[0]}"))
+                out.append(
+                    Finding(
+                        WARNING,
+                        VERSION_GAP,
+                        f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {format_ranges(missing)} "
+                        f"between {files[0]} and {files[-1]}",
+                        f"{rel}/{missing[0]}",
+                    )
+                )
     for rel in batches.temp_files:
-        out.append(Finding(WARNING, ORPHANED_FILE, f"{rel} is a temporary file left by an interrupted write; safe "
-                           f"to delete while the query is stopped", rel))
+        out.append(
+            Finding(
+                WARNING,
+                ORPHANED_FILE,
+                f"{rel} is a temporary file left by an interrupted write; safe to delete while the query is stopped",
+                rel,
+            )
+        )
     return out
 
 
@@ -255,8 +312,9 @@ def _read_last_commit(progress: CheckpointProgress) -> None:
         try:
             progress.committed_entry = parse_offset_entry(batch, data.decode("utf-8"))
         except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
-            progress.findings.append(Finding(ERROR, UNPARSABLE, f"{rel} cannot be parsed "
-                                             f"({first_error_line(exc, 120)})", rel))
+            progress.findings.append(
+                Finding(ERROR, UNPARSABLE, f"{rel} cannot be parsed ({first_error_line(exc, 120)})", rel)
+            )
 
 
 def _read(progress: CheckpointProgress, rel: str) -> bytes | None:
@@ -267,7 +325,7 @@ def _read(progress: CheckpointProgress, rel: str) -> bytes | None:
         return None
 
 
-def _verify_crc(root: "Path | ObjectPath", rel: str, data: bytes) -> list[Finding]:
+def _verify_crc(root: Path | ObjectPath, rel: str, data: bytes) -> list[Finding]:
     directory, _, name = rel.rpartition("/")
     sidecar_path = root / directory / checksum.hadoop_crc_name(name)
     if is_object_path(sidecar_path) and not sidecar_path.exists():
@@ -278,8 +336,14 @@ def _verify_crc(root: "Path | ObjectPath", rel: str, data: bytes) -> list[Findin
         return []  # no sidecar: a filesystem without checksums (HDFS, object stores)
     result = checksum.verify_hadoop_crc(data, sidecar)
     if result.status == checksum.MISMATCH:
-        return [Finding(ERROR, CRC_MISMATCH, f"{rel} does not match its Hadoop .crc: {result.detail}; the file is "
-                        f"corrupt, cut short or was edited", rel)]
+        return [
+            Finding(
+                ERROR,
+                CRC_MISMATCH,
+                f"{rel} does not match its Hadoop .crc: {result.detail}; the file is corrupt, cut short or was edited",
+                rel,
+            )
+        ]
     if result.status == checksum.TRUNCATED:
         return [Finding(ERROR, TRUNCATED, f"{rel} does not match its Hadoop .crc: {result.detail}", rel)]
     if result.status == checksum.UNREADABLE:
@@ -327,4 +391,3 @@ def state_size(path: str | os.PathLike) -> StateSize:
         except OSError:
             continue
     return StateSize(total, files)
-

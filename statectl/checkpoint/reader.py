@@ -11,6 +11,15 @@ import json
 import os
 import struct
 
+from statectl.checkpoint.decode.formats import (
+    STATE_EXTENSIONS,
+    parse_commit_entry,
+    parse_offset_entry,
+    parse_operator_metadata,
+    parse_state_file_name,
+    parse_state_schema,
+    source_kind,
+)
 from statectl.checkpoint.layout import (
     DEFAULT_STORE,
     ROCKSDB,
@@ -23,15 +32,6 @@ from statectl.checkpoint.layout import (
     StateVariable,
     StoreFiles,
     StoreInfo,
-)
-from statectl.checkpoint.decode.formats import (
-    STATE_EXTENSIONS,
-    parse_commit_entry,
-    parse_offset_entry,
-    parse_operator_metadata,
-    parse_state_file_name,
-    parse_state_schema,
-    source_kind,
 )
 from statectl.checkpoint.operator_kind import infer_kind
 from statectl.errors import OperationalError, UsageError
@@ -154,7 +154,9 @@ def _read_log(layout, dir_path, rel, parse, parsed: dict, files: dict) -> None:
         try:
             parsed[batch] = parse(batch, data.decode("utf-8"))
         except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
-            layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
+            layout.problems.append(
+                Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})")
+            )
 
 
 def _read_sources(layout: CheckpointLayout, dir_path: str) -> None:
@@ -280,7 +282,9 @@ def _read_operator_metadata(layout: CheckpointLayout, op: OperatorLayout, meta_d
         try:
             _apply_operator_metadata(op, data.decode("utf-8"))
         except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
-            layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
+            layout.problems.append(
+                Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})")
+            )
             continue
         op.metadata_version = version
         op.metadata_file = relpath
@@ -352,7 +356,9 @@ def _apply_schema(layout: CheckpointLayout, op: OperatorLayout) -> None:
     try:
         op.column_families = [cf.name for cf in parse_state_schema(data)]
     except (ValueError, struct.error, UnicodeDecodeError) as exc:
-        layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
+        layout.problems.append(
+            Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})")
+        )
 
 
 def _schema_sort_key(relpath: str) -> tuple[int, str]:
@@ -361,8 +367,9 @@ def _schema_sort_key(relpath: str) -> tuple[int, str]:
     return (int(head) if head.isdigit() else -1, base)
 
 
-def _read_store_dir(layout: CheckpointLayout, part: PartitionFiles, dir_path: str, rel: str,
-                    store_name: str, top: bool) -> None:
+def _read_store_dir(
+    layout: CheckpointLayout, part: PartitionFiles, dir_path: str, rel: str, store_name: str, top: bool
+) -> None:
     """Classify the files of one store directory; at the partition level, subdirectories that
     are not RocksDB/metadata folders are further stores (stream-stream joins keep four)."""
     store = StoreFiles(name=store_name, path=rel)
@@ -478,7 +485,9 @@ def _read_store_schema(layout: CheckpointLayout, store: StoreFiles, path: str, r
     try:
         families = parse_state_schema(data)
     except (ValueError, struct.error, UnicodeDecodeError) as exc:
-        layout.problems.append(Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})"))
+        layout.problems.append(
+            Problem("unparsable", relpath, f"{relpath} cannot be parsed ({first_error_line(exc, 120)})")
+        )
         return
     if families:
         store.key_schema = families[0].field_names("key")

@@ -31,15 +31,28 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 _REFUSALS = (
     (re.compile(r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"), "a state store's key schema changed"),
     (re.compile(r"STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"), "a state store's value schema changed"),
-    (re.compile(r"STATE_STORE_(?:INVALID_VALUE_SCHEMA_EVOLUTION|VALUE_SCHEMA_EVOLUTION_THRESHOLD_EXCEEDED|"
-                r"SCHEMA_MUST_BE_NULLABLE)"), "a state schema changed in a way Spark cannot evolve"),
-    (re.compile(r"STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"),
-     "the stateful operators differ from the ones the checkpoint holds"),
-    (re.compile(r"STATE_STORE_(?:INVALID_CONFIG_AFTER_RESTART|INVALID_VARIABLE_TYPE_CHANGE|"
-                r"COLUMN_FAMILY_SCHEMA_INCOMPATIBLE|STATE_SCHEMA_FILE_THRESHOLD_EXCEEDED)"),
-     "a transformWithState setting or state variable changed in a way Spark refuses"),
-    (re.compile(r"There are \[?\d+\]? sources in the checkpoint offsets and now there are \[?\d+\]? sources"),
-     "the query reads a different number of sources than the checkpoint recorded"),
+    (
+        re.compile(
+            r"STATE_STORE_(?:INVALID_VALUE_SCHEMA_EVOLUTION|VALUE_SCHEMA_EVOLUTION_THRESHOLD_EXCEEDED|"
+            r"SCHEMA_MUST_BE_NULLABLE)"
+        ),
+        "a state schema changed in a way Spark cannot evolve",
+    ),
+    (
+        re.compile(r"STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"),
+        "the stateful operators differ from the ones the checkpoint holds",
+    ),
+    (
+        re.compile(
+            r"STATE_STORE_(?:INVALID_CONFIG_AFTER_RESTART|INVALID_VARIABLE_TYPE_CHANGE|"
+            r"COLUMN_FAMILY_SCHEMA_INCOMPATIBLE|STATE_SCHEMA_FILE_THRESHOLD_EXCEEDED)"
+        ),
+        "a transformWithState setting or state variable changed in a way Spark refuses",
+    ),
+    (
+        re.compile(r"There are \[?\d+\]? sources in the checkpoint offsets and now there are \[?\d+\]? sources"),
+        "the query reads a different number of sources than the checkpoint recorded",
+    ),
     (re.compile(r"Provided schema doesn't match to the schema for existing state"), "a state schema changed"),
     (re.compile(r"STATEFUL_PROCESSOR_|TRANSFORM_WITH_STATE_"), "the transformWithState processor changed"),
     (re.compile(r"CANNOT_LOAD_STATE_STORE|STATE_STORE_"), "the state cannot be loaded for the new query"),
@@ -77,9 +90,15 @@ class RestartVerdict:
         return DIFFERENT if any(f.kind == DIFFERENT for f in self.findings) else ACCEPTED
 
     def to_dict(self) -> dict:
-        return {"checkpoint": self.checkpoint, "batch": self.batch, "verdict": self.verdict,
-                "restarts": not self.refused, "findings": [f.to_dict() for f in self.findings],
-                "trial_error": self.trial_error, "trial_seconds": round(self.trial_seconds, 2)}
+        return {
+            "checkpoint": self.checkpoint,
+            "batch": self.batch,
+            "verdict": self.verdict,
+            "restarts": not self.refused,
+            "findings": [f.to_dict() for f in self.findings],
+            "trial_error": self.trial_error,
+            "trial_seconds": round(self.trial_seconds, 2),
+        }
 
 
 def refusal(error: str) -> RestartFinding:
@@ -92,7 +111,8 @@ def refusal(error: str) -> RestartFinding:
 
 
 _PLAN_STATE_KEYS = re.compile(
-    r"(StreamingDeduplicate(?:WithinWatermark)?|StateStoreSave)\s+\[([^\]]*)\], state info \[[^\]]*?opId = (\d+)")
+    r"(StreamingDeduplicate(?:WithinWatermark)?|StateStoreSave)\s+\[([^\]]*)\], state info \[[^\]]*?opId = (\d+)"
+)
 
 
 def state_keys_in_plan(plan: str) -> dict[int, list[str]]:
@@ -119,9 +139,14 @@ def _store_schemas(op: OperatorLayout) -> dict[str, tuple[tuple[str, ...], tuple
     return out
 
 
-def judge(before: CheckpointLayout, after: CheckpointLayout | None, error: str | None,
-          wanted_partitions: str | None = None, operators_now: int | None = None,
-          plan_keys: dict[int, list[str]] | None = None) -> list[RestartFinding]:
+def judge(
+    before: CheckpointLayout,
+    after: CheckpointLayout | None,
+    error: str | None,
+    wanted_partitions: str | None = None,
+    operators_now: int | None = None,
+    plan_keys: dict[int, list[str]] | None = None,
+) -> list[RestartFinding]:
     """The findings of a trial restart. ``before``: the checkpoint; ``after``: the scratch copy once
     the trial batch ran (None when it failed before writing anything); ``error``: the trial's
     failure; ``wanted_partitions``: the new config's spark.sql.shuffle.partitions, if it sets one;
@@ -132,61 +157,95 @@ def judge(before: CheckpointLayout, after: CheckpointLayout | None, error: str |
         findings.append(refusal(error))
     pinned = before.pinned_partitions
     if wanted_partitions is not None and pinned is not None and str(wanted_partitions) != str(pinned):
-        findings.append(RestartFinding(
-            DIFFERENT, f"spark.sql.shuffle.partitions is {wanted_partitions} in the new config",
-            f"Spark keeps the checkpoint's {pinned} state partitions (the value of its first run) and ignores "
-            f"the new setting; statectl repartition-state changes them"))
+        findings.append(
+            RestartFinding(
+                DIFFERENT,
+                f"spark.sql.shuffle.partitions is {wanted_partitions} in the new config",
+                f"Spark keeps the checkpoint's {pinned} state partitions (the value of its first run) and ignores "
+                f"the new setting; statectl repartition-state changes them",
+            )
+        )
     if error or after is None:
         return findings
     old_ops, new_ops = _operators(before), _operators(after)
     if operators_now is not None and operators_now < len(before.operators):
-        findings.append(RestartFinding(
-            DIFFERENT, f"the new query has {operators_now} stateful operator(s), the checkpoint "
-                       f"{len(before.operators)}",
-            "Spark restarts it and the state of the operators it no longer has is left unread (and never cleaned "
-            "up)"))
+        findings.append(
+            RestartFinding(
+                DIFFERENT,
+                f"the new query has {operators_now} stateful operator(s), the checkpoint {len(before.operators)}",
+                "Spark restarts it and the state of the operators it no longer has is left unread (and never cleaned "
+                "up)",
+            )
+        )
     elif [o[1] for o in old_ops] != [o[1] for o in new_ops] and all(o[1] for o in new_ops):
-        findings.append(RestartFinding(ACCEPTED, "the stateful operators changed",
-                                       f"{[o[1] for o in old_ops]} -> {[o[1] for o in new_ops]}"))
+        findings.append(
+            RestartFinding(
+                ACCEPTED, "the stateful operators changed", f"{[o[1] for o in old_ops]} -> {[o[1] for o in new_ops]}"
+            )
+        )
     for op_id, keys in sorted((plan_keys or {}).items()):
         old = before.operators.get(op_id)
         schemas = _store_schemas(old) if old is not None else {}
         old_keys = [k.split()[0] for k in schemas.get("default", ((), ()))[0]]
         if old_keys and keys and [k.lower() for k in old_keys] != [k.lower() for k in keys]:
-            findings.append(RestartFinding(
-                DIFFERENT, f"operator {op_id} ({old.name}): its state is keyed by {', '.join(old_keys)} in the "
-                           f"checkpoint, by {', '.join(keys)} in the new query",
-                "Spark compares only the key types and accepts it: the state it restores is looked up by other "
-                "columns now, so it means something else (start a new checkpoint, or keep the key)"))
+            findings.append(
+                RestartFinding(
+                    DIFFERENT,
+                    f"operator {op_id} ({old.name}): its state is keyed by {', '.join(old_keys)} in the "
+                    f"checkpoint, by {', '.join(keys)} in the new query",
+                    "Spark compares only the key types and accepts it: the state it restores is looked up by other "
+                    "columns now, so it means something else (start a new checkpoint, or keep the key)",
+                )
+            )
     by_id = before.operators
     for _, op in sorted(after.operators.items()):
         old = by_id.get(op.operator_id)
         if old is None:
             continue
         if len(op.schema_files) > len(old.schema_files):
-            findings.append(RestartFinding(
-                DIFFERENT, f"operator {op.operator_id} ({op.name}): the state schema evolved",
-                "Spark accepts it and writes a new schema version; rows written before keep their old shape "
-                "until they are next updated"))
+            findings.append(
+                RestartFinding(
+                    DIFFERENT,
+                    f"operator {op.operator_id} ({op.name}): the state schema evolved",
+                    "Spark accepts it and writes a new schema version; rows written before keep their old shape "
+                    "until they are next updated",
+                )
+            )
         old_vars = {v.name: v for v in old.state_variables if not v.internal}
         new_vars = {v.name: v for v in op.state_variables if not v.internal}
         for name in sorted(set(old_vars) - set(new_vars)):
-            findings.append(RestartFinding(
-                DIFFERENT, f"operator {op.operator_id}: state variable {name!r} is no longer used",
-                "Spark accepts it; its state stays in the checkpoint, unread"))
+            findings.append(
+                RestartFinding(
+                    DIFFERENT,
+                    f"operator {op.operator_id}: state variable {name!r} is no longer used",
+                    "Spark accepts it; its state stays in the checkpoint, unread",
+                )
+            )
         for name in sorted(set(new_vars) - set(old_vars)):
-            findings.append(RestartFinding(
-                DIFFERENT if old_vars else ACCEPTED, f"operator {op.operator_id}: new state variable {name!r}",
-                "it starts empty for every key" + (": state kept under another name is not carried over"
-                                                   if set(old_vars) - set(new_vars) else "")))
+            findings.append(
+                RestartFinding(
+                    DIFFERENT if old_vars else ACCEPTED,
+                    f"operator {op.operator_id}: new state variable {name!r}",
+                    "it starts empty for every key"
+                    + (": state kept under another name is not carried over" if set(old_vars) - set(new_vars) else ""),
+                )
+            )
         for name in sorted(set(old_vars) & set(new_vars)):
             if old_vars[name].ttl != new_vars[name].ttl:
-                findings.append(RestartFinding(
-                    DIFFERENT, f"operator {op.operator_id}: TTL of {name!r} turned {'on' if new_vars[name].ttl else 'off'}",
-                    "Spark accepts it; the rows written before keep the expiry (or none) they were written with"))
+                findings.append(
+                    RestartFinding(
+                        DIFFERENT,
+                        f"operator {op.operator_id}: TTL of {name!r} turned {'on' if new_vars[name].ttl else 'off'}",
+                        "Spark accepts it; the rows written before keep the expiry (or none) they were written with",
+                    )
+                )
             elif new_vars[name].ttl:
-                findings.append(RestartFinding(
-                    ACCEPTED, f"operator {op.operator_id}: {name!r} has a TTL",
-                    "a changed TTL duration applies to rows as they are next written; rows written before keep "
-                    "the expiry they were written with"))
+                findings.append(
+                    RestartFinding(
+                        ACCEPTED,
+                        f"operator {op.operator_id}: {name!r} has a TTL",
+                        "a changed TTL duration applies to rows as they are next written; rows written before keep "
+                        "the expiry they were written with",
+                    )
+                )
     return findings

@@ -83,8 +83,12 @@ class RestartNeeds:
         return {s.key: s.value for s in self.settings if s.status == REQUIRED and s.value is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"settings": [asdict(s) for s in self.settings], "session_conf": self.session_conf,
-                "minimum_spark_version": self.minimum_version, "spark_versions": [asdict(v) for v in self.versions]}
+        return {
+            "settings": [asdict(s) for s in self.settings],
+            "session_conf": self.session_conf,
+            "minimum_spark_version": self.minimum_version,
+            "spark_versions": [asdict(v) for v in self.versions],
+        }
 
 
 def _has_state(layout: CheckpointLayout) -> bool:
@@ -116,24 +120,32 @@ def restart_session_conf(layout: CheckpointLayout | None) -> dict[str, str]:
 
 def _format_setting(layout: CheckpointLayout) -> SessionSetting:
     if layout.format_version == 2:
-        return SessionSetting(FORMAT_CONF, "2", REQUIRED,
-                              "not in the offset log; without it Spark 4.0–4.2 look for format-1 file names and fail "
-                              "(\"…/1.changelog does not exist\"); 4.3 detects the format")
-    return SessionSetting(FORMAT_CONF, "1", REQUIRED,
-                          "Spark's default (leave it unset); a session that sets 2 fails on a format-1 checkpoint "
-                          "(Spark 4.2: CANNOT_COMMIT)")
+        return SessionSetting(
+            FORMAT_CONF,
+            "2",
+            REQUIRED,
+            "not in the offset log; without it Spark 4.0–4.2 look for format-1 file names and fail "
+            '("…/1.changelog does not exist"); 4.3 detects the format',
+        )
+    return SessionSetting(
+        FORMAT_CONF,
+        "1",
+        REQUIRED,
+        "Spark's default (leave it unset); a session that sets 2 fails on a format-1 checkpoint "
+        "(Spark 4.2: CANNOT_COMMIT)",
+    )
 
 
 def _provider_setting(layout: CheckpointLayout) -> SessionSetting | None:
     pinned = layout.provider_class
     if pinned:
-        return SessionSetting(PROVIDER_CONF, pinned, PINNED,
-                              "pinned by the offset log; the session's value is ignored")
+        return SessionSetting(PROVIDER_CONF, pinned, PINNED, "pinned by the offset log; the session's value is ignored")
     provider = layout.provider
     if provider in (ROCKSDB, HDFS):
         cls = ROCKSDB_PROVIDER_CLASS if provider == ROCKSDB else HDFS_PROVIDER_CLASS
-        return SessionSetting(PROVIDER_CONF, cls, REQUIRED,
-                              f"not pinned by the offset log, and the state files are {provider}'s")
+        return SessionSetting(
+            PROVIDER_CONF, cls, REQUIRED, f"not pinned by the offset log, and the state files are {provider}'s"
+        )
     return None
 
 
@@ -142,20 +154,31 @@ def _changelog_setting(layout: CheckpointLayout) -> SessionSetting | None:
         return None
     enabled = bool(layout.changelog_checkpointing)
     how = "has changelog files" if enabled else "has none"
-    return SessionSetting(CHANGELOG_CONF, "true" if enabled else "false", RECOMMENDED,
-                          f"not pinned; the checkpoint {how}; either value restarts it")
+    return SessionSetting(
+        CHANGELOG_CONF,
+        "true" if enabled else "false",
+        RECOMMENDED,
+        f"not pinned; the checkpoint {how}; either value restarts it",
+    )
 
 
 def _partitions_setting(layout: CheckpointLayout) -> SessionSetting | None:
     pinned = layout.pinned_partitions
     if pinned is not None:
-        return SessionSetting(SHUFFLE_PARTITIONS, str(pinned), PINNED,
-                              "pinned by the offset log; the session's value is ignored (repartition-state changes "
-                              "it)")
+        return SessionSetting(
+            SHUFFLE_PARTITIONS,
+            str(pinned),
+            PINNED,
+            "pinned by the offset log; the session's value is ignored (repartition-state changes it)",
+        )
     counts = {op.num_partitions for op in layout.operators.values() if op.num_partitions}
     if len(counts) == 1:
-        return SessionSetting(SHUFFLE_PARTITIONS, str(counts.pop()), REQUIRED,
-                              "not pinned by the offset log: the session must split the state as it is split")
+        return SessionSetting(
+            SHUFFLE_PARTITIONS,
+            str(counts.pop()),
+            REQUIRED,
+            "not pinned by the offset log: the session must split the state as it is split",
+        )
     return None
 
 

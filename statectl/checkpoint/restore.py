@@ -19,9 +19,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from statectl.storage.files import join, open_binary
 from statectl.checkpoint.decode import javazip
 from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, StateFile, StoreFiles
+from statectl.storage.files import join, open_binary
 
 
 @dataclass
@@ -197,16 +197,20 @@ def restore_plan(layout: CheckpointLayout, read_snapshot_metadata: bool = True) 
         op_plan = OperatorRestore(operator_id=oid)
         for pid, store in op.stores_in_use():  # stale partitions are never loaded again
             ids = lineage.get((oid, pid))
-            op_plan.stores.append(
-                plan_store(layout.root, oid, pid, store, target, ids, read_snapshot_metadata)
-            )
+            op_plan.stores.append(plan_store(layout.root, oid, pid, store, target, ids, read_snapshot_metadata))
         plan.operators[oid] = op_plan
     return plan
 
 
-def plan_store(root: str, operator_id: int, partition: int, store: StoreFiles, target: int,
-               lineage_ids: dict[int, set[str]] | None = None,
-               read_snapshot_metadata: bool = True) -> StoreRestore:
+def plan_store(
+    root: str,
+    operator_id: int,
+    partition: int,
+    store: StoreFiles,
+    target: int,
+    lineage_ids: dict[int, set[str]] | None = None,
+    read_snapshot_metadata: bool = True,
+) -> StoreRestore:
     """Choose the snapshot and the replay for one store instance at state version ``target``."""
     out = StoreRestore(operator_id, partition, store.name, store.path, store.provider, target)
     if target <= 0:
@@ -242,7 +246,17 @@ def _plan_ssts(root: str, store: StoreFiles, snapshot: StateFile, out: StoreRest
     path = join(root, store.path, snapshot.name)
     try:
         ssts = rocksdb_snapshot_ssts(path)
-    except (OSError, zipfile.BadZipFile, zlib.error, ValueError, KeyError, TypeError, AttributeError) as exc:
+    # NotImplementedError: zipfile's answer to a damaged "version needed" or compression method.
+    except (
+        OSError,
+        zipfile.BadZipFile,
+        zlib.error,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        NotImplementedError,
+    ) as exc:
         out.snapshot_error = f"{snapshot.name} cannot be opened as a RocksDB snapshot ({str(exc)[:100]})"
         return
     for name, size in ssts:
@@ -260,7 +274,7 @@ def snapshot_metadata(path: str) -> bytes | None:
     try:
         with zipfile.ZipFile(open_binary(path)) as zf:
             return zf.read("metadata")
-    except (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, EOFError):
+    except (zipfile.BadZipFile, zlib.error, KeyError, OSError, ValueError, EOFError, NotImplementedError):
         with open_binary(path) as fh:
             return javazip.read_member(fh.read(), "metadata")
 
@@ -306,8 +320,11 @@ def files_a_restart_reads(plan: RestorePlan):
     needs to hold for Spark to restart it, or to read its state as of the last committed batch."""
     from statectl.checkpoint.decode.formats import parse_state_file_name
 
-    wanted = {store.path: (store.snapshot.version if store.snapshot else 0, store.target_version)
-              for op in plan.operators.values() for store in op.stores}
+    wanted = {
+        store.path: (store.snapshot.version if store.snapshot else 0, store.target_version)
+        for op in plan.operators.values()
+        for store in op.stores
+    }
 
     def keep(rel: str) -> bool:
         folder, _, name = rel.rpartition("/")

@@ -18,9 +18,9 @@ import os
 import re
 from dataclasses import dataclass
 
+from statectl.checkpoint.layout import CheckpointLayout
 from statectl.errors import StatectlError
 from statectl.storage.files import as_path, is_object_path, join
-from statectl.checkpoint.layout import CheckpointLayout
 
 #: The finding code for metadata that names schema files outside the checkpoint.
 MOVED_CHECKPOINT = "moved-checkpoint"
@@ -58,7 +58,7 @@ def local_file_path(recorded: str) -> str | None:
         return recorded if recorded.startswith("/") else None
     if match.group(1).lower() != "file":
         return None
-    rest = recorded[match.end():]
+    rest = recorded[match.end() :]
     if rest.startswith("//"):  # file:///path or file://host/path
         host, slash, path = rest[2:].partition("/")
         if host not in ("", "localhost"):
@@ -141,25 +141,33 @@ def relocation_problems(layout: CheckpointLayout) -> list[tuple[str, str, str, s
     for oid, paths in by_operator.items():
         first = next((p for p in paths if p.status != ELSEWHERE), paths[0])
         where = recorded_root(first.recorded) or first.recorded
-        fix = (f"run `statectl relocate-checkpoint {layout.root}` (rewrites the recorded paths to this location, "
-               f"keeping a backup of each file it changes)")
+        fix = (
+            f"run `statectl relocate-checkpoint {layout.root}` (rewrites the recorded paths to this location, "
+            f"keeping a backup of each file it changes)"
+        )
         if first.status == ELSEWHERE:
-            message = (f"{first.metadata_file} names its schema files in another checkpoint ({where}), not in this "
-                       f"one: this is a copy. A restart reads that checkpoint's files and works while they stay; once "
-                       f"it is moved or deleted, the restart fails with \"File {first.recorded} does not exist\". "
-                       f"To make the copy stand alone, {fix}")
+            message = (
+                f"{first.metadata_file} names its schema files in another checkpoint ({where}), not in this "
+                f"one: this is a copy. A restart reads that checkpoint's files and works while they stay; once "
+                f'it is moved or deleted, the restart fails with "File {first.recorded} does not exist". '
+                f"To make the copy stand alone, {fix}"
+            )
             severity = "warning"
         elif first.status == GONE:
-            message = (f"{first.metadata_file} names its schema files at {where}, where the checkpoint was before it "
-                       f"was moved or copied, and they are not there any more: a restart fails with \"File "
-                       f"{first.recorded} does not exist\" (seen on Spark 4.2 and 4.3), and so does reading the state "
-                       f"(--rows). {fix[0].upper()}{fix[1:]}, or restart the query from the original location")
+            message = (
+                f"{first.metadata_file} names its schema files at {where}, where the checkpoint was before it "
+                f'was moved or copied, and they are not there any more: a restart fails with "File '
+                f'{first.recorded} does not exist" (seen on Spark 4.2 and 4.3), and so does reading the state '
+                f"(--rows). {fix[0].upper()}{fix[1:]}, or restart the query from the original location"
+            )
             severity = "error"
         else:
-            message = (f"{first.metadata_file} names its schema files at {where}, on another file system: this "
-                       f"checkpoint was copied down from there. A restart of the copy reads them from there, so it "
-                       f"fails unless that store is reachable from here and still holds them (\"File {first.recorded} "
-                       f"does not exist\" once they are gone). {fix[0].upper()}{fix[1:]}")
+            message = (
+                f"{first.metadata_file} names its schema files at {where}, on another file system: this "
+                f"checkpoint was copied down from there. A restart of the copy reads them from there, so it "
+                f'fails unless that store is reachable from here and still holds them ("File {first.recorded} '
+                f'does not exist" once they are gone). {fix[0].upper()}{fix[1:]}'
+            )
             severity = "error"
         out.append((severity, MOVED_CHECKPOINT, message, first.metadata_file, oid))
     return out

@@ -12,8 +12,9 @@ installed PySpark's.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from statectl.errors import UsageError
 
@@ -136,11 +137,13 @@ class VerdictTarget:
         return text(self.version)
 
     def describe(self) -> str:
-        why = {"--spark-version": "as asked (--spark-version)",
-               "inferred": f"the release that wrote the checkpoint ({self.evidence})",
-               "installed PySpark": f"the installed PySpark ({self.evidence}); nothing in the checkpoint "
-                                    f"tells which release wrote it",
-               "default": f"statectl's own Spark; {self.evidence}"}[self.source]
+        why = {
+            "--spark-version": "as asked (--spark-version)",
+            "inferred": f"the release that wrote the checkpoint ({self.evidence})",
+            "installed PySpark": f"the installed PySpark ({self.evidence}); nothing in the checkpoint "
+            f"tells which release wrote it",
+            "default": f"statectl's own Spark; {self.evidence}",
+        }[self.source]
         return f"Spark {self.text}: {why}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,8 +176,13 @@ class WriterEvidence:
         return text(low) if low == high else f"{text(low)}–{text(high)}" if self.at_most else f"{text(low)}+"
 
 
-def writer_evidence(conf: dict[str, str], format_version: int, snapshot_lines: Iterable[str],
-                    operator_names: Iterable[str], metadata_versions: Iterable[int]) -> WriterEvidence:
+def writer_evidence(
+    conf: dict[str, str],
+    format_version: int,
+    snapshot_lines: Iterable[str],
+    operator_names: Iterable[str],
+    metadata_versions: Iterable[int],
+) -> WriterEvidence:
     """What the offset log's confs, the checkpoint format, the operators and the snapshots'
     metadata version lines tell of the release that wrote a checkpoint."""
     low: Version | None = None
@@ -199,8 +207,11 @@ def writer_evidence(conf: dict[str, str], format_version: int, snapshot_lines: I
     if format_version >= 2:
         at_least((4, 0), "checkpoint format 2, new in 4.0")
     names = set(operator_names)
-    if names & {"transformWithStateExec", "transformWithStateInPandasExec", "transformWithStateInPySparkExec"} \
-            or 2 in set(metadata_versions):
+    if names & {
+        "transformWithStateExec",
+        "transformWithStateInPandasExec",
+        "transformWithStateInPySparkExec",
+    } or 2 in set(metadata_versions):
         at_least((4, 0), "transformWithState, new in 4.0")
     # Only 4.0 writes v2 snapshots; the offset log outranks a snapshot (one damaged or copied in
     # says nothing of the writer). Format 2 with v1 snapshots is 4.1, or a 4.0 JVM whose first
@@ -231,7 +242,9 @@ def verdict_target(requested: str | None, evidence: WriterEvidence) -> VerdictTa
         return VerdictTarget(parse_spark_version(requested), "--spark-version")
     inferred = evidence.version
     if inferred is not None:
-        return VerdictTarget(nearest_known(inferred), "inferred", f"Spark {evidence.span}: " + ", ".join(evidence.facts))
+        return VerdictTarget(
+            nearest_known(inferred), "inferred", f"Spark {evidence.span}: " + ", ".join(evidence.facts)
+        )
     installed = installed_pyspark()
     if installed is not None:
         return VerdictTarget(nearest_known(installed), "installed PySpark", f"PySpark {text(installed)}")

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from statectl.checkpoint.decode import lz4block
 from statectl.checkpoint.integrity import CODEC_CONF, changelog_header
+from statectl.checkpoint.layout import ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.checkpoint.restore import rocksdb_snapshot_doc
-from statectl.checkpoint.layout import HDFS, ROCKSDB, CheckpointLayout, OperatorLayout, StoreFiles
 from statectl.storage.files import join, read_bytes
 
 MAX_VERSIONS = 120
@@ -64,18 +64,30 @@ class OperatorHistory:
     note: str | None = None
 
     def to_dict(self) -> dict:
-        return {"operator_id": self.operator_id, "kind": self.kind, "name": self.name, "source": self.source,
-                "exact": self.exact, "partitions": self.partitions, "partitions_read": list(self.partitions_read),
-                "versions": len(self.rows), "files_read": self.files_read, "note": self.note}
+        return {
+            "operator_id": self.operator_id,
+            "kind": self.kind,
+            "name": self.name,
+            "source": self.source,
+            "exact": self.exact,
+            "partitions": self.partitions,
+            "partitions_read": list(self.partitions_read),
+            "versions": len(self.rows),
+            "files_read": self.files_read,
+            "note": self.note,
+        }
 
 
-def operator_histories(layout: CheckpointLayout, max_versions: int = MAX_VERSIONS,
-                       max_partitions: int = MAX_PARTITIONS) -> dict[int, OperatorHistory]:
+def operator_histories(
+    layout: CheckpointLayout, max_versions: int = MAX_VERSIONS, max_partitions: int = MAX_PARTITIONS
+) -> dict[int, OperatorHistory]:
     """Every operator's history from its state files."""
     codec = (layout.conf.get(CODEC_CONF) or "lz4").strip().lower()
     lz4 = codec in ("lz4", "org.apache.spark.io.lz4compressioncodec")
-    return {oid: _operator(layout, op, lz4, codec, max_versions, max_partitions)
-            for oid, op in sorted(layout.operators.items())}
+    return {
+        oid: _operator(layout, op, lz4, codec, max_versions, max_partitions)
+        for oid, op in sorted(layout.operators.items())
+    }
 
 
 def sampled_partitions(count: int, at_most: int) -> list[int]:
@@ -85,8 +97,9 @@ def sampled_partitions(count: int, at_most: int) -> list[int]:
     return sorted({round(i * count / at_most) for i in range(at_most)})
 
 
-def _operator(layout, op: OperatorLayout, lz4: bool, codec: str, max_versions: int,
-              max_partitions: int) -> OperatorHistory:
+def _operator(
+    layout, op: OperatorLayout, lz4: bool, codec: str, max_versions: int, max_partitions: int
+) -> OperatorHistory:
     history = OperatorHistory(op.operator_id, op.kind, op.name, op.num_partitions)
     in_use = sorted({pid for pid, _ in op.stores_in_use()})
     if not in_use:
@@ -303,7 +316,7 @@ def _records(data: bytes, kind: str) -> Iterable[tuple[int, bytes, int]]:
             if kind_byte == 0x00:
                 return
             (klen,) = unpack(buf, pos + 1)
-            key = bytes(buf[pos + 5:pos + 5 + klen])
+            key = bytes(buf[pos + 5 : pos + 5 + klen])
             (vlen,) = unpack(buf, pos + 5 + klen)
             pos += 9 + klen + max(vlen, 0)
             yield (_DELETE if kind_byte == 0x10 else _MERGE if kind_byte == 0x11 else _PUT), key, klen + max(vlen, 0)
@@ -314,7 +327,7 @@ def _records(data: bytes, kind: str) -> Iterable[tuple[int, bytes, int]]:
             return
         if klen < 0:
             raise ValueError(f"a record has key size {klen}")
-        key = bytes(buf[pos + 4:pos + 4 + klen])
+        key = bytes(buf[pos + 4 : pos + 4 + klen])
         (vlen,) = unpack(buf, pos + 4 + klen)
         pos += 8 + klen + max(vlen, 0)
         yield (_DELETE if vlen < 0 else _PUT), key, klen + max(vlen, 0)

@@ -89,11 +89,15 @@ def state_read_request(
     if operator is None:
         if len(layout.operators) > 1:
             ids = ", ".join(str(i) for i in sorted(layout.operators))
-            raise UsageError(f"the query has {len(layout.operators)} stateful operators ({ids}); choose one with --operator.")
+            raise UsageError(
+                f"the query has {len(layout.operators)} stateful operators ({ids}); choose one with --operator."
+            )
         operator = next(iter(layout.operators))
     op = layout.operators.get(operator)
     if op is None:
-        raise UsageError(f"there is no operator {operator}; operators: {', '.join(map(str, sorted(layout.operators)))}.")
+        raise UsageError(
+            f"there is no operator {operator}; operators: {', '.join(map(str, sorted(layout.operators)))}."
+        )
 
     options: dict[str, str] = {"operatorId": str(operator)}
     what = [f"operator {operator} ({op.kind})"]
@@ -129,7 +133,9 @@ def state_read_request(
         if not op.state_variables:
             raise UsageError(f"--state-var applies to transformWithState; operator {operator} is a {op.kind}.")
         if state_var not in [v.name for v in op.state_variables]:
-            raise UsageError(f"operator {operator} has no state variable {state_var!r}; state variables: {', '.join(user_vars)}.")
+            raise UsageError(
+                f"operator {operator} has no state variable {state_var!r}; state variables: {', '.join(user_vars)}."
+            )
         refuse_internal_variable(op, state_var)
         options["stateVarName"] = state_var
         what.append(f"state variable {state_var}")
@@ -164,6 +170,10 @@ def state_read_request(
 
     conf = {FORMAT_VERSION_CONF: str(layout.format_version)}
     return StateReadRequest(
-        path=layout.root, operator_id=operator, limit=limit, options=options, conf=conf,
+        path=layout.root,
+        operator_id=operator,
+        limit=limit,
+        options=options,
+        conf=conf,
         description=", ".join(what),
     )

@@ -27,13 +27,17 @@ def timer_options(op: OperatorLayout, state_var: str | None, changes: str | None
         raise UsageError(f"--timers applies to transformWithState; operator {op.operator_id} is a {op.kind}.")
     if timer_variable(op) is None:
         mode = op.properties.get("timeMode", "?")
-        raise UsageError(f"operator {op.operator_id} keeps no timers (time mode {mode}); only ProcessingTime and "
-                         f"EventTime operators register them.")
+        raise UsageError(
+            f"operator {op.operator_id} keeps no timers (time mode {mode}); only ProcessingTime and "
+            f"EventTime operators register them."
+        )
     if state_var is not None:
         raise UsageError("--timers and --state-var cannot be combined: the timers are read on their own.")
     if changes is not None:
-        raise UsageError("--timers and --changes cannot be combined: Spark's statestore reader fails on the change "
-                         "feed of timers (checked on Spark 4.2); read the timers as of a batch with --batch-id.")
+        raise UsageError(
+            "--timers and --changes cannot be combined: Spark's statestore reader fails on the change "
+            "feed of timers (checked on Spark 4.2); read the timers as of a batch with --batch-id."
+        )
 
 
 def refuse_internal_variable(op: OperatorLayout, state_var: str) -> None:
@@ -42,6 +46,8 @@ def refuse_internal_variable(op: OperatorLayout, state_var: str) -> None:
     if var is None or not var.internal:
         return
     if var.type == TIMER_STATE:
-        raise UsageError(f"{state_var} is Spark's index of the registered timers and cannot be read by name; "
-                         f"use --timers instead of --state-var.")
+        raise UsageError(
+            f"{state_var} is Spark's index of the registered timers and cannot be read by name; "
+            f"use --timers instead of --state-var."
+        )
     raise UsageError(f"{state_var} is internal to Spark and its statestore reader cannot read it by name.")

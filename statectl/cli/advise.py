@@ -4,26 +4,78 @@ runs out of room."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import (CheckpointDirOpt, ConfigOpt, ExampleArg, JsonOpt, StorageConfigOpt,
-                                 resolve_job, use_storage)
+from statectl.cli.common import (
+    CheckpointDirOpt,
+    ConfigOpt,
+    ExampleArg,
+    JsonOpt,
+    StorageConfigOpt,
+    resolve_job,
+    use_storage,
+)
 from statectl.cli.watch import WatchOpt, look_or_watch
 
 
 def advise(
-    target: Annotated[Optional[str], typer.Argument(metavar="CHECKPOINT|JOB", help="A checkpoint directory (or s3a:// location), or a job as `statectl run` takes it (its checkpoint where run keeps it).", show_default=False)] = None,
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="CHECKPOINT|JOB",
+            help="A checkpoint directory (or s3a:// location), or a job as `statectl run` takes it (its checkpoint where run keeps it).",
+            show_default=False,
+        ),
+    ] = None,
     example: ExampleArg = None,
     config: ConfigOpt = None,
     checkpoint_dir: CheckpointDirOpt = None,
-    limit_rows: Annotated[Optional[int], typer.Option("--limit-rows", min=1, metavar="N", help="Project when the state reaches N rows (per operator).")] = None,
-    limit_bytes: Annotated[Optional[str], typer.Option("--limit-bytes", metavar="SIZE", help="Project when the state reaches SIZE (2GiB, 500MB, bytes), per operator.")] = None,
-    events_file: Annotated[Optional[list[Path]], typer.Option("--events-file", metavar="FILE", help="A run's events file to take rows per batch from (default: the job's, then every file in .statectl/events/ whose query id matches).")] = None,
-    stuck_batches: Annotated[int, typer.Option("--stuck-batches", min=2, metavar="N", help="Call the watermark stuck after N batches without a move while the sources moved.")] = 10,
-    horizon: Annotated[float, typer.Option("--horizon", min=0.0, metavar="HOURS", help="A limit reached sooner than this is an error, not a warning.")] = 24.0,
-    sample_partitions: Annotated[int, typer.Option("--sample-partitions", min=1, metavar="N", help="Read the state files of at most N partitions per operator, spread over them (state is hash-partitioned: their rows scaled up estimate the whole).")] = 8,
+    limit_rows: Annotated[
+        int | None,
+        typer.Option("--limit-rows", min=1, metavar="N", help="Project when the state reaches N rows (per operator)."),
+    ] = None,
+    limit_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--limit-bytes",
+            metavar="SIZE",
+            help="Project when the state reaches SIZE (2GiB, 500MB, bytes), per operator.",
+        ),
+    ] = None,
+    events_file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--events-file",
+            metavar="FILE",
+            help="A run's events file to take rows per batch from (default: the job's, then every file in .statectl/events/ whose query id matches).",
+        ),
+    ] = None,
+    stuck_batches: Annotated[
+        int,
+        typer.Option(
+            "--stuck-batches",
+            min=2,
+            metavar="N",
+            help="Call the watermark stuck after N batches without a move while the sources moved.",
+        ),
+    ] = 10,
+    horizon: Annotated[
+        float,
+        typer.Option(
+            "--horizon", min=0.0, metavar="HOURS", help="A limit reached sooner than this is an error, not a warning."
+        ),
+    ] = 24.0,
+    sample_partitions: Annotated[
+        int,
+        typer.Option(
+            "--sample-partitions",
+            min=1,
+            metavar="N",
+            help="Read the state files of at most N partitions per operator, spread over them (state is hash-partitioned: their rows scaled up estimate the whole).",
+        ),
+    ] = 8,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
     watch: WatchOpt = None,
@@ -54,7 +106,8 @@ def advise(
 
       statectl advise leaderboard --watch 30
     """
-    from statectl.checkpoint.advice import AdviseOptions, advise as advise_checkpoint
+    from statectl.checkpoint.advice import AdviseOptions
+    from statectl.checkpoint.advice import advise as advise_checkpoint
     from statectl.errors import UsageError
     from statectl.render.advise import render
     from statectl.text import parse_bytes
@@ -65,12 +118,24 @@ def advise(
         raise UsageError(f"--limit-bytes: {exc}") from None
     path, conf, events = _target(target, example, config, checkpoint_dir)
     use_storage(storage_config, conf)
-    options = AdviseOptions(path, limit_rows=limit_rows, limit_bytes=byte_limit,
-                            conf=dict(conf.spark.conf) if conf is not None else {},
-                            events_files=list(events_file or []) + events, stuck_batches=stuck_batches,
-                            horizon_s=horizon * 3600, max_partitions=sample_partitions)
-    look_or_watch(lambda: advise_checkpoint(options), watch, as_json=json, show=render,
-                  document=lambda advice: advice.to_dict(), failed=lambda advice: advice.warned)
+    options = AdviseOptions(
+        path,
+        limit_rows=limit_rows,
+        limit_bytes=byte_limit,
+        conf=dict(conf.spark.conf) if conf is not None else {},
+        events_files=list(events_file or []) + events,
+        stuck_batches=stuck_batches,
+        horizon_s=horizon * 3600,
+        max_partitions=sample_partitions,
+    )
+    look_or_watch(
+        lambda: advise_checkpoint(options),
+        watch,
+        as_json=json,
+        show=render,
+        document=lambda advice: advice.to_dict(),
+        failed=lambda advice: advice.warned,
+    )
 
 
 def _target(target: str | None, example: str | None, config: Path | None, checkpoint_dir: Path | None):
@@ -94,12 +159,15 @@ def _target(target: str | None, example: str | None, config: Path | None, checkp
         from statectl.text import did_you_mean
 
         jobs = sorted({e.group for e in JOBS.values()})
-        raise UsageError(f"{target!r} is neither a checkpoint here nor a job{did_you_mean(target, jobs)}; "
-                         f"jobs: {', '.join(jobs)}")
+        raise UsageError(
+            f"{target!r} is neither a checkpoint here nor a job{did_you_mean(target, jobs)}; jobs: {', '.join(jobs)}"
+        )
     where = target if target is not None else checkpoint_dir
     if where is None:
-        raise UsageError("name the checkpoint or the job: statectl advise CHECKPOINT_DIR, statectl advise JOB, "
-                         "or --checkpoint-dir PATH")
+        raise UsageError(
+            "name the checkpoint or the job: statectl advise CHECKPOINT_DIR, statectl advise JOB, "
+            "or --checkpoint-dir PATH"
+        )
     return checkpoint_path(where), None, []
 
 

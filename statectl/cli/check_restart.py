@@ -3,30 +3,52 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, 
+from statectl.cli.common import (
+    LOCATION,
     BootstrapOpt,
     ClientConfigOpt,
     ExampleArg,
     JsonOpt,
     OptionalJobArg,
     SetOpt,
+    StorageConfigOpt,
     cluster_for,
     resolve_job,
+    use_storage,
 )
 
 
 def check_restart(
     job: OptionalJobArg = None,
     example: ExampleArg = None,
-    configs: Annotated[Optional[list[Path]], typer.Option("--config", "-c", metavar="PATH", help="The new job config (and through its job:, the new code). Repeat it to check several candidate versions in one go (one Spark start); each is checked against its own checkpoint.")] = None,
+    configs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--config",
+            "-c",
+            metavar="PATH",
+            help="The new job config (and through its job:, the new code). Repeat it to check several candidate versions in one go (one Spark start); each is checked against its own checkpoint.",
+        ),
+    ] = None,
     set_: SetOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The checkpoint the new code would restart (default: the config's, else ./.statectl/checkpoints/JOB).")] = None,
-    master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the trial (default: the config's spark.master).")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="How long the trial batch may take.")] = 300.0,
+    checkpoint_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint-dir",
+            parser=LOCATION,
+            help="The checkpoint the new code would restart (default: the config's, else ./.statectl/checkpoints/JOB).",
+        ),
+    ] = None,
+    master: Annotated[
+        str | None, typer.Option("--master", help="Spark master for the trial (default: the config's spark.master).")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="SECONDS", help="How long the trial batch may take.")
+    ] = 300.0,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     storage_config: StorageConfigOpt = None,
@@ -58,14 +80,17 @@ def check_restart(
     """
     from statectl.errors import UsageError
     from statectl.render.check_restart import verdict, verdicts
-    from statectl.run.check_restart import CheckRestartRequest, check_restart as run_check
+    from statectl.run.check_restart import CheckRestartRequest
+    from statectl.run.check_restart import check_restart as run_check
     from statectl.spark_support import require_pyspark
 
     require_pyspark("check-restart")  # before resolving the job: a user's job imports its Spark code
     candidates = configs or [None]
     if len(candidates) > 1 and checkpoint_dir is not None:
-        raise UsageError("--checkpoint-dir with several --config: each candidate is checked against its own "
-                         "config's checkpoint; give one --config, or set checkpoint_dir in each")
+        raise UsageError(
+            "--checkpoint-dir with several --config: each candidate is checked against its own "
+            "config's checkpoint; give one --config, or set checkpoint_dir in each"
+        )
     resolved = [resolve_job(job, example, config, set_) for config in candidates]
     use_storage(storage_config, resolved[0].config)
     _one_process_can_check(resolved)
@@ -76,8 +101,9 @@ def check_restart(
         cluster = cluster_for(bootstrap_servers, client_config, one.config, one.config_path)
         # the trial runs in this process: of the context's Spark only its spark_master applies
         trial_master = spark_target(None, master, one.config)[1]
-        results.append(run_check(CheckRestartRequest(one.config, one.entry, cluster, checkpoint_dir, trial_master,
-                                                     timeout)))
+        results.append(
+            run_check(CheckRestartRequest(one.config, one.entry, cluster, checkpoint_dir, trial_master, timeout))
+        )
     if len(results) == 1:
         verdict(results[0], json)
     else:
@@ -91,8 +117,8 @@ def _one_process_can_check(resolved) -> None:
     ./v1/clicks.py and ./v2/clicks.py) cannot both be imported, and Spark's Python workers get
     their path when Spark starts. So every candidate's folder goes on that path first, and two
     candidates whose code has one module name in different places are refused."""
-    from statectl.jobs.user import UserJob
     from statectl.errors import UsageError
+    from statectl.jobs.user import UserJob
     from statectl.run.runner import worker_python_path
 
     users = [r.entry for r in resolved if isinstance(r.entry, UserJob)]
@@ -101,6 +127,8 @@ def _one_process_can_check(resolved) -> None:
         name = user.location.file.stem if user.location.file else user.location.module
         where = str(user.location.file or user.location.module)
         if seen.setdefault(name, where) != where:
-            raise UsageError(f"two candidates' code is module {name!r} from different places ({seen[name]}, {where}): "
-                             f"one process cannot import both; check them one --config at a time")
+            raise UsageError(
+                f"two candidates' code is module {name!r} from different places ({seen[name]}, {where}): "
+                f"one process cannot import both; check them one --config at a time"
+            )
     worker_python_path([p for user in users for p in user.python_path()])

@@ -8,48 +8,60 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from typer.core import TyperGroup
 
-from statectl.cli.completion import (attach as attach_completion, complete_checkpoint, complete_context,
-                                     complete_example, complete_job)
+from statectl.cli.completion import (
+    attach as attach_completion,
+)
+from statectl.cli.completion import (
+    complete_checkpoint,
+    complete_context,
+    complete_example,
+    complete_job,
+)
 from statectl.errors import StatectlError
 
 if TYPE_CHECKING:
-    from statectl.jobs.registry import JobEntry
     from statectl.config.sections import JobConfig
+    from statectl.jobs.registry import JobEntry
 
 DEBUG = {"on": bool(os.environ.get("STATECTL_DEBUG"))}
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout (and nothing else there).")]
 BootstrapOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
-        "--bootstrap-servers", "-b", metavar="HOST:PORT",
+        "--bootstrap-servers",
+        "-b",
+        metavar="HOST:PORT",
         help="Kafka bootstrap servers. Precedence: this flag > $KAFKA_BOOTSTRAP_SERVERS > the client config's "
-             "bootstrap.servers > the project context's > the job config > localhost:9092 (docs/project.md).",
+        "bootstrap.servers > the project context's > the job config > localhost:9092 (docs/project.md).",
     ),
 ]
 ClientConfigOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
-        "--client-config", metavar="FILE", envvar="STATECTL_CLIENT_CONFIG", show_envvar=False,
+        "--client-config",
+        metavar="FILE",
+        envvar="STATECTL_CLIENT_CONFIG",
+        show_envvar=False,
         help="Kafka client properties (the client.properties of kafka-console-consumer --consumer.config: "
-             "security.protocol, sasl.*, ssl.*) for every Kafka client of the command. "
-             "Default: $STATECTL_CLIENT_CONFIG, else the project context's client_config. See docs/security.md.",
+        "security.protocol, sasl.*, ssl.*) for every Kafka client of the command. "
+        "Default: $STATECTL_CLIENT_CONFIG, else the project context's client_config. See docs/security.md.",
     ),
 ]
 ConfigOpt = Annotated[
-    Optional[Path], typer.Option("--config", "-c", metavar="PATH", help="Job config YAML (see configs/).")
+    Path | None, typer.Option("--config", "-c", metavar="PATH", help="Job config YAML (see configs/).")
 ]
 ReadUncommittedOpt = Annotated[
     bool,
     typer.Option(
         "--read-uncommitted",
         help="Also read the records of aborted and still open Kafka transactions (default: committed "
-             "records only, isolation.level=read_committed). See docs/guarantees.md.",
+        "records only, isolation.level=read_committed). See docs/guarantees.md.",
     ),
 ]
 
@@ -73,33 +85,34 @@ def location_arg(value):
 
 LOCATION = location_arg
 RemoteOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
-        "--remote", metavar="sc://HOST:PORT",
+        "--remote",
+        metavar="sc://HOST:PORT",
         help="Run on this Spark Connect engine instead of a Spark driver in statectl's process ('none': in "
-             "this process). Default: $SPARK_REMOTE, the project context's spark_remote, the config's spark.remote, else the project's engine "
-             "when it is up (statectl engine up), else in this process.",
+        "this process). Default: $SPARK_REMOTE, the project context's spark_remote, the config's spark.remote, else the project's engine "
+        "when it is up (statectl engine up), else in this process.",
     ),
 ]
 StorageConfigOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
-        "--storage-config", metavar="FILE",
+        "--storage-config",
+        metavar="FILE",
         help="Object-store settings for s3a:// checkpoints: a properties file of Hadoop's fs.s3a.* keys "
-             "(endpoint, path.style.access, access.key, secret.key, endpoint.region...). Default: "
-             "$STATECTL_STORAGE_CONFIG, over the project context's storage, over the job config's spark.hadoop.fs.s3a.*, then AWS's standard "
-             "environment. See docs/object-storage.md.",
+        "(endpoint, path.style.access, access.key, secret.key, endpoint.region...). Default: "
+        "$STATECTL_STORAGE_CONFIG, over the project context's storage, over the job config's spark.hadoop.fs.s3a.*, then AWS's standard "
+        "environment. See docs/object-storage.md.",
     ),
 ]
 
 
-def use_storage(storage_config: Path | None, job_config: "JobConfig | None" = None) -> None:
+def use_storage(storage_config: Path | None, job_config: JobConfig | None = None) -> None:
     """Set the object-store settings of this command: the job config's spark.hadoop.fs.s3a.*,
     then the --storage-config file (or $STATECTL_STORAGE_CONFIG) on top."""
-    from statectl.storage.settings import from_spark_conf, read_storage_config, StorageConfig
-    from statectl.storage.stores import configure
-
     from statectl.project.precedence import context_storage
+    from statectl.storage.settings import StorageConfig, from_spark_conf, read_storage_config
+    from statectl.storage.stores import configure
 
     base = StorageConfig()
     if job_config is not None:
@@ -120,17 +133,26 @@ def _job_helps() -> tuple[str, str]:
 JOB_HELP, EXAMPLE_HELP = _job_helps()
 JobArg = Annotated[str, typer.Argument(help=JOB_HELP, autocompletion=complete_job)]
 #: JOB where the config may name it instead (``job:`` in --config).
-OptionalJobArg = Annotated[Optional[str], typer.Argument(help=f"{JOB_HELP}, or your own job: MODULE:FUNCTION or "
-                                                              f"./FILE.py:FUNCTION (default: the job --config names).",
-                                                         show_default=False, autocompletion=complete_job)]
-ExampleArg = Annotated[Optional[str], typer.Argument(help=EXAMPLE_HELP, show_default=False,
-                                                     autocompletion=complete_example)]
+OptionalJobArg = Annotated[
+    str | None,
+    typer.Argument(
+        help=f"{JOB_HELP}, or your own job: MODULE:FUNCTION or ./FILE.py:FUNCTION (default: the job --config names).",
+        show_default=False,
+        autocompletion=complete_job,
+    ),
+]
+ExampleArg = Annotated[
+    str | None, typer.Argument(help=EXAMPLE_HELP, show_default=False, autocompletion=complete_example)
+]
 #: A context of the project file (statectl context use|show).
-ContextNameArg = Annotated[str, typer.Argument(metavar="NAME", help="A context of the project file.",
-                                               autocompletion=complete_context)]
+ContextNameArg = Annotated[
+    str, typer.Argument(metavar="NAME", help="A context of the project file.", autocompletion=complete_context)
+]
 SetOpt = Annotated[
-    Optional[list[str]],
-    typer.Option("--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set leaderboard.top_n=5 (repeatable)."),
+    list[str] | None,
+    typer.Option(
+        "--set", metavar="KEY=VALUE", help="Override a config key, e.g. --set leaderboard.top_n=5 (repeatable)."
+    ),
 ]
 
 
@@ -151,21 +173,26 @@ class ResolvedJob:
         return self.project_job or self.config.job_name
 
 
-def resolve_job(job: str | None, example: str | None, config: Path | None,
-                overrides: list[str] | None = None, checkpoint_dir: Path | None = None,
-                any_checkpoint: bool = False) -> ResolvedJob:
+def resolve_job(
+    job: str | None,
+    example: str | None,
+    config: Path | None,
+    overrides: list[str] | None = None,
+    checkpoint_dir: Path | None = None,
+    any_checkpoint: bool = False,
+) -> ResolvedJob:
     """JOB [EXAMPLE] and --config/--set, as every command that takes a job reads them: the job id
     (a UsageError naming what exists otherwise), then its config (the shipped one without
     --config), validated against the job's model. JOB may be left out when --config names it, and
     a user's own job (MODULE:FUNCTION, ./FILE.py) runs without a config at all. A day-2 command
     passes its ``checkpoint_dir`` (False when it takes none yet): with neither JOB nor --config,
     the job is the checkpoint's alone (``CheckpointOnlyJob``)."""
-    from statectl.jobs.registry import JOBS, default_config, job_entry, job_id_for, load_job_config
     from statectl.errors import UsageError
+    from statectl.jobs.registry import JOBS, default_config, job_entry, job_id_for, load_job_config
 
     if any_checkpoint and job is None and config is None and checkpoint_dir is not None:
-        from statectl.jobs.user import CheckpointOnlyJob
         from statectl.config.sections import CheckpointJobConfig
+        from statectl.jobs.user import CheckpointOnlyJob
 
         only = CheckpointJobConfig.at(checkpoint_dir)
         return ResolvedJob(only.job, CheckpointOnlyJob(only.job), None, only)
@@ -210,8 +237,7 @@ def _project_job_name(project, config: Path) -> str | None:
     return next((name for name, path in project.jobs.items() if Path(path).resolve() == wanted), None)
 
 
-def _in_context(loaded: "JobConfig", overrides: list[str] | None = None,
-                project_job: str | None = None) -> "JobConfig":
+def _in_context(loaded: JobConfig, overrides: list[str] | None = None, project_job: str | None = None) -> JobConfig:
     """The job config with the project context's checkpoint (checkpoint_root/JOB) over its own
     checkpoint_dir; --set checkpoint_dir=... and --checkpoint-dir go over it, as flags do
     (statectl.project.precedence). JOB is the project job's name when the config is one: two
@@ -226,9 +252,14 @@ def _in_context(loaded: "JobConfig", overrides: list[str] | None = None,
 #: ``--checkpoint-dir`` on the commands that also take the checkpoint as their argument, so that
 #: every day-2 command names a checkpoint the same way.
 CheckpointDirOpt = Annotated[
-    Optional[Path],
-    typer.Option("--checkpoint-dir", metavar="PATH", parser=LOCATION, help="The checkpoint, as the other day-2 commands take it (instead of CHECKPOINT_DIR).",
-                 autocompletion=complete_checkpoint),
+    Path | None,
+    typer.Option(
+        "--checkpoint-dir",
+        metavar="PATH",
+        parser=LOCATION,
+        help="The checkpoint, as the other day-2 commands take it (instead of CHECKPOINT_DIR).",
+        autocompletion=complete_checkpoint,
+    ),
 ]
 
 
@@ -247,18 +278,23 @@ def cluster_for(bootstrap_servers: str | None, client_config: Path | None, job_c
     """The cluster a command connects to (see statectl.cluster.load for the precedence), with a
     warning for client properties that statectl does not use."""
     from statectl.cluster.load import load_cluster
+    from statectl.project.precedence import kafka_context
     from statectl.render import warning_line
 
-    from statectl.project.precedence import kafka_context
-
     kafka = getattr(job_config, "kafka", None)
-    cluster = load_cluster(bootstrap_servers, client_config,
-                           config_bootstrap=kafka.bootstrap_servers if kafka else None,
-                           config_properties=kafka.properties if kafka else None,
-                           config_source=str(job_config_path) if job_config_path else None, **kafka_context())
+    cluster = load_cluster(
+        bootstrap_servers,
+        client_config,
+        config_bootstrap=kafka.bootstrap_servers if kafka else None,
+        config_properties=kafka.properties if kafka else None,
+        config_source=str(job_config_path) if job_config_path else None,
+        **kafka_context(),
+    )
     if cluster.settings.not_used:
-        warning_line(f"Kafka client properties not used by statectl (it sets these per client): "
-                     f"{', '.join(cluster.settings.not_used)}")
+        warning_line(
+            f"Kafka client properties not used by statectl (it sets these per client): "
+            f"{', '.join(cluster.settings.not_used)}"
+        )
     return cluster
 
 
@@ -281,7 +317,8 @@ def reflow_help(text: str | None) -> str | None:
         return text
     paragraphs = inspect.cleandoc(text).split("\n\n")
     return "\n\n".join(
-        p if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines())
+        p
+        if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines())
         else " ".join(line.strip() for line in p.splitlines())
         for p in paragraphs
     )
@@ -317,21 +354,42 @@ def _prepare_help(command) -> None:
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml")
 
 
-ContextOpt = Annotated[Optional[str], typer.Option(
-    "--context", metavar="NAME", help="The project's context to use (default: $STATECTL_CONTEXT, else the one "
-                                      "`statectl context use` chose, else the project file's current-context). "
-                                      "See docs/project.md.", autocompletion=complete_context)]
-ProjectOpt = Annotated[Optional[Path], typer.Option(
-    "--project", metavar="FILE", help="The project file (default: $STATECTL_PROJECT, else statectl.yaml in "
-                                      "this directory or the nearest one above it).")]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        metavar="NAME",
+        help="The project's context to use (default: $STATECTL_CONTEXT, else the one "
+        "`statectl context use` chose, else the project file's current-context). "
+        "See docs/project.md.",
+        autocompletion=complete_context,
+    ),
+]
+ProjectOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        metavar="FILE",
+        help="The project file (default: $STATECTL_PROJECT, else statectl.yaml in "
+        "this directory or the nearest one above it).",
+    ),
+]
 
 
-def _global_options(output: Annotated[
-        Optional[Literal["table", "wide", "json", "yaml"]],
-        typer.Option("--output", "-o", metavar="FORMAT",
-                     help="How the result is printed: table (the default), wide (a table with every column), json "
-                          "(as --json) or yaml (the same fields as json).")] = None,
-        context: ContextOpt = None, project: ProjectOpt = None) -> None:
+def _global_options(
+    output: Annotated[
+        Literal["table", "wide", "json", "yaml"] | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FORMAT",
+            help="How the result is printed: table (the default), wide (a table with every column), json "
+            "(as --json) or yaml (the same fields as json).",
+        ),
+    ] = None,
+    context: ContextOpt = None,
+    project: ProjectOpt = None,
+) -> None:
     """The options every command takes; their parameters are built once from this signature."""
 
 
@@ -364,13 +422,17 @@ def _choose_output(output: str | None, as_json: bool | None) -> bool | None:
 def _with_global_options(command) -> None:
     """Give a command --context and --project, and -o when it prints data (it has --json); they
     are taken off before the command's own function is called."""
-    if getattr(command, "_statectl_globals", False) or getattr(command, "callback", None) is None \
-            or hasattr(command, "commands"):
+    if (
+        getattr(command, "_statectl_globals", False)
+        or getattr(command, "callback", None) is None
+        or hasattr(command, "commands")
+    ):
         return
     command._statectl_globals = True
     own = {param.name for param in command.params}
-    wanted = [name for name in ("output", "context", "project")
-              if name not in own and (name != "output" or "json" in own)]
+    wanted = [
+        name for name in ("output", "context", "project") if name not in own and (name != "output" or "json" in own)
+    ]
     command.params.extend(_global_params()[name] for name in wanted)
     function = command.callback
 
@@ -400,8 +462,10 @@ def select_project(project: Path | None, context: str | None, check: bool = True
 
     # given before the command (statectl --context prod lag) and after it: the one after goes over
     before_project, before_context = chosen()
-    choose(project_file=project if project is not None else before_project,
-           context=context if context is not None else before_context)
+    choose(
+        project_file=project if project is not None else before_project,
+        context=context if context is not None else before_context,
+    )
     if check:
         active(recorded=False)  # the recorded choice is checked where it is used: `context use` replaces it
 

@@ -18,12 +18,14 @@ import typer
 
 def _quiet(function):
     """A completer that answers [] instead of raising."""
+
     @functools.wraps(function)
     def safe(*args, **kwargs):
         try:
             return function(*args, **kwargs)
         except Exception:
             return []
+
     return safe
 
 
@@ -69,8 +71,9 @@ def complete_example(ctx: typer.Context, args: list[str], incomplete: str) -> li
 
     job = _root_params(ctx).get("job")
     groups = [job] if job in job_groups() else job_groups()
-    return [(example, f"of {group}") for group in groups for example in examples_of(group)
-            if example.startswith(incomplete)]
+    return [
+        (example, f"of {group}") for group in groups for example in examples_of(group) if example.startswith(incomplete)
+    ]
 
 
 @_quiet
@@ -103,14 +106,20 @@ def complete_topic(ctx: typer.Context, args: list[str], incomplete: str) -> list
 
 def _as_click(completer):
     """A completer in click's shape, (ctx, param, incomplete) -> values (typer makes them items)."""
+
     def complete(ctx, param, incomplete):
         return [item[0] if isinstance(item, tuple) else item for item in completer(ctx, [], incomplete or "")]
+
     return complete
 
 
 #: Parameters a command declares itself that complete as the shared ones do, by name.
-_BY_NAME = {"topic": complete_topic, "checkpoint_dir": complete_checkpoint, "checkpoint_arg": complete_checkpoint,
-            "checkpoint": complete_checkpoint}
+_BY_NAME = {
+    "topic": complete_topic,
+    "checkpoint_dir": complete_checkpoint,
+    "checkpoint_arg": complete_checkpoint,
+    "checkpoint": complete_checkpoint,
+}
 
 
 def attach(command) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,9 +11,24 @@ from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ReadUncommittedOp
 
 def consume(
     topic: Annotated[str, typer.Argument(help="The topic to read, e.g. high-scores or leaderboard-dlq.")],
-    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the first record still in the topic (default: at its end, like kafka-console-consumer).")] = False,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="After the records present, keep printing new ones until Ctrl-C (implied without --from-beginning).")] = False,
-    max_records: Annotated[Optional[int], typer.Option("--max", "-n", min=1, metavar="N", help="Stop after N records.")] = None,
+    from_beginning: Annotated[
+        bool,
+        typer.Option(
+            "--from-beginning",
+            help="Start at the first record still in the topic (default: at its end, like kafka-console-consumer).",
+        ),
+    ] = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="After the records present, keep printing new ones until Ctrl-C (implied without --from-beginning).",
+        ),
+    ] = False,
+    max_records: Annotated[
+        int | None, typer.Option("--max", "-n", min=1, metavar="N", help="Stop after N records.")
+    ] = None,
     read_uncommitted: ReadUncommittedOpt = False,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
@@ -36,10 +51,17 @@ def consume(
 
       statectl consume score-events --from-beginning --max 3
     """
-    from statectl.query.consume import ConsumeRequest, consume as read
+    from statectl.query.consume import ConsumeRequest
+    from statectl.query.consume import consume as read
     from statectl.render import message
     from statectl.render.consume import consumed, record_line
 
-    request = ConsumeRequest(cluster_for(bootstrap_servers, client_config), topic, from_beginning, follow, max_records,
-                             read_committed=not read_uncommitted)
+    request = ConsumeRequest(
+        cluster_for(bootstrap_servers, client_config),
+        topic,
+        from_beginning,
+        follow,
+        max_records,
+        read_committed=not read_uncommitted,
+    )
     consumed(read(request, emit=record_line, announce=message))

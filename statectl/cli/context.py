@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -36,8 +36,10 @@ def list_contexts(json: JsonOpt = False) -> None:
     if project.file is None:
         from statectl.errors import UsageError
 
-        raise UsageError("no project file here (statectl.yaml in this folder or one above it, --project FILE or "
-                         "$STATECTL_PROJECT); `statectl init` writes one")
+        raise UsageError(
+            "no project file here (statectl.yaml in this folder or one above it, --project FILE or "
+            "$STATECTL_PROJECT); `statectl init` writes one"
+        )
     context_list(context_rows(project), project.file, json)
 
 
@@ -61,8 +63,12 @@ def use_context(name: ContextNameArg) -> None:
 
 @app.command("show")
 def show_context(
-    name: Annotated[Optional[str], typer.Argument(help="The context (default: the current one).", show_default=False,
-                                                  autocompletion=complete_context)] = None,
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            help="The context (default: the current one).", show_default=False, autocompletion=complete_context
+        ),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Show what a context sets: Kafka, Spark, the checkpoint root, object-store settings.

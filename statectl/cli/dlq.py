@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,7 +19,10 @@ TopicArg = Annotated[str, typer.Argument(help="The dead-letter topic, e.g. leade
 @app.command()
 def show(
     topic: TopicArg,
-    samples: Annotated[int, typer.Option("--samples", "-n", min=0, max=100, metavar="N", help="Letters shown per reason (the first ones).")] = 3,
+    samples: Annotated[
+        int,
+        typer.Option("--samples", "-n", min=0, max=100, metavar="N", help="Letters shown per reason (the first ones)."),
+    ] = 3,
     read_uncommitted: ReadUncommittedOpt = False,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
@@ -42,20 +45,68 @@ def show(
     from statectl.dlq.replay import show as summarize
     from statectl.render.dlq import show_report
 
-    show_report(summarize(cluster_for(bootstrap_servers, client_config), topic, samples,
-                          read_committed=not read_uncommitted), json)
+    show_report(
+        summarize(cluster_for(bootstrap_servers, client_config), topic, samples, read_committed=not read_uncommitted),
+        json,
+    )
 
 
 @app.command()
 def replay(
     topic: TopicArg,
-    reason: Annotated[str, typer.Option("--reason", "-r", metavar="REASON", help="Replay the letters with this reason (one per replay: see `dlq show`).")],
-    to: Annotated[Optional[str], typer.Option("--to", metavar="TOPIC", help="Send them to TOPIC instead of each letter's source topic.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read and count what would be sent; send and commit nothing.")] = False,
-    group: Annotated[Optional[str], typer.Option("--group", "-g", metavar="GROUP", help="The consumer group that remembers what was replayed (default: statectl-dlq-replay.TOPIC.REASON).")] = None,
-    partition: Annotated[Optional[int], typer.Option("--partition", "-p", min=0, metavar="P", help="Replay only this partition of TOPIC (an offset range: no group).")] = None,
-    from_offset: Annotated[Optional[int], typer.Option("--from-offset", min=0, metavar="OFFSET", help="Replay letters from this offset on (an offset range: no group).")] = None,
-    to_offset: Annotated[Optional[int], typer.Option("--to-offset", min=0, metavar="OFFSET", help="Replay letters up to this offset, included (an offset range: no group).")] = None,
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            "-r",
+            metavar="REASON",
+            help="Replay the letters with this reason (one per replay: see `dlq show`).",
+        ),
+    ],
+    to: Annotated[
+        str | None,
+        typer.Option("--to", metavar="TOPIC", help="Send them to TOPIC instead of each letter's source topic."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Read and count what would be sent; send and commit nothing.")
+    ] = False,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help="The consumer group that remembers what was replayed (default: statectl-dlq-replay.TOPIC.REASON).",
+        ),
+    ] = None,
+    partition: Annotated[
+        int | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            min=0,
+            metavar="P",
+            help="Replay only this partition of TOPIC (an offset range: no group).",
+        ),
+    ] = None,
+    from_offset: Annotated[
+        int | None,
+        typer.Option(
+            "--from-offset",
+            min=0,
+            metavar="OFFSET",
+            help="Replay letters from this offset on (an offset range: no group).",
+        ),
+    ] = None,
+    to_offset: Annotated[
+        int | None,
+        typer.Option(
+            "--to-offset",
+            min=0,
+            metavar="OFFSET",
+            help="Replay letters up to this offset, included (an offset range: no group).",
+        ),
+    ] = None,
     read_uncommitted: ReadUncommittedOpt = False,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
@@ -88,12 +139,23 @@ def replay(
       statectl dlq replay leaderboard-dlq --reason malformed_json --to score-events-fixed --from-offset 120 --to-offset 180
     """
     from statectl.cli.progress import count_progress
-    from statectl.dlq.replay import ReplayRequest, replay as send_again
-    from statectl.render.dlq import replay_report
+    from statectl.dlq.replay import ReplayRequest
+    from statectl.dlq.replay import replay as send_again
     from statectl.produce.signals import stop_on_sigint
+    from statectl.render.dlq import replay_report
 
-    request = ReplayRequest(cluster_for(bootstrap_servers, client_config), topic, reason, to, dry_run, group,
-                            partition, from_offset, to_offset, read_committed=not read_uncommitted)
+    request = ReplayRequest(
+        cluster_for(bootstrap_servers, client_config),
+        topic,
+        reason,
+        to,
+        dry_run,
+        group,
+        partition,
+        from_offset,
+        to_offset,
+        read_committed=not read_uncommitted,
+    )
     with stop_on_sigint() as stop, count_progress("letters read", enabled=not json) as progress:
         report = send_again(request, stop=stop, progress=progress)
     replay_report(report, json)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,10 +15,13 @@ app = typer.Typer(
 )
 
 DataDirOpt = Annotated[
-    Optional[Path],
-    typer.Option("--data-dir", metavar="DIR",
-                 help="The engine's directory: its state file and logs (default: ./.statectl/engine, or "
-                      "$STATECTL_HOME/engine, or $STATECTL_ENGINE_DIR)."),
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        metavar="DIR",
+        help="The engine's directory: its state file and logs (default: ./.statectl/engine, or "
+        "$STATECTL_HOME/engine, or $STATECTL_ENGINE_DIR).",
+    ),
 ]
 
 
@@ -27,16 +30,35 @@ def _dir(data_dir: Path | None) -> Path:
 
     from statectl.adapters.local.engine import default_engine_dir
 
-    return data_dir or (Path(os.environ["STATECTL_ENGINE_DIR"]) if os.environ.get("STATECTL_ENGINE_DIR")
-                        else default_engine_dir())
+    return data_dir or (
+        Path(os.environ["STATECTL_ENGINE_DIR"]) if os.environ.get("STATECTL_ENGINE_DIR") else default_engine_dir()
+    )
 
 
 @app.command()
 def up(
-    port: Annotated[Optional[int], typer.Option("--port", "-p", min=1, max=65535, show_default="15002", help="Port of Spark Connect on 127.0.0.1.")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port", "-p", min=1, max=65535, show_default="15002", help="Port of Spark Connect on 127.0.0.1."
+        ),
+    ] = None,
     data_dir: DataDirOpt = None,
-    session_timeout: Annotated[float, typer.Option("--session-timeout", metavar="SECONDS", min=5, help="A client session nobody used for this long is closed and its queries stopped: how long a query of a killed client (SIGKILL) runs on.")] = 60.0,
-    object_store: Annotated[bool, typer.Option("--object-store", help="Also put the S3A connector on the engine's classpath (s3a:// checkpoints).")] = False,
+    session_timeout: Annotated[
+        float,
+        typer.Option(
+            "--session-timeout",
+            metavar="SECONDS",
+            min=5,
+            help="A client session nobody used for this long is closed and its queries stopped: how long a query of a killed client (SIGKILL) runs on.",
+        ),
+    ] = 60.0,
+    object_store: Annotated[
+        bool,
+        typer.Option(
+            "--object-store", help="Also put the S3A connector on the engine's classpath (s3a:// checkpoints)."
+        ),
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Start the engine in the background and wait until it answers; prints its sc:// address.
@@ -67,8 +89,9 @@ def up(
 
     started = command_started()
     with waiting_steps() as step:
-        status = engine_up(_dir(data_dir), port, session_timeout_s=session_timeout, object_store=object_store,
-                           on_step=step)
+        status = engine_up(
+            _dir(data_dir), port, session_timeout_s=session_timeout, object_store=object_store, on_step=step
+        )
     engine_report(status, json, "up", waited=time.monotonic() - started)
 
 

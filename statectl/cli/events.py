@@ -27,7 +27,7 @@ def summarize(
 
       statectl events summarize run.jsonl
     """
-    from statectl.run.events_file import summarize_file
     from statectl.render.events import events_summary
+    from statectl.run.events_file import summarize_file
 
     events_summary(summarize_file(file), json)

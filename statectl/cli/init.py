@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,7 +11,12 @@ from statectl.cli.common import JsonOpt
 
 
 def init(
-    directory: Annotated[Optional[Path], typer.Argument(metavar="[DIR]", help="Where to write statectl.yaml (default: this folder).", show_default=False)] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[DIR]", help="Where to write statectl.yaml (default: this folder).", show_default=False
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a statectl.yaml that exists.")] = False,
     json: JsonOpt = False,
 ) -> None:
@@ -28,8 +33,8 @@ def init(
 
       statectl init deploy/ && statectl --help
     """
-    from statectl.project.starter import write_starter
     from statectl.paths import display_path
+    from statectl.project.starter import write_starter
     from statectl.render import emit_json, message
 
     written = write_starter(directory, force)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import typer
-
 from typing import Annotated
+
+import typer
 
 from statectl.cli.common import JsonOpt, StorageConfigOpt
 
-app = typer.Typer(help="Resolve the Kafka broker and Spark Kafka connector jars into the local cache, and make the "
-                  "Spark driver's class-data archive.", no_args_is_help=True)
+app = typer.Typer(
+    help="Resolve the Kafka broker and Spark Kafka connector jars into the local cache, and make the "
+    "Spark driver's class-data archive.",
+    no_args_is_help=True,
+)
 
 
 @app.command()
@@ -23,8 +26,12 @@ def fetch(json: JsonOpt = False) -> None:
         if not json and cached_jars(bundle) is None:
             err().print(f"resolving {bundle.name} {bundle.version} ...")
         jars = ensure_bundle(bundle)
-        result[bundle.name] = {"version": bundle.version, "release": _connector_release(bundle),
-                               "directory": str(bundle.directory), "jars": len(jars)}
+        result[bundle.name] = {
+            "version": bundle.version,
+            "release": _connector_release(bundle),
+            "directory": str(bundle.directory),
+            "jars": len(jars),
+        }
     if json:
         emit_json(result)
     else:
@@ -34,7 +41,9 @@ def fetch(json: JsonOpt = False) -> None:
 
 @app.command()
 def archive(
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="Make it again even if one exists for this Java and PySpark.")] = False,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Make it again even if one exists for this Java and PySpark.")
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Make the Spark driver's class-data archive (Java CDS): every later Spark start maps the
@@ -51,8 +60,8 @@ def archive(
 
       statectl jars archive --rebuild --json
     """
-    from statectl.adapters.local.jvm_archive import archive_path, build_archive
     from statectl.adapters.local.jars import pyspark_jars_dir
+    from statectl.adapters.local.jvm_archive import archive_path, build_archive
     from statectl.render import emit_json, err, out
     from statectl.spark_support import require_pyspark
 
@@ -80,10 +89,15 @@ def list_jars(json: JsonOpt = False) -> None:
     result = {}
     for bundle in bundles().values():
         jars = cached_jars(bundle)
-        result[bundle.name] = {"version": bundle.version, "release": _connector_release(bundle), "cached": jars is not None,
-                               "directory": str(bundle.directory), "jars": [j.name for j in jars or []]}
-    from statectl.adapters.local.jvm_archive import archive_path
+        result[bundle.name] = {
+            "version": bundle.version,
+            "release": _connector_release(bundle),
+            "cached": jars is not None,
+            "directory": str(bundle.directory),
+            "jars": [j.name for j in jars or []],
+        }
     from statectl.adapters.local.jars import pyspark_jars_dir
+    from statectl.adapters.local.jvm_archive import archive_path
     from statectl.spark_support import installed_spark
 
     spark = installed_spark()
@@ -93,18 +107,43 @@ def list_jars(json: JsonOpt = False) -> None:
         emit_json({**result, "jvm-archive": {"path": str(path) if path else None, "made": made}})
     else:
         for name, info in result.items():
-            state = f"{len(info['jars'])} jars in {info['directory']}" if info["cached"] else "not cached (run `statectl jars fetch`)"
+            state = (
+                f"{len(info['jars'])} jars in {info['directory']}"
+                if info["cached"]
+                else "not cached (run `statectl jars fetch`)"
+            )
             out().print(f"{name} {info['version']}{_release_note(info)}: {state}")
-        archive = path if made else ("not made (run `statectl jars archive`)" if spark is not None
-                                     else "none (no PySpark installed)")
+        archive = (
+            path
+            if made
+            else ("not made (run `statectl jars archive`)" if spark is not None else "none (no PySpark installed)")
+        )
         out().print(f"driver class-data archive: {archive}")
 
 
 @app.command("spark-conf")
 def spark_conf(
-    fmt: Annotated[str, typer.Option("--format", metavar="conf|submit|python", help="conf: spark-defaults.conf lines (spark-submit --properties-file FILE); submit: --conf arguments; python: SparkSession.builder calls.")] = "conf",
-    master: Annotated[str, typer.Option("--master", help="The master the job runs on (sets spark.sql.shuffle.partitions as statectl would).")] = "local[*]",
-    object_store: Annotated[bool, typer.Option("--object-store", help="The job's checkpoint is on S3 (s3a://): add S3A's jars, the rename-free checkpoint file manager and the fs.s3a.* settings in force (--storage-config), credentials left out.")] = False,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            metavar="conf|submit|python",
+            help="conf: spark-defaults.conf lines (spark-submit --properties-file FILE); submit: --conf arguments; python: SparkSession.builder calls.",
+        ),
+    ] = "conf",
+    master: Annotated[
+        str,
+        typer.Option(
+            "--master", help="The master the job runs on (sets spark.sql.shuffle.partitions as statectl would)."
+        ),
+    ] = "local[*]",
+    object_store: Annotated[
+        bool,
+        typer.Option(
+            "--object-store",
+            help="The job's checkpoint is on S3 (s3a://): add S3A's jars, the rename-free checkpoint file manager and the fs.s3a.* settings in force (--storage-config), credentials left out.",
+        ),
+    ] = False,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -139,9 +178,11 @@ def spark_conf(
     if object_store:
         from statectl.render import message
 
-        message("note: no access key, secret key or session token is printed: give Spark the credentials through "
-                "AWS's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE) or your own "
-                "spark.hadoop.fs.s3a.* settings")
+        message(
+            "note: no access key, secret key or session token is printed: give Spark the credentials through "
+            "AWS's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE) or your own "
+            "spark.hadoop.fs.s3a.* settings"
+        )
     if json:
         emit_json(settings)
     else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,8 +15,10 @@ app = typer.Typer(
 )
 
 DataDirOpt = Annotated[
-    Optional[Path],
-    typer.Option("--data-dir", metavar="DIR", help="Broker data dir (default: ./.statectl/kafka, or $STATECTL_HOME/kafka)."),
+    Path | None,
+    typer.Option(
+        "--data-dir", metavar="DIR", help="Broker data dir (default: ./.statectl/kafka, or $STATECTL_HOME/kafka)."
+    ),
 ]
 
 
@@ -28,11 +30,40 @@ def _dir(data_dir: Path | None) -> Path:
 
 @app.command()
 def up(
-    port: Annotated[Optional[int], typer.Option("--port", "-p", min=1, max=65535, show_default="9092", help="Port of the client listener on 127.0.0.1 (PLAINTEXT, or SASL_SSL with --secure); a cluster's nodes take PORT, PORT+1 and PORT+2.")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            "-p",
+            min=1,
+            max=65535,
+            show_default="9092",
+            help="Port of the client listener on 127.0.0.1 (PLAINTEXT, or SASL_SSL with --secure); a cluster's nodes take PORT, PORT+1 and PORT+2.",
+        ),
+    ] = None,
     data_dir: DataDirOpt = None,
-    brokers: Annotated[Optional[int], typer.Option("--brokers", metavar="N", show_default="what the data dir holds, else 1", help="1: a single broker; 3: a cluster of three nodes (one controller quorum), whose new topics get replication factor 3 and min.insync.replicas=2.")] = None,
-    node: Annotated[Optional[int], typer.Option("--node", metavar="ID", help="Start only this node (1-3) of the data dir's cluster again, on its own ports.")] = None,
-    secure: Annotated[bool, typer.Option("--secure", help="A secured broker: SASL_SSL (SCRAM-SHA-512) with a throwaway CA, an authorizer, users admin and statectl; writes client.properties to connect with.")] = False,
+    brokers: Annotated[
+        int | None,
+        typer.Option(
+            "--brokers",
+            metavar="N",
+            show_default="what the data dir holds, else 1",
+            help="1: a single broker; 3: a cluster of three nodes (one controller quorum), whose new topics get replication factor 3 and min.insync.replicas=2.",
+        ),
+    ] = None,
+    node: Annotated[
+        int | None,
+        typer.Option(
+            "--node", metavar="ID", help="Start only this node (1-3) of the data dir's cluster again, on its own ports."
+        ),
+    ] = None,
+    secure: Annotated[
+        bool,
+        typer.Option(
+            "--secure",
+            help="A secured broker: SASL_SSL (SCRAM-SHA-512) with a throwaway CA, an authorizer, users admin and statectl; writes client.properties to connect with.",
+        ),
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Start the broker in the background and wait until it answers; prints the bootstrap address.
@@ -71,9 +102,21 @@ def up(
 
 @app.command()
 def down(
-    port: Annotated[Optional[int], typer.Option("--port", "-p", min=1, max=65535, help="Stop the broker statectl started on this port, whatever its data dir (a cluster: the cluster one of whose nodes listens there).")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            "-p",
+            min=1,
+            max=65535,
+            help="Stop the broker statectl started on this port, whatever its data dir (a cluster: the cluster one of whose nodes listens there).",
+        ),
+    ] = None,
     data_dir: DataDirOpt = None,
-    node: Annotated[Optional[int], typer.Option("--node", metavar="ID", help="Stop only this node (1-3) of the cluster; the others keep serving.")] = None,
+    node: Annotated[
+        int | None,
+        typer.Option("--node", metavar="ID", help="Stop only this node (1-3) of the cluster; the others keep serving."),
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Stop the broker cleanly (a controlled shutdown; killed if it hangs for 30 s).

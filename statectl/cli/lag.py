@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, BootstrapOpt, ClientConfigOpt, ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, cluster_for,
-                                 resolve_job)
+from statectl.cli.common import (
+    LOCATION,
+    BootstrapOpt,
+    ClientConfigOpt,
+    ConfigOpt,
+    ExampleArg,
+    JsonOpt,
+    OptionalJobArg,
+    StorageConfigOpt,
+    cluster_for,
+    resolve_job,
+    use_storage,
+)
 from statectl.cli.watch import WatchOpt, look_or_watch
 
 
@@ -16,7 +27,14 @@ def lag(
     job: OptionalJobArg = None,
     example: ExampleArg = None,
     config: ConfigOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run). Alone, without JOB: any checkpoint, its Kafka topics read from its offset log.")] = None,
+    checkpoint_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint-dir",
+            parser=LOCATION,
+            help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run). Alone, without JOB: any checkpoint, its Kafka topics read from its offset log.",
+        ),
+    ] = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     storage_config: StorageConfigOpt = None,
@@ -53,5 +71,10 @@ def lag(
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
     request = LagRequest(resolved.config, inputs_of(resolved.config), cluster, checkpoint_dir)
     cache = LagCache()  # what one look keeps for the next (--watch)
-    look_or_watch(lambda: job_lag(request, cache=cache), watch, as_json=json, show=lag_report,
-                  document=lambda report: report.to_dict())
+    look_or_watch(
+        lambda: job_lag(request, cache=cache),
+        watch,
+        as_json=json,
+        show=lag_report,
+        document=lambda report: report.to_dict(),
+    )

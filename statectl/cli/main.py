@@ -8,25 +8,33 @@ from typing import Annotated
 import typer
 
 from statectl import __version__
-from statectl.cli import engine, jars, kafka, produce, query, run
-from statectl.cli import topic_config
-from statectl.cli import inspect_state
-from statectl.cli import events
-from statectl.cli import consume
-from statectl.cli import dlq
-from statectl.cli import lag, status
-from statectl.cli import repartition_state
-from statectl.cli import reset
-from statectl.cli import relocate_checkpoint
-from statectl.cli import new
-from statectl.cli import check_restart
-from statectl.cli import context, init
-from statectl.cli import ui
-from statectl.cli import advise
+from statectl.cli import (
+    advise,
+    check_restart,
+    consume,
+    context,
+    dlq,
+    engine,
+    events,
+    init,
+    inspect_state,
+    jars,
+    kafka,
+    lag,
+    new,
+    produce,
+    query,
+    relocate_checkpoint,
+    repartition_state,
+    reset,
+    run,
+    status,
+    topic_config,
+    ui,
+)
 from statectl.cli.common import DEBUG, ContextOpt, ProjectOpt, select_project
 from statectl.cli.startup import LightGroup, LightRoot, resolve_annotations
 from statectl.cli.watch import WatchCommand
-
 
 app = typer.Typer(
     cls=LightRoot,
@@ -52,7 +60,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and client logs on errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
     context: ContextOpt = None,
     project: ProjectOpt = None,
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,8 +14,12 @@ app = typer.Typer(help="Start something new from a working example.", no_args_is
 
 @app.command("job")
 def new_job(
-    name: Annotated[str, typer.Argument(help="The job's name, e.g. click-alerts (names its module, topics and checkpoint).")],
-    directory: Annotated[Optional[Path], typer.Option("--dir", metavar="DIR", help="Where to write it (default: ./NAME).")] = None,
+    name: Annotated[
+        str, typer.Argument(help="The job's name, e.g. click-alerts (names its module, topics and checkpoint).")
+    ],
+    directory: Annotated[
+        Path | None, typer.Option("--dir", metavar="DIR", help="Where to write it (default: ./NAME).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that exist.")] = False,
     json: JsonOpt = False,
 ) -> None:
@@ -42,5 +46,8 @@ def new_job(
         return
     for path in made.files:
         out().print(f"wrote {path}", markup=False, highlight=False)
-    out().print(f"next: cd {made.directory} && statectl run --config {made.module}.yaml --available-now",
-                markup=False, highlight=False)
+    out().print(
+        f"next: cd {made.directory} && statectl run --config {made.module}.yaml --available-now",
+        markup=False,
+        highlight=False,
+    )

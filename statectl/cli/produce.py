@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,20 +12,47 @@ from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_
 
 def produce_test_data(
     dataset: Annotated[
-        Optional[str],
-        typer.Argument(help="leaderboard | synthetic-leaderboard | patient-events | sales-events | sales-events-sample | pulse-events | keyed-events | synthetic-patient-events | synthetic-sales-events. Omit with --file."),
+        str | None,
+        typer.Argument(
+            help="leaderboard | synthetic-leaderboard | patient-events | sales-events | sales-events-sample | pulse-events | keyed-events | synthetic-patient-events | synthetic-sales-events. Omit with --file."
+        ),
     ] = None,
-    file: Annotated[Optional[Path], typer.Option("--file", "-f", help="Produce the lines of this file (one record per line).")] = None,
-    topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Topic for --file.")] = None,
-    parse_key: Annotated[bool, typer.Option("--parse-key", help="Split each line into key and value at the separator (like kafka-console-producer's parse.key).")] = False,
-    key_separator: Annotated[str, typer.Option("--key-separator", help="Key/value separator for --parse-key; an empty value after it is a tombstone.")] = "\t",
-    partitions: Annotated[int, typer.Option("--partitions", min=1, help="Partitions for a topic that --file creates.")] = 4,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Produce the lines of this file (one record per line).")
+    ] = None,
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Topic for --file.")] = None,
+    parse_key: Annotated[
+        bool,
+        typer.Option(
+            "--parse-key",
+            help="Split each line into key and value at the separator (like kafka-console-producer's parse.key).",
+        ),
+    ] = False,
+    key_separator: Annotated[
+        str,
+        typer.Option(
+            "--key-separator", help="Key/value separator for --parse-key; an empty value after it is a tombstone."
+        ),
+    ] = "\t",
+    partitions: Annotated[
+        int, typer.Option("--partitions", min=1, help="Partitions for a topic that --file creates.")
+    ] = 4,
     count: Annotated[int, typer.Option("--count", "-n", min=0, help="Synthetic datasets: number of events.")] = 100_000,
-    rate: Annotated[Optional[float], typer.Option("--rate", "-r", min=0.001, help="Records per second at most (default: as fast as possible).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Synthetic datasets: random seed (same seed, same records).")] = 42,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", "-r", min=0.001, help="Records per second at most (default: as fast as possible)."),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Synthetic datasets: random seed (same seed, same records).")
+    ] = 42,
     players: Annotated[int, typer.Option("--players", min=1, help="synthetic-leaderboard: number of players.")] = 1_000,
-    products: Annotated[int, typer.Option("--products", min=1, help="synthetic-leaderboard: number of products (games).")] = 100,
-    keys: Annotated[Optional[int], typer.Option("--keys", min=1, help="Advanced-state generators: distinct keys (patients, products, ...).")] = None,
+    products: Annotated[
+        int, typer.Option("--products", min=1, help="synthetic-leaderboard: number of products (games).")
+    ] = 100,
+    keys: Annotated[
+        int | None,
+        typer.Option("--keys", min=1, help="Advanced-state generators: distinct keys (patients, products, ...)."),
+    ] = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     json: JsonOpt = False,
@@ -45,8 +72,8 @@ def produce_test_data(
       statectl produce-test-data --file data/players.json --topic players --parse-key --key-separator '|'
     """
     from statectl.cli.progress import record_progress
-    from statectl.produce.datasets import DatasetOptions, dataset_batches, file_batch
     from statectl.errors import DeliveryFailed, UsageError
+    from statectl.produce.datasets import DatasetOptions, dataset_batches, file_batch
     from statectl.produce.send import produce_batches
     from statectl.render.kafka import produce_report
 

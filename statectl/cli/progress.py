@@ -4,7 +4,7 @@ steps of a wait (a broker or engine starting), and when the command started."""
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 
 @contextlib.contextmanager
@@ -19,8 +19,11 @@ def record_progress(batches, enabled: bool = True) -> Iterator:
 
     # markup=False: the description is a topic name, shown as it is.
     columns = [
-        TextColumn("{task.description:<20}", markup=False), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]:>12} rec/s", markup=False), TimeElapsedColumn(),
+        TextColumn("{task.description:<20}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:>12} rec/s", markup=False),
+        TimeElapsedColumn(),
     ]
     with Progress(*columns, console=err(), transient=False) as bar:
         totals = {b.topic: b.count for b in batches}
@@ -48,8 +51,14 @@ def count_progress(description: str, enabled: bool = True) -> Iterator:
 
     from statectl.render import err
 
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err(), transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err(),
+        transient=True,
+    ) as bar:
         task = bar.add_task(description, total=None)
 
         def update(done: int, total: int) -> None:
@@ -89,8 +98,14 @@ class StepDisplay:
             from rich.spinner import Spinner
 
             self._spinner = Spinner("dots")
-            self._live = Live(console=self.console, get_renderable=self._render, refresh_per_second=8,
-                              transient=True, redirect_stdout=False, redirect_stderr=False)
+            self._live = Live(
+                console=self.console,
+                get_renderable=self._render,
+                refresh_per_second=8,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self._live.start()
 
     def line(self) -> str:
@@ -137,7 +152,7 @@ def command_started() -> float:
         with open("/proc/self/stat") as f:
             stat = f.read()
         # Field 22, the start in clock ticks after boot; the fields after "(comm)" start at field 3.
-        ticks = int(stat[stat.rfind(")") + 2:].split()[19])
+        ticks = int(stat[stat.rfind(")") + 2 :].split()[19])
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return now

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from statectl.cli.common import BootstrapOpt, ClientConfigOpt, ConfigOpt, ReadUncommittedOpt, cluster_for
 
-query_app = typer.Typer(help="Query a job's current results (read from its materialised output topic).", no_args_is_help=True)
-serve_app = typer.Typer(help="Serve a job's current results over HTTP (the reference app's REST API).", no_args_is_help=True)
+query_app = typer.Typer(
+    help="Query a job's current results (read from its materialised output topic).", no_args_is_help=True
+)
+serve_app = typer.Typer(
+    help="Serve a job's current results over HTTP (the reference app's REST API).", no_args_is_help=True
+)
 
 
 def _topic_and_cluster(config: Path | None, bootstrap: str | None, client_config: Path | None):
@@ -23,7 +27,7 @@ def _topic_and_cluster(config: Path | None, bootstrap: str | None, client_config
 
 @query_app.command("leaderboard")
 def query_leaderboard(
-    product_id: Annotated[Optional[str], typer.Argument(help="One game's id; omit for all games.")] = None,
+    product_id: Annotated[str | None, typer.Argument(help="One game's id; omit for all games.")] = None,
     table: Annotated[bool, typer.Option("--table", help="A rich table instead of JSON.")] = False,
     read_uncommitted: ReadUncommittedOpt = False,
     config: ConfigOpt = None,
@@ -36,8 +40,8 @@ def query_leaderboard(
     Reads committed records only (read_committed): --read-uncommitted also applies the records of
     aborted and open transactions. Exit 2 for an unknown game.
     """
-    from statectl.render.query import leaderboard
     from statectl.query.views import read_view, select_game
+    from statectl.render.query import leaderboard
 
     topic, bootstrap = _topic_and_cluster(config, bootstrap_servers, client_config)
     view = read_view(bootstrap, topic, read_committed=not read_uncommitted)
@@ -47,8 +51,19 @@ def query_leaderboard(
 @serve_app.command("leaderboard")
 def serve_leaderboard(
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 7000,
-    host: Annotated[str, typer.Option("--host", help="Address to bind (default: loopback only; any other address needs a token).")] = "127.0.0.1",
-    token: Annotated[Optional[str], typer.Option("--token", metavar="T", envvar="STATECTL_SERVE_TOKEN", show_envvar=False, help="The token every request must carry (Authorization: Bearer T, or ?token=T). Default: $STATECTL_SERVE_TOKEN; off loopback without one, a fresh token is printed in the URL.")] = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (default: loopback only; any other address needs a token).")
+    ] = "127.0.0.1",
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            metavar="T",
+            envvar="STATECTL_SERVE_TOKEN",
+            show_envvar=False,
+            help="The token every request must carry (Authorization: Bearer T, or ?token=T). Default: $STATECTL_SERVE_TOKEN; off loopback without one, a fresh token is printed in the URL.",
+        ),
+    ] = None,
     config: ConfigOpt = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,

@@ -4,21 +4,61 @@ files, so that Spark can restart it where it is now."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import CheckpointDirOpt, one_checkpoint, JsonOpt, LOCATION, StorageConfigOpt, use_storage
+from statectl.cli.common import LOCATION, CheckpointDirOpt, JsonOpt, StorageConfigOpt, one_checkpoint, use_storage
 
 
 def relocate_checkpoint(
-    checkpoint_arg: Annotated[Optional[Path], typer.Argument(metavar="CHECKPOINT_DIR", parser=LOCATION, help="The moved or copied checkpoint (the query's checkpointLocation).", show_default=False)] = None,
+    checkpoint_arg: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="CHECKPOINT_DIR",
+            parser=LOCATION,
+            help="The moved or copied checkpoint (the query's checkpointLocation).",
+            show_default=False,
+        ),
+    ] = None,
     checkpoint_dir: CheckpointDirOpt = None,
-    backup_dir: Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Rewrite it even when a query statectl did not start may be running on it (a batch logged or committed within the last few batch intervals).")] = False,
-    resume: Annotated[Optional[Path], typer.Option("--resume", metavar="BACKUP", parser=LOCATION, help="Finish a relocation of an s3a:// checkpoint that was cut short, from the journal in its BACKUP.")] = None,
-    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put an s3a:// checkpoint back as it was before the relocation whose BACKUP this is (also one cut short).")] = None,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--backup-dir",
+            metavar="DIR",
+            parser=LOCATION,
+            help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing.")
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Rewrite it even when a query statectl did not start may be running on it (a batch logged or committed within the last few batch intervals).",
+        ),
+    ] = False,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="BACKUP",
+            parser=LOCATION,
+            help="Finish a relocation of an s3a:// checkpoint that was cut short, from the journal in its BACKUP.",
+        ),
+    ] = None,
+    undo: Annotated[
+        Path | None,
+        typer.Option(
+            "--undo",
+            metavar="BACKUP",
+            parser=LOCATION,
+            help="Put an s3a:// checkpoint back as it was before the relocation whose BACKUP this is (also one cut short).",
+        ),
+    ] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -50,17 +90,21 @@ def relocate_checkpoint(
         from statectl.render.reset import journal_done
 
         if (resume is not None and undo is not None) or checkpoint_arg or checkpoint_dir or dry_run:
-            raise UsageError("--resume BACKUP and --undo BACKUP take the backup alone (the checkpoint is in its journal)")
+            raise UsageError(
+                "--resume BACKUP and --undo BACKUP take the backup alone (the checkpoint is in its journal)"
+            )
         use_storage(storage_config)
         journal_done(resume_or_undo_relocation(resume or undo, undo is not None), json)
         return
     checkpoint_dir = one_checkpoint(checkpoint_arg, checkpoint_dir)
     use_storage(storage_config)
-    from statectl.maintenance.relocate import RelocateRequest, apply_relocation, plan_relocation
     from statectl.errors import OperationalError
+    from statectl.maintenance.relocate import RelocateRequest, apply_relocation, plan_relocation
     from statectl.render import relocate_checkpoint as render
 
-    plan = plan_relocation(RelocateRequest(checkpoint=checkpoint_dir, dry_run=dry_run, backup_dir=backup_dir, force=force))
+    plan = plan_relocation(
+        RelocateRequest(checkpoint=checkpoint_dir, dry_run=dry_run, backup_dir=backup_dir, force=force)
+    )
     final = dry_run or plan.up_to_date or plan.refused
     render.plan(plan, json, final=final)
     if plan.refused:

@@ -4,26 +4,80 @@ partitions of a stopped job's checkpoint with Spark's offline repartitioning."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import ConfigOpt, ExampleArg, JsonOpt, OptionalJobArg, SetOpt, resolve_job, LOCATION, RemoteOpt, StorageConfigOpt, use_storage
+from statectl.cli.common import (
+    LOCATION,
+    ConfigOpt,
+    ExampleArg,
+    JsonOpt,
+    OptionalJobArg,
+    RemoteOpt,
+    SetOpt,
+    StorageConfigOpt,
+    resolve_job,
+    use_storage,
+)
 
 
 def repartition_state(
     job: OptionalJobArg = None,
     example: ExampleArg = None,
-    partitions: Annotated[Optional[int], typer.Option("--partitions", min=1, metavar="N", help="The number of state partitions the checkpoint should have (required, but with --undo).", show_default=False)] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option(
+            "--partitions",
+            min=1,
+            metavar="N",
+            help="The number of state partitions the checkpoint should have (required, but with --undo).",
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: any checkpoint.")] = None,
-    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch logged or committed within the last few batch intervals).")] = False,
-    master: Annotated[Optional[str], typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master).")] = None,
+    checkpoint_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint-dir",
+            parser=LOCATION,
+            help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: any checkpoint.",
+        ),
+    ] = None,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--backup-dir",
+            metavar="DIR",
+            parser=LOCATION,
+            help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the plan (and any refusal); change nothing, start no JVM.")
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch logged or committed within the last few batch intervals).",
+        ),
+    ] = False,
+    master: Annotated[
+        str | None,
+        typer.Option("--master", help="Spark master for the rewrite (default: the config's spark.master)."),
+    ] = None,
     remote: RemoteOpt = None,
-    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put an s3a:// checkpoint back as the BACKUP of a repartition holds it (after one, or one cut short).")] = None,
+    undo: Annotated[
+        Path | None,
+        typer.Option(
+            "--undo",
+            metavar="BACKUP",
+            parser=LOCATION,
+            help="Put an s3a:// checkpoint back as the BACKUP of a repartition holds it (after one, or one cut short).",
+        ),
+    ] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -55,7 +109,7 @@ def repartition_state(
       statectl repartition-state --checkpoint-dir /data/checkpoints/clicks --partitions 8     (any job's checkpoint)
     """
     from statectl.checkpoint.lock import checkpoint_for
-    from statectl.errors import OperationalError
+    from statectl.errors import OperationalError, UsageError
     from statectl.maintenance.repartition import (
         SHUFFLE_PARTITIONS,
         RepartitionRequest,
@@ -63,7 +117,6 @@ def repartition_state(
         plan_repartition,
     )
     from statectl.render import repartition_state as render
-    from statectl.errors import UsageError
 
     if undo is not None:
         if job or partitions is not None or checkpoint_dir or backup_dir or dry_run:
@@ -83,8 +136,13 @@ def repartition_state(
 
     remote, master = spark_target(remote, master, cfg)  # the project context's Spark, below flags and env
     request = RepartitionRequest(
-        checkpoint=checkpoint_for(cfg, checkpoint_dir), partitions=partitions, dry_run=dry_run, backup_dir=backup_dir,
-        master=master or cfg.spark.master, configured=None if configured is None else str(configured), force=force,
+        checkpoint=checkpoint_for(cfg, checkpoint_dir),
+        partitions=partitions,
+        dry_run=dry_run,
+        backup_dir=backup_dir,
+        master=master or cfg.spark.master,
+        configured=None if configured is None else str(configured),
+        force=force,
         remote=engine_for(remote, master, cfg).remote,
     )
     plan = plan_repartition(request)

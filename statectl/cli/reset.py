@@ -3,36 +3,114 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import (LOCATION, StorageConfigOpt, use_storage, 
+from statectl.cli.common import (
+    JOB_HELP,
+    LOCATION,
     BootstrapOpt,
     ClientConfigOpt,
     ConfigOpt,
     ExampleArg,
     JsonOpt,
-    JOB_HELP,
     SetOpt,
+    StorageConfigOpt,
     cluster_for,
     resolve_job,
+    use_storage,
 )
 
 
 def reset(
-    job: Annotated[Optional[str], typer.Argument(help=f"{JOB_HELP}, or your own job's reference (leave out with --undo, or with --checkpoint-dir for any checkpoint).", show_default=False)] = None,
+    job: Annotated[
+        str | None,
+        typer.Argument(
+            help=f"{JOB_HELP}, or your own job's reference (leave out with --undo, or with --checkpoint-dir for any checkpoint).",
+            show_default=False,
+        ),
+    ] = None,
     example: ExampleArg = None,
-    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Start over from the beginning of the input topics (the state is discarded).")] = False,
-    to_latest: Annotated[bool, typer.Option("--to-latest", help="Start over from the end of the input topics: only records produced from now on are read (the state is discarded).")] = False,
-    to_datetime: Annotated[Optional[str], typer.Option("--to-datetime", metavar="ISO8601", help="Start over from the first record at or after this time, e.g. 2024-11-24T09:30:00Z (no offset: local time; the state is discarded).")] = None,
-    to_batch: Annotated[Optional[int], typer.Option("--to-batch", metavar="N", min=0, help="Roll back to committed batch N: later batches' offsets, commits and state versions are moved out, and the next run re-runs them.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show which files would be moved out and written, and what the job would read next (with --undo: what would be put back); change nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it), or on which a query statectl did not start may be running (a batch logged or committed within the last few batch intervals).")] = False,
-    undo: Annotated[Optional[Path], typer.Option("--undo", metavar="BACKUP", parser=LOCATION, help="Put back the checkpoint a reset moved into BACKUP (refused once the job ran a newer batch).")] = None,
-    resume: Annotated[Optional[Path], typer.Option("--resume", metavar="BACKUP", parser=LOCATION, help="Finish a reset of an s3a:// checkpoint that was cut short (killed, network lost), from the journal in its BACKUP; --undo BACKUP puts it back instead.")] = None,
-    backup_dir: Annotated[Optional[Path], typer.Option("--backup-dir", metavar="DIR", parser=LOCATION, help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not exist or be empty, and must lie outside the checkpoint.")] = None,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run. Alone, without JOB: any checkpoint, its Kafka sources read from its offset log.")] = None,
+    to_earliest: Annotated[
+        bool,
+        typer.Option(
+            "--to-earliest", help="Start over from the beginning of the input topics (the state is discarded)."
+        ),
+    ] = False,
+    to_latest: Annotated[
+        bool,
+        typer.Option(
+            "--to-latest",
+            help="Start over from the end of the input topics: only records produced from now on are read (the state is discarded).",
+        ),
+    ] = False,
+    to_datetime: Annotated[
+        str | None,
+        typer.Option(
+            "--to-datetime",
+            metavar="ISO8601",
+            help="Start over from the first record at or after this time, e.g. 2024-11-24T09:30:00Z (no offset: local time; the state is discarded).",
+        ),
+    ] = None,
+    to_batch: Annotated[
+        int | None,
+        typer.Option(
+            "--to-batch",
+            metavar="N",
+            min=0,
+            help="Roll back to committed batch N: later batches' offsets, commits and state versions are moved out, and the next run re-runs them.",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Show which files would be moved out and written, and what the job would read next (with --undo: what would be put back); change nothing.",
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it), or on which a query statectl did not start may be running (a batch logged or committed within the last few batch intervals).",
+        ),
+    ] = False,
+    undo: Annotated[
+        Path | None,
+        typer.Option(
+            "--undo",
+            metavar="BACKUP",
+            parser=LOCATION,
+            help="Put back the checkpoint a reset moved into BACKUP (refused once the job ran a newer batch).",
+        ),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="BACKUP",
+            parser=LOCATION,
+            help="Finish a reset of an s3a:// checkpoint that was cut short (killed, network lost), from the journal in its BACKUP; --undo BACKUP puts it back instead.",
+        ),
+    ] = None,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--backup-dir",
+            metavar="DIR",
+            parser=LOCATION,
+            help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not exist or be empty, and must lie outside the checkpoint.",
+        ),
+    ] = None,
+    checkpoint_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint-dir",
+            parser=LOCATION,
+            help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run. Alone, without JOB: any checkpoint, its Kafka sources read from its offset log.",
+        ),
+    ] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
@@ -68,14 +146,15 @@ def reset(
 
       statectl reset --undo /tmp/lb.reset-20241124T093000Z
     """
-    from statectl.maintenance.reset_plan import reset_target
     from statectl.errors import UsageError
+    from statectl.maintenance.reset_plan import reset_target
     from statectl.render.reset import plan, undone
 
     if resume is not None:
         if undo is not None or job or to_earliest or to_latest or to_datetime or to_batch is not None or backup_dir:
-            raise UsageError("--resume BACKUP finishes the reset its journal describes: leave out JOB, --undo and the "
-                             "--to-* options")
+            raise UsageError(
+                "--resume BACKUP finishes the reset its journal describes: leave out JOB, --undo and the --to-* options"
+            )
         from statectl.maintenance.reset import resume_reset
         from statectl.render.reset import journal_done
 
@@ -84,22 +163,34 @@ def reset(
         return
     if undo is not None:
         if job or to_earliest or to_latest or to_datetime or to_batch is not None or force or backup_dir:
-            raise UsageError("--undo BACKUP puts back what the backup holds: leave out JOB and the --to-* options "
-                             "(and --force, --backup-dir)")
+            raise UsageError(
+                "--undo BACKUP puts back what the backup holds: leave out JOB and the --to-* options "
+                "(and --force, --backup-dir)"
+            )
         from statectl.maintenance.reset import undo_reset
 
         use_storage(storage_config)
         undone(undo_reset(undo, dry_run), json)
         return
     if job is None and config is None and checkpoint_dir is None:
-        raise UsageError("name the JOB to reset (e.g. statectl reset leaderboard --to-batch 3), pass --checkpoint-dir "
-                         "PATH (any checkpoint), or --undo BACKUP")
+        raise UsageError(
+            "name the JOB to reset (e.g. statectl reset leaderboard --to-batch 3), pass --checkpoint-dir "
+            "PATH (any checkpoint), or --undo BACKUP"
+        )
     from statectl.maintenance.reset import ResetRequest, reset_job
 
     target = reset_target(to_earliest, to_latest, to_datetime, to_batch)
     resolved = resolve_job(job, example, config, set_, checkpoint_dir=checkpoint_dir, any_checkpoint=True)
     use_storage(storage_config, resolved.config)
     cluster = cluster_for(bootstrap_servers, client_config, resolved.config, resolved.config_path)
-    request = ResetRequest(resolved.config, resolved.entry, target, cluster=cluster, checkpoint_dir=checkpoint_dir,
-                           dry_run=dry_run, force=force, backup_dir=backup_dir)
+    request = ResetRequest(
+        resolved.config,
+        resolved.entry,
+        target,
+        cluster=cluster,
+        checkpoint_dir=checkpoint_dir,
+        dry_run=dry_run,
+        force=force,
+        backup_dir=backup_dir,
+    )
     plan(reset_job(request), json)

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import (LOCATION, RemoteOpt, StorageConfigOpt, use_storage,
+from statectl.cli.common import (
+    LOCATION,
     BootstrapOpt,
     ClientConfigOpt,
     ConfigOpt,
     ExampleArg,
-    OptionalJobArg,
     JsonOpt,
+    OptionalJobArg,
+    RemoteOpt,
     SetOpt,
+    StorageConfigOpt,
     cluster_for,
     resolve_job,
+    use_storage,
 )
 
 
@@ -24,17 +28,50 @@ def run(
     job: OptionalJobArg = None,
     example: ExampleArg = None,
     config: ConfigOpt = None,
-    available_now: Annotated[bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")] = False,
-    checkpoint_dir: Annotated[Optional[Path], typer.Option("--checkpoint-dir", parser=LOCATION, help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the project context's checkpoint_root/JOB, else the config's, else ./.statectl/checkpoints/JOB; docs/project.md).")] = None,
-    master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")] = None,
+    available_now: Annotated[
+        bool, typer.Option("--available-now", help="Process everything available, then exit (Trigger.AvailableNow).")
+    ] = False,
+    checkpoint_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint-dir",
+            parser=LOCATION,
+            help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the project context's checkpoint_root/JOB, else the config's, else ./.statectl/checkpoints/JOB; docs/project.md).",
+        ),
+    ] = None,
+    master: Annotated[
+        str | None, typer.Option("--master", help="Spark master, e.g. local[*] (default), spark://host:7077.")
+    ] = None,
     remote: RemoteOpt = None,
     set_: SetOpt = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
-    events: Annotated[Optional[str], typer.Option("--events-file", "--events", metavar="PATH", help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes there). Schema: docs/events.md.")] = None,
-    metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", metavar="N", help="Serve Prometheus metrics on port N while the job runs.")] = None,
-    metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="ADDR", help="Address the metrics server binds to.")] = "127.0.0.1",
-    metrics_token: Annotated[Optional[str], typer.Option("--metrics-token", metavar="T", envvar="STATECTL_METRICS_TOKEN", show_envvar=False, help="The token the metrics server asks for (Authorization: Bearer T); required when --metrics-host is not loopback. Default: $STATECTL_METRICS_TOKEN.")] = None,
+    events: Annotated[
+        str | None,
+        typer.Option(
+            "--events-file",
+            "--events",
+            metavar="PATH",
+            help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes there). Schema: docs/events.md.",
+        ),
+    ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option("--metrics-port", metavar="N", help="Serve Prometheus metrics on port N while the job runs."),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", metavar="ADDR", help="Address the metrics server binds to.")
+    ] = "127.0.0.1",
+    metrics_token: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-token",
+            metavar="T",
+            envvar="STATECTL_METRICS_TOKEN",
+            show_envvar=False,
+            help="The token the metrics server asks for (Authorization: Bearer T); required when --metrics-host is not loopback. Default: $STATECTL_METRICS_TOKEN.",
+        ),
+    ] = None,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -76,9 +113,8 @@ def run(
     """
     from statectl.cli.progress import command_started
     from statectl.errors import UsageError
-    from statectl.render import err
+    from statectl.render import err, warning_line
     from statectl.render.run import run_display, run_summary
-    from statectl.render import warning_line
     from statectl.run.events_file import EventsWriter, default_events_writer
     from statectl.run.runner import RunRequest, run_job
     from statectl.spark_support import require_pyspark
@@ -92,9 +128,18 @@ def run(
     from statectl.project.precedence import spark_target
 
     remote, master = spark_target(remote, master, resolved.config)  # the project context's Spark, below flags and env
-    request = RunRequest(resolved.config, job=resolved.entry, available_now=available_now, checkpoint_dir=checkpoint_dir,
-                         master=master, remote=remote, cluster=cluster, metrics_port=metrics_port,
-                         metrics_host=metrics_host, started_at=command_started())
+    request = RunRequest(
+        resolved.config,
+        job=resolved.entry,
+        available_now=available_now,
+        checkpoint_dir=checkpoint_dir,
+        master=master,
+        remote=remote,
+        cluster=cluster,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+        started_at=command_started(),
+    )
     if metrics_port is not None:
         _metrics_token(metrics_host, metrics_token)
     writer = EventsWriter(events) if events and events != "-" else None

@@ -99,8 +99,9 @@ def _coerce_on_demand(params: list) -> list:
         if descriptor is None or getattr(param, "_runtime_param", False) is not None:
             continue
         try:
-            param._runtime_param = _CoerceOnDemand(parameter_info=descriptor.parameter_info,
-                                                   annotation=descriptor.annotation)
+            param._runtime_param = _CoerceOnDemand(
+                parameter_info=descriptor.parameter_info, annotation=descriptor.annotation
+            )
         except TypeError:  # a RuntimeParam with other fields or abstract methods: leave it to typer
             break
     return params

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from statectl.cli.common import (BootstrapOpt, ClientConfigOpt, JsonOpt, StorageConfigOpt, cluster_for,
-                                 project_job_configs, use_storage)
+from statectl.cli.common import (
+    BootstrapOpt,
+    ClientConfigOpt,
+    JsonOpt,
+    StorageConfigOpt,
+    cluster_for,
+    project_job_configs,
+    use_storage,
+)
 from statectl.cli.watch import WatchOpt, look_or_watch
 
 
 def status(
-    configs: Annotated[Optional[list[str]], typer.Argument(metavar="CONFIG|DIR", help="Job configs to show besides the shipped jobs that have a checkpoint here; a directory (or s3a:// folder): every checkpoint under it (any job's, no YAML).", show_default=False)] = None,
+    configs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="CONFIG|DIR",
+            help="Job configs to show besides the shipped jobs that have a checkpoint here; a directory (or s3a:// folder): every checkpoint under it (any job's, no YAML).",
+            show_default=False,
+        ),
+    ] = None,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
     storage_config: StorageConfigOpt = None,
@@ -46,12 +60,11 @@ def status(
       statectl status --watch
     """
     from statectl.jobs.registry import load_job_config
-    from statectl.render import wide
-    from statectl.render.status import status_report
     from statectl.observe.lag import LagCache
     from statectl.observe.status import StatusRequest, location_jobs, project_jobs, project_status
-
-    from statectl.storage.files import as_path, is_object_path, checkpoint_path
+    from statectl.render import wide
+    from statectl.render.status import status_report
+    from statectl.storage.files import as_path, checkpoint_path, is_object_path
 
     use_storage(storage_config)
     project = project_job_configs()
@@ -66,9 +79,18 @@ def status(
         if cfg.spark.conf:
             use_storage(storage_config, cfg)
             break
-    request = StatusRequest(project_jobs(given),
-                            cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path),
-                            names={str(job.config_path): job.name for job in project}, state_trend=wide())
+    request = StatusRequest(
+        project_jobs(given),
+        cluster_of=lambda cfg, path: cluster_for(bootstrap_servers, client_config, cfg, path),
+        names={str(job.config_path): job.name for job in project},
+        state_trend=wide(),
+    )
     cache = LagCache()  # what one look keeps for the next (--watch)
-    look_or_watch(lambda: project_status(request, cache=cache), watch, as_json=json, show=status_report,
-                  document=lambda report: report.to_list(), failed=lambda report: not report.ok)
+    look_or_watch(
+        lambda: project_status(request, cache=cache),
+        watch,
+        as_json=json,
+        show=status_report,
+        document=lambda report: report.to_list(),
+        failed=lambda report: not report.ok,
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,27 +11,47 @@ from statectl.cli.common import BootstrapOpt, ClientConfigOpt, JsonOpt, cluster_
 
 
 def topic_config(
-    topic: Annotated[Optional[str], typer.Argument(help="The topic to describe or change. Omit with --file.")] = None,
+    topic: Annotated[str | None, typer.Argument(help="The topic to describe or change. Omit with --file.")] = None,
     set_: Annotated[
-        Optional[list[str]],
-        typer.Option("--set", metavar="KEY=VALUE", help="Set a topic config, e.g. --set segment.bytes=536870912 (repeatable)."),
+        list[str] | None,
+        typer.Option(
+            "--set", metavar="KEY=VALUE", help="Set a topic config, e.g. --set segment.bytes=536870912 (repeatable)."
+        ),
     ] = None,
     delete: Annotated[
-        Optional[list[str]],
-        typer.Option("--delete", metavar="KEY", help="Remove the topic's override of KEY, back to the broker's default (repeatable)."),
+        list[str] | None,
+        typer.Option(
+            "--delete",
+            metavar="KEY",
+            help="Remove the topic's override of KEY, back to the broker's default (repeatable).",
+        ),
     ] = None,
     preset: Annotated[
-        Optional[str],
-        typer.Option("--preset", metavar="NAME", help="Apply a named set of configs: aggressive-compaction (Table 6-1's knobs). --set wins over it."),
+        str | None,
+        typer.Option(
+            "--preset",
+            metavar="NAME",
+            help="Apply a named set of configs: aggressive-compaction (Table 6-1's knobs). --set wins over it.",
+        ),
     ] = None,
     file: Annotated[
-        Optional[Path],
-        typer.Option("--file", "-f", metavar="PATH", help="Declarative topics file (see configs/topics.yaml): creates missing topics, applies one diff."),
+        Path | None,
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="PATH",
+            help="Declarative topics file (see configs/topics.yaml): creates missing topics, applies one diff.",
+        ),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the diff (and let the broker validate it); change nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the diff (and let the broker validate it); change nothing.")
+    ] = False,
     print_file: Annotated[
         bool,
-        typer.Option("--print-file", help="Print the topics file of the topics the jobs declare (every job with its shipped configs; needs no broker). `> configs/topics.yaml` regenerates the shipped file."),
+        typer.Option(
+            "--print-file",
+            help="Print the topics file of the topics the jobs declare (every job with its shipped configs; needs no broker). `> configs/topics.yaml` regenerates the shipped file.",
+        ),
     ] = False,
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
@@ -60,8 +80,16 @@ def topic_config(
     from statectl.render import topic_config as render
     from statectl.topics.apply import TopicConfigOptions, apply_plan, describe_topic, plan_changes
 
-    opts = TopicConfigOptions(topic, set_ or [], delete or [], preset, file, dry_run,
-                              "" if print_file else cluster_for(bootstrap_servers, client_config), print_file)
+    opts = TopicConfigOptions(
+        topic,
+        set_ or [],
+        delete or [],
+        preset,
+        file,
+        dry_run,
+        "" if print_file else cluster_for(bootstrap_servers, client_config),
+        print_file,
+    )
     opts.check()
     if opts.print_file:
         from statectl.jobs.registry import shipped_declarations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -10,9 +10,22 @@ from statectl.cli.common import ClientConfigOpt
 
 
 def ui(
-    host: Annotated[str, typer.Option("--host", help="Address to bind (default: loopback only; any other address needs a token).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (0: any free port).")] = 7070,
-    token: Annotated[Optional[str], typer.Option("--token", metavar="T", envvar="STATECTL_UI_TOKEN", show_envvar=False, help="The token every request must carry. Default: $STATECTL_UI_TOKEN; off loopback without one, a fresh token is printed in the URL.")] = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (default: loopback only; any other address needs a token).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (0: any free port).")
+    ] = 7070,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            metavar="T",
+            envvar="STATECTL_UI_TOKEN",
+            show_envvar=False,
+            help="The token every request must carry. Default: $STATECTL_UI_TOKEN; off loopback without one, a fresh token is printed in the URL.",
+        ),
+    ] = None,
     client_config: ClientConfigOpt = None,
 ) -> None:
     """Serve a dashboard of the project's jobs: state, last batch, lag in records and seconds, and
@@ -54,6 +67,11 @@ def ui(
         return discover(load_job_config, shipped_configs, client_config)
 
     dashboard = Dashboard(rediscover(), project_info(active()), rediscover=rediscover)
-    serve(dashboard, host, port, token,
-          announce=lambda url: message(f"statectl ui on {url} (Ctrl-C to stop)"),
-          log=lambda line: message(f"{time.strftime('%H:%M:%S')} {line}"))
+    serve(
+        dashboard,
+        host,
+        port,
+        token,
+        announce=lambda url: message(f"statectl ui on {url} (Ctrl-C to stop)"),
+        log=lambda line: message(f"{time.strftime('%H:%M:%S')} {line}"),
+    )

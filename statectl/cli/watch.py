@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperCommand
@@ -24,12 +25,15 @@ DEFAULT_INTERVAL = 2.0
 MIN_INTERVAL = 0.1
 
 WatchOpt = Annotated[
-    Optional[float],
+    float | None,
     typer.Option(
-        "--watch", metavar="[SECONDS]", min=MIN_INTERVAL, show_default=False,
+        "--watch",
+        metavar="[SECONDS]",
+        min=MIN_INTERVAL,
+        show_default=False,
         help=f"Show it again every SECONDS (alone: every {DEFAULT_INTERVAL:g} s), until Ctrl-C (exit 0): redrawn in "
-             f"place on a terminal; one JSON document per line when piped or with -o json (-o yaml: --- documents). "
-             f"A failing look says its error and the watch goes on.",
+        f"place on a terminal; one JSON document per line when piped or with -o json (-o yaml: --- documents). "
+        f"A failing look says its error and the watch goes on.",
     ),
 ]
 
@@ -63,9 +67,16 @@ class WatchCommand(TyperCommand):
         return super().parse_args(ctx, with_default_interval(list(args)))
 
 
-def watch_loop(poll: Callable[[], T], interval: float, shown: Callable[[T], None], failed: Callable[[str], None], *,
-               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-               more: Callable[[], bool] = lambda: True) -> int:
+def watch_loop(
+    poll: Callable[[], T],
+    interval: float,
+    shown: Callable[[T], None],
+    failed: Callable[[str], None],
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    more: Callable[[], bool] = lambda: True,
+) -> int:
     """Calls ``poll`` every ``interval`` seconds (start to start; a slow poll is followed at once
     by the next) while ``more()``; hands each result to ``shown``, or the first line of a
     StatectlError to ``failed``. Returns how many polls it made. Other exceptions (and Ctrl-C)
@@ -88,8 +99,9 @@ def watch_loop(poll: Callable[[], T], interval: float, shown: Callable[[T], None
     return polls
 
 
-def watch(poll: Callable[[], T], interval: float, *, title: str, document: Callable[[T], Any],
-          show: Callable[[T], None]) -> None:
+def watch(
+    poll: Callable[[], T], interval: float, *, title: str, document: Callable[[T], Any], show: Callable[[T], None]
+) -> None:
     """Watch ``poll``'s results until Ctrl-C: ``show(result)`` (the command's renderer) drawn as
     a frame on a terminal, ``document(result)`` (its JSON document) as a line otherwise."""
     from statectl.render import watch as looks
@@ -99,9 +111,12 @@ def watch(poll: Callable[[], T], interval: float, *, title: str, document: Calla
             watch_loop(poll, interval, lambda result: looks.document_line(document(result)), looks.poll_failed)
             return
         with looks.frames() as frames:
-            watch_loop(poll, interval,
-                       lambda result: frames.show(title, interval, looks.captured(lambda: show(result))),
-                       lambda text: frames.failed(title, interval, text))
+            watch_loop(
+                poll,
+                interval,
+                lambda result: frames.show(title, interval, looks.captured(lambda: show(result))),
+                lambda text: frames.failed(title, interval, text),
+            )
     except KeyboardInterrupt:
         return
     except BrokenPipeError:
@@ -109,8 +124,15 @@ def watch(poll: Callable[[], T], interval: float, *, title: str, document: Calla
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def look_or_watch(poll: Callable[[], T], interval: float | None, *, as_json: bool, show: Callable[[T, bool], None],
-                  document: Callable[[T], Any], failed: Callable[[T], bool] = lambda result: False) -> None:
+def look_or_watch(
+    poll: Callable[[], T],
+    interval: float | None,
+    *,
+    as_json: bool,
+    show: Callable[[T, bool], None],
+    document: Callable[[T], Any],
+    failed: Callable[[T], bool] = lambda result: False,
+) -> None:
     """A command that looks at something: one look rendered by ``show`` (exit 1 when ``failed``),
     or with --watch (``interval``) a look every ``interval`` seconds until Ctrl-C (exit 0)."""
     if interval is not None:

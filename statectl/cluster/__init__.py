@@ -28,10 +28,12 @@ class Cluster:
 
     def spark_options(self) -> dict[str, str]:
         """The ``kafka.``-prefixed options of Spark's Kafka source and sink."""
-        return {"kafka.bootstrap.servers": self.bootstrap,
-                **{f"kafka.{key}": value for key, value in self.settings.java.items()}}
+        return {
+            "kafka.bootstrap.servers": self.bootstrap,
+            **{f"kafka.{key}": value for key, value in self.settings.java.items()},
+        }
 
 
-def as_cluster(target: "Cluster | str") -> Cluster:
+def as_cluster(target: Cluster | str) -> Cluster:
     """A bare bootstrap string is a plaintext cluster with no client settings."""
     return target if isinstance(target, Cluster) else Cluster(str(target))

@@ -15,8 +15,8 @@ precedence table is the one place the order is written down).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from statectl.cluster import Cluster
 from statectl.cluster.properties import Property, read_properties_file
@@ -36,11 +36,17 @@ def client_config_path(flag: Path | None, env: Mapping[str, str] | None = None) 
     return Path(named).expanduser() if named else None
 
 
-def load_cluster(bootstrap_flag: str | None = None, client_config: Path | None = None,
-                 config_bootstrap: str | None = None, config_properties: Mapping[str, str] | None = None,
-                 config_source: str | None = None, env: Mapping[str, str] | None = None,
-                 context_bootstrap: str | None = None, context_client_config: Path | None = None,
-                 context_source: str | None = None) -> Cluster:
+def load_cluster(
+    bootstrap_flag: str | None = None,
+    client_config: Path | None = None,
+    config_bootstrap: str | None = None,
+    config_properties: Mapping[str, str] | None = None,
+    config_source: str | None = None,
+    env: Mapping[str, str] | None = None,
+    context_bootstrap: str | None = None,
+    context_client_config: Path | None = None,
+    context_source: str | None = None,
+) -> Cluster:
     """The cluster the flags, environment, client config file, project context and job config
     name together.
 
@@ -62,8 +68,12 @@ def load_cluster(bootstrap_flag: str | None = None, client_config: Path | None =
         if not path.is_file():
             from statectl.errors import ConfigError
 
-            raise ConfigError([f"client config {path} ({context_source or 'the project context'}'s client_config) "
-                               f"does not exist or is not a file"])
+            raise ConfigError(
+                [
+                    f"client config {path} ({context_source or 'the project context'}'s client_config) "
+                    f"does not exist or is not a file"
+                ]
+            )
     file_sets_bootstrap = False
     if path is not None:
         from_file = read_properties_file(path)
@@ -73,8 +83,14 @@ def load_cluster(bootstrap_flag: str | None = None, client_config: Path | None =
     settings = client_settings(props, env=env, base_dirs=base_dirs, pem_from_store=pem_from_store)
     file_bootstrap = settings.bootstrap if file_sets_bootstrap else None
     config_bootstrap = config_bootstrap or settings.bootstrap
-    candidates = (bootstrap_flag, env.get("KAFKA_BOOTSTRAP_SERVERS"), None if from_context else file_bootstrap,
-                  context_bootstrap, file_bootstrap if from_context else None, config_bootstrap)
+    candidates = (
+        bootstrap_flag,
+        env.get("KAFKA_BOOTSTRAP_SERVERS"),
+        None if from_context else file_bootstrap,
+        context_bootstrap,
+        file_bootstrap if from_context else None,
+        config_bootstrap,
+    )
     for candidate in candidates:
         if candidate:
             return Cluster(candidate, settings)

@@ -64,9 +64,9 @@ def _unescape(text: str, origin: str) -> str:
             continue
         nxt = text[i + 1]
         if nxt == "u":
-            digits = text[i + 2:i + 6]
+            digits = text[i + 2 : i + 6]
             if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-                raise ConfigError([f"{origin}: malformed \\uXXXX escape {text[i:i + 6]!r}"])
+                raise ConfigError([f"{origin}: malformed \\uXXXX escape {text[i : i + 6]!r}"])
             out.append(chr(int(digits, 16)))
             i += 6
             continue

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 from statectl import redact
 from statectl.cluster.properties import Property
@@ -117,17 +117,21 @@ def resolve_value(prop: Property, env: Mapping[str, str], base_dir: Path | None)
 # read an unquoted value only as a word (a letter, "_" or "$" first, then letters, digits, "._-$")
 # and a quoted one only up to the end of its line:
 # what they refuse is refused here too, not passed on to fail when Spark starts.
-_JAAS = re.compile(r"\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);\s*$",
-                   re.DOTALL)
-_JAAS_OPTION = re.compile(r"""\s*([\w.\-]+)\s*=\s*("(?:[^"\\\r\n]|\\.)*"|'(?:[^'\\\r\n]|\\.)*'|(?:[^\W\d]|\$)[\w.$\-]*)""")
+_JAAS = re.compile(
+    r"\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);\s*$", re.DOTALL
+)
+_JAAS_OPTION = re.compile(
+    r"""\s*([\w.\-]+)\s*=\s*("(?:[^"\\\r\n]|\\.)*"|'(?:[^'\\\r\n]|\\.)*'|(?:[^\W\d]|\$)[\w.$\-]*)"""
+)
 #: StreamTokenizer's escapes inside quotes: \n, \t... and octal \0-\377; any other \x is x.
 _JAAS_ESCAPE = re.compile(r"\\(?:([0-3][0-7]{0,2}|[4-7][0-7]?)|(.))", re.DOTALL)
 _JAAS_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
 def _jaas_unescape(text: str) -> str:
-    return _JAAS_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)) if m.group(1) else _JAAS_ESCAPES.get(m.group(2), m.group(2)),
-                            text)
+    return _JAAS_ESCAPE.sub(
+        lambda m: chr(int(m.group(1), 8)) if m.group(1) else _JAAS_ESCAPES.get(m.group(2), m.group(2)), text
+    )
 
 
 def parse_jaas(text: str) -> tuple[str, dict[str, str]] | None:
@@ -167,7 +171,7 @@ def _shown_key(key: str) -> str:
     if key in _HANDLED or key in _JAVA_ONLY or key in _JAVA_PASS or key in _BOTH_PASS:
         return key
     word = redact.secret_word(key)
-    return key if word is None or word.end() == len(key) else key[:word.end()] + redact.MASK
+    return key if word is None or word.end() == len(key) else key[: word.end()] + redact.MASK
 
 
 # ---------------------------------------------------------------- key stores
@@ -268,8 +272,10 @@ def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
         text = t.get("sasl.jaas.config")
         parsed = parse_jaas(text)
         if parsed is None:
-            t.problem("sasl.jaas.config", "is not a JAAS login module line "
-                      "(<LoginModule> required username=\"...\" password=\"...\";)")
+            t.problem(
+                "sasl.jaas.config",
+                'is not a JAAS login module line (<LoginModule> required username="..." password="...";)',
+            )
             return mechanism, None
         module, options = parsed
         if module != MECHANISMS[mechanism]:
@@ -279,8 +285,11 @@ def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
         others = sorted(set(options) - {"username", "password"})
         if others:
             # Java would honour them; statectl's librdkafka clients could not: refused, not dropped.
-            t.problem("sasl.jaas.config", f"login module option(s) {', '.join(others)} have no counterpart in "
-                      "statectl's librdkafka clients; statectl supports username and password only")
+            t.problem(
+                "sasl.jaas.config",
+                f"login module option(s) {', '.join(others)} have no counterpart in "
+                "statectl's librdkafka clients; statectl supports username and password only",
+            )
             return mechanism, username
         if not username or password is None:
             t.problem("sasl.jaas.config", "needs both username and password")
@@ -290,7 +299,9 @@ def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
     else:
         username, password = t.get("sasl.username"), t.get("sasl.password")
         if not username or password is None:
-            t.problem("security.protocol", "SASL needs credentials: sasl.jaas.config, or sasl.username and sasl.password")
+            t.problem(
+                "security.protocol", "SASL needs credentials: sasl.jaas.config, or sasl.username and sasl.password"
+            )
             return mechanism, username
         redact.register(password)
         t.java["sasl.jaas.config"] = jaas_config(mechanism, username, password)
@@ -300,13 +311,17 @@ def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
 
 
 def _truststore(t: _Translation) -> None:
-    if t.conflict("ssl.truststore.location", "ssl.ca.location") or t.conflict("ssl.truststore.certificates", "ssl.ca.pem"):
+    if t.conflict("ssl.truststore.location", "ssl.ca.location") or t.conflict(
+        "ssl.truststore.certificates", "ssl.ca.pem"
+    ):
         return
     # Java clients refuse both a trust store file and inline certificates; neither is dropped here.
     file_key = next((k for k in ("ssl.truststore.location", "ssl.ca.location") if t.has(k)), None)
     inline_key = next((k for k in ("ssl.truststore.certificates", "ssl.ca.pem") if t.has(k)), None)
     if file_key and inline_key:
-        t.problem(inline_key, f"set the CA certificates either in a file ({file_key}) or inline ({inline_key}), not both")
+        t.problem(
+            inline_key, f"set the CA certificates either in a file ({file_key}) or inline ({inline_key}), not both"
+        )
         return
     if not (file_key or inline_key):
         for key in ("ssl.truststore.password", "ssl.truststore.type"):
@@ -336,11 +351,16 @@ def _truststore(t: _Translation) -> None:
         elif declared == "PEM":
             t.problem("ssl.truststore.type", f"is PEM but {location} is a {actual} store")
         elif t.pem_from_store is None:
-            t.problem("ssl.truststore.location", f"a {actual} trust store needs the JDK's keytool to be read by "
-                      "statectl's clients; give a PEM file (ssl.truststore.type=PEM) instead")
+            t.problem(
+                "ssl.truststore.location",
+                f"a {actual} trust store needs the JDK's keytool to be read by "
+                "statectl's clients; give a PEM file (ssl.truststore.type=PEM) instead",
+            )
         else:
             try:
-                t.rd["ssl.ca.location"] = str(t.pem_from_store(Path(location), actual, t.get("ssl.truststore.password")))
+                t.rd["ssl.ca.location"] = str(
+                    t.pem_from_store(Path(location), actual, t.get("ssl.truststore.password"))
+                )
             except ConfigError as exc:
                 t.problem("ssl.truststore.location", str(exc))
     elif t.has("ssl.ca.location"):
@@ -357,15 +377,23 @@ def _truststore(t: _Translation) -> None:
 
 def _keystore(t: _Translation) -> None:
     java_keys = [k for k in ("ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain") if t.has(k)]
-    rd_keys = [k for k in ("ssl.certificate.location", "ssl.key.location", "ssl.certificate.pem", "ssl.key.pem") if t.has(k)]
+    rd_keys = [
+        k for k in ("ssl.certificate.location", "ssl.key.location", "ssl.certificate.pem", "ssl.key.pem") if t.has(k)
+    ]
     if java_keys and rd_keys:
-        t.problem(rd_keys[0], f"set the client certificate either with {java_keys[0]} (Java names) "
-                  f"or with {rd_keys[0]} (librdkafka names), not both")
+        t.problem(
+            rd_keys[0],
+            f"set the client certificate either with {java_keys[0]} (Java names) "
+            f"or with {rd_keys[0]} (librdkafka names), not both",
+        )
         return
     # A file and inline PEM for the same thing: Java clients refuse it, and one of them would be dropped.
-    for file_key, inline_key in (("ssl.keystore.location", "ssl.keystore.key"),
-                                 ("ssl.keystore.location", "ssl.keystore.certificate.chain"),
-                                 ("ssl.certificate.location", "ssl.certificate.pem"), ("ssl.key.location", "ssl.key.pem")):
+    for file_key, inline_key in (
+        ("ssl.keystore.location", "ssl.keystore.key"),
+        ("ssl.keystore.location", "ssl.keystore.certificate.chain"),
+        ("ssl.certificate.location", "ssl.certificate.pem"),
+        ("ssl.key.location", "ssl.key.pem"),
+    ):
         if t.has(file_key) and t.has(inline_key):
             t.problem(inline_key, f"set either {file_key} (a file) or {inline_key} (inline), not both")
             return
@@ -398,12 +426,18 @@ def _keystore(t: _Translation) -> None:
             elif t.get("ssl.keystore.type").upper() != "PEM":
                 t.problem("ssl.keystore.type", f"is {t.get('ssl.keystore.type')} but {location} is a PEM file")
             if t.has("ssl.keystore.password"):
-                t.problem("ssl.keystore.password", "a PEM key store has no store password (Java clients refuse one); "
-                          "an encrypted key's password is ssl.key.password")
+                t.problem(
+                    "ssl.keystore.password",
+                    "a PEM key store has no store password (Java clients refuse one); "
+                    "an encrypted key's password is ssl.key.password",
+                )
         else:
-            t.problem("ssl.keystore.location", f"{location} is a JKS key store, which statectl's librdkafka clients "
-                      f"cannot read; convert it once with `keytool -importkeystore -srckeystore {location} "
-                      f"-destkeystore {location}.p12 -deststoretype PKCS12` and point ssl.keystore.location at the .p12")
+            t.problem(
+                "ssl.keystore.location",
+                f"{location} is a JKS key store, which statectl's librdkafka clients "
+                f"cannot read; convert it once with `keytool -importkeystore -srckeystore {location} "
+                f"-destkeystore {location}.p12 -deststoretype PKCS12` and point ssl.keystore.location at the .p12",
+            )
     elif t.has("ssl.keystore.key") or t.has("ssl.keystore.certificate.chain"):
         if not (t.has("ssl.keystore.key") and t.has("ssl.keystore.certificate.chain")):
             t.problem(java_keys[0], "needs both ssl.keystore.key and ssl.keystore.certificate.chain")
@@ -417,8 +451,11 @@ def _keystore(t: _Translation) -> None:
         cert_key = "ssl.certificate.location" if t.has("ssl.certificate.location") else "ssl.certificate.pem"
         key_key = "ssl.key.location" if t.has("ssl.key.location") else "ssl.key.pem"
         if not (t.has(cert_key) and t.has(key_key)):
-            t.problem(rd_keys[0], "a client certificate needs both the certificate (ssl.certificate.location) "
-                      "and its key (ssl.key.location)")
+            t.problem(
+                rd_keys[0],
+                "a client certificate needs both the certificate (ssl.certificate.location) "
+                "and its key (ssl.key.location)",
+            )
             return
         cert = t.get(cert_key) if cert_key.endswith(".pem") else _read_text(t, cert_key)
         key = t.get(key_key) if key_key.endswith(".pem") else _read_text(t, key_key)
@@ -450,11 +487,29 @@ def _endpoint_identification(t: _Translation) -> None:
 
 
 _HANDLED = {
-    "bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.jaas.config",
-    "sasl.username", "sasl.password", "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
-    "ssl.truststore.certificates", "ssl.ca.location", "ssl.ca.pem", "ssl.keystore.location", "ssl.keystore.type",
-    "ssl.keystore.password", "ssl.key.password", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-    "ssl.certificate.location", "ssl.key.location", "ssl.certificate.pem", "ssl.key.pem",
+    "bootstrap.servers",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.mechanisms",
+    "sasl.jaas.config",
+    "sasl.username",
+    "sasl.password",
+    "ssl.truststore.location",
+    "ssl.truststore.type",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
+    "ssl.ca.location",
+    "ssl.ca.pem",
+    "ssl.keystore.location",
+    "ssl.keystore.type",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.certificate.pem",
+    "ssl.key.pem",
     "ssl.endpoint.identification.algorithm",
 }
 #: Passed to Spark's Java clients only: librdkafka negotiates TLS 1.2 or newer with OpenSSL itself.
@@ -463,9 +518,12 @@ _JAVA_PASS = {"ssl.enabled.protocols", "ssl.protocol"}
 _BOTH_PASS = {"client.id", "client.dns.lookup", "socket.connection.setup.timeout.ms"}
 
 
-def client_settings(props: Iterable[Property], env: Mapping[str, str] | None = None,
-                    base_dirs: Mapping[str, Path | None] | None = None,
-                    pem_from_store: PemFromStore | None = None) -> ClientSettings:
+def client_settings(
+    props: Iterable[Property],
+    env: Mapping[str, str] | None = None,
+    base_dirs: Mapping[str, Path | None] | None = None,
+    pem_from_store: PemFromStore | None = None,
+) -> ClientSettings:
     """The settings ``props`` make (later properties override earlier ones of the same key), or a
     ConfigError listing every problem: an unknown security property, a mechanism statectl cannot
     do, missing credentials, a key store librdkafka cannot read.
@@ -500,8 +558,11 @@ def client_settings(props: Iterable[Property], env: Mapping[str, str] | None = N
         elif key in _BOTH_PASS:
             t.java[key] = t.rd[key] = t.get(key)
         elif key.startswith(("ssl.", "sasl.", "security.")):
-            t.problem(key, "is a security setting statectl does not know; it is refused rather than ignored "
-                      "(see docs/security.md for the supported ones)")
+            t.problem(
+                key,
+                "is a security setting statectl does not know; it is refused rather than ignored "
+                "(see docs/security.md for the supported ones)",
+            )
         else:
             not_used.append(key)
     protocol = _protocol(t)
@@ -519,5 +580,13 @@ def client_settings(props: Iterable[Property], env: Mapping[str, str] | None = N
         if t.get(key):
             redact.register(t.get(key))
     shown = {k: (redact.MASK if redact.is_secret_key(k) else v) for k, (v, _) in resolved.items()}
-    return ClientSettings(java=t.java, librdkafka=t.rd, shown=shown, bootstrap=t.get("bootstrap.servers"),
-                          protocol=protocol, mechanism=mechanism, username=username, not_used=tuple(not_used))
+    return ClientSettings(
+        java=t.java,
+        librdkafka=t.rd,
+        shown=shown,
+        bootstrap=t.get("bootstrap.servers"),
+        protocol=protocol,
+        mechanism=mechanism,
+        username=username,
+        not_used=tuple(not_used),
+    )

@@ -21,8 +21,12 @@ _CERT = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", r
 def _keytool() -> str:
     found = jdk_tool("keytool")
     if found is None:
-        raise ConfigError(["reading a JKS or PKCS12 trust store needs the JDK's keytool, which is not on PATH; "
-                           "give a PEM file (ssl.truststore.type=PEM) instead"])
+        raise ConfigError(
+            [
+                "reading a JKS or PKCS12 trust store needs the JDK's keytool, which is not on PATH; "
+                "give a PEM file (ssl.truststore.type=PEM) instead"
+            ]
+        )
     return str(found)
 
 
@@ -33,7 +37,16 @@ def pem_from_store(path: Path, store_type: str, password: str | None) -> Path:
     target = cache_root() / "truststores" / f"{digest}.pem"
     if target.exists():
         return target
-    cmd = [_keytool(), *(f"-J{o}" for o in ONE_SHOT_JVM_OPTIONS), "-list", "-rfc", "-keystore", str(path), "-storetype", store_type]
+    cmd = [
+        _keytool(),
+        *(f"-J{o}" for o in ONE_SHOT_JVM_OPTIONS),
+        "-list",
+        "-rfc",
+        "-keystore",
+        str(path),
+        "-storetype",
+        store_type,
+    ]
     # keytool reads the password from the environment variable named after :env, so it is not on
     # a command line other users could see.
     env = dict(os.environ)
@@ -47,8 +60,11 @@ def pem_from_store(path: Path, store_type: str, password: str | None) -> Path:
         # keytool exits 0 with no certificates (and a banner of asterisks as its last line) when a
         # PKCS12 store's certificates need the password it was not given.
         why = next((ln for ln in reason if "error" in ln.lower()), None) or (
-            reason[-1] if done.returncode != 0 and reason else
-            "it holds no certificate keytool could read" + ("" if password else " (is ssl.truststore.password missing?)"))
+            reason[-1]
+            if done.returncode != 0 and reason
+            else "it holds no certificate keytool could read"
+            + ("" if password else " (is ssl.truststore.password missing?)")
+        )
         raise ConfigError([f"cannot read the trust store {path}: {why.removeprefix('keytool error: ')}"])
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")

@@ -29,16 +29,25 @@ class EngineChoice:
         return self.remote is not None
 
 
-def choose_engine(flag: str | None, master_flag: str | None, env_remote: str | None, config_remote: str | None,
-                  config_master: str, project_engine: str | None, context_remote: str | None = None,
-                  context_master: str | None = None) -> EngineChoice:
+def choose_engine(
+    flag: str | None,
+    master_flag: str | None,
+    env_remote: str | None,
+    config_remote: str | None,
+    config_master: str,
+    project_engine: str | None,
+    context_remote: str | None = None,
+    context_master: str | None = None,
+) -> EngineChoice:
     """Pure: which engine a run uses, from what the user said and whether the project's engine is up."""
     if flag is not None and flag.strip().lower() in NO_ENGINE:
         return EngineChoice(None, "--remote none")
     if flag is not None:
         if master_flag is not None:
-            raise UsageError("--remote and --master both say where Spark runs; give one "
-                             "(--remote sc://HOST:PORT for an engine, --master for a driver in this process)")
+            raise UsageError(
+                "--remote and --master both say where Spark runs; give one "
+                "(--remote sc://HOST:PORT for an engine, --master for a driver in this process)"
+            )
         return EngineChoice(flag.strip(), "--remote")
     if master_flag is not None:
         return EngineChoice(None, "--master")
@@ -55,8 +64,14 @@ def choose_engine(flag: str | None, master_flag: str | None, env_remote: str | N
     return EngineChoice(None, "no engine is up")
 
 
-def engine_for(flag: str | None, master_flag: str | None, config, context_remote: str | None = None,
-               context_master: str | None = None, env=None) -> EngineChoice:
+def engine_for(
+    flag: str | None,
+    master_flag: str | None,
+    config,
+    context_remote: str | None = None,
+    context_master: str | None = None,
+    env=None,
+) -> EngineChoice:
     """``choose_engine`` for a job config, looking at $SPARK_REMOTE and the project's engine (and the
     project context's spark_remote/spark_master when the caller passes them)."""
     import os
@@ -71,12 +86,20 @@ def engine_for(flag: str | None, master_flag: str | None, config, context_remote
         return status.remote if status.running else None
 
     spark = config.spark if config is not None else None
-    decided = choose_engine(flag, master_flag, env.get("SPARK_REMOTE"),
-                            spark.remote if spark is not None else None,
-                            spark.master if spark is not None else "local[*]", None,
-                            context_remote=context_remote, context_master=context_master)
+    decided = choose_engine(
+        flag,
+        master_flag,
+        env.get("SPARK_REMOTE"),
+        spark.remote if spark is not None else None,
+        spark.master if spark is not None else "local[*]",
+        None,
+        context_remote=context_remote,
+        context_master=context_master,
+    )
     if decided.remote is None and decided.why == "no engine is up":
         local = project_engine()
         if local is not None:
-            return choose_engine(flag, master_flag, None, None, spark.master if spark is not None else "local[*]", local)
+            return choose_engine(
+                flag, master_flag, None, None, spark.master if spark is not None else "local[*]", local
+            )
     return decided

@@ -11,9 +11,10 @@ before anything starts.
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -88,8 +89,10 @@ class RawConfig:
         return f"{self.source}:{line}" if line else self.source
 
     def duplicate_problems(self) -> list[str]:
-        return [f"{self.source}:{line}: {key}: appears twice (YAML keeps only the last one)"
-                for key, line in self.duplicates]
+        return [
+            f"{self.source}:{line}: {key}: appears twice (YAML keeps only the last one)"
+            for key, line in self.duplicates
+        ]
 
 
 def read_yaml(path: Path) -> RawConfig:
@@ -143,7 +146,7 @@ def _split_key(key: str, schema: type | None) -> list[str]:
             break
         tp = unwrap(tp.model_fields[part].annotation)
         if typing.get_origin(tp) is dict:
-            return parts[: i + 1] + [".".join(parts[i + 1:])]
+            return parts[: i + 1] + [".".join(parts[i + 1 :])]
     return parts
 
 
@@ -172,8 +175,12 @@ def config_model(raw: RawConfig, models: Mapping[str, type[JobConfig]]) -> type[
         raise ConfigError([f"{raw.source}: job: required value is missing (expected one of {known})"])
     if not isinstance(job, str) or job not in models:
         hint = did_you_mean(str(job), models)
-        raise ConfigError([f"{raw.where('job')}: job: expected one of {known}, or your own job as MODULE:FUNCTION "
-                           f"or ./FILE.py:FUNCTION (docs/own-jobs.md), found {job!r}{hint}"])
+        raise ConfigError(
+            [
+                f"{raw.where('job')}: job: expected one of {known}, or your own job as MODULE:FUNCTION "
+                f"or ./FILE.py:FUNCTION (docs/own-jobs.md), found {job!r}{hint}"
+            ]
+        )
     return models[job]
 
 
@@ -190,8 +197,13 @@ def validate_raw(raw: RawConfig, model: type[M], unknown: str = "key") -> M:
     return validated
 
 
-def load_config(path: Path | None, models: Mapping[str, type[JobConfig]], overrides: list[str] | None = None,
-                expect_job: str | None = None, job: str | None = None) -> JobConfig:
+def load_config(
+    path: Path | None,
+    models: Mapping[str, type[JobConfig]],
+    overrides: list[str] | None = None,
+    expect_job: str | None = None,
+    job: str | None = None,
+) -> JobConfig:
     """Read, override and validate a job config against the model its ``job`` names; raises
     ConfigError listing every problem. Without a ``path``, the config is ``job``'s defaults and the
     overrides."""

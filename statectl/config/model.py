@@ -7,7 +7,8 @@ Spark conf ``4``), the field types below turn numbers into text on purpose.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
@@ -54,9 +55,11 @@ def topic_config_text(value: Any) -> str:
     return conf_text(value)
 
 
-def text_mapping(value_text: Callable[[Any], str],
-                 check: Callable[[dict[str, str]], list[tuple[str, str]]] | None = None,
-                 null_is_empty: bool = False) -> Any:
+def text_mapping(
+    value_text: Callable[[Any], str],
+    check: Callable[[dict[str, str]], list[tuple[str, str]]] | None = None,
+    null_is_empty: bool = False,
+) -> Any:
     """A mapping of names to values handed on as text (Spark confs, topic configs).
 
     Each value becomes text with ``value_text`` (a ValueError is that entry's problem); ``check``
@@ -84,4 +87,3 @@ def text_mapping(value_text: Callable[[Any], str],
         return out
 
     return Annotated[dict[str, str], BeforeValidator(convert)]
-

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Annotated, Any, Iterable, Literal, Union
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError

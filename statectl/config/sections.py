@@ -165,6 +165,6 @@ class CheckpointJobConfig(JobConfig):
     partitions each source read) they read from the checkpoint itself."""
 
     @classmethod
-    def at(cls, checkpoint: Path) -> "CheckpointJobConfig":
+    def at(cls, checkpoint: Path) -> CheckpointJobConfig:
         path = checkpoint.expanduser().resolve()
         return cls(job=path.name or str(path), checkpoint_dir=str(path))

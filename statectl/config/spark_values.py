@@ -44,9 +44,19 @@ _UNIT_WORDS = tuple(form for unit in TRIGGER_UNITS for form in (unit[:-1], unit)
 #: Abbreviations other duration syntaxes accept (the advanced examples' ``5s``) and Spark's
 #: intervals do not: named in the hint, never accepted.
 _ABBREVIATIONS = {
-    "us": "microseconds", "ms": "milliseconds", "s": "seconds", "sec": "seconds", "secs": "seconds",
-    "m": "minutes", "min": "minutes", "mins": "minutes", "h": "hours", "hr": "hours", "hrs": "hours",
-    "d": "days", "w": "weeks",
+    "us": "microseconds",
+    "ms": "milliseconds",
+    "s": "seconds",
+    "sec": "seconds",
+    "secs": "seconds",
+    "m": "minutes",
+    "min": "minutes",
+    "mins": "minutes",
+    "h": "hours",
+    "hr": "hours",
+    "hrs": "hours",
+    "d": "days",
+    "w": "weeks",
 }
 
 
@@ -99,7 +109,7 @@ def parse_interval(text: str) -> int:
             if glued:
                 letters = glued.group(1)
                 unit_word = letters if _unit(letters) else _guess_unit(letters)
-                spelled = f" (write '{word[:-len(letters)]} {unit_word}')" if unit_word else ""
+                spelled = f" (write '{word[: -len(letters)]} {unit_word}')" if unit_word else ""
                 raise _bad_syntax(text, f"{word!r} needs a space between the number and its unit{spelled}")
             if _unit(word) or _guess_unit(word):
                 raise _bad_syntax(text, f"a number is missing before {word!r}")
@@ -116,8 +126,10 @@ def parse_interval(text: str) -> int:
             hint = f" (did you mean {guess!r}?)" if guess else ""
             raise _bad_syntax(text, f"unknown unit {unit_word!r}{hint}")
         if fraction is not None and unit != "second":
-            raise IntervalError(f"only seconds may have a fraction, found {text!r}; "
-                                "say it in a smaller unit, e.g. '90 seconds' rather than '1.5 minutes'")
+            raise IntervalError(
+                f"only seconds may have a fraction, found {text!r}; "
+                "say it in a smaller unit, e.g. '90 seconds' rather than '1.5 minutes'"
+            )
         if fraction and len(fraction) > _FRACTION_DIGITS:
             raise IntervalError(f"at most {_FRACTION_DIGITS} digits after the point, found {text!r}")
         sign = -1 if negative else 1
@@ -134,8 +146,10 @@ def parse_interval(text: str) -> int:
             raise IntervalError(f"{text!r} is too long for Spark to hold")
         i += 1
     if months:
-        raise IntervalError(f"months and years are not allowed in a trigger interval (their length varies), "
-                            f"found {text!r}; use days or weeks")
+        raise IntervalError(
+            f"months and years are not allowed in a trigger interval (their length varies), "
+            f"found {text!r}; use days or weeks"
+        )
     total = days * 86_400_000_000 + micros
     if not LONG_MIN <= total <= LONG_MAX:
         raise IntervalError(f"{text!r} is too long for Spark to hold")

@@ -107,8 +107,11 @@ def replay_headers(letter: DeadLetter, dlq_topic: str, partition: int, offset: i
     ours = {
         "of": f"{dlq_topic}:{partition}:{offset}",
         "reason": letter.reason,
-        "source": (f"{letter.source_topic}:{letter.source_partition}:{letter.source_offset}"
-                   if letter.source_topic is not None else None),
+        "source": (
+            f"{letter.source_topic}:{letter.source_partition}:{letter.source_offset}"
+            if letter.source_topic is not None
+            else None
+        ),
         "timestamp": None if letter.source_timestamp is None else str(letter.source_timestamp),
     }
     return own + [(REPLAY_HEADER_PREFIX + name, value.encode()) for name, value in ours.items() if value is not None]
@@ -124,8 +127,14 @@ class ReasonSummary:
     samples: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"reason": self.reason, "count": self.count, "oldestTimestamp": self.oldest,
-                "newestTimestamp": self.newest, "truncated": self.truncated, "samples": self.samples}
+        return {
+            "reason": self.reason,
+            "count": self.count,
+            "oldestTimestamp": self.oldest,
+            "newestTimestamp": self.newest,
+            "truncated": self.truncated,
+            "samples": self.samples,
+        }
 
 
 @dataclass
@@ -141,13 +150,19 @@ class DlqSummary:
 
     def to_dict(self) -> dict:
         ordered = sorted(self.reasons.values(), key=lambda r: (-r.count, r.reason))
-        return {"topic": self.topic, "letters": self.letters, "reasons": [r.to_dict() for r in ordered],
-                "notLetters": self.not_letters, "notLetterSamples": self.not_letter_samples}
+        return {
+            "topic": self.topic,
+            "letters": self.letters,
+            "reasons": [r.to_dict() for r in ordered],
+            "notLetters": self.not_letters,
+            "notLetterSamples": self.not_letter_samples,
+        }
 
 
 def sample_of(letter: DeadLetter, partition: int, offset: int) -> dict:
     """A letter as ``dlq show`` samples it: where it is, its detail, and its original record's
     place, key and value as text (base64 when not UTF-8), the value cut to 200 characters."""
+
     def text(data: bytes | None, limit: int | None = None) -> str | None:
         if data is None:
             return None
@@ -157,14 +172,23 @@ def sample_of(letter: DeadLetter, partition: int, offset: int) -> dict:
             out = "base64:" + base64.b64encode(data).decode("ascii")
         return out if limit is None or len(out) <= limit else out[:limit] + "…"
 
-    return {"partition": partition, "offset": offset, "detail": letter.detail,
-            "source": (f"{letter.source_topic}:{letter.source_partition}:{letter.source_offset}"
-                       if letter.source_topic is not None else None),
-            "key": text(letter.key, 200), "value": text(letter.value, 200)}
+    return {
+        "partition": partition,
+        "offset": offset,
+        "detail": letter.detail,
+        "source": (
+            f"{letter.source_topic}:{letter.source_partition}:{letter.source_offset}"
+            if letter.source_topic is not None
+            else None
+        ),
+        "key": text(letter.key, 200),
+        "value": text(letter.value, 200),
+    }
 
 
-def add_to_summary(summary: DlqSummary, value: bytes | None, partition: int, offset: int,
-                   samples: int = DEFAULT_SAMPLES) -> None:
+def add_to_summary(
+    summary: DlqSummary, value: bytes | None, partition: int, offset: int, samples: int = DEFAULT_SAMPLES
+) -> None:
     """Count one record of the dead-letter topic into ``summary``."""
     try:
         letter = parse_letter(value)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from statectl.cluster import Cluster
 from statectl.dlq.letters import DEFAULT_SAMPLES, DlqSummary, NotALetter, add_to_summary, parse_letter, replay_headers
@@ -52,8 +52,10 @@ def commit_every(environ: dict[str, str] | None = None) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise UsageError(f"{COMMIT_EVERY_ENV}={raw!r} is not a positive whole number of letters; unset it for "
-                         f"the default ({COMMIT_EVERY:,})")
+        raise UsageError(
+            f"{COMMIT_EVERY_ENV}={raw!r} is not a positive whole number of letters; unset it for "
+            f"the default ({COMMIT_EVERY:,})"
+        )
     return value
 
 
@@ -101,11 +103,22 @@ class ReplayReport:
         return sum(self.sent.values())
 
     def to_dict(self) -> dict:
-        return {"topic": self.topic, "reason": self.reason, "dryRun": self.dry_run, "group": self.group,
-                "transactionalId": self.transactional_id, "read": self.read, "matched": self.matched,
-                "sent": self.total_sent, "sentByTopic": self.sent,
-                "skippedTruncated": self.truncated, "skippedNoTopic": self.no_topic, "notLetters": self.not_letters,
-                "replayedBefore": self.replayed_before, "stopped": self.stopped}
+        return {
+            "topic": self.topic,
+            "reason": self.reason,
+            "dryRun": self.dry_run,
+            "group": self.group,
+            "transactionalId": self.transactional_id,
+            "read": self.read,
+            "matched": self.matched,
+            "sent": self.total_sent,
+            "sentByTopic": self.sent,
+            "skippedTruncated": self.truncated,
+            "skippedNoTopic": self.no_topic,
+            "notLetters": self.not_letters,
+            "replayedBefore": self.replayed_before,
+            "stopped": self.stopped,
+        }
 
 
 def _ranges(request: ReplayRequest, partitions: list[int]) -> dict[int, tuple[int, int]]:
@@ -119,14 +132,17 @@ def _check(request: ReplayRequest) -> None:
     if request.to is not None and request.to == request.topic:
         raise UsageError(f"--to {request.to} is the dead-letter topic itself: a replay would read its own records")
     if request.ranged and request.group is not None:
-        raise UsageError("--group and an offset range (--partition, --from-offset, --to-offset) exclude each other: "
-                         "a range is replayed as asked, without a group")
+        raise UsageError(
+            "--group and an offset range (--partition, --from-offset, --to-offset) exclude each other: "
+            "a range is replayed as asked, without a group"
+        )
     if request.from_offset is not None and request.to_offset is not None and request.to_offset < request.from_offset:
         raise UsageError(f"--to-offset {request.to_offset} is before --from-offset {request.from_offset}")
 
 
-def replay(request: ReplayRequest, stop: threading.Event | None = None,
-           progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+def replay(
+    request: ReplayRequest, stop: threading.Event | None = None, progress: Callable[[int, int], None] | None = None
+) -> ReplayReport:
     """Produce the original record of every letter with ``request.reason`` (see
     docs/commands/dlq.md). Without an offset range, the replay group's committed offsets say
     where to start, and each transaction commits the records sent with the group's offsets past
@@ -154,8 +170,10 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
         if target is None or target == request.topic:  # a letter about the dead-letter topic itself
             return None
         if target not in topics:
-            raise OperationalError(f"topic {target!r}, where letters of {request.topic!r} go back to, does not "
-                                   "exist; create it or choose another with --to")
+            raise OperationalError(
+                f"topic {target!r}, where letters of {request.topic!r} go back to, does not "
+                "exist; create it or choose another with --to"
+            )
         return target
 
     failures: list[str] = []
@@ -171,8 +189,14 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
     try:
         if writer is not None:
             writer.open()
-        with TopicReader(request.cluster, request.topic, from_beginning=True, group=group, ranges=ranges,
-                         read_committed=request.read_committed) as reader:
+        with TopicReader(
+            request.cluster,
+            request.topic,
+            from_beginning=True,
+            group=group,
+            ranges=ranges,
+            read_committed=request.read_committed,
+        ) as reader:
             report.replayed_before = reader.start.before_start if group else 0
             to_read = reader.start.to_end
             producer = fast_producer(request.cluster) if not request.dry_run and writer is None else None
@@ -192,8 +216,9 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
                 elif producer is not None:
                     producer.flush()
                     if failures:
-                        raise DeliveryFailed(f"{len(failures)} replayed records were not delivered ({failures[0]}); "
-                                             "run the replay again")
+                        raise DeliveryFailed(
+                            f"{len(failures)} replayed records were not delivered ({failures[0]}); run the replay again"
+                        )
                 since_commit = 0
 
             for record in reader.records(follow=False, stop=stop.is_set):
@@ -218,8 +243,12 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
                     report.no_topic += 1
                     continue
                 if not request.dry_run:
-                    send(target, letter.key, letter.value,
-                         replay_headers(letter, request.topic, record.partition, record.offset))
+                    send(
+                        target,
+                        letter.key,
+                        letter.value,
+                        replay_headers(letter, request.topic, record.partition, record.offset),
+                    )
                     since_commit += 1
                 report.sent[target] = report.sent.get(target, 0) + 1
                 if since_commit >= every or (writer is not None and writer.open_for() >= COMMIT_SECONDS):
@@ -233,9 +262,11 @@ def replay(request: ReplayRequest, stop: threading.Event | None = None,
                         positions[p] = at
             commit()
     except Fenced:
-        raise OperationalError(f"another replay of group {group} took over (it started with the same transactional "
-                               f"id): this one stopped, and what it sent since its last commit was aborted; the "
-                               f"other replays those letters once") from None
+        raise OperationalError(
+            f"another replay of group {group} took over (it started with the same transactional "
+            f"id): this one stopped, and what it sent since its last commit was aborted; the "
+            f"other replays those letters once"
+        ) from None
     finally:
         if writer is not None:
             writer.close()

@@ -13,9 +13,9 @@ import ipaddress
 import re
 import secrets
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
-from typing import Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
 
 from statectl.errors import UsageError
@@ -59,14 +59,15 @@ def token_for(host: str, given: str | None, flag: str, generate: bool = True) ->
         if any(c.isspace() or not c.isprintable() for c in given):
             raise UsageError(f"{flag}: a token may not hold spaces or control characters")
         if any(c in ';,"\\' for c in given):  # the dashboard keeps it in a cookie, where these end or bend it
-            raise UsageError(f"{flag}: a token may not hold ; , \" or \\")
+            raise UsageError(f'{flag}: a token may not hold ; , " or \\')
         return given, False
     if is_loopback(host):
         return None, False
     if generate:
         return new_token(), True
-    raise UsageError(f"binding {host} (not loopback) needs a token: give {flag} T; clients then send "
-                     f"'Authorization: Bearer T'")
+    raise UsageError(
+        f"binding {host} (not loopback) needs a token: give {flag} T; clients then send 'Authorization: Bearer T'"
+    )
 
 
 def presented(headers: Mapping[str, str], target: str) -> str | None:
@@ -127,15 +128,20 @@ class Refusal:
     headers: dict[str, str]
 
 
-def refusal(token: str | None, headers: Mapping[str, str], target: str, *, server: str, realm: str,
-            send_token: str) -> Refusal | None:
+def refusal(
+    token: str | None, headers: Mapping[str, str], target: str, *, server: str, realm: str, send_token: str
+) -> Refusal | None:
     """The refusal of a request by every statectl endpoint (ui, serve, a run's metrics), or None
     when it may be answered: a non-loopback ``Host`` on a loopback-only server (403), then no token
     (401, asking for one as ``send_token`` says) or a wrong one (403). ``server`` names the
     endpoint in the first message, ``realm`` in ``WWW-Authenticate``."""
     if not host_header_ok(token, headers.get("Host")):
-        return Refusal(403, f"{server} answers only requests to a loopback name (localhost, 127.0.0.1); "
-                            "start it with --token to reach it by another name", {})
+        return Refusal(
+            403,
+            f"{server} answers only requests to a loopback name (localhost, 127.0.0.1); "
+            "start it with --token to reach it by another name",
+            {},
+        )
     status = check(token, headers, target)
     if status == 401:
         return Refusal(401, f"a token is required: {send_token}", {"WWW-Authenticate": f'Bearer realm="{realm}"'})

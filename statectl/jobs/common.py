@@ -33,8 +33,14 @@ class JobPlan:
     description: str = ""
 
 
-def kafka_source(spark, bootstrap: Cluster | str, topics: list[str], starting_offsets: str = "earliest",
-                 max_offsets_per_trigger: int | None = None, min_partitions: int | None = None) -> DataFrame:
+def kafka_source(
+    spark,
+    bootstrap: Cluster | str,
+    topics: list[str],
+    starting_offsets: str = "earliest",
+    max_offsets_per_trigger: int | None = None,
+    min_partitions: int | None = None,
+) -> DataFrame:
     """A streaming read of ``topics``, connected with the cluster's client settings (TLS, SASL)."""
     reader = (
         spark.readStream.format("kafka")
@@ -63,8 +69,20 @@ def kafka_source(spark, bootstrap: Cluster | str, topics: list[str], starting_of
 #: The fields of every dead letter of every job, in this order; a field with nothing to say is
 #: null, never left out (docs/dead-letters.md). A letter keeps the original record: its key,
 #: value and headers as they were (text when UTF-8, else base64), so it can be replayed.
-DEAD_LETTER_FIELDS = ("reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceTimestamp",
-                      "sourceKey", "sourceKeyEncoding", "value", "valueEncoding", "valueTruncated", "headers")
+DEAD_LETTER_FIELDS = (
+    "reason",
+    "detail",
+    "sourceTopic",
+    "sourcePartition",
+    "sourceOffset",
+    "sourceTimestamp",
+    "sourceKey",
+    "sourceKeyEncoding",
+    "value",
+    "valueEncoding",
+    "valueTruncated",
+    "headers",
+)
 #: A value larger than the job's ``max_record_bytes`` (reason ``oversized``) and than this is kept
 #: in its letter up to this many bytes (``valueTruncated``): a letter must fit in a Kafka record;
 #: the whole value stays in the source topic, at the letter's ``sourcePartition`` and
@@ -76,8 +94,10 @@ def _as_text(data: Column) -> tuple[Column, Column]:
     """Bytes as a letter carries them: ``(text, encoding)``, the text itself when the bytes are
     UTF-8 (``utf8``), else their base64 (``base64``); both null for null bytes."""
     valid = F.is_valid_utf8(data)
-    return (F.when(valid, data.cast("string")).otherwise(F.base64(data)),
-            F.when(data.isNull(), F.lit(None)).when(valid, F.lit("utf8")).otherwise(F.lit("base64")))
+    return (
+        F.when(valid, data.cast("string")).otherwise(F.base64(data)),
+        F.when(data.isNull(), F.lit(None)).when(valid, F.lit("utf8")).otherwise(F.lit("base64")),
+    )
 
 
 def _source_record_fields(max_bytes: int, key: str, value: str) -> list[Column]:
@@ -99,8 +119,10 @@ def _source_record_fields(max_bytes: int, key: str, value: str) -> list[Column]:
         F.col("partition").alias("sourcePartition"),
         F.col("offset").alias("sourceOffset"),
         F.unix_millis("timestamp").alias("sourceTimestamp"),
-        key_text.alias("sourceKey"), key_encoding.alias("sourceKeyEncoding"),
-        value_text.alias("value"), value_encoding.alias("valueEncoding"),
+        key_text.alias("sourceKey"),
+        key_encoding.alias("sourceKeyEncoding"),
+        value_text.alias("value"),
+        value_encoding.alias("valueEncoding"),
         F.coalesce(~whole, F.lit(False)).alias("valueTruncated"),
         F.coalesce(F.transform(F.col("headers"), header), F.array()).alias("headers"),
     ]
@@ -110,8 +132,10 @@ def dlq_value(reason: Column, detail: Column, max_bytes: int, key: str = "key", 
     """A dead letter built in Spark (see ``DEAD_LETTER_FIELDS``) from a Kafka source row: why,
     and the original record. Spark writes JSON compactly; null fields are kept, which Spark's
     ``to_json`` leaves out by default."""
-    return F.to_json(F.struct(reason.alias("reason"), detail.alias("detail"), *_source_record_fields(max_bytes, key, value)),
-                     {"ignoreNullFields": "false"})
+    return F.to_json(
+        F.struct(reason.alias("reason"), detail.alias("detail"), *_source_record_fields(max_bytes, key, value)),
+        {"ignoreNullFields": "false"},
+    )
 
 
 def source_record(max_bytes: int, key: str = "key", value: str = "value") -> Column:
@@ -136,9 +160,18 @@ def bytes_as_text(data: bytes | None) -> tuple[str | None, str | None]:
         return base64.b64encode(data).decode("ascii"), "base64"
 
 
-def dead_letter_json(reason: str, detail: str | None, topic: str | None, partition: int | None,
-                     offset: int | None, timestamp: int | None, key: bytes | None, value: bytes | None,
-                     headers=(), max_bytes: int | None = None) -> str:
+def dead_letter_json(
+    reason: str,
+    detail: str | None,
+    topic: str | None,
+    partition: int | None,
+    offset: int | None,
+    timestamp: int | None,
+    key: bytes | None,
+    value: bytes | None,
+    headers=(),
+    max_bytes: int | None = None,
+) -> str:
     """A dead letter built in Python, in the form ``dlq_value`` gives Spark's: every field of
     ``DEAD_LETTER_FIELDS`` (None is null), compact, non-ASCII characters as they are. ``key``,
     ``value`` and each header's value are the original bytes; ``headers`` is ``[(name, bytes or
@@ -150,12 +183,23 @@ def dead_letter_json(reason: str, detail: str | None, topic: str | None, partiti
     for name, data in headers:
         text, encoding = bytes_as_text(data)
         header_list.append({"key": name, "value": text, "valueEncoding": encoding})
-    fields = (reason, detail, topic, partition, offset, timestamp, key_text, key_encoding, value_text,
-              value_encoding, truncated, header_list)
+    fields = (
+        reason,
+        detail,
+        topic,
+        partition,
+        offset,
+        timestamp,
+        key_text,
+        key_encoding,
+        value_text,
+        value_encoding,
+        truncated,
+        header_list,
+    )
     return json.dumps(dict(zip(DEAD_LETTER_FIELDS, fields)), separators=(",", ":"), ensure_ascii=False)
 
 
 INT_PATTERN = r"^[0-9]{1,18}$"
 NUMBER_PATTERN = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 NON_FINITE = ("nan", "+nan", "-nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf")
-

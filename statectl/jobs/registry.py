@@ -11,11 +11,12 @@ is up) imports the Spark side.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from statectl.errors import UsageError
 from statectl.text import did_you_mean
@@ -80,16 +81,26 @@ class JobEntry:
 
 def _advanced(example: str, config_class: str) -> JobEntry:
     module = example.replace("-", "_")
-    return JobEntry(f"advanced-state/{example}", f"statectl.jobs.advanced.config:{config_class}", f"statectl.jobs.advanced.{module}",
-                    f"statectl.jobs.advanced.topics:{module}_topics", needs="transformWithState")
+    return JobEntry(
+        f"advanced-state/{example}",
+        f"statectl.jobs.advanced.config:{config_class}",
+        f"statectl.jobs.advanced.{module}",
+        f"statectl.jobs.advanced.topics:{module}_topics",
+        needs="transformWithState",
+    )
 
 
 JOBS: dict[str, JobEntry] = {
     entry.id: entry
     for entry in (
-        JobEntry("leaderboard", "statectl.jobs.leaderboard.config:LeaderboardConfig", "statectl.jobs.leaderboard.topology",
-                 "statectl.jobs.leaderboard.topics:declared_topics", "statectl.jobs.leaderboard.checkpoint:check_checkpoint",
-                 needs="transformWithState"),
+        JobEntry(
+            "leaderboard",
+            "statectl.jobs.leaderboard.config:LeaderboardConfig",
+            "statectl.jobs.leaderboard.topology",
+            "statectl.jobs.leaderboard.topics:declared_topics",
+            "statectl.jobs.leaderboard.checkpoint:check_checkpoint",
+            needs="transformWithState",
+        ),
         _advanced("tombstones", "TombstonesConfig"),
         _advanced("windowed-retention", "WindowedRetentionConfig"),
         _advanced("bounded-state", "BoundedStateConfig"),
@@ -140,13 +151,15 @@ def job_entry(job_id: str, config: JobConfig | None = None) -> JobEntry:
     a file named relative to it); a UsageError naming the known ones when there is none."""
     entry = JOBS.get(job_id)
     if entry is None and _user_reference(job_id) is not None:
-        from statectl.jobs.user import UserJob
         from statectl.config.sections import UserJobConfig
+        from statectl.jobs.user import UserJob
 
         return UserJob.of(config if isinstance(config, UserJobConfig) else UserJobConfig(job=job_id))
     if entry is None:
-        raise UsageError(f"no job called {job_id!r}{did_you_mean(job_id, JOBS)}; known: {', '.join(sorted(JOBS))}, "
-                         f"or your own job as MODULE:FUNCTION or ./FILE.py:FUNCTION (docs/own-jobs.md)")
+        raise UsageError(
+            f"no job called {job_id!r}{did_you_mean(job_id, JOBS)}; known: {', '.join(sorted(JOBS))}, "
+            f"or your own job as MODULE:FUNCTION or ./FILE.py:FUNCTION (docs/own-jobs.md)"
+        )
     return entry
 
 
@@ -180,12 +193,19 @@ def shipped_declarations() -> list[tuple[str, str, list[DeclaredTopic]]]:
     """``(job id, which config, its declared topics)`` for every shipped config: what
     ``configs/topics.yaml`` is generated from. The config is named (`` with NAME.yaml``) when it
     is not the job's default."""
-    return [(config.job, "" if path == default_config(config.job) else f" with {path.name}",
-             JOBS[config.job].topics(config)) for path, config in shipped_configs()]
+    return [
+        (
+            config.job,
+            "" if path == default_config(config.job) else f" with {path.name}",
+            JOBS[config.job].topics(config),
+        )
+        for path, config in shipped_configs()
+    ]
 
 
-def load_job_config(path: Path | None, overrides: list[str] | None = None, expect_job: str | None = None,
-                    job: str | None = None) -> JobConfig:
+def load_job_config(
+    path: Path | None, overrides: list[str] | None = None, expect_job: str | None = None, job: str | None = None
+) -> JobConfig:
     """Read and validate a job config against the model of the job it names (with no ``path``, the
     defaults of ``job``'s config and ``overrides``). A user job's ``params`` are checked against
     its module's ``Params`` model here too: before Spark starts."""
@@ -218,6 +238,7 @@ def job_id_for(job: str, example: str | None) -> str:
     if example is None:
         raise UsageError(f"{job} needs an EXAMPLE: {', '.join(examples)} (e.g. statectl run {job} {examples[0]})")
     if example not in examples:
-        raise UsageError(f"no {job} example called {example!r}{did_you_mean(example, examples)}; "
-                         f"known: {', '.join(examples)}")
+        raise UsageError(
+            f"no {job} example called {example!r}{did_you_mean(example, examples)}; known: {', '.join(examples)}"
+        )
     return f"{job}/{example}"

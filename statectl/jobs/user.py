@@ -25,11 +25,12 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from statectl.config.sections import UserJobConfig, is_job_reference
 from statectl.errors import ConfigError, UsageError
@@ -83,8 +84,10 @@ def parse_reference(reference: str, base_dir: Path) -> CodeLocation:
         path = Path(target).expanduser()
         return CodeLocation(function, file=(path if path.is_absolute() else base_dir / path).resolve())
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", target):
-        raise UsageError(f"job: {reference!r} is not MODULE[:FUNCTION] (my_pkg.clicks:build) or "
-                         f"./FILE.py[:FUNCTION] (./clicks.py:build)")
+        raise UsageError(
+            f"job: {reference!r} is not MODULE[:FUNCTION] (my_pkg.clicks:build) or "
+            f"./FILE.py[:FUNCTION] (./clicks.py:build)"
+        )
     return CodeLocation(function, module=target)
 
 
@@ -113,7 +116,7 @@ class UserJob(_SingleJob):
     check_checkpoint: Callable | None = None  # a user job has no layout history of statectl's
 
     @classmethod
-    def of(cls, config: UserJobConfig) -> "UserJob":
+    def of(cls, config: UserJobConfig) -> UserJob:
         base = config.source.parent.resolve() if config.source else Path.cwd()
         reference = user_job_names(config.job)
         if reference is None:
@@ -135,9 +138,11 @@ class UserJob(_SingleJob):
         except ModuleNotFoundError as exc:
             _refuse_without_spark_extra(exc, self.location.module)
             if exc.name and self.location.module.split(".")[0] == exc.name.split(".")[0] and not _raised_inside(exc):
-                raise UsageError(f"job: cannot import {self.location.module!r}: no module {exc.name!r} on the "
-                                 f"Python path (install the package, or run statectl from the folder that holds "
-                                 f"it)") from None
+                raise UsageError(
+                    f"job: cannot import {self.location.module!r}: no module {exc.name!r} on the "
+                    f"Python path (install the package, or run statectl from the folder that holds "
+                    f"it)"
+                ) from None
             raise user_code_error(f"importing {self.location.module}", exc) from None
         except Exception as exc:
             raise user_code_error(f"importing {self.location.module}", exc) from None
@@ -150,8 +155,10 @@ class UserJob(_SingleJob):
         if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path:
             return loaded
         if loaded is not None:
-            raise UsageError(f"job: {path} is imported as module {name!r}, which is already another module "
-                             f"({getattr(loaded, '__file__', 'built in')}); rename the file")
+            raise UsageError(
+                f"job: {path} is imported as module {name!r}, which is already another module "
+                f"({getattr(loaded, '__file__', 'built in')}); rename the file"
+            )
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         # Imported under its own name (not a made-up one), so that Spark's Python workers, which
@@ -169,11 +176,16 @@ class UserJob(_SingleJob):
         function = getattr(self.module, self.location.function, None)
         where = self.location.file or self.module.__file__
         if function is None:
-            found = sorted(n for n, v in vars(self.module).items() if callable(v) and not n.startswith("_")
-                           and getattr(v, "__module__", None) == self.module.__name__)
+            found = sorted(
+                n
+                for n, v in vars(self.module).items()
+                if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == self.module.__name__
+            )
             hint = f"; it defines {', '.join(found)}" if found else ""
-            raise UsageError(f"job: {where} has no function {self.location.function!r}{hint} "
-                             f"(name it after ':', e.g. {self.location.describe().rsplit(':', 1)[0]}:{found[0] if found else 'build'})")
+            raise UsageError(
+                f"job: {where} has no function {self.location.function!r}{hint} "
+                f"(name it after ':', e.g. {self.location.describe().rsplit(':', 1)[0]}:{found[0] if found else 'build'})"
+            )
         if not callable(function):
             raise UsageError(f"job: {where}: {self.location.function} is a {type(function).__name__}, not a function")
         return function
@@ -205,13 +217,20 @@ class UserJob(_SingleJob):
         from statectl.config.loader import RawConfig, validate_raw
 
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            raise UsageError(f"job: {self.module.__file__}: Params must be a pydantic model class, "
-                             f"found {type(model).__name__}")
+            raise UsageError(
+                f"job: {self.module.__file__}: Params must be a pydantic model class, found {type(model).__name__}"
+            )
         if model.model_config.get("extra") is None:
             # A typo in params is a problem to report, as in the rest of the config, unless the
             # model says what to do with keys it does not know.
-            model = type(model.__name__, (model,), {"model_config": ConfigDict(**{**model.model_config, "extra": "forbid"}),
-                                                    "__module__": model.__module__})
+            model = type(
+                model.__name__,
+                (model,),
+                {
+                    "model_config": ConfigDict(**{**model.model_config, "extra": "forbid"}),
+                    "__module__": model.__module__,
+                },
+            )
         raw = config.raw or RawConfig(config.model_dump(), "--set", {})
         # The whole config against a model whose params are the module's: problems come keyed and
         # lined as the file has them (params.threshold, its line, else the line of params:).
@@ -232,8 +251,9 @@ class UserJob(_SingleJob):
         if declared is None:
             return []
         if not isinstance(declared, (list, tuple)):
-            raise UsageError(f"{self.module.__name__}.TOPICS: a list of topics (names or mappings), found "
-                             f"{type(declared).__name__}")
+            raise UsageError(
+                f"{self.module.__name__}.TOPICS: a list of topics (names or mappings), found {type(declared).__name__}"
+            )
         return [_declared_topic(item, self.module.__name__) for item in declared]
 
 
@@ -245,21 +265,31 @@ def _declared_topic(item: Any, module: str) -> DeclaredTopic:
     if isinstance(item, str):
         return DeclaredTopic(item, 1, key=where)
     if not isinstance(item, dict) or "name" not in item:
-        raise UsageError(f"{where}: each topic is a name or a mapping with 'name' (and partitions, configs, "
-                         f"output, ...), found {item!r}")
+        raise UsageError(
+            f"{where}: each topic is a name or a mapping with 'name' (and partitions, configs, "
+            f"output, ...), found {item!r}"
+        )
     unknown = sorted(set(item) - _TOPIC_KEYS)
     if unknown:
-        raise UsageError(f"{where}: topic {item['name']!r}: unknown key(s) {', '.join(unknown)} "
-                         f"(known: {', '.join(sorted(_TOPIC_KEYS))})")
+        raise UsageError(
+            f"{where}: topic {item['name']!r}: unknown key(s) {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(_TOPIC_KEYS))})"
+        )
     if not isinstance(item.get("configs") or {}, dict):
         raise UsageError(f"{where}: topic {item['name']!r}: configs must be a mapping of topic configs")
     partitions = item.get("partitions", 1)
     if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
         raise UsageError(f"{where}: topic {item['name']!r}: partitions must be a whole number of at least 1")
-    return DeclaredTopic(str(item["name"]), partitions, replication_factor=item.get("replication_factor"),
-                         configs={str(k): str(v) for k, v in (item.get("configs") or {}).items()},
-                         key=where, about=str(item.get("about", "")), managed=bool(item.get("managed", False)),
-                         output=bool(item.get("output", False)))
+    return DeclaredTopic(
+        str(item["name"]),
+        partitions,
+        replication_factor=item.get("replication_factor"),
+        configs={str(k): str(v) for k, v in (item.get("configs") or {}).items()},
+        key=where,
+        about=str(item.get("about", "")),
+        managed=bool(item.get("managed", False)),
+        output=bool(item.get("output", False)),
+    )
 
 
 # ---------------------------------------------------------------------- the user's frames
@@ -271,9 +301,13 @@ def _not_users(filename: str) -> bool:
     path = os.path.realpath(filename)
     ours = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the statectl package
     library = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return (path.startswith(ours + os.sep)
-            or "site-packages" in path.split(os.sep) or any(path.startswith(p + os.sep) for p in library)
-            or "/pyspark/" in path or "/py4j/" in path)
+    return (
+        path.startswith(ours + os.sep)
+        or "site-packages" in path.split(os.sep)
+        or any(path.startswith(p + os.sep) for p in library)
+        or "/pyspark/" in path
+        or "/py4j/" in path
+    )
 
 
 def _raised_inside(exc: BaseException) -> bool:
@@ -289,8 +323,9 @@ def user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
 
 
 def format_frames(frames: list[traceback.FrameSummary]) -> str:
-    return "".join(f"\n  File \"{f.filename}\", line {f.lineno}, in {f.name}" + (f"\n    {f.line}" if f.line else "")
-                   for f in frames)
+    return "".join(
+        f'\n  File "{f.filename}", line {f.lineno}, in {f.name}' + (f"\n    {f.line}" if f.line else "") for f in frames
+    )
 
 
 #: What the "spark" extra installs that a job's code imports (the light install has none of them).
@@ -343,8 +378,10 @@ def user_code_error(doing: str, exc: BaseException, error=UserCodeError) -> Exce
 
 # ---------------------------------------------------------------------- errors inside Spark
 _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)\s*$')
-_PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)|AssertionError|StopIteration)"
-                       r"(?::\s?(.*))?$")
+_PY_ERROR = re.compile(
+    r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)|AssertionError|StopIteration)"
+    r"(?::\s?(.*))?$"
+)
 
 
 def python_failure(text: str) -> str | None:
@@ -354,8 +391,9 @@ def python_failure(text: str) -> str | None:
     lines = text.splitlines()
     # Spark puts the worker's traceback after its own words on the first line
     # ("... from the Python worker: Traceback (most recent call last):"), then repeats it below.
-    start = next((i for i, line in enumerate(lines) if line.rstrip().endswith("Traceback (most recent call last):")),
-                 None)
+    start = next(
+        (i for i, line in enumerate(lines) if line.rstrip().endswith("Traceback (most recent call last):")), None
+    )
     if start is None:
         return None
     frames: list[traceback.FrameSummary] = []

@@ -30,11 +30,16 @@ def backup_dir_for(checkpoint: Path, given: Path | None, command: str, now: date
     if given is not None and is_object_path(given):
         backup = given
     else:
-        backup = Path(os.path.abspath(given.expanduser())) if given is not None else default_backup_dir(
-            checkpoint, command, now)
+        backup = (
+            Path(os.path.abspath(given.expanduser()))
+            if given is not None
+            else default_backup_dir(checkpoint, command, now)
+        )
     if is_object_path(checkpoint) != is_object_path(backup):
-        raise UsageError(f"backup directory {backup} must be on the store of the checkpoint {checkpoint} (files move "
-                         f"into it without a download)")
+        raise UsageError(
+            f"backup directory {backup} must be on the store of the checkpoint {checkpoint} (files move "
+            f"into it without a download)"
+        )
     check_backup_dir(checkpoint, backup)
     return backup
 
@@ -48,7 +53,8 @@ def check_backup_dir(checkpoint: Path, backup: Path) -> None:
     except OSError:
         pass
     if inside:
-        raise UsageError(f"backup directory {backup} is inside the checkpoint {checkpoint}; pass a --backup-dir "
-                         f"outside it")
+        raise UsageError(
+            f"backup directory {backup} is inside the checkpoint {checkpoint}; pass a --backup-dir outside it"
+        )
     if backup.exists() and (not backup.is_dir() or any(backup.iterdir())):
         raise UsageError(f"backup directory {backup} already exists and is not empty; pass another --backup-dir")

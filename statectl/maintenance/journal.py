@@ -59,12 +59,20 @@ class Journal:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": "statectl", "format": FORMAT, "command": self.command, "checkpoint": self.checkpoint,
-                "backup": self.backup, "created": self.created, "status": self.status,
-                "steps": [s.to_dict() for s in self.steps], "extra": self.extra}
+        return {
+            "tool": "statectl",
+            "format": FORMAT,
+            "command": self.command,
+            "checkpoint": self.checkpoint,
+            "backup": self.backup,
+            "created": self.created,
+            "status": self.status,
+            "steps": [s.to_dict() for s in self.steps],
+            "extra": self.extra,
+        }
 
     @classmethod
-    def from_dict(cls, doc: Any, source: str) -> "Journal":
+    def from_dict(cls, doc: Any, source: str) -> Journal:
         try:
             if not isinstance(doc, dict) or doc.get("tool") != "statectl" or doc.get("format") != FORMAT:
                 raise ValueError("not a statectl journal of this format")
@@ -72,8 +80,15 @@ class Journal:
             for s in steps:
                 if s.op not in ("remove", "write", "marker") or s.path.startswith("/") or ".." in s.path.split("/"):
                     raise ValueError(f"step {s.op} {s.path!r} is not one statectl writes")
-            return cls(str(doc["command"]), str(doc["checkpoint"]), str(doc["backup"]), steps, str(doc["status"]),
-                       str(doc.get("created", "")), dict(doc.get("extra") or {}))
+            return cls(
+                str(doc["command"]),
+                str(doc["checkpoint"]),
+                str(doc["backup"]),
+                steps,
+                str(doc["status"]),
+                str(doc.get("created", "")),
+                dict(doc.get("extra") or {}),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"{source} is not a statectl journal ({exc}); pass the backup a command printed") from None
 
@@ -82,14 +97,23 @@ def md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-def begin(command: str, checkpoint: ObjectPath, backup: ObjectPath, removes: list[str],
-          writes: dict[str, bytes], extra: dict[str, Any] | None = None, markers: list[str] = ()) -> Journal:
+def begin(
+    command: str,
+    checkpoint: ObjectPath,
+    backup: ObjectPath,
+    removes: list[str],
+    writes: dict[str, bytes],
+    extra: dict[str, Any] | None = None,
+    markers: list[str] = (),
+) -> Journal:
     """Stage the new bytes and write the journal into ``backup``; nothing in the checkpoint has
     changed yet. ``removes``: paths that leave the checkpoint; ``writes``: path -> new bytes;
     ``markers``: folder markers to delete (after the files)."""
     if (backup.scheme, backup.bucket) != (checkpoint.scheme, checkpoint.bucket):
-        raise UsageError(f"backup {backup} must be in the bucket of the checkpoint ({checkpoint.bucket}): files move "
-                         f"into it by server-side copies")
+        raise UsageError(
+            f"backup {backup} must be in the bucket of the checkpoint ({checkpoint.bucket}): files move "
+            f"into it by server-side copies"
+        )
     # A file removed and written again (a start-over writes the new checkpoint where the old one
     # was) is one step: its new bytes replace the old, which are kept in the backup.
     _listed(checkpoint)
@@ -102,8 +126,14 @@ def begin(command: str, checkpoint: ObjectPath, backup: ObjectPath, removes: lis
         raise OperationalError(f"{checkpoint} lacks {missing[0]} (it changed since it was read); nothing was changed")
     for rel, data in writes.items():
         (backup / STAGED / rel).write_bytes(data)
-    journal = Journal(command, str(checkpoint), str(backup), steps,
-                      created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), extra=extra or {})
+    journal = Journal(
+        command,
+        str(checkpoint),
+        str(backup),
+        steps,
+        created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        extra=extra or {},
+    )
     save(journal)
     return journal
 
@@ -117,8 +147,9 @@ def load(backup: ObjectPath) -> Journal:
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise UsageError(f"{backup} holds no {JOURNAL}: not a backup statectl made of an object-store "
-                         f"checkpoint") from None
+        raise UsageError(
+            f"{backup} holds no {JOURNAL}: not a backup statectl made of an object-store checkpoint"
+        ) from None
     try:
         doc = json.loads(text)
     except ValueError as exc:
@@ -152,8 +183,9 @@ def apply(journal: Journal) -> Journal:
                 if saved.md5() != step.before:
                     here.copy_to(saved)
                     if saved.md5() != step.before:
-                        raise OperationalError(f"the copy of {step.path} in {backup} differs from it; stopped, "
-                                               f"nothing of it was removed")
+                        raise OperationalError(
+                            f"the copy of {step.path} in {backup} differs from it; stopped, nothing of it was removed"
+                        )
                 here.unlink()
             elif saved.md5() != step.before:
                 raise OperationalError(f"{step.path} is neither in {checkpoint} nor in the backup {backup}")
@@ -191,8 +223,10 @@ def undo(journal: Journal) -> Journal:
         elif step.before is not None and now != step.before and (backup / SAVED / step.path).md5() != step.before:
             raise OperationalError(f"the backup {backup} lacks the old {step.path}; undo refused, nothing was changed")
     if conflicts:
-        raise UsageError(f"{checkpoint} has other files where the backup's go ({', '.join(conflicts[:5])}): a run "
-                         f"wrote them after the {journal.command}; undo refused, nothing was changed")
+        raise UsageError(
+            f"{checkpoint} has other files where the backup's go ({', '.join(conflicts[:5])}): a run "
+            f"wrote them after the {journal.command}; undo refused, nothing was changed"
+        )
     for step in reversed(journal.steps):
         here, saved = checkpoint / step.path, backup / SAVED / step.path
         if step.op == "marker":
@@ -221,5 +255,7 @@ def _marker_there(checkpoint: ObjectPath, rel: str) -> bool:
 
 
 def _changed(checkpoint: ObjectPath, step: Step, backup: ObjectPath) -> OperationalError:
-    return OperationalError(f"{checkpoint / step.path} is not what the journal in {backup} expects (a run changed "
-                            f"it?); stopped: `--undo {backup}` puts back what was done so far")
+    return OperationalError(
+        f"{checkpoint / step.path} is not what the journal in {backup} expects (a run changed "
+        f"it?); stopped: `--undo {backup}` puts back what was done so far"
+    )

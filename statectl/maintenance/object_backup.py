@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+
 from statectl.errors import OperationalError, UsageError
 from statectl.storage.files import walk_files
 from statectl.storage.objects import ObjectPath
@@ -27,8 +28,14 @@ def copy_checkpoint(checkpoint: ObjectPath, backup: ObjectPath, command: str) ->
         ids[rel] = (backup / rel).md5()
         if ids[rel] != (checkpoint / rel).md5():
             raise OperationalError(f"the copy of {rel} in {backup} differs from the checkpoint's; nothing was changed")
-    doc = {"tool": "statectl", "format": 1, "command": command, "checkpoint": str(checkpoint),
-           "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "files": ids}
+    doc = {
+        "tool": "statectl",
+        "format": 1,
+        "command": command,
+        "checkpoint": str(checkpoint),
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "files": ids,
+    }
     (backup / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")
     return len(files), sum(size for _, size in files)
 
@@ -40,8 +47,10 @@ def read_backup(backup: ObjectPath) -> dict:
             raise ValueError("not a statectl backup")
         return doc
     except FileNotFoundError:
-        raise UsageError(f"{backup} holds no {MANIFEST}: not a complete backup statectl made (a copy cut short "
-                         f"leaves none, and the checkpoint was not changed then)") from None
+        raise UsageError(
+            f"{backup} holds no {MANIFEST}: not a complete backup statectl made (a copy cut short "
+            f"leaves none, and the checkpoint was not changed then)"
+        ) from None
     except ValueError as exc:
         raise UsageError(f"{backup / MANIFEST} cannot be read ({exc})") from None
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from statectl.errors import OperationalError, UsageError
 from statectl.maintenance.backup import backup_dir_for
 from statectl.maintenance.relocate_plan import RelocationPlan, relocation_plan
 from statectl.storage.files import as_path, is_object_path
-from statectl.errors import OperationalError, UsageError
 
 #: What a backup directory keeps: the files as they were, at their paths in the checkpoint.
 FILES_DIR = "files"
@@ -46,6 +46,7 @@ def _reader(root: Path):
             return None
         except OSError as exc:
             raise OperationalError(f"{root / rel} cannot be read ({exc.strerror}); nothing was changed") from None
+
     return read
 
 
@@ -85,8 +86,10 @@ def apply_relocation(plan: RelocationPlan, force: bool = False) -> RelocationPla
         # A run may have started and stopped between the plan and the lock: plan what is there now.
         again = _plan(checkpoint)
         if [(f.path, f.before) for f in again.files] != [(f.path, f.before) for f in plan.files] or again.refused:
-            raise OperationalError(f"checkpoint {checkpoint} changed since it was planned (did a run start?); "
-                                   "nothing was changed: run relocate-checkpoint again")
+            raise OperationalError(
+                f"checkpoint {checkpoint} changed since it was planned (did a run start?); "
+                "nothing was changed: run relocate-checkpoint again"
+            )
         refuse_if_live(checkpoint, force, "relocate it", lock)
         if is_object_path(checkpoint):
             _rewrite_on_object_store(checkpoint, backup, plan)
@@ -99,14 +102,18 @@ def apply_relocation(plan: RelocationPlan, force: bool = False) -> RelocationPla
                 if f.crc_path and f.crc_after is not None:
                     _replace(checkpoint / f.crc_path, f.crc_after)
         except OSError as exc:
-            raise OperationalError(f"rewriting {exc.filename or checkpoint} failed ({exc.strerror or exc}); the files "
-                                   f"as they were are in {backup / FILES_DIR} (copy them back with "
-                                   f"`cp -a {backup / FILES_DIR}/. {checkpoint}/`)") from None
+            raise OperationalError(
+                f"rewriting {exc.filename or checkpoint} failed ({exc.strerror or exc}); the files "
+                f"as they were are in {backup / FILES_DIR} (copy them back with "
+                f"`cp -a {backup / FILES_DIR}/. {checkpoint}/`)"
+            ) from None
         left = _plan(checkpoint)
     if left.files or left.refused:
-        raise OperationalError(f"after the rewrite {checkpoint} still names files elsewhere "
-                               f"({(left.files[0].path if left.files else left.refusals[0])}); the files as they were "
-                               f"are in {backup / FILES_DIR}")
+        raise OperationalError(
+            f"after the rewrite {checkpoint} still names files elsewhere "
+            f"({(left.files[0].path if left.files else left.refusals[0])}); the files as they were "
+            f"are in {backup / FILES_DIR}"
+        )
     plan.applied = True
     return plan
 
@@ -122,8 +129,14 @@ def _rewrite_on_object_store(checkpoint, backup, plan: RelocationPlan) -> None:
         writes[f.path] = f.after
         if f.crc_path and f.crc_after is not None:
             writes[f.crc_path] = f.crc_after
-    done = journal.begin("relocate-checkpoint", checkpoint, backup, [], writes,
-                         extra={"new_root": plan.new_root, "old_roots": plan.old_roots})
+    done = journal.begin(
+        "relocate-checkpoint",
+        checkpoint,
+        backup,
+        [],
+        writes,
+        extra={"new_root": plan.new_root, "old_roots": plan.old_roots},
+    )
     journal.apply(done)
 
 
@@ -133,8 +146,10 @@ def resume_or_undo_relocation(backup, undo: bool):
     from statectl.maintenance import journal
 
     if not is_object_path(backup):
-        raise UsageError("--resume and --undo take the backup of a relocation of an s3a:// checkpoint; on a local "
-                         "disk, copy the backup's files/ back (its manifest.json says how)")
+        raise UsageError(
+            "--resume and --undo take the backup of a relocation of an s3a:// checkpoint; on a local "
+            "disk, copy the backup's files/ back (its manifest.json says how)"
+        )
     done = journal.load(backup)
     if done.command != "relocate-checkpoint":
         raise UsageError(f"{backup} is the backup of a {done.command}, not of relocate-checkpoint")
@@ -151,10 +166,14 @@ def _back_up(checkpoint: Path, backup: Path, plan: RelocationPlan) -> None:
                 target = backup / FILES_DIR / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(checkpoint / rel, target)
-        manifest = {"checkpoint": str(checkpoint), "new_root": plan.new_root, "old_roots": plan.old_roots,
-                    "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    "files": [f.to_dict() for f in plan.files],
-                    "restore": f"cp -a {backup / FILES_DIR}/. {checkpoint}/"}
+        manifest = {
+            "checkpoint": str(checkpoint),
+            "new_root": plan.new_root,
+            "old_roots": plan.old_roots,
+            "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "files": [f.to_dict() for f in plan.files],
+            "restore": f"cp -a {backup / FILES_DIR}/. {checkpoint}/",
+        }
         (backup / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         raise OperationalError(f"could not back up to {backup}: {exc.strerror or exc}; nothing was changed") from None

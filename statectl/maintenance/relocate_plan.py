@@ -40,10 +40,14 @@ class FileRewrite:
     crc_after: bytes | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "operator_id": self.operator_id, "crc_path": self.crc_path,
-                "replace": [{"recorded": old, "new": new} for old, new in self.replaced],
-                "sha256_before": hashlib.sha256(self.before).hexdigest(),
-                "sha256_after": hashlib.sha256(self.after).hexdigest()}
+        return {
+            "path": self.path,
+            "operator_id": self.operator_id,
+            "crc_path": self.crc_path,
+            "replace": [{"recorded": old, "new": new} for old, new in self.replaced],
+            "sha256_before": hashlib.sha256(self.before).hexdigest(),
+            "sha256_after": hashlib.sha256(self.after).hexdigest(),
+        }
 
 
 def checkpoint_uri(root: str) -> str:
@@ -54,8 +58,12 @@ def checkpoint_uri(root: str) -> str:
     return "file:" + os.path.abspath(root).rstrip("/")
 
 
-def rewrite_metadata(text: bytes, operator_path: str, root: str, new_root_uri: str,
-                     ) -> tuple[bytes, list[tuple[str, str]], list[str]]:
+def rewrite_metadata(
+    text: bytes,
+    operator_path: str,
+    root: str,
+    new_root_uri: str,
+) -> tuple[bytes, list[tuple[str, str]], list[str]]:
     """The metadata file ``text`` with every schema path that does not point into ``root``
     replaced by its counterpart under ``new_root_uri``; (new bytes, replacements, refusals).
 
@@ -78,8 +86,10 @@ def rewrite_metadata(text: bytes, operator_path: str, root: str, new_root_uri: s
                 refusals.append(f"it records {recorded}, which is not a path under an operator's _stateSchema/")
                 continue
             if not as_path(join(root, local)).is_file():
-                refusals.append(f"it records {recorded}, but {local} is not in this checkpoint either (copy it from "
-                                f"the original first)")
+                refusals.append(
+                    f"it records {recorded}, but {local} is not in this checkpoint either (copy it from "
+                    f"the original first)"
+                )
                 continue
             replacements[recorded] = new_root_uri + "/" + local
     if refusals or not replacements:
@@ -103,7 +113,7 @@ def hadoop_crc(data: bytes, bytes_per_checksum: int) -> bytes:
     """The contents of Hadoop's `.<name>.crc` for ``data`` (ChecksumFileSystem's format)."""
     out = bytearray(checksum.HADOOP_CRC_MAGIC + struct.pack(">i", bytes_per_checksum))
     for i in range(0, len(data), bytes_per_checksum):
-        out += struct.pack(">I", zlib.crc32(data[i:i + bytes_per_checksum]))
+        out += struct.pack(">I", zlib.crc32(data[i : i + bytes_per_checksum]))
     return bytes(out)
 
 
@@ -135,11 +145,20 @@ class RelocationPlan:
         return f"cannot relocate {self.checkpoint}: {self.refusals[0]}{tail}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "statectl.relocate-checkpoint/1", "checkpoint": self.checkpoint, "new_root": self.new_root,
-                "old_roots": list(self.old_roots), "files": [f.to_dict() for f in self.files],
-                "refusals": list(self.refusals), "refused": self.refused, "notes": list(self.notes),
-                "up_to_date": self.up_to_date, "backup_dir": self.backup_dir, "dry_run": self.dry_run,
-                "applied": self.applied}
+        return {
+            "schema": "statectl.relocate-checkpoint/1",
+            "checkpoint": self.checkpoint,
+            "new_root": self.new_root,
+            "old_roots": list(self.old_roots),
+            "files": [f.to_dict() for f in self.files],
+            "refusals": list(self.refusals),
+            "refused": self.refused,
+            "notes": list(self.notes),
+            "up_to_date": self.up_to_date,
+            "backup_dir": self.backup_dir,
+            "dry_run": self.dry_run,
+            "applied": self.applied,
+        }
 
 
 def relocation_plan(layout: CheckpointLayout, read_file) -> RelocationPlan:
@@ -175,8 +194,10 @@ def relocation_plan(layout: CheckpointLayout, read_file) -> RelocationPlan:
             if crc is not None:
                 verdict = checksum.verify_hadoop_crc(data, crc)
                 if verdict.status != checksum.OK:
-                    plan.refusals.append(f"{rel} does not match its .crc ({verdict.detail}): it is damaged, and a "
-                                         f"rewrite would hide that")
+                    plan.refusals.append(
+                        f"{rel} does not match its .crc ({verdict.detail}): it is damaged, and a "
+                        f"rewrite would hide that"
+                    )
                     continue
                 (per_chunk,) = struct.unpack_from(">i", crc, 4)
                 rewrite.crc_path, rewrite.crc_before, rewrite.crc_after = crc_rel, crc, hadoop_crc(new, per_chunk)
@@ -184,9 +205,12 @@ def relocation_plan(layout: CheckpointLayout, read_file) -> RelocationPlan:
             old_roots.update(recorded_root(old) or old for old, _ in replaced)
     plan.old_roots = sorted(old_roots)
     if plan.files and not plan.refusals:
-        plan.notes.append("only the recorded schema paths change; the state, the logs and the schema files stay as "
-                          "they are")
+        plan.notes.append(
+            "only the recorded schema paths change; the state, the logs and the schema files stay as they are"
+        )
         if layout.pending_batch is not None:
-            plan.notes.append(f"batch {layout.pending_batch} is in offsets/ without a commit (a failed restart "
-                              f"leaves one): the next run re-runs it")
+            plan.notes.append(
+                f"batch {layout.pending_batch} is in offsets/ without a commit (a failed restart "
+                f"leaves one): the next run re-runs it"
+            )
     return plan

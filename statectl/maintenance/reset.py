@@ -8,16 +8,26 @@ only gathers the inputs and holds the lock, so that no run starts while files mo
 from __future__ import annotations
 
 import contextlib
-
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from statectl.checkpoint.liveness import refuse_if_live
+from statectl.checkpoint.lock import CheckpointInUse, CheckpointLock, checkpoint_for
+from statectl.checkpoint.reader import read_layout
+from statectl.cluster import Cluster
+from statectl.config.sections import JobConfig
+from statectl.errors import UsageError
 from statectl.jobs.registry import JobEntry
 from statectl.jobs.user import CheckpointOnlyJob
-from statectl.checkpoint.liveness import refuse_if_live
-from statectl.checkpoint.reader import read_layout
 from statectl.maintenance.backup import backup_dir_for
+from statectl.maintenance.reset_files import (
+    UndoResult,
+    apply_plan,
+    list_files,
+    read_manifest,
+    undo,
+)
 from statectl.maintenance.reset_plan import (
     Offsets,
     OutputTopic,
@@ -29,17 +39,6 @@ from statectl.maintenance.reset_plan import (
     source_topics_in,
     start_over_plan,
 )
-from statectl.maintenance.reset_files import (
-    UndoResult,
-    apply_plan,
-    list_files,
-    read_manifest,
-    undo,
-)
-from statectl.cluster import Cluster
-from statectl.config.sections import JobConfig
-from statectl.errors import UsageError
-from statectl.checkpoint.lock import CheckpointInUse, CheckpointLock, checkpoint_for
 from statectl.storage.files import as_path, is_object_path
 
 
@@ -60,8 +59,9 @@ def reset_job(request: ResetRequest) -> ResetPlan:
     config, target = request.config, request.target
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     declared = request.job.topics(config)
-    outputs = [OutputTopic(t.name, "compact" in t.configs.get("cleanup.policy", ""), t.about)
-               for t in declared if t.output]
+    outputs = [
+        OutputTopic(t.name, "compact" in t.configs.get("cleanup.policy", ""), t.about) for t in declared if t.output
+    ]
     # Held while planning too: a run that holds it changes the checkpoint under the plan. A dry
     # run changes nothing, so a run holding the lock does not stop it; its plan says so.
     with contextlib.ExitStack() as scope:
@@ -81,21 +81,28 @@ def reset_job(request: ResetRequest) -> ResetPlan:
         if target.starts_over:
             sources = job_sources(request.job, config, layout)
             offsets = _offsets(request.cluster, config, [s.topic for s in sources], target)
-            plan = start_over_plan(config.job_name, str(checkpoint), layout, files, target, sources, offsets, outputs,
-                                   force)
+            plan = start_over_plan(
+                config.job_name, str(checkpoint), layout, files, target, sources, offsets, outputs, force
+            )
         else:
             plan = rollback_plan(config.job_name, layout, files, target.batch, outputs, force)
             plan.checkpoint = str(checkpoint)
         plan.dry_run = request.dry_run
         if isinstance(request.job, CheckpointOnlyJob):
-            plan.notes.append("the job's output topics are not known here (no job config): it writes its output again "
-                              "from the reset point, as a job does after any reset")
+            plan.notes.append(
+                "the job's output topics are not known here (no job config): it writes its output again "
+                "from the reset point, as a job does after any reset"
+            )
         if held_by is not None:
-            plan.notes.append(f"a run (pid {held_by}) holds this checkpoint: the plan is as of now and changes as it "
-                              "commits batches; the reset itself is refused until that run stops")
+            plan.notes.append(
+                f"a run (pid {held_by}) holds this checkpoint: the plan is as of now and changes as it "
+                "commits batches; the reset itself is refused until that run stops"
+            )
         elif sign is not None and request.dry_run:
-            plan.notes.append(f"a query statectl did not start may be running on this checkpoint ({sign.line()}): "
-                              f"the reset itself would be refused unless --force")
+            plan.notes.append(
+                f"a query statectl did not start may be running on this checkpoint ({sign.line()}): "
+                f"the reset itself would be refused unless --force"
+            )
         if request.dry_run or plan.is_noop:
             return plan
         apply_plan(plan, backup_dir_for(checkpoint, request.backup_dir, "reset"), int(time.time() * 1000))
@@ -139,8 +146,10 @@ def resume_reset(backup):
     from statectl.maintenance import journal
 
     if not is_object_path(backup):
-        raise UsageError("--resume finishes a reset of an object-store checkpoint (s3a://); a reset on a local disk "
-                         "is undone with --undo BACKUP and run again")
+        raise UsageError(
+            "--resume finishes a reset of an object-store checkpoint (s3a://); a reset on a local disk "
+            "is undone with --undo BACKUP and run again"
+        )
     done = _reset_journal(backup)
     with CheckpointLock(as_path(done.checkpoint)):
         journal.apply(done)
@@ -153,8 +162,10 @@ def _reset_journal(backup):
 
     done = journal.load(backup)
     if done.command != "reset":
-        raise UsageError(f"{backup} is the backup of a {done.command}, not of a reset: finish or undo it with "
-                         f"statectl {done.command} --resume or --undo")
+        raise UsageError(
+            f"{backup} is the backup of a {done.command}, not of a reset: finish or undo it with "
+            f"statectl {done.command} --resume or --undo"
+        )
     return done
 
 
@@ -172,8 +183,10 @@ def job_sources(job: JobEntry, config: JobConfig, layout) -> list[SourceTopic]:
         # Kafka source as its offset log has it, a source that reads several topics (a list,
         # a pattern) once per topic.
         if not seen:
-            raise UsageError("the checkpoint's offset log names no Kafka source, so there is nothing to start over "
-                             "from: only Kafka sources can be started over (roll back with --to-batch instead)")
+            raise UsageError(
+                "the checkpoint's offset log names no Kafka source, so there is nothing to start over "
+                "from: only Kafka sources can be started over (roll back with --to-batch instead)"
+            )
         return [SourceTopic(i, topic) for i in sorted(seen) for topic in seen[i]]
     order = [t.name for t in inputs]
     if seen and all(len(topics) == 1 for topics in seen.values()):
@@ -182,8 +195,10 @@ def job_sources(job: JobEntry, config: JobConfig, layout) -> list[SourceTopic]:
             order = by_index
     declared = {t.name: t for t in inputs}
     start = _table_start(config)
-    return [SourceTopic(i, name, table="compact" in declared[name].configs.get("cleanup.policy", ""),
-                        table_start=start) for i, name in enumerate(order)]
+    return [
+        SourceTopic(i, name, table="compact" in declared[name].configs.get("cleanup.policy", ""), table_start=start)
+        for i, name in enumerate(order)
+    ]
 
 
 def _table_start(config: JobConfig) -> str:
@@ -198,17 +213,22 @@ def _table_start(config: JobConfig) -> str:
 def _layout(checkpoint: Path, required: bool):
     if not checkpoint.exists() or (checkpoint.is_dir() and not any(checkpoint.iterdir())):
         if required:
-            raise UsageError(f"checkpoint {checkpoint} does not exist (or is empty): nothing to roll back; pass "
-                             f"--checkpoint-dir, or start over with --to-earliest, --to-latest or --to-datetime")
+            raise UsageError(
+                f"checkpoint {checkpoint} does not exist (or is empty): nothing to roll back; pass "
+                f"--checkpoint-dir, or start over with --to-earliest, --to-latest or --to-datetime"
+            )
         return None
     return read_layout(checkpoint)
 
 
-def _offsets(cluster: Cluster | None, config: JobConfig, topics: list[str], target: ResetTarget) -> dict[str, dict[int, Offsets]]:
+def _offsets(
+    cluster: Cluster | None, config: JobConfig, topics: list[str], target: ResetTarget
+) -> dict[str, dict[int, Offsets]]:
     from statectl.adapters.kafka.offsets import partition_offsets
     from statectl.cluster.load import load_cluster
 
-    cluster = cluster or load_cluster(config_bootstrap=config.kafka.bootstrap_servers,
-                                      config_properties=config.kafka.properties)
+    cluster = cluster or load_cluster(
+        config_bootstrap=config.kafka.bootstrap_servers, config_properties=config.kafka.properties
+    )
     found = partition_offsets(cluster, topics, target.kafka_at)
     return {topic: {p: Offsets(o.low, o.high, o.start) for p, o in parts.items()} for topic, parts in found.items()}

@@ -14,9 +14,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statectl.errors import OperationalError, UsageError
 from statectl.maintenance.backup import check_backup_dir
 from statectl.maintenance.reset_plan import MANIFEST, ResetManifest, ResetPlan, manifest_for
-from statectl.errors import OperationalError, UsageError
 from statectl.storage.files import as_path, folder_markers, is_object_path, walk_files
 
 #: Where a backup keeps the files a roll-back moved out, and the directory a start-over moved.
@@ -62,9 +62,12 @@ def apply_plan(plan: ResetPlan, backup: Path, now_ms: int) -> None:
         manifest["status"] = "applied"
         _write_manifest(backup, manifest)
     except OSError as exc:
-        where = f"; the backup so far is in {backup} (statectl reset --undo {backup} puts it back)" if plan.backup else ""
-        raise OperationalError(f"the reset of {checkpoint} failed: {exc.strerror or exc} "
-                               f"({exc.filename or checkpoint}){where}") from exc
+        where = (
+            f"; the backup so far is in {backup} (statectl reset --undo {backup} puts it back)" if plan.backup else ""
+        )
+        raise OperationalError(
+            f"the reset of {checkpoint} failed: {exc.strerror or exc} ({exc.filename or checkpoint}){where}"
+        ) from exc
     plan.applied = True
 
 
@@ -117,9 +120,16 @@ class UndoResult:
     dry_run: bool = False  # nothing was changed: the figures say what an undo would do
 
     def to_dict(self) -> dict:
-        return {"checkpoint": self.checkpoint, "backup": self.backup, "kind": self.kind, "dry_run": self.dry_run,
-                "restored_files": self.restored_files, "removed_written": list(self.removed_written),
-                "kept": self.kept, "backup_removed": self.backup_removed}
+        return {
+            "checkpoint": self.checkpoint,
+            "backup": self.backup,
+            "kind": self.kind,
+            "dry_run": self.dry_run,
+            "restored_files": self.restored_files,
+            "removed_written": list(self.removed_written),
+            "kept": self.kept,
+            "backup_removed": self.backup_removed,
+        }
 
 
 def undo(backup: Path, manifest: ResetManifest, dry_run: bool = False) -> UndoResult:
@@ -143,8 +153,10 @@ def undo(backup: Path, manifest: ResetManifest, dry_run: bool = False) -> UndoRe
             shutil.rmtree(backup)
             result.backup_removed = True
     except OSError as exc:
-        raise OperationalError(f"the undo into {checkpoint} failed: {exc.strerror or exc} ({exc.filename or backup}); "
-                               f"what is not back yet is still in {backup}") from exc
+        raise OperationalError(
+            f"the undo into {checkpoint} failed: {exc.strerror or exc} ({exc.filename or backup}); "
+            f"what is not back yet is still in {backup}"
+        ) from exc
     return result
 
 
@@ -182,12 +194,16 @@ def _check_roll_back(backup: Path, manifest: ResetManifest, checkpoint: Path) ->
         if there.exists() and there.read_bytes() != saved.read_bytes():
             conflicts.append(rel)
     if conflicts:
-        raise UsageError(f"{checkpoint} has other files where the backup's go ({', '.join(conflicts[:5])}"
-                         f"{' ...' if len(conflicts) > 5 else ''}): a run wrote them after the reset; undo refused, "
-                         f"nothing was changed")
+        raise UsageError(
+            f"{checkpoint} has other files where the backup's go ({', '.join(conflicts[:5])}"
+            f"{' ...' if len(conflicts) > 5 else ''}): a run wrote them after the reset; undo refused, "
+            f"nothing was changed"
+        )
     if missing:
-        raise UsageError(f"the backup {backup} lacks files its manifest lists ({', '.join(missing[:5])}"
-                         f"{' ...' if len(missing) > 5 else ''}); undo refused, nothing was changed")
+        raise UsageError(
+            f"the backup {backup} lacks files its manifest lists ({', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}); undo refused, nothing was changed"
+        )
 
 
 def _undo_roll_back(backup: Path, manifest: ResetManifest, checkpoint: Path, result: UndoResult) -> None:
@@ -237,7 +253,7 @@ def _only_manifest_left(backup: Path) -> bool:
 def _remove_empty_dirs(root: Path) -> None:
     if not root.is_dir():
         return
-    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+    for dirpath, _dirnames, _filenames in os.walk(root, topdown=False):
         if not os.listdir(dirpath) and Path(dirpath) != root.parent:
             os.rmdir(dirpath)
 

@@ -74,19 +74,33 @@ class ResetTarget:
         return f"start over from the {self.kind} offsets"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "batch": self.batch, "timestamp_ms": self.timestamp_ms,
-                "datetime": utc_text(self.timestamp_ms) if self.timestamp_ms is not None else None}
+        return {
+            "kind": self.kind,
+            "batch": self.batch,
+            "timestamp_ms": self.timestamp_ms,
+            "datetime": utc_text(self.timestamp_ms) if self.timestamp_ms is not None else None,
+        }
 
 
-def reset_target(to_earliest: bool = False, to_latest: bool = False, to_datetime: str | None = None,
-                 to_batch: int | None = None) -> ResetTarget:
+def reset_target(
+    to_earliest: bool = False, to_latest: bool = False, to_datetime: str | None = None, to_batch: int | None = None
+) -> ResetTarget:
     """The one target the flags ask for; a UsageError unless exactly one is given."""
-    given = [name for name, on in (("--to-earliest", to_earliest), ("--to-latest", to_latest),
-                                   ("--to-datetime", to_datetime is not None), ("--to-batch", to_batch is not None)) if on]
+    given = [
+        name
+        for name, on in (
+            ("--to-earliest", to_earliest),
+            ("--to-latest", to_latest),
+            ("--to-datetime", to_datetime is not None),
+            ("--to-batch", to_batch is not None),
+        )
+        if on
+    ]
     if len(given) != 1:
         what = "none was given" if not given else f"got {' and '.join(given)}"
-        raise UsageError(f"pass exactly one of --to-earliest, --to-latest, --to-datetime ISO8601 or --to-batch N "
-                         f"({what})")
+        raise UsageError(
+            f"pass exactly one of --to-earliest, --to-latest, --to-datetime ISO8601 or --to-batch N ({what})"
+        )
     if to_earliest:
         return ResetTarget("earliest", given="--to-earliest")
     if to_latest:
@@ -105,8 +119,10 @@ def parse_datetime(text: str, local: timezone | None = None) -> int:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise UsageError(f"--to-datetime {text!r} is not an ISO 8601 date-time; write e.g. 2024-11-24T09:30:00Z, "
-                         f"2024-11-24T10:30:00+01:00 or 2024-11-24") from None
+        raise UsageError(
+            f"--to-datetime {text!r} is not an ISO 8601 date-time; write e.g. 2024-11-24T09:30:00Z, "
+            f"2024-11-24T10:30:00+01:00 or 2024-11-24"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=local) if local is not None else moment.astimezone()
     ms = (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // _MS
@@ -189,8 +205,12 @@ class FileWrite:
         return hashlib.sha256(self.content).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "bytes": len(self.content), "why": self.why,
-                "content": self.content.decode("utf-8", errors="replace").lstrip("\x00")}
+        return {
+            "path": self.path,
+            "bytes": len(self.content),
+            "why": self.why,
+            "content": self.content.decode("utf-8", errors="replace").lstrip("\x00"),
+        }
 
 
 @dataclass
@@ -214,8 +234,16 @@ class NextRead:
         return self.offset - self.previous
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "topic": self.topic, "partition": self.partition, "offset": self.offset,
-                "previous": self.previous, "end": self.end, "shift": self.shift, "how": self.how}
+        return {
+            "source": self.source,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "previous": self.previous,
+            "end": self.end,
+            "shift": self.shift,
+            "how": self.how,
+        }
 
 
 @dataclass
@@ -269,14 +297,23 @@ class ResetPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "job": self.job, "checkpoint": self.checkpoint, "kind": self.kind, "target": self.target.to_dict(),
-            "dry_run": self.dry_run, "applied": self.applied, "backup": self.backup,
+            "job": self.job,
+            "checkpoint": self.checkpoint,
+            "kind": self.kind,
+            "target": self.target.to_dict(),
+            "dry_run": self.dry_run,
+            "applied": self.applied,
+            "backup": self.backup,
             "undo": f"statectl reset --undo {self.backup}" if self.backup else None,
-            "query_id": self.query_id, "last_batch": self.last_batch, "last_committed": self.last_committed,
-            "pending_batch": self.pending_batch, "head_after": self.head_after,
+            "query_id": self.query_id,
+            "last_batch": self.last_batch,
+            "last_committed": self.last_committed,
+            "pending_batch": self.pending_batch,
+            "head_after": self.head_after,
             "moves_checkpoint": self.moves_checkpoint,
             "remove": [a.to_dict() for a in self.remove],
-            "removed_files": self.removed_files, "removed_bytes": self.removed_bytes,
+            "removed_files": self.removed_files,
+            "removed_bytes": self.removed_bytes,
             "write": [w.to_dict() for w in self.write],
             "reads": [r.to_dict() for r in self.reads],
             "outputs": [o.to_dict() for o in self.outputs],
@@ -296,16 +333,22 @@ def refuse_pending(layout: CheckpointLayout | None, force: bool) -> None:
     raise UsageError(
         f"the last batch of {layout.root} ({layout.pending_batch}) is logged but not committed ({committed}): "
         f"a run stopped in it, or is running elsewhere; a restart would re-run it. Check that no run uses the "
-        f"checkpoint, then pass --force to reset it anyway")
+        f"checkpoint, then pass --force to reset it anyway"
+    )
 
 
 def _plan_base(job: str, checkpoint: str, target: ResetTarget, layout: CheckpointLayout | None) -> ResetPlan:
     return ResetPlan(
-        job=job, checkpoint=checkpoint, target=target, kind=START_OVER if target.starts_over else ROLL_BACK,
-        exists=layout is not None, query_id=layout.query_id if layout else None,
+        job=job,
+        checkpoint=checkpoint,
+        target=target,
+        kind=START_OVER if target.starts_over else ROLL_BACK,
+        exists=layout is not None,
+        query_id=layout.query_id if layout else None,
         last_batch=layout.last_offset_batch if layout else None,
         last_committed=layout.last_committed_batch if layout else None,
-        pending_batch=layout.pending_batch if layout else None)
+        pending_batch=layout.pending_batch if layout else None,
+    )
 
 
 def _kafka_offsets(entry) -> list[Any]:
@@ -321,8 +364,11 @@ def _partition_offset(source_offset: Any, topic: str, partition: int) -> int | N
 
 def _is_kafka(offset: Any) -> bool:
     """A Kafka source's offset: ``{"topic": {"partition": offset, ...}, ...}``."""
-    return (isinstance(offset, dict) and bool(offset)
-            and all(isinstance(v, dict) and all(str(k).lstrip("-").isdigit() for k in v) for v in offset.values()))
+    return (
+        isinstance(offset, dict)
+        and bool(offset)
+        and all(isinstance(v, dict) and all(str(k).lstrip("-").isdigit() for k in v) for v in offset.values())
+    )
 
 
 def source_topics_in(layout: CheckpointLayout | None) -> dict[int, list[str]]:
@@ -334,9 +380,15 @@ def source_topics_in(layout: CheckpointLayout | None) -> dict[int, list[str]]:
 
 
 # ---------------------------------------------------------------- roll back
-def rollback_plan(job: str, layout: CheckpointLayout, files: list[tuple[str, int]], batch: int,
-                  outputs: list[OutputTopic], force: bool = False,
-                  read_snapshot_metadata: bool = True) -> ResetPlan:
+def rollback_plan(
+    job: str,
+    layout: CheckpointLayout,
+    files: list[tuple[str, int]],
+    batch: int,
+    outputs: list[OutputTopic],
+    force: bool = False,
+    read_snapshot_metadata: bool = True,
+) -> ResetPlan:
     """Roll the checkpoint back to committed batch ``batch``: the files to move out, and where the
     next run reads from (the end offsets of ``offsets/<batch>``). ``files``: every file of the
     checkpoint, (path relative to it, bytes), hidden ones included."""
@@ -354,25 +406,36 @@ def rollback_plan(job: str, layout: CheckpointLayout, files: list[tuple[str, int
         if _is_kafka(offset):
             for topic in sorted(offset):
                 for p in sorted(offset[topic], key=int):
-                    plan.reads.append(NextRead(i, topic, int(p), offset[topic][p],
-                                               previous=_partition_offset(previous[i] if i < len(previous) else None,
-                                                                          topic, int(p)),
-                                               how=f"the end of batch {batch}"))
+                    plan.reads.append(
+                        NextRead(
+                            i,
+                            topic,
+                            int(p),
+                            offset[topic][p],
+                            previous=_partition_offset(previous[i] if i < len(previous) else None, topic, int(p)),
+                            how=f"the end of batch {batch}",
+                        )
+                    )
         else:
             plan.reads.append(NextRead(i, None, None, None, how=f"the end of batch {batch}: {json.dumps(offset)}"))
 
     later = sorted(b for b in set(layout.offsets_files) | set(layout.commits_files) if b > batch)
     if not later and plan.is_noop:
-        plan.notes.append(f"batch {batch} is the checkpoint's last batch and nothing newer is on disk: "
-                          f"nothing to roll back")
+        plan.notes.append(
+            f"batch {batch} is the checkpoint's last batch and nothing newer is on disk: nothing to roll back"
+        )
         return plan
     if later:
         rerun = f"batch {later[0]}" if len(later) == 1 else f"batches {format_ranges(later)}"
         reread = sum(-r.shift for r in plan.reads if r.shift is not None and r.shift < 0)
-        plan.notes.append(f"the next run re-runs {rerun} (and whatever arrived since) from the end offsets of "
-                          f"batch {batch}: {plural(reread, 'record')} already processed are read again")
-    plan.notes.append(f"the state goes back to version {batch + 1} (after batch {batch}); SST files stay: the "
-                      f"remaining snapshots may use them, and Spark's maintenance deletes the ones no version needs")
+        plan.notes.append(
+            f"the next run re-runs {rerun} (and whatever arrived since) from the end offsets of "
+            f"batch {batch}: {plural(reread, 'record')} already processed are read again"
+        )
+    plan.notes.append(
+        f"the state goes back to version {batch + 1} (after batch {batch}); SST files stay: the "
+        f"remaining snapshots may use them, and Spark's maintenance deletes the ones no version needs"
+    )
     plan.notes.append("the query id, the source start offsets and the SQL confs pinned in the offset log stay")
     plan.outputs = _output_effects(outputs, plan)
     return plan
@@ -382,27 +445,37 @@ def _refuse_unusable_target(layout: CheckpointLayout, batch: int) -> None:
     root = layout.root
     committed = sorted(layout.commits_files)
     if not committed:
-        raise UsageError(f"{root} has no committed batch: nothing to roll back to; start over instead "
-                         f"(--to-earliest, --to-latest or --to-datetime)")
+        raise UsageError(
+            f"{root} has no committed batch: nothing to roll back to; start over instead "
+            f"(--to-earliest, --to-latest or --to-datetime)"
+        )
     if batch > committed[-1]:
-        raise UsageError(f"batch {batch} is not a committed batch of {root}: its committed batches are "
-                         f"{format_ranges(committed)}; pick one of them")
+        raise UsageError(
+            f"batch {batch} is not a committed batch of {root}: its committed batches are "
+            f"{format_ranges(committed)}; pick one of them"
+        )
     if batch not in layout.offsets_files:
         kept = sorted(layout.offsets_files)
         oldest = f"the oldest it keeps is {kept[0]}" if kept else "it keeps none"
-        raise UsageError(f"batch {batch} is no longer in the offset log of {root} ({oldest}; Spark keeps the last "
-                         f"spark.sql.streaming.minBatchesToRetain, 100 by default); pick a later batch")
+        raise UsageError(
+            f"batch {batch} is no longer in the offset log of {root} ({oldest}; Spark keeps the last "
+            f"spark.sql.streaming.minBatchesToRetain, 100 by default); pick a later batch"
+        )
     if batch not in layout.commits_files:
-        raise UsageError(f"batch {batch} of {root} has no commit (commits/{batch} is missing): its output and state "
-                         f"are not known to be complete; pick a committed batch: {format_ranges(committed)}")
+        raise UsageError(
+            f"batch {batch} of {root} has no commit (commits/{batch} is missing): its output and state "
+            f"are not known to be complete; pick a committed batch: {format_ranges(committed)}"
+        )
     if batch not in layout.offsets or batch not in layout.commits:
         which = f"offsets/{batch}" if batch not in layout.offsets else f"commits/{batch}"
         raise UsageError(f"{which} of {root} cannot be read (inspect-state shows why); pick another batch")
     problems = _unrestorable(layout, batch + 1)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
-        raise UsageError(f"the state after batch {batch} (version {batch + 1}) can no longer be loaded: {shown}. "
-                         f"Spark keeps the last spark.sql.streaming.minBatchesToRetain versions; pick a later batch")
+        raise UsageError(
+            f"the state after batch {batch} (version {batch + 1}) can no longer be loaded: {shown}. "
+            f"Spark keeps the last spark.sql.streaming.minBatchesToRetain versions; pick a later batch"
+        )
 
 
 def _unrestorable(layout: CheckpointLayout, version: int) -> list[str]:
@@ -418,11 +491,19 @@ def _unrestorable(layout: CheckpointLayout, version: int) -> list[str]:
                 continue  # a partition that never held state starts empty at any version
             if count is not None and pid >= count:
                 continue
-            plan = plan_store(layout.root, oid, pid, store, version, lineage.get((oid, pid)) if lineage else None,
-                              read_snapshot_metadata=False)
+            plan = plan_store(
+                layout.root,
+                oid,
+                pid,
+                store,
+                version,
+                lineage.get((oid, pid)) if lineage else None,
+                read_snapshot_metadata=False,
+            )
             if plan.missing_versions:
-                problems.append(f"{store.path} lacks {store.changelog_kind} versions "
-                                f"{format_ranges(plan.missing_versions)}")
+                problems.append(
+                    f"{store.path} lacks {store.changelog_kind} versions {format_ranges(plan.missing_versions)}"
+                )
     return problems
 
 
@@ -514,9 +595,17 @@ def _removal_order(path: str) -> tuple:
 
 
 # ---------------------------------------------------------------- start over
-def start_over_plan(job: str, checkpoint: str, layout: CheckpointLayout | None, files: list[tuple[str, int]],
-                    target: ResetTarget, sources: list[SourceTopic], offsets: dict[str, dict[int, Offsets]],
-                    outputs: list[OutputTopic], force: bool = False) -> ResetPlan:
+def start_over_plan(
+    job: str,
+    checkpoint: str,
+    layout: CheckpointLayout | None,
+    files: list[tuple[str, int]],
+    target: ResetTarget,
+    sources: list[SourceTopic],
+    offsets: dict[str, dict[int, Offsets]],
+    outputs: list[OutputTopic],
+    force: bool = False,
+) -> ResetPlan:
     """Start the job over from ``target``: the whole checkpoint moves out, and a new one holds the
     starting offsets of each stream source (``offsets``: per topic and partition, looked up in
     Kafka at the target). ``layout`` is None when the checkpoint does not exist yet."""
@@ -533,46 +622,74 @@ def start_over_plan(job: str, checkpoint: str, layout: CheckpointLayout | None, 
         before = {source.topic: previous_by_topic[source.topic]} if source.topic in previous_by_topic else None
         if parts is None:
             plan.reads.append(NextRead(source.index, source.topic, None, None, how="topic does not exist yet"))
-            plan.notes.append(f"{source.topic} does not exist yet: no starting offsets are written for it; the job "
-                              f"starts it as a new run does (its config's kafka.starting_offsets)")
+            plan.notes.append(
+                f"{source.topic} does not exist yet: no starting offsets are written for it; the job "
+                f"starts it as a new run does (its config's kafka.starting_offsets)"
+            )
             continue
         if source.table:
             start = "from the beginning" if source.table_start == "earliest" else "from the end"
             for p, o in sorted(parts.items()):
-                plan.reads.append(NextRead(source.index, source.topic, p, o.low if source.table_start == "earliest"
-                                           else o.high, previous=_partition_offset(before, source.topic, p),
-                                           end=o.high, how=f"table: re-read {start}, as a new run does"))
+                plan.reads.append(
+                    NextRead(
+                        source.index,
+                        source.topic,
+                        p,
+                        o.low if source.table_start == "earliest" else o.high,
+                        previous=_partition_offset(before, source.topic, p),
+                        end=o.high,
+                        how=f"table: re-read {start}, as a new run does",
+                    )
+                )
             continue
         written = next((w for w in plan.write if w.path == f"sources/{source.index}/0"), None)
-        doc = json.loads(written.content[len(KAFKA_INITIAL_OFFSETS_HEADER):]) if written else {}
+        doc = json.loads(written.content[len(KAFKA_INITIAL_OFFSETS_HEADER) :]) if written else {}
         doc[source.topic] = {str(p): parts[p].start for p in sorted(parts)}
         # One file per source: a source that reads several topics starts each where the target says.
         topics = ", ".join(doc)
-        file = FileWrite(f"sources/{source.index}/0",
-                         KAFKA_INITIAL_OFFSETS_HEADER + json.dumps(doc, separators=(",", ":")).encode(),
-                         f"where source {source.index} ({topics}) starts: {_target_words(target)}")
+        file = FileWrite(
+            f"sources/{source.index}/0",
+            KAFKA_INITIAL_OFFSETS_HEADER + json.dumps(doc, separators=(",", ":")).encode(),
+            f"where source {source.index} ({topics}) starts: {_target_words(target)}",
+        )
         plan.write = [w for w in plan.write if w is not written] + [file]
         for p, o in sorted(parts.items()):
-            plan.reads.append(NextRead(source.index, source.topic, p, o.start,
-                                       previous=_partition_offset(before, source.topic, p), end=o.high,
-                                       how=_target_words(target)))
+            plan.reads.append(
+                NextRead(
+                    source.index,
+                    source.topic,
+                    p,
+                    o.start,
+                    previous=_partition_offset(before, source.topic, p),
+                    end=o.high,
+                    how=_target_words(target),
+                )
+            )
 
     tables = [s.topic for s in sources if s.table]
     if layout is not None:
         state = sum(len(a.paths) for a in plan.remove if a.path.startswith("state/"))
-        plan.notes.append(f"the state is discarded ({plural(len(layout.operators), 'stateful operator')}, "
-                          f"{plural(state, 'state file')}): the job rebuilds it from what it reads"
-                          + (f"; the tables ({', '.join(tables)}) are read again" if tables else ""))
-        plan.notes.append(f"the checkpoint's {plural(len(files), 'file')} ({human_bytes(sum(s for _, s in files))}) "
-                          f"move to the backup; the next run starts a new query (new query id, batch 0, the SQL "
-                          f"confs of the job's config)")
+        plan.notes.append(
+            f"the state is discarded ({plural(len(layout.operators), 'stateful operator')}, "
+            f"{plural(state, 'state file')}): the job rebuilds it from what it reads"
+            + (f"; the tables ({', '.join(tables)}) are read again" if tables else "")
+        )
+        plan.notes.append(
+            f"the checkpoint's {plural(len(files), 'file')} ({human_bytes(sum(s for _, s in files))}) "
+            f"move to the backup; the next run starts a new query (new query id, batch 0, the SQL "
+            f"confs of the job's config)"
+        )
     else:
         plan.notes.append("the checkpoint does not exist yet: the first run starts from these offsets")
     if target.kind == "datetime":
-        plan.notes.append(f"per partition, the first record with a timestamp at or after {utc_text(target.timestamp_ms)}"
-                          f" (the end when there is none); earlier records are not read")
-    plan.notes.append("nothing changes in Kafka: Spark keeps its offsets in the checkpoint, not in a consumer "
-                      "group, so no group offsets are reset")
+        plan.notes.append(
+            f"per partition, the first record with a timestamp at or after {utc_text(target.timestamp_ms)}"
+            f" (the end when there is none); earlier records are not read"
+        )
+    plan.notes.append(
+        "nothing changes in Kafka: Spark keeps its offsets in the checkpoint, not in a consumer "
+        "group, so no group offsets are reset"
+    )
     plan.outputs = _output_effects(outputs, plan)
     return plan
 
@@ -594,32 +711,44 @@ def _output_effects(outputs: list[OutputTopic], plan: ResetPlan) -> list[OutputE
         if plan.kind == ROLL_BACK:
             since = f"batch {target.batch + 1} and later"
             if out.compacted:
-                text = (f"what {since} wrote is written again; compacted, it ends with the same latest value per "
-                        f"key once the job has caught up (older copies are compacted away)")
+                text = (
+                    f"what {since} wrote is written again; compacted, it ends with the same latest value per "
+                    f"key once the job has caught up (older copies are compacted away)"
+                )
             else:
-                text = (f"the records {since} wrote are written again after the ones already there: consumers "
-                        f"see them twice")
+                text = (
+                    f"the records {since} wrote are written again after the ones already there: consumers "
+                    f"see them twice"
+                )
         elif target.kind == "earliest":
             if out.compacted:
-                text = ("everything is written again from the beginning; compacted, it ends with the same latest "
-                        "value per key once the job has caught up")
+                text = (
+                    "everything is written again from the beginning; compacted, it ends with the same latest "
+                    "value per key once the job has caught up"
+                )
             else:
                 text = "every record is written again after the ones already there: consumers see it all twice"
         else:
             since = "now" if target.kind == "latest" else utc_text(target.timestamp_ms)
             if out.compacted:
-                text = (f"the state is discarded, so the values written from now on count only the input from "
-                        f"{since} on; keys the job does not write again keep their old values. For a clean view, "
-                        f"delete or empty the topic before the next run")
+                text = (
+                    f"the state is discarded, so the values written from now on count only the input from "
+                    f"{since} on; keys the job does not write again keep their old values. For a clean view, "
+                    f"delete or empty the topic before the next run"
+                )
             else:
-                text = (f"records from the input since {since} are written after the ones already there"
-                        + (" (input the job had processed already is processed again: duplicates)"
-                           if target.kind == "datetime" else ""))
+                text = f"records from the input since {since} are written after the ones already there" + (
+                    " (input the job had processed already is processed again: duplicates)"
+                    if target.kind == "datetime"
+                    else ""
+                )
         effects.append(OutputEffect(out.topic, out.compacted, text))
     if outputs:
-        plan.notes.append("output topics keep every record (the reset deletes nothing in Kafka); downstream consumers "
-                          "(statectl serve, other applications) read the re-emitted records: a consumer that keeps the "
-                          "latest value per key converges, others must tolerate or drop duplicates")
+        plan.notes.append(
+            "output topics keep every record (the reset deletes nothing in Kafka); downstream consumers "
+            "(statectl serve, other applications) read the re-emitted records: a consumer that keeps the "
+            "latest value per key converges, others must tolerate or drop duplicates"
+        )
     return effects
 
 
@@ -674,13 +803,24 @@ class ResetManifest:
             for p in list(moved) + list(doc["written"]):
                 if p.startswith("/") or ".." in p.split("/"):
                     raise ValueError(f"path {p!r} leaves the checkpoint")
-            return cls(str(doc["checkpoint"]), str(doc["kind"]), str(doc["job"]), str(doc["created"]),
-                       doc["head_after"], doc["last_batch"], bool(doc["checkpoint_existed"]),
-                       bool(doc["moves_checkpoint"]), moved, {str(k): str(v) for k, v in doc["written"].items()},
-                       str(doc["status"]))
+            return cls(
+                str(doc["checkpoint"]),
+                str(doc["kind"]),
+                str(doc["job"]),
+                str(doc["created"]),
+                doc["head_after"],
+                doc["last_batch"],
+                bool(doc["checkpoint_existed"]),
+                bool(doc["moves_checkpoint"]),
+                moved,
+                {str(k): str(v) for k, v in doc["written"].items()},
+                str(doc["status"]),
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{source} is not a statectl reset backup manifest ({exc}); pass the directory a "
-                             f"reset printed as its backup") from None
+            raise UsageError(
+                f"{source} is not a statectl reset backup manifest ({exc}); pass the directory a "
+                f"reset printed as its backup"
+            ) from None
 
 
 def refuse_undo_if_moved_on(manifest: ResetManifest, layout: CheckpointLayout | None) -> None:
@@ -696,4 +836,5 @@ def refuse_undo_if_moved_on(manifest: ResetManifest, layout: CheckpointLayout | 
         raise UsageError(
             f"{manifest.checkpoint} moved on since the reset of {manifest.created}: it holds batch {newest}, after "
             f"{since}; undoing would drop that run's state and offsets. Reset it again instead "
-            f"(the backup still holds the old files)")
+            f"(the backup still holds the old files)"
+        )

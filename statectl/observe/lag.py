@@ -14,14 +14,14 @@ ended then. docs/commands/lag.md says why and what the verdicts mean.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from statectl.observe import lag_trend
 from statectl.checkpoint.progress import CheckpointProgress, kafka_offsets, read_progress
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
+from statectl.observe import lag_trend
 from statectl.observe.lag_trend import LagSample
 from statectl.text import plural
 
@@ -101,12 +101,19 @@ class LagRow:
 
     def to_dict(self) -> dict:
         record = self.next_record
-        return {"topic": self.topic, "partition": self.partition, "current_offset": self.current_offset,
-                "log_end_offset": self.log_end_offset, "lag": self.lag, "source": self.source,
-                "lag_seconds": self.lag_seconds,
-                "next_record_timestamp_ms": record.timestamp_ms if record else None,
-                "next_record_timestamp_type": (None if record is None else
-                                               "LogAppendTime" if record.log_append else "CreateTime")}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "current_offset": self.current_offset,
+            "log_end_offset": self.log_end_offset,
+            "lag": self.lag,
+            "source": self.source,
+            "lag_seconds": self.lag_seconds,
+            "next_record_timestamp_ms": record.timestamp_ms if record else None,
+            "next_record_timestamp_type": (
+                None if record is None else "LogAppendTime" if record.log_append else "CreateTime"
+            ),
+        }
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,13 @@ class WindowSample:
         return LagSample(self.time_ms, self.consumed, self.end)
 
     def to_dict(self) -> dict:
-        return {"batch": self.batch, "time_ms": self.time_ms, "current_offsets": self.consumed,
-                "log_end_offsets": self.end, "lag": self.lag}
+        return {
+            "batch": self.batch,
+            "time_ms": self.time_ms,
+            "current_offsets": self.consumed,
+            "log_end_offsets": self.end,
+            "lag": self.lag,
+        }
 
 
 @dataclass(frozen=True)
@@ -153,18 +165,25 @@ class TopicLag:
 
     def to_dict(self) -> dict:
         start = self.window[0] if self.window else None
-        return {"topic": self.topic, "partitions": self.partitions, "lag": self.lag,
-                "unknown_partitions": self.unknown_partitions, "lag_seconds": self.lag_seconds,
-                "unknown_seconds_partitions": self.unknown_seconds, "oldest_unread_timestamp_ms": self.oldest_unread_ms,
-                "trend": self.trend,
-                "window_start_ms": start.time_ms if start else None,
-                "window_start_lag": start.lag if start else None,
-                "window_start_log_end_offsets": start.end if start else None,
-                "window": [w.to_dict() for w in self.window]}
+        return {
+            "topic": self.topic,
+            "partitions": self.partitions,
+            "lag": self.lag,
+            "unknown_partitions": self.unknown_partitions,
+            "lag_seconds": self.lag_seconds,
+            "unknown_seconds_partitions": self.unknown_seconds,
+            "oldest_unread_timestamp_ms": self.oldest_unread_ms,
+            "trend": self.trend,
+            "window_start_ms": start.time_ms if start else None,
+            "window_start_lag": start.lag if start else None,
+            "window_start_log_end_offsets": start.end if start else None,
+            "window": [w.to_dict() for w in self.window],
+        }
 
 
-def lag_rows(sources: list[tuple[int, dict[str, dict[int, int]]]], ends: dict[str, dict[int, int]],
-             other_topics: list[str] = ()) -> list[LagRow]:
+def lag_rows(
+    sources: list[tuple[int, dict[str, dict[int, int]]]], ends: dict[str, dict[int, int]], other_topics: list[str] = ()
+) -> list[LagRow]:
     """One row per partition of every topic of ``sources`` (``(source index, {topic: {partition:
     next offset}})``, the checkpoint's), then of ``other_topics`` the checkpoint has no offsets
     for. A topic's partitions are those of the checkpoint and those Kafka lists (``ends``), so a
@@ -185,8 +204,9 @@ def lag_rows(sources: list[tuple[int, dict[str, dict[int, int]]]], ends: dict[st
     return rows
 
 
-def topic_totals(rows: list[LagRow], windows: dict[str, list[WindowSample]] | None = None,
-                 now_ms: int | None = None) -> list[TopicLag]:
+def topic_totals(
+    rows: list[LagRow], windows: dict[str, list[WindowSample]] | None = None, now_ms: int | None = None
+) -> list[TopicLag]:
     """Per topic, in the order of ``rows``: partitions, the sum of the known lags, how many are
     unknown, the furthest-behind partition in seconds, and the trend over the topic's window (the
     lag now, at ``now_ms``, against the batches of ``windows``)."""
@@ -201,9 +221,19 @@ def topic_totals(rows: list[LagRow], windows: dict[str, list[WindowSample]] | No
         window = tuple((windows or {}).get(topic, ()))
         lag_now = sum(0 if r.markers_only else r.lag for r in rs if r.lag is not None) if known else None
         verdict = lag_trend.trend([w.sample() for w in window], now_ms=now_ms, lag_now=lag_now, seconds_now=seconds)
-        out.append(TopicLag(topic, len(rs), sum(known), len(rs) - len(known), seconds,
-                            sum(1 for r in rs if (r.lag or 0) > 0 and r.lag_seconds is None),
-                            min(stamps) if stamps else None, verdict, window))
+        out.append(
+            TopicLag(
+                topic,
+                len(rs),
+                sum(known),
+                len(rs) - len(known),
+                seconds,
+                sum(1 for r in rs if (r.lag or 0) > 0 and r.lag_seconds is None),
+                min(stamps) if stamps else None,
+                verdict,
+                window,
+            )
+        )
     return out
 
 
@@ -230,8 +260,9 @@ def batch_offsets(batch: int, time_ms: int | None, source_offsets: list) -> Batc
     return BatchOffsets(batch, int(time_ms), merged)
 
 
-def batch_history(progress: CheckpointProgress, count: int = lag_trend.WINDOW,
-                  cache: dict | None = None) -> list[BatchOffsets]:
+def batch_history(
+    progress: CheckpointProgress, count: int = lag_trend.WINDOW, cache: dict | None = None
+) -> list[BatchOffsets]:
     """The last ``count`` committed batches of the offset log, oldest first, read from their
     offsets files (``cache``: entries read before, by checkpoint and batch; a watch keeps
     them, so its window outlives the log's retention). An entry that cannot be read is left out
@@ -267,7 +298,9 @@ def batch_history(progress: CheckpointProgress, count: int = lag_trend.WINDOW,
     return [v for _, v in kept][-count:]
 
 
-def topic_windows(history: list[BatchOffsets], ends_at: dict[int, dict[str, dict[int, int]]]) -> dict[str, list[WindowSample]]:
+def topic_windows(
+    history: list[BatchOffsets], ends_at: dict[int, dict[str, dict[int, int]]]
+) -> dict[str, list[WindowSample]]:
     """Per topic, a sample per batch of ``history`` whose log ends Kafka gave (``ends_at``, by
     trigger time): the batch's offsets and the log ends then, summed over the partitions both know."""
     out: dict[str, list[WindowSample]] = {}
@@ -278,8 +311,11 @@ def topic_windows(history: list[BatchOffsets], ends_at: dict[int, dict[str, dict
         for topic, parts in entry.offsets.items():
             known = [p for p in parts if p in ends.get(topic, {})]
             if known:
-                out.setdefault(topic, []).append(WindowSample(entry.batch, entry.time_ms, sum(parts[p] for p in known),
-                                                              sum(ends[topic][p] for p in known)))
+                out.setdefault(topic, []).append(
+                    WindowSample(
+                        entry.batch, entry.time_ms, sum(parts[p] for p in known), sum(ends[topic][p] for p in known)
+                    )
+                )
     return out
 
 
@@ -328,14 +364,23 @@ class LagReport:
 
     def to_dict(self) -> dict:
         topics = self.topics
-        return {"job": self.job, "checkpoint": self.checkpoint, "bootstrap_servers": self.bootstrap_servers,
-                "batch": self.batch, "batch_timestamp_ms": self.batch_timestamp_ms,
-                "pending_batch": self.pending_batch, "lag": self.total,
-                "unknown_partitions": self.unknown_partitions,
-                "lag_seconds": lag_trend.max_seconds(t.lag_seconds for t in topics),
-                "trend": lag_trend.worst(t.trend for t in topics), "measured_at_ms": self.now_ms,
-                "topics": [t.to_dict() for t in topics], "partitions": [r.to_dict() for r in self.rows],
-                "notes": list(self.notes), "kafka_error": self.kafka_error}
+        return {
+            "job": self.job,
+            "checkpoint": self.checkpoint,
+            "bootstrap_servers": self.bootstrap_servers,
+            "batch": self.batch,
+            "batch_timestamp_ms": self.batch_timestamp_ms,
+            "pending_batch": self.pending_batch,
+            "lag": self.total,
+            "unknown_partitions": self.unknown_partitions,
+            "lag_seconds": lag_trend.max_seconds(t.lag_seconds for t in topics),
+            "trend": lag_trend.worst(t.trend for t in topics),
+            "measured_at_ms": self.now_ms,
+            "topics": [t.to_dict() for t in topics],
+            "partitions": [r.to_dict() for r in self.rows],
+            "notes": list(self.notes),
+            "kafka_error": self.kafka_error,
+        }
 
 
 def topics_to_ask(progress: CheckpointProgress, inputs: list[str]) -> list[str]:
@@ -346,44 +391,69 @@ def topics_to_ask(progress: CheckpointProgress, inputs: list[str]) -> list[str]:
     return list(dict.fromkeys(t for _, topics in progress.kafka_sources for t in sorted(topics)))
 
 
-def look_request(progress: CheckpointProgress, inputs: list[str], history: list[BatchOffsets],
-                 known_times: set[int] | frozenset = frozenset()) -> LookRequest:
+def look_request(
+    progress: CheckpointProgress,
+    inputs: list[str],
+    history: list[BatchOffsets],
+    known_times: set[int] | frozenset = frozenset(),
+) -> LookRequest:
     """What to ask Kafka for the lag of ``progress``: the topics, the next unread record of every
     partition the checkpoint knows, and the log ends at the history's trigger times (those not
     in ``known_times`` already)."""
-    positions = sorted({(t, p, o) for _, topics in progress.kafka_sources for t, parts in topics.items()
-                        for p, o in parts.items()})
+    positions = sorted(
+        {(t, p, o) for _, topics in progress.kafka_sources for t, parts in topics.items() for p, o in parts.items()}
+    )
     times = sorted({h.time_ms for h in history} - set(known_times))
     return LookRequest(topics_to_ask(progress, inputs), positions, times)
 
 
 def merged_request(requests: list[LookRequest]) -> LookRequest:
     """One request for several jobs on one cluster."""
-    return LookRequest(list(dict.fromkeys(t for r in requests for t in r.topics)),
-                       sorted({p for r in requests for p in r.positions}),
-                       sorted({t for r in requests for t in r.times_ms}))
+    return LookRequest(
+        list(dict.fromkeys(t for r in requests for t in r.topics)),
+        sorted({p for r in requests for p in r.positions}),
+        sorted({t for r in requests for t in r.times_ms}),
+    )
 
 
-def lag_report(job: str, progress: CheckpointProgress, inputs: list[str], bootstrap: str,
-               look: KafkaLook | dict[str, dict[int, int]] | None, kafka_error: str | None = None,
-               starting_offsets: str | None = None, history: list[BatchOffsets] = ()) -> LagReport:
+def lag_report(
+    job: str,
+    progress: CheckpointProgress,
+    inputs: list[str],
+    bootstrap: str,
+    look: KafkaLook | dict[str, dict[int, int]] | None,
+    kafka_error: str | None = None,
+    starting_offsets: str | None = None,
+    history: list[BatchOffsets] = (),
+) -> LagReport:
     """The report for ``progress`` given what Kafka answered (``look``, or only its end offsets;
     None with ``kafka_error`` when it did not answer) and the offset log's last batches
     (``history``, for the trend). Pure."""
     if not isinstance(look, KafkaLook):
         look = KafkaLook(look or {})
     ends = look.ends
-    report = LagReport(job, progress.root, bootstrap, progress.last_committed, progress.batch_timestamp_ms,
-                       progress.pending, kafka_error=kafka_error, now_ms=look.now_ms or None)
+    report = LagReport(
+        job,
+        progress.root,
+        bootstrap,
+        progress.last_committed,
+        progress.batch_timestamp_ms,
+        progress.pending,
+        kafka_error=kafka_error,
+        now_ms=look.now_ms or None,
+    )
     asked = topics_to_ask(progress, inputs)
     if progress.last_committed is None:
         start = f" ({starting_offsets})" if starting_offsets else ""
-        report.notes.append(f"no batch is committed yet: the job starts from its starting offsets{start}, so "
-                            f"its lag is unknown")
+        report.notes.append(
+            f"no batch is committed yet: the job starts from its starting offsets{start}, so its lag is unknown"
+        )
         report.rows = lag_rows([], ends, asked)
     elif progress.committed_entry is None:
-        report.notes.append(f"the offsets of batch {progress.last_committed} cannot be read (see statectl "
-                            f"inspect-state), so the lag is unknown")
+        report.notes.append(
+            f"the offsets of batch {progress.last_committed} cannot be read (see statectl "
+            f"inspect-state), so the lag is unknown"
+        )
         report.rows = lag_rows([], ends, asked)
     else:
         sources = progress.kafka_sources
@@ -394,22 +464,34 @@ def lag_report(job: str, progress: CheckpointProgress, inputs: list[str], bootst
         report.rows = [with_seconds(r, look) for r in report.rows]
         report.windows = topic_windows(list(history), look.ends_at)
     if progress.pending is not None:
-        report.notes.append(f"batch {progress.pending} is in flight or was cut short (offsets logged, no commit): "
-                            f"its records count as lag until it commits")
+        report.notes.append(
+            f"batch {progress.pending} is in flight or was cut short (offsets logged, no commit): "
+            f"its records count as lag until it commits"
+        )
     if kafka_error is None:
         missing = [t for t in asked if t not in ends]
         if missing:
-            report.notes.append(f"{plural(len(missing), 'topic')} not found in Kafka (or not visible to this "
-                                f"user): {', '.join(missing)}")
-        ahead = [r for r in report.rows if r.current_offset is not None and r.log_end_offset is not None
-                 and r.current_offset > r.log_end_offset]
+            report.notes.append(
+                f"{plural(len(missing), 'topic')} not found in Kafka (or not visible to this "
+                f"user): {', '.join(missing)}"
+            )
+        ahead = [
+            r
+            for r in report.rows
+            if r.current_offset is not None and r.log_end_offset is not None and r.current_offset > r.log_end_offset
+        ]
         if ahead:
-            report.notes.append("the checkpoint is past the log end of " + ", ".join(
-                f"{r.topic}-{r.partition}" for r in ahead) + ": the topic was recreated or truncated (lag unknown)")
+            report.notes.append(
+                "the checkpoint is past the log end of "
+                + ", ".join(f"{r.topic}-{r.partition}" for r in ahead)
+                + ": the topic was recreated or truncated (lag unknown)"
+            )
         new = [r for r in report.rows if r.current_offset is None and r.log_end_offset is not None]
         if new and progress.committed_entry is not None:
-            report.notes.append("partitions the checkpoint does not know yet (added since the last batch): " + ", ".join(
-                f"{r.topic}-{r.partition}" for r in new))
+            report.notes.append(
+                "partitions the checkpoint does not know yet (added since the last batch): "
+                + ", ".join(f"{r.topic}-{r.partition}" for r in new)
+            )
         mine = {f"{r.topic}-{r.partition}:" for r in report.rows}
         for problem in look.problems:
             if ":" not in problem.split(" ")[0] or problem.split(" ")[0] in mine:
@@ -427,8 +509,9 @@ def with_seconds(row: LagRow, look: KafkaLook) -> LagRow:
         position = (row.topic, row.partition, row.current_offset)
         record = look.records.get(position)
         markers_only = position in look.at_end
-    seconds = 0.0 if markers_only else lag_trend.seconds_behind(row.lag, record.timestamp_ms if record else None,
-                                                                  look.now_ms)
+    seconds = (
+        0.0 if markers_only else lag_trend.seconds_behind(row.lag, record.timestamp_ms if record else None, look.now_ms)
+    )
     return replace(row, next_record=record, lag_seconds=seconds, markers_only=markers_only)
 
 
@@ -443,8 +526,8 @@ class LagRequest:
 
 def inputs_of(config: JobConfig) -> list[str]:
     """The topics a job's config declares as input (what it reads)."""
-    from statectl.jobs.registry import job_entry
     from statectl.config.sections import CheckpointJobConfig
+    from statectl.jobs.registry import job_entry
 
     if isinstance(config, CheckpointJobConfig):
         return []  # a checkpoint alone: its offset log names the topics
@@ -457,17 +540,22 @@ def kafka_look(cluster: Cluster, request: LookRequest) -> KafkaLook:
     group is joined and nothing is committed."""
     import time
 
-    from statectl.adapters.kafka.offsets import lag_look
     from statectl.adapters.kafka.connect import refuse_if_nothing_listens
+    from statectl.adapters.kafka.offsets import lag_look
 
     if not request.topics:
         return KafkaLook({}, now_ms=int(time.time() * 1000))
     refuse_if_nothing_listens(cluster)
     found = lag_look(cluster, request.topics, request.positions, request.times_ms)
     now_ms = int(time.time() * 1000)
-    return KafkaLook(found.ends, {pos: NextRecord(*record) for pos, record in found.records.items() if record is not None},
-                     found.ends_at, now_ms, found.problems,
-                     at_end={pos for pos, record in found.records.items() if record is None})
+    return KafkaLook(
+        found.ends,
+        {pos: NextRecord(*record) for pos, record in found.records.items() if record is not None},
+        found.ends_at,
+        now_ms,
+        found.problems,
+        at_end={pos for pos, record in found.records.items() if record is None},
+    )
 
 
 @dataclass
@@ -508,8 +596,15 @@ def job_lag(request: LagRequest, look: Look = kafka_look, cache: LagCache | None
     history = batch_history(progress, cache=cache.entries)
     answer = cache.ask(look, request.cluster, look_request(progress, request.inputs, history))
     cache.keep_only(history)
-    return lag_report(request.config.job_name, progress, request.inputs, str(request.cluster), answer,
-                      starting_offsets=_starting_offsets(request.config), history=history)
+    return lag_report(
+        request.config.job_name,
+        progress,
+        request.inputs,
+        str(request.cluster),
+        answer,
+        starting_offsets=_starting_offsets(request.config),
+        history=history,
+    )
 
 
 def _starting_offsets(config: JobConfig) -> str | None:

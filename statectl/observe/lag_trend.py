@@ -9,8 +9,8 @@ documented in docs/commands/lag.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 CAUGHT_UP = "caught_up"
 FALLING = "falling"
@@ -64,8 +64,9 @@ def max_seconds(values: Iterable[float | None]) -> float | None:
     return max(values)
 
 
-def trend(samples: list[LagSample], *, now_ms: int | None = None, lag_now: int | None = None,
-          seconds_now: float | None = None) -> str:
+def trend(
+    samples: list[LagSample], *, now_ms: int | None = None, lag_now: int | None = None, seconds_now: float | None = None
+) -> str:
     """The verdict over the last WINDOW of ``samples`` (in time order; a sample per batch: its
     trigger time, the offsets it read up to, the log end then), given the lag now (records and
     seconds, when known) at ``now_ms``. The rules, first match wins:
@@ -93,8 +94,7 @@ def trend(samples: list[LagSample], *, now_ms: int | None = None, lag_now: int |
         return UNKNOWN
     first, last = window[0], window[-1]
     span = last.time_ms - first.time_ms
-    if now_ms is not None and now_ms - last.time_ms > span and (
-            seconds_now is None or seconds_now * 1000 > span):
+    if now_ms is not None and now_ms - last.time_ms > span and (seconds_now is None or seconds_now * 1000 > span):
         return STALLED
     lags = [s.lag for s in window]
     if 0 in lags:

@@ -10,22 +10,33 @@ every job's topics. A job whose cluster does not answer says so; the others are 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
+from statectl.checkpoint.health import ERROR, NOT_A_CHECKPOINT, UNCOMMITTED_BATCH, WARNING, Finding
 from statectl.checkpoint.liveness import LiveSign, checkpoint_live_sign
 from statectl.checkpoint.lock import RunLock, read_run_lock
-from statectl.checkpoint.health import ERROR, NOT_A_CHECKPOINT, UNCOMMITTED_BATCH, WARNING, Finding
-from statectl.checkpoint.spark_versions import VerdictTarget, verdict_target, writer_evidence
 from statectl.checkpoint.progress import CheckpointProgress, read_progress, state_size
+from statectl.checkpoint.spark_versions import VerdictTarget, verdict_target, writer_evidence
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import StatectlError, UsageError
+from statectl.observe.lag import (
+    BatchOffsets,
+    LagCache,
+    Look,
+    TopicLag,
+    batch_history,
+    inputs_of,
+    kafka_look,
+    lag_report,
+    look_request,
+    merged_request,
+    topics_to_ask,
+)
 from statectl.storage.files import is_object_path, scandir
-from statectl.observe.lag import (BatchOffsets, LagCache, Look, TopicLag, batch_history, inputs_of, kafka_look,
-                                  lag_report, look_request, merged_request, topics_to_ask)
 
 HEALTHY = "healthy"
 UNHEALTHY = "unhealthy"
@@ -90,20 +101,33 @@ class JobStatus:
 
     def to_dict(self) -> dict:
         return {
-            "job": self.job, "config": self.config, "checkpoint": self.checkpoint, "checkpoint_exists": self.exists,
-            "running": self.running, "pid": self.pid,
+            "job": self.job,
+            "config": self.config,
+            "checkpoint": self.checkpoint,
+            "checkpoint_exists": self.exists,
+            "running": self.running,
+            "pid": self.pid,
             "active": self.active.to_dict() if self.active else None,
-            "batch": self.batch, "batch_time": _iso(None if self.batch_timestamp_ms is None else self.batch_timestamp_ms / 1000),
-            "committed_at": _iso(self.committed_at), "pending_batch": self.pending_batch,
-            "lag": self.lag, "lag_unknown_partitions": self.lag_unknown_partitions,
-            "lag_seconds": self.lag_seconds, "lag_trend": self.lag_trend,
-            "lag_topics": [t.to_dict() for t in self.lag_topics], "kafka_error": self.kafka_error,
-            "state_bytes": self.state_bytes, "state_files": self.state_files,
+            "batch": self.batch,
+            "batch_time": _iso(None if self.batch_timestamp_ms is None else self.batch_timestamp_ms / 1000),
+            "committed_at": _iso(self.committed_at),
+            "pending_batch": self.pending_batch,
+            "lag": self.lag,
+            "lag_unknown_partitions": self.lag_unknown_partitions,
+            "lag_seconds": self.lag_seconds,
+            "lag_trend": self.lag_trend,
+            "lag_topics": [t.to_dict() for t in self.lag_topics],
+            "kafka_error": self.kafka_error,
+            "state_bytes": self.state_bytes,
+            "state_files": self.state_files,
             "state_size_partial": self.state_size_partial,
-            "state_trend": self.state_trend, "state_findings": list(self.state_findings),
+            "state_trend": self.state_trend,
+            "state_findings": list(self.state_findings),
             "verdict_for": self.verdict_for.to_dict() if self.verdict_for else None,
-            "health": self.health, "findings": [f.to_dict() for f in self.findings],
-            "last_error": self.last_error, "ok": self.ok,
+            "health": self.health,
+            "findings": [f.to_dict() for f in self.findings],
+            "last_error": self.last_error,
+            "ok": self.ok,
         }
 
 
@@ -113,8 +137,14 @@ def _iso(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: str | None = None,
-                      restart_version: str | None = None, required: bool = False) -> JobStatus:
+def checkpoint_status(
+    job: str,
+    config_path: str,
+    checkpoint: Path,
+    proc_locks: str | None = None,
+    restart_version: str | None = None,
+    required: bool = False,
+) -> JobStatus:
     """Everything but the lag: the lock, the checkpoint's progress and quick health, the state size.
     ``restart_version``: the job config's spark.restart_version (the verdict's release).
     ``required``: the checkpoint was named on the command line, so its absence is an error."""
@@ -141,8 +171,11 @@ def checkpoint_status(job: str, config_path: str, checkpoint: Path, proc_locks: 
     if status.running:
         # A running query logs each batch's offsets before it commits it, and a starting one has
         # its metadata before its first offsets: neither is a finding while it runs.
-        findings = [f for f in findings if not ((f.code == UNCOMMITTED_BATCH and f.severity == WARNING)
-                                                or f.code == NOT_A_CHECKPOINT)]
+        findings = [
+            f
+            for f in findings
+            if not ((f.code == UNCOMMITTED_BATCH and f.severity == WARNING) or f.code == NOT_A_CHECKPOINT)
+        ]
     status.findings = findings
     entry = progress.committed_entry
     status.verdict_for = verdict_target(restart_version, writer_evidence(entry.conf if entry else {}, 1, [], [], []))
@@ -165,8 +198,10 @@ def last_error(findings: list[Finding], pending: int | None, lock: RunLock, runn
     if errors:
         return errors[0].message
     if pending is not None and not running:
-        return f"last batch not committed: batch {pending} has offsets but no commit (the last run stopped " \
-               f"mid-batch; the next run re-runs it)"
+        return (
+            f"last batch not committed: batch {pending} has offsets but no commit (the last run stopped "
+            f"mid-batch; the next run re-runs it)"
+        )
     if lock.stale:
         pid = f" (pid {lock.pid})" if lock.pid is not None else ""
         return f"the last run{pid} ended without releasing its lock: it was killed or crashed"
@@ -228,8 +263,9 @@ def checkpoints_under(root: Path, max_depth: int = 6) -> list[Path]:
         if depth >= max_depth:
             return
         try:
-            children = sorted(p for p in folder.iterdir()
-                              if not _OWN_COPIES.search(p.name) and p.is_dir() and not p.is_symlink())
+            children = sorted(
+                p for p in folder.iterdir() if not _OWN_COPIES.search(p.name) and p.is_dir() and not p.is_symlink()
+            )
         except OSError:
             return
         for child in children:
@@ -265,8 +301,9 @@ def project_jobs(given: list[tuple[Path, JobConfig]]) -> list[tuple[Path, JobCon
     return jobs_here(given, shipped_configs())
 
 
-def project_status(request: StatusRequest, look: Look = kafka_look,
-                   proc_locks: str | None = None, cache: LagCache | None = None) -> StatusReport:
+def project_status(
+    request: StatusRequest, look: Look = kafka_look, proc_locks: str | None = None, cache: LagCache | None = None
+) -> StatusReport:
     """The status of every job of ``request``; Kafka is asked once per cluster. ``cache``: what
     earlier looks of a watch kept (statectl.observe.lag.LagCache)."""
     cache = cache or LagCache()
@@ -276,8 +313,14 @@ def project_status(request: StatusRequest, look: Look = kafka_look,
     statuses = []
     for path, config in request.jobs:
         name = request.names.get(str(path), config.job_name)
-        status = checkpoint_status(name, str(path), checkpoint_for(config, None), proc_locks,
-                                   config.spark.restart_version, required=isinstance(config, CheckpointJobConfig))
+        status = checkpoint_status(
+            name,
+            str(path),
+            checkpoint_for(config, None),
+            proc_locks,
+            config.spark.restart_version,
+            required=isinstance(config, CheckpointJobConfig),
+        )
         if status.progress is not None and request.state_trend:
             _add_state_trend(status, config)
         if status.progress is not None:
@@ -296,8 +339,11 @@ def _add_state_trend(status: JobStatus, config: JobConfig) -> None:
     from statectl.paths import default_events_file
 
     try:
-        advice = advise(AdviseOptions(status.checkpoint, conf=dict(config.spark.conf),
-                                      events_files=[default_events_file(status.job)]))
+        advice = advise(
+            AdviseOptions(
+                status.checkpoint, conf=dict(config.spark.conf), events_files=[default_events_file(status.job)]
+            )
+        )
     except StatectlError as exc:
         status.state_trend = f"unknown ({str(exc).splitlines()[0]})"
         return
@@ -323,8 +369,9 @@ def _add_lag(statuses: list[JobStatus], look: Look, cache: LagCache) -> None:
         except StatectlError as exc:
             answer, error = None, str(exc)
         for status in members:
-            report = lag_report(status.job, status.progress, status.topics, str(cluster), answer, error,
-                                history=status.history)
+            report = lag_report(
+                status.job, status.progress, status.topics, str(cluster), answer, error, history=status.history
+            )
             status.kafka_error = error
             if error is None:
                 status.lag, status.lag_unknown_partitions = report.total, report.unknown_partitions

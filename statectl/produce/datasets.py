@@ -7,13 +7,13 @@ import bisect
 import itertools
 import json
 import random
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
-from statectl.jobs.leaderboard.topics import TABLE_TOPIC_CONFIGS
 from statectl.errors import UsageError
+from statectl.jobs.leaderboard.topics import TABLE_TOPIC_CONFIGS
 from statectl.text import did_you_mean
 
 Record = tuple[bytes | None, bytes | None]
@@ -26,8 +26,13 @@ class ParsedLines:
     """A line file's records: keyed ``records``, or for an unkeyed file its ``values`` (the
     ``(None, value)`` pairs are built only if someone asks for ``records``)."""
 
-    def __init__(self, records: list[Record] | None = None, values: list[bytes] | None = None,
-                 skipped_empty: int = 0, tombstones: int = 0):
+    def __init__(
+        self,
+        records: list[Record] | None = None,
+        values: list[bytes] | None = None,
+        skipped_empty: int = 0,
+        tombstones: int = 0,
+    ):
         self._records = records
         self.values = values
         self.skipped_empty = skipped_empty
@@ -149,7 +154,7 @@ def unkeyed_batch(topic: str, chunks: Iterable[list[bytes]], count: int, **kwarg
 class Dataset:
     name: str
     description: str
-    build: Callable[["DatasetOptions"], list[TopicBatch]]
+    build: Callable[[DatasetOptions], list[TopicBatch]]
     synthetic: bool = False
 
 
@@ -171,8 +176,15 @@ def _seed_file(opts: DatasetOptions, name: str) -> Path:
 
 
 def _table_batch(topic: str, parsed: ParsedLines) -> TopicBatch:
-    return TopicBatch(topic, parsed.records, len(parsed.records), partitions=2, configs=dict(TABLE_CONFIGS),
-                      tombstones=parsed.tombstones, skipped_empty=parsed.skipped_empty)
+    return TopicBatch(
+        topic,
+        parsed.records,
+        len(parsed.records),
+        partitions=2,
+        configs=dict(TABLE_CONFIGS),
+        tombstones=parsed.tombstones,
+        skipped_empty=parsed.skipped_empty,
+    )
 
 
 def _leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
@@ -203,18 +215,49 @@ def _sales_events_sample(opts: DatasetOptions) -> list[TopicBatch]:
 
 # ---------------------------------------------------------------- synthetic leaderboard
 GAMES = [
-    "Super Smash Bros", "Mario Kart", "Tetris", "Street Fighter", "Rocket League", "Celeste",
-    "Hades", "Minecraft", "Zelda", "Metroid", "Pac-Man", "Galaga", "Doom", "Portal", "Halo",
+    "Super Smash Bros",
+    "Mario Kart",
+    "Tetris",
+    "Street Fighter",
+    "Rocket League",
+    "Celeste",
+    "Hades",
+    "Minecraft",
+    "Zelda",
+    "Metroid",
+    "Pac-Man",
+    "Galaga",
+    "Doom",
+    "Portal",
+    "Halo",
 ]
 NAMES = [
-    "Elyse", "Mitch", "Isabelle", "Sammy", "Ada", "Linus", "Grace", "Ken", "Barbara", "Dennis",
-    "Margaret", "Alan", "Frances", "Edsger", "Radia", "Tim", "Anita", "Guido", "Sophie", "Yukihiro",
+    "Elyse",
+    "Mitch",
+    "Isabelle",
+    "Sammy",
+    "Ada",
+    "Linus",
+    "Grace",
+    "Ken",
+    "Barbara",
+    "Dennis",
+    "Margaret",
+    "Alan",
+    "Frances",
+    "Edsger",
+    "Radia",
+    "Tim",
+    "Anita",
+    "Guido",
+    "Sophie",
+    "Yukihiro",
 ]
 
 
 def zipf_cum_weights(n: int, s: float = 1.1) -> list[float]:
     """Cumulative Zipf weights over ranks 1..n: a few hot keys, a long tail."""
-    return list(itertools.accumulate(1.0 / (rank ** s) for rank in range(1, n + 1)))
+    return list(itertools.accumulate(1.0 / (rank**s) for rank in range(1, n + 1)))
 
 
 def player_records(n: int) -> list[Record]:
@@ -226,13 +269,17 @@ def player_records(n: int) -> list[Record]:
 
 def product_records(n: int) -> list[Record]:
     return [
-        (str(i).encode(), json.dumps({"id": i, "name": f"{GAMES[(i - 1) % len(GAMES)]} {1 + (i - 1) // len(GAMES)}"}).encode())
+        (
+            str(i).encode(),
+            json.dumps({"id": i, "name": f"{GAMES[(i - 1) % len(GAMES)]} {1 + (i - 1) // len(GAMES)}"}).encode(),
+        )
         for i in range(1, n + 1)
     ]
 
 
-def score_value_chunks(count: int, players: int, products: int, seed: int,
-                       chunk: int = 65_536) -> Iterator[list[bytes]]:
+def score_value_chunks(
+    count: int, players: int, products: int, seed: int, chunk: int = 65_536
+) -> Iterator[list[bytes]]:
     """``count`` score events (values; they have no key), Zipf-skewed over players and products,
     1 in 8 scores a float; in lists of ``chunk``.
 
@@ -271,12 +318,12 @@ def score_value_chunks(count: int, players: int, products: int, seed: int,
         k = min(chunk, count - done)
         if np is None:
             draws = [rnd() for _ in range(3 * k)]
-            scores = [int(d * 100_000) for d in draws[2 * k:]]
+            scores = [int(d * 100_000) for d in draws[2 * k :]]
         else:
             draws = np.fromiter(itertools.starmap(rnd, itertools.repeat((), 3 * k)), float, 3 * k)
-            scores = (draws[2 * k:] * 100_000).astype(np.int64).tolist()  # int(random() * 100_000)
+            scores = (draws[2 * k :] * 100_000).astype(np.int64).tolist()  # int(random() * 100_000)
         ps = choose_players(draws[:k])
-        qs = choose_products(draws[k:2 * k])
+        qs = choose_products(draws[k : 2 * k])
         yield [(half if s & 7 == 0 else whole) % (s, q, p) for s, q, p in zip(scores, qs, ps)]
         done += k
 
@@ -292,8 +339,12 @@ def _synthetic_leaderboard(opts: DatasetOptions) -> list[TopicBatch]:
         raise UsageError("--players and --products must be at least 1 and --count not negative")
     return [
         TopicBatch("players", player_records(opts.players), opts.players, partitions=2, configs=dict(TABLE_CONFIGS)),
-        TopicBatch("products", product_records(opts.products), opts.products, partitions=2, configs=dict(TABLE_CONFIGS)),
-        unkeyed_batch("score-events", score_value_chunks(opts.count, opts.players, opts.products, opts.seed), opts.count),
+        TopicBatch(
+            "products", product_records(opts.products), opts.products, partitions=2, configs=dict(TABLE_CONFIGS)
+        ),
+        unkeyed_batch(
+            "score-events", score_value_chunks(opts.count, opts.players, opts.products, opts.seed), opts.count
+        ),
     ]
 
 
@@ -322,7 +373,7 @@ def pulse_events(count: int, patients: int, seed: int, start_ms: int = PULSE_STA
     rng = random.Random(seed)
     clocks = [start_ms + rng.randrange(0, 800) for _ in range(patients)]
     held: list[tuple[int, Record]] = []  # (release after this many more records, record)
-    for i in range(count):
+    for _i in range(count):
         p = min(range(patients), key=clocks.__getitem__)
         ts = clocks[p]
         clocks[p] += rng.randrange(700, 900)
@@ -362,8 +413,13 @@ def patient_visit_events(count: int, patients: int, seed: int) -> Iterator[Recor
 
 
 #: Malformed sales events the synthetic generator mixes in (1 in 50), one of each kind in turn.
-BAD_SALES = [b"{not json", b'{"product": "%s"}', b'{"product": "%s", "value": "12"}',
-             b'{"product": "%s", "value": 12.5}', b'{"product": "%s", "value": -5}']
+BAD_SALES = [
+    b"{not json",
+    b'{"product": "%s"}',
+    b'{"product": "%s", "value": "12"}',
+    b'{"product": "%s", "value": 12.5}',
+    b'{"product": "%s", "value": -5}',
+]
 
 
 def sales_events(count: int, products: int, seed: int) -> Iterator[Record]:
@@ -404,14 +460,39 @@ DATASETS: dict[str, Dataset] = {
     d.name: d
     for d in [
         Dataset("leaderboard", "chapter 4 seed data: players and products tables, 8 score events", _leaderboard),
-        Dataset("synthetic-leaderboard", "players/products tables and --count Zipf-skewed score events", _synthetic_leaderboard, synthetic=True),
+        Dataset(
+            "synthetic-leaderboard",
+            "players/products tables and --count Zipf-skewed score events",
+            _synthetic_leaderboard,
+            synthetic=True,
+        ),
         Dataset("patient-events", "chapter 6 seed: patient 1 checks in and out (keyed)", _patient_events),
         Dataset("sales-events", "sales-aggregation seed: 5 sales events keyed by product", _sales_events),
         Dataset("sales-events-sample", "the post's 100-line sample, 'product:json' lines", _sales_events_sample),
-        Dataset("pulse-events", "--count pulses of --keys patients (default 5), event time in the value, a few late", _synthetic_pulses, synthetic=True),
-        Dataset("keyed-events", "--count records over --keys keys (default 50), Zipf-skewed", _synthetic_keyed, synthetic=True),
-        Dataset("synthetic-patient-events", "--count visit events (check-in ... check-out) of --keys patients (default 20)", _synthetic_patients, synthetic=True),
-        Dataset("synthetic-sales-events", "--count sales of --keys products (default 10); 1 in 50 malformed", _synthetic_sales, synthetic=True),
+        Dataset(
+            "pulse-events",
+            "--count pulses of --keys patients (default 5), event time in the value, a few late",
+            _synthetic_pulses,
+            synthetic=True,
+        ),
+        Dataset(
+            "keyed-events",
+            "--count records over --keys keys (default 50), Zipf-skewed",
+            _synthetic_keyed,
+            synthetic=True,
+        ),
+        Dataset(
+            "synthetic-patient-events",
+            "--count visit events (check-in ... check-out) of --keys patients (default 20)",
+            _synthetic_patients,
+            synthetic=True,
+        ),
+        Dataset(
+            "synthetic-sales-events",
+            "--count sales of --keys products (default 10); 1 in 50 malformed",
+            _synthetic_sales,
+            synthetic=True,
+        ),
     ]
 }
 
@@ -425,7 +506,14 @@ def dataset_batches(name: str, opts: DatasetOptions) -> list[TopicBatch]:
 def file_batch(path: Path, topic: str, parse_key: bool, separator: str, partitions: int) -> TopicBatch:
     parsed = read_lines_file(path, parse_key, separator)
     if parsed.values is not None:
-        return unkeyed_batch(topic, [parsed.values], len(parsed), partitions=partitions,
-                             skipped_empty=parsed.skipped_empty)
-    return TopicBatch(topic, parsed.records, len(parsed.records), partitions=partitions,
-                      tombstones=parsed.tombstones, skipped_empty=parsed.skipped_empty)
+        return unkeyed_batch(
+            topic, [parsed.values], len(parsed), partitions=partitions, skipped_empty=parsed.skipped_empty
+        )
+    return TopicBatch(
+        topic,
+        parsed.records,
+        len(parsed.records),
+        partitions=partitions,
+        tombstones=parsed.tombstones,
+        skipped_empty=parsed.skipped_empty,
+    )

@@ -6,12 +6,12 @@ import itertools
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
-from statectl.produce.datasets import TopicBatch
-from statectl.errors import DeliveryFailed
 from statectl.cluster import Cluster
+from statectl.errors import DeliveryFailed
+from statectl.produce.datasets import TopicBatch
 from statectl.produce.signals import stop_on_sigint
 
 ProgressFn = Callable[[str, int], None]  # (topic, records sent so far in this topic)
@@ -50,8 +50,7 @@ class ProduceReport:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.update(delivered=self.delivered, failed=self.failed,
-                 records_per_second=round(self.records_per_second, 1))
+        d.update(delivered=self.delivered, failed=self.failed, records_per_second=round(self.records_per_second, 1))
         return d
 
 
@@ -70,8 +69,8 @@ def produce_batches(
     says it was interrupted. Raises DeliveryFailed (carrying the report) if anything failed.
     """
     from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics, existing_topics
-    from statectl.adapters.kafka.produce import fast_producer
     from statectl.adapters.kafka.connect import require_broker, require_operations
+    from statectl.adapters.kafka.produce import fast_producer
 
     admin = require_broker(bootstrap)
     created = create_missing_topics(
@@ -97,8 +96,9 @@ def produce_batches(
             try:
                 with stop_on_sigint() as stop:
                     if batch.value_chunks is not None and partition_counts.get(batch.topic):
-                        delivery.attempted = _send_unkeyed(producer, batch, partition_counts[batch.topic], rate,
-                                                           progress, errors, stop)
+                        delivery.attempted = _send_unkeyed(
+                            producer, batch, partition_counts[batch.topic], rate, progress, errors, stop
+                        )
                     else:
                         delivery.attempted = _send(producer, batch, rate, progress, stop)
             except KeyboardInterrupt as stop:
@@ -117,8 +117,7 @@ def produce_batches(
         report.elapsed_seconds = time.monotonic() - started
     if report.failed:
         raise DeliveryFailed(
-            f"{report.failed} of {report.failed + report.delivered} records were not delivered "
-            f"to {bootstrap}", report
+            f"{report.failed} of {report.failed + report.delivered} records were not delivered to {bootstrap}", report
         )
     return report
 
@@ -128,8 +127,15 @@ def _chunk_size(rate: float | None) -> int:
     return 10_000 if not rate else max(1, min(10_000, int(rate // 20) or 1))
 
 
-def _chunk_sent(producer, topic: str, sent: int, progress: ProgressFn | None, stop: threading.Event,
-                rate: float | None, started: float) -> None:
+def _chunk_sent(
+    producer,
+    topic: str,
+    sent: int,
+    progress: ProgressFn | None,
+    stop: threading.Event,
+    rate: float | None,
+    started: float,
+) -> None:
     """After each chunk: serve delivery reports, show progress, stop on Ctrl-C, keep the rate."""
     producer.poll(0)
     if progress:
@@ -142,8 +148,15 @@ def _chunk_sent(producer, topic: str, sent: int, progress: ProgressFn | None, st
             time.sleep(ahead)
 
 
-def _send_unkeyed(producer, batch: TopicBatch, partitions: int, rate: float | None, progress: ProgressFn | None,
-                  errors: Counter, stop: threading.Event) -> int:
+def _send_unkeyed(
+    producer,
+    batch: TopicBatch,
+    partitions: int,
+    rate: float | None,
+    progress: ProgressFn | None,
+    errors: Counter,
+    stop: threading.Event,
+) -> int:
     """Send a batch of unkeyed values a chunk at a time, each chunk to the next partition.
 
     One ``produce_batch`` call per chunk instead of one ``produce`` per record: the per-record
@@ -165,7 +178,7 @@ def _send_unkeyed(producer, batch: TopicBatch, partitions: int, rate: float | No
     try:
         for values in batch.value_chunks:
             for lo in range(0, len(values), step):
-                messages = [{"value": v} for v in values[lo:lo + step]]
+                messages = [{"value": v} for v in values[lo : lo + step]]
                 count = len(messages)
                 while messages:
                     queued = producer.produce_batch(topic, messages, partition=partition)
@@ -193,8 +206,7 @@ def _send_unkeyed(producer, batch: TopicBatch, partitions: int, rate: float | No
     return sent
 
 
-def _send(producer, batch: TopicBatch, rate: float | None, progress: ProgressFn | None,
-          stop: threading.Event) -> int:
+def _send(producer, batch: TopicBatch, rate: float | None, progress: ProgressFn | None, stop: threading.Event) -> int:
     """Send one batch's records; returns how many were handed to the producer."""
     produce = producer.produce
     poll = producer.poll

@@ -4,9 +4,9 @@ object store are. Plain data; secrets appear here only as references (``${ENV}``
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
 
 
 @dataclass(frozen=True)
@@ -14,27 +14,29 @@ class Context:
     """One context, every path absolute (relative ones start from the project file's folder)."""
 
     name: str
-    bootstrap_servers: Optional[str] = None
+    bootstrap_servers: str | None = None
     #: a Kafka client.properties file (TLS, SASL), as --client-config takes it
-    client_config: Optional[Path] = None
-    spark_master: Optional[str] = None
-    spark_remote: Optional[str] = None
+    client_config: Path | None = None
+    spark_master: str | None = None
+    spark_remote: str | None = None
     #: where the jobs' checkpoints go, one folder per job: a local path or an s3a:// URL
-    checkpoint_root: Optional[str] = None
+    checkpoint_root: str | None = None
     #: an fs.s3a.* properties file, as --storage-config takes it
-    storage_config: Optional[Path] = None
+    storage_config: Path | None = None
     #: inline fs.s3a.* settings; a secret one is a reference, resolved by storage_properties()
     storage: Mapping[str, str] = field(default_factory=dict)
     #: the line of the context in the project file (for messages)
-    line: Optional[int] = None
+    line: int | None = None
 
-    def checkpoint_for(self, job_name: str) -> Optional[str]:
+    def checkpoint_for(self, job_name: str) -> str | None:
         """The checkpoint of ``job_name`` under this context's root, or None without a root."""
         if not self.checkpoint_root:
             return None
         return self.checkpoint_root.rstrip("/") + "/" + job_name.replace("/", "-")
 
-    def storage_properties(self, env: Mapping[str, str] | None = None, origin: str = "the project file") -> dict[str, str]:
+    def storage_properties(
+        self, env: Mapping[str, str] | None = None, origin: str = "the project file"
+    ) -> dict[str, str]:
         """The inline storage settings with ``${ENV}`` and ``@file`` resolved (every resolved secret
         registered with statectl.redact)."""
         from statectl import redact

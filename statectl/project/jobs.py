@@ -9,8 +9,9 @@ The shipped configs are handed in (the job catalogue is not this layer's to impo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from statectl.checkpoint.lock import checkpoint_for
 from statectl.project.precedence import checkpoint_of

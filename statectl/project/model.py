@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -62,7 +62,7 @@ class ContextSection(Section):
     storage: Annotated[dict[str, Text], AfterValidator(_storage)] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _one_spark(self) -> "ContextSection":
+    def _one_spark(self) -> ContextSection:
         if self.spark_master and self.spark_remote:
             raise ValueError("spark_master and spark_remote both say where Spark runs; give one")
         return self
@@ -102,9 +102,13 @@ def secret_problems(raw: RawConfig) -> list[str]:
         text = str(value)
         named_secret = redact.is_secret_key(key) and not key.endswith((".provider", ".providers"))
         # ``fs.s3a.secret.key=...`` as one string (a properties line where a mapping belongs).
-        pairs = [m for m in re.finditer(r"([A-Za-z0-9_.\-]+)\s*=\s*([^\s,;]+)", text)
-                 if redact.is_secret_key(m.group(1)) and not m.group(1).endswith((".provider", ".providers"))
-                 and not is_reference(m.group(2))]
+        pairs = [
+            m
+            for m in re.finditer(r"([A-Za-z0-9_.\-]+)\s*=\s*([^\s,;]+)", text)
+            if redact.is_secret_key(m.group(1))
+            and not m.group(1).endswith((".provider", ".providers"))
+            and not is_reference(m.group(2))
+        ]
         inline = redact.mask_inline(text) != text or bool(pairs)
         if (named_secret and not is_reference(text)) or inline:
             redact.register(text)
@@ -112,9 +116,11 @@ def secret_problems(raw: RawConfig) -> list[str]:
                 for match in re.finditer(r"=\s*(\S+)", text):
                     redact.register(match.group(1).strip("\"';,"))
                 redact.register(*(m.group(2).strip("\"'") for m in pairs))
-            problems.append(f"{raw.where(path)}: {path}: a secret written into the project file; put it in the "
-                            f"environment and write ${{NAME}}, or in a file and write @PATH (the file is committed, "
-                            f"the secret must not be)")
+            problems.append(
+                f"{raw.where(path)}: {path}: a secret written into the project file; put it in the "
+                f"environment and write ${{NAME}}, or in a file and write @PATH (the file is committed, "
+                f"the secret must not be)"
+            )
 
     walk(raw.data, "")
     return problems
@@ -132,8 +138,9 @@ def _location(text: str | None, root: Path) -> str | None:
     if not text:
         return None
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
-        return str(root / text[len("file://"):]) if text.startswith("file://") and not text[7:].startswith("/") \
-            else text
+        return (
+            str(root / text[len("file://") :]) if text.startswith("file://") and not text[7:].startswith("/") else text
+        )
     return str(_path(text, root))
 
 
@@ -151,7 +158,7 @@ class ProjectFile:
         self.path = path
         self.root = path.parent
         self.raw = raw
-        self.current_context: Optional[str] = section.current_context
+        self.current_context: str | None = section.current_context
         self.contexts: dict[str, Context] = {
             name: Context(
                 name=name,
@@ -170,7 +177,7 @@ class ProjectFile:
 
 
 def _line_of(problem: str, source: str) -> int:
-    head = problem[len(source) + 1:].split(":", 1)[0] if problem.startswith(source + ":") else ""
+    head = problem[len(source) + 1 :].split(":", 1)[0] if problem.startswith(source + ":") else ""
     return int(head) if head.isdigit() else 1 << 30
 
 
@@ -181,8 +188,11 @@ def _validate(raw: RawConfig) -> ProjectSection:
     """``raw`` as a ProjectSection; ``current-context`` keeps its dash in every message."""
     from statectl.text import did_you_mean
 
-    problems = [f"{raw.where(str(k))}: {k}: unknown key{did_you_mean(str(k), _TOP_KEYS, ' (known keys: ' + ', '.join(_TOP_KEYS) + ')')}"
-                for k in raw.data if k not in _TOP_KEYS]
+    problems = [
+        f"{raw.where(str(k))}: {k}: unknown key{did_you_mean(str(k), _TOP_KEYS, ' (known keys: ' + ', '.join(_TOP_KEYS) + ')')}"
+        for k in raw.data
+        if k not in _TOP_KEYS
+    ]
     data = {("current_context" if k == "current-context" else k): v for k, v in raw.data.items() if k in _TOP_KEYS}
     lines = dict(raw.lines)
     if "current-context" in lines:
@@ -209,8 +219,10 @@ def load_project_file(path: Path) -> ProjectFile:
         from statectl.text import did_you_mean
 
         known = ", ".join(sorted(section.contexts)) or "none"
-        problems.append(f"{raw.where('current-context')}: current-context: names no context of the file "
-                        f"(contexts: {known}){did_you_mean(section.current_context, section.contexts)}")
+        problems.append(
+            f"{raw.where('current-context')}: current-context: names no context of the file "
+            f"(contexts: {known}){did_you_mean(section.current_context, section.contexts)}"
+        )
     if problems:
         raise ConfigError(problems)
     return ProjectFile(path.resolve(), section, raw)

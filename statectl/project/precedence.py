@@ -9,8 +9,8 @@ knows nothing of projects), Spark's engine by statectl.config.engine_choice, in 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
 
 from statectl.config.engine_choice import CONTEXT_MASTER, CONTEXT_REMOTE
 from statectl.project import active
@@ -23,31 +23,62 @@ class Setting:
 
     name: str
     flag: str
-    env: Optional[str]
-    context: Optional[str]  # the context's key in statectl.yaml
-    job_config: Optional[str]  # the job config's key
+    env: str | None
+    context: str | None  # the context's key in statectl.yaml
+    job_config: str | None  # the job config's key
     default: str
     note: str = ""
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("Kafka bootstrap servers", "--bootstrap-servers / -b", "KAFKA_BOOTSTRAP_SERVERS", "bootstrap_servers",
-            "kafka.bootstrap_servers", "localhost:9092",
-            "a client config file's bootstrap.servers counts where the file came from: after the environment "
-            "for --client-config or $STATECTL_CLIENT_CONFIG, after the context's bootstrap_servers for its "
-            "client_config"),
-    Setting("Kafka client config", "--client-config", "STATECTL_CLIENT_CONFIG", "client_config", "kafka.properties",
-            "none (PLAINTEXT)", "the file's properties go over the job config's kafka.properties, key by key"),
-    Setting("Spark Connect engine", "--remote", "SPARK_REMOTE", "spark_remote", "spark.remote",
-            "the project's engine when it is up, else a driver in statectl's process",
-            "--master on the command line also beats $SPARK_REMOTE; a context's spark_master beats the job "
-            "config's spark.remote"),
+    Setting(
+        "Kafka bootstrap servers",
+        "--bootstrap-servers / -b",
+        "KAFKA_BOOTSTRAP_SERVERS",
+        "bootstrap_servers",
+        "kafka.bootstrap_servers",
+        "localhost:9092",
+        "a client config file's bootstrap.servers counts where the file came from: after the environment "
+        "for --client-config or $STATECTL_CLIENT_CONFIG, after the context's bootstrap_servers for its "
+        "client_config",
+    ),
+    Setting(
+        "Kafka client config",
+        "--client-config",
+        "STATECTL_CLIENT_CONFIG",
+        "client_config",
+        "kafka.properties",
+        "none (PLAINTEXT)",
+        "the file's properties go over the job config's kafka.properties, key by key",
+    ),
+    Setting(
+        "Spark Connect engine",
+        "--remote",
+        "SPARK_REMOTE",
+        "spark_remote",
+        "spark.remote",
+        "the project's engine when it is up, else a driver in statectl's process",
+        "--master on the command line also beats $SPARK_REMOTE; a context's spark_master beats the job "
+        "config's spark.remote",
+    ),
     Setting("Spark master", "--master", None, "spark_master", "spark.master", "local[*]"),
-    Setting("Checkpoint", "--checkpoint-dir", None, "checkpoint_root (then /JOB)", "checkpoint_dir",
-            "./.statectl/checkpoints/JOB"),
-    Setting("Object-store settings", "--storage-config", "STATECTL_STORAGE_CONFIG",
-            "storage_config, then storage", "spark.conf's spark.hadoop.fs.s3a.*", "AWS's standard environment",
-            "merged key by key: each source's keys go over those of the sources below it"),
+    Setting(
+        "Checkpoint",
+        "--checkpoint-dir",
+        None,
+        "checkpoint_root (then /JOB)",
+        "checkpoint_dir",
+        "./.statectl/checkpoints/JOB",
+    ),
+    Setting(
+        "Object-store settings",
+        "--storage-config",
+        "STATECTL_STORAGE_CONFIG",
+        "storage_config, then storage",
+        "spark.conf's spark.hadoop.fs.s3a.*",
+        "AWS's standard environment",
+        "merged key by key: each source's keys go over those of the sources below it",
+    ),
 )
 
 
@@ -61,8 +92,11 @@ def kafka_context(context: Context | None = None) -> dict:
     context = context if context is not None else current_context()
     if context is None:
         return {}
-    return {"context_bootstrap": context.bootstrap_servers, "context_client_config": context.client_config,
-            "context_source": f"context {context.name}"}
+    return {
+        "context_bootstrap": context.bootstrap_servers,
+        "context_client_config": context.client_config,
+        "context_source": f"context {context.name}",
+    }
 
 
 def checkpoint_of(job_name: str, context: Context | None = None) -> str | None:
@@ -72,8 +106,13 @@ def checkpoint_of(job_name: str, context: Context | None = None) -> str | None:
     return context.checkpoint_for(job_name) if context is not None else None
 
 
-def spark_target(remote_flag: str | None, master_flag: str | None, config, context: Context | None = None,
-                 env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+def spark_target(
+    remote_flag: str | None,
+    master_flag: str | None,
+    config,
+    context: Context | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[str | None, str | None]:
     """(--remote, --master) as a run should pass them on once the context is counted: the flags as
     given when the flags or $SPARK_REMOTE decide, else the context's spark_remote or spark_master."""
     from statectl.config.engine_choice import engine_for
@@ -82,8 +121,14 @@ def spark_target(remote_flag: str | None, master_flag: str | None, config, conte
     if context is None or not (context.spark_remote or context.spark_master):
         return remote_flag, master_flag
     env = os.environ if env is None else env
-    choice = engine_for(remote_flag, master_flag, config, context_remote=context.spark_remote,
-                        context_master=context.spark_master, env=env)
+    choice = engine_for(
+        remote_flag,
+        master_flag,
+        config,
+        context_remote=context.spark_remote,
+        context_master=context.spark_master,
+        env=env,
+    )
     if choice.why == CONTEXT_REMOTE:
         return choice.remote, None
     if choice.why == CONTEXT_MASTER:
@@ -107,4 +152,3 @@ def context_storage(context: Context | None = None):
         where = str(active().file or "the project file")
         settings = settings.merged(from_properties(list(context.storage_properties(origin=where).items()), origin))
     return settings
-

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Callable
 
-from statectl.text import plural
 from statectl.cluster import Cluster
+from statectl.text import plural
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,11 @@ def start_message(request: ConsumeRequest, partitions: int, before_start: int, t
     uncommitted = "" if request.read_committed else ", uncommitted records too"
     where = f"{request.topic} ({plural(partitions, 'partition')}{uncommitted})"
     if not request.from_beginning:
-        earlier = (f"{_up_to(before_start, 'earlier record')}: add --from-beginning to see them"
-                   if before_start else "no earlier records")
+        earlier = (
+            f"{_up_to(before_start, 'earlier record')}: add --from-beginning to see them"
+            if before_start
+            else "no earlier records"
+        )
         return f"following {where} from its end ({earlier}); Ctrl-C to stop"
     if request.follow:
         return f"reading {where} from the beginning ({_up_to(to_end, 'record')} so far), then following; Ctrl-C to stop"
@@ -102,8 +105,9 @@ def _up_to(offsets: int, noun: str) -> str:
     return f"up to {plural(offsets, noun)}" if offsets else f"no {noun}s"
 
 
-def consume(request: ConsumeRequest, emit: Callable[[dict], None],
-            announce: Callable[[str], None] | None = None) -> ConsumeSummary:
+def consume(
+    request: ConsumeRequest, emit: Callable[[dict], None], announce: Callable[[str], None] | None = None
+) -> ConsumeSummary:
     """Hand every record of the read ``request`` asks for to ``emit`` and say why it ended.
 
     Ctrl-C is how a follow ends, so it ends the read like reaching the end does; so does
@@ -112,9 +116,12 @@ def consume(request: ConsumeRequest, emit: Callable[[dict], None],
 
     count = 0
     stopped = "end"
-    with TopicReader(request.bootstrap, request.topic, request.from_beginning,
-                     read_committed=request.read_committed) as reader, \
-            _ctrl_c_between_records() as interrupted:
+    with (
+        TopicReader(
+            request.bootstrap, request.topic, request.from_beginning, read_committed=request.read_committed
+        ) as reader,
+        _ctrl_c_between_records() as interrupted,
+    ):
         if announce:
             start = reader.start
             announce(start_message(request, start.partitions, start.before_start, start.to_end))

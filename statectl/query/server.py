@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from http.server import ThreadingHTTPServer
-from typing import Callable
 
-from statectl.endpoints import access
 from statectl.cluster import Cluster
+from statectl.endpoints import access
 from statectl.errors import OperationalError
 from statectl.query.views import LiveView
 
@@ -68,15 +68,22 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token
                 self._answer(*respond(live.snapshot(), self.path))
 
         def _allowed(self) -> bool:
-            refused = access.refusal(token, self.headers, self.path, server="this server", realm="statectl",
-                                     send_token="send 'Authorization: Bearer T' or ?token=T")
+            refused = access.refusal(
+                token,
+                self.headers,
+                self.path,
+                server="this server",
+                realm="statectl",
+                send_token="send 'Authorization: Bearer T' or ?token=T",
+            )
             if refused is not None:
                 self._answer(refused.status, {"error": refused.message}, refused.headers)
             return refused is None
 
         def _not_allowed(self) -> None:
-            self._answer(405, {"error": f"{self.command} is not allowed: the API is read-only ({ALLOWED})"},
-                         {"Allow": ALLOWED})
+            self._answer(
+                405, {"error": f"{self.command} is not allowed: the API is read-only ({ALLOWED})"}, {"Allow": ALLOWED}
+            )
 
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
 
@@ -87,15 +94,23 @@ def make_handler(live: LiveView, log: Callable[[str], None] | None = None, token
             self._answer(code, {"error": message or self.responses.get(code, ("error",))[0]}, {"Connection": "close"})
 
         def _answer(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
-            self.send_answer(status, json.dumps(body).encode(), {
-                "Content-Type": "application/json", **stale_headers(live.stale_since), **(headers or {})})
+            self.send_answer(
+                status,
+                json.dumps(body).encode(),
+                {"Content-Type": "application/json", **stale_headers(live.stale_since), **(headers or {})},
+            )
 
     return Handler
 
 
-def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
-                log: Callable[[str], None] | None = None,
-                token: str | None = None) -> tuple[ThreadingHTTPServer, LiveView]:
+def make_server(
+    bootstrap: Cluster | str,
+    topic: str,
+    host: str,
+    port: int,
+    log: Callable[[str], None] | None = None,
+    token: str | None = None,
+) -> tuple[ThreadingHTTPServer, LiveView]:
     """A bound (not yet serving) HTTP server over a live view of ``topic``; ``log`` hears every
     request and when the view goes stale and current again; ``token``: what every request must
     carry (None: none, a loopback bind only — statectl.endpoints.access.token_for decides)."""
@@ -115,8 +130,15 @@ def make_server(bootstrap: Cluster | str, topic: str, host: str, port: int,
     return httpd, live
 
 
-def serve(bootstrap: Cluster | str, topic: str, host: str, port: int, announce: Callable[[str], None] | None = None,
-          log: Callable[[str], None] | None = None, token: str | None = None) -> None:
+def serve(
+    bootstrap: Cluster | str,
+    topic: str,
+    host: str,
+    port: int,
+    announce: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+    token: str | None = None,
+) -> None:
     """Serve until Ctrl-C; ``log`` hears every request and every change of staleness. Off loopback
     a token is required: ``token``, else a fresh one, announced once in the URL (as Jupyter
     does) and hidden in everything printed after."""

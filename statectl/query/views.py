@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from statectl.cluster import Cluster
 from statectl.errors import UsageError
-from statectl.text import did_you_mean, plural
 from statectl.jobs.leaderboard.rules import apply_records, in_game_order, materialize
+from statectl.text import did_you_mean, plural
 
 #: How many known ids an unknown-game error names.
 SHOWN_IDS = 5
@@ -24,16 +24,17 @@ def read_view(bootstrap: Cluster | str, topic: str, read_committed: bool = True)
     """The view as the topic holds it now; ``read_committed=False`` applies the records of
     aborted and open transactions too (what a reader that ignores transactions would show)."""
     from statectl.adapters.kafka.admin import existing_topics
-    from statectl.adapters.kafka.consume import read_topic
     from statectl.adapters.kafka.connect import require_broker, require_operations
+    from statectl.adapters.kafka.consume import read_topic
 
     admin = require_broker(bootstrap)
     require_operations(admin, bootstrap, {topic: "READ"})
     if topic not in existing_topics(admin):
         raise UsageError(f"topic {topic!r} does not exist yet; run the job first (statectl run leaderboard)")
     # A key lives in one partition, so offset order is its update order.
-    records = sorted(read_topic(bootstrap, topic, timeout=30, read_committed=read_committed),
-                     key=lambda r: (r.partition, r.offset))
+    records = sorted(
+        read_topic(bootstrap, topic, timeout=30, read_committed=read_committed), key=lambda r: (r.partition, r.offset)
+    )
     return materialize((r.key, r.value) for r in records)
 
 
@@ -41,8 +42,9 @@ def select_game(view: dict[str, list[dict]], product_id: str | None):
     if product_id is None:
         return view
     if product_id not in view:
-        raise UsageError(f"no leaderboard for product {product_id!r}{did_you_mean(product_id, view)}; "
-                         f"{known_ids(list(view))}")
+        raise UsageError(
+            f"no leaderboard for product {product_id!r}{did_you_mean(product_id, view)}; {known_ids(list(view))}"
+        )
     return view[product_id]
 
 
@@ -61,8 +63,9 @@ class LiveView:
     While the broker does not answer the view is served as it was and marked stale
     (``stale_since``); ``log`` hears when that starts and ends."""
 
-    def __init__(self, bootstrap: Cluster | str, topic: str, poll_seconds: float = 0.05,
-                 log: Callable[[str], None] | None = None):
+    def __init__(
+        self, bootstrap: Cluster | str, topic: str, poll_seconds: float = 0.05, log: Callable[[str], None] | None = None
+    ):
         self.bootstrap = bootstrap
         self.topic = topic
         self.poll_seconds = poll_seconds
@@ -76,7 +79,7 @@ class LiveView:
         self._thread = threading.Thread(target=self._tail, name="statectl-view", daemon=True)
         self.ready = threading.Event()
 
-    def start(self) -> "LiveView":
+    def start(self) -> LiveView:
         self._thread.start()
         return self
 
@@ -91,8 +94,14 @@ class LiveView:
     def _tail(self) -> None:
         from statectl.adapters.kafka.consume import tail_topic
 
-        for batch in tail_topic(self.bootstrap, self.topic, self._stop, self.poll_seconds,
-                                on_caught_up=self.ready.set, on_reachable=self._reachable):
+        for batch in tail_topic(
+            self.bootstrap,
+            self.topic,
+            self._stop,
+            self.poll_seconds,
+            on_caught_up=self.ready.set,
+            on_reachable=self._reachable,
+        ):
             # Only the batch's records are parsed: a large view is not read again for each update.
             apply_records(self._games, batch)
             view = in_game_order(self._games)
@@ -103,10 +112,14 @@ class LiveView:
         if answers:
             since, self.stale_since = self.stale_since, None
             if self.log and since is not None:
-                self.log(f"Kafka at {self.bootstrap} answers again after {time.time() - since:.0f} s; "
-                         f"following {self.topic} again")
+                self.log(
+                    f"Kafka at {self.bootstrap} answers again after {time.time() - since:.0f} s; "
+                    f"following {self.topic} again"
+                )
         elif self.stale_since is None:
             self.stale_since = time.time()
             if self.log:
-                self.log(f"Kafka at {self.bootstrap} does not answer: serving the last view of {self.topic}, "
-                         "marked stale (X-Statectl-Stale: true), until it does")
+                self.log(
+                    f"Kafka at {self.bootstrap} does not answer: serving the last view of {self.topic}, "
+                    "marked stale (X-Statectl-Stale: true), until it does"
+                )

@@ -20,11 +20,16 @@ def verdict(result: RestartVerdict, as_json: bool) -> None:
         emit_json(result.to_dict())
         return
     console = out()
-    console.print(Text.assemble((_HEADLINE[result.verdict], _STYLE[result.verdict]),
-                                f"  (batch {result.batch} run on a scratch copy of {result.checkpoint} "
-                                f"in {result.trial_seconds:.1f} s)"))
+    console.print(
+        Text.assemble(
+            (_HEADLINE[result.verdict], _STYLE[result.verdict]),
+            f"  (batch {result.batch} run on a scratch copy of {result.checkpoint} in {result.trial_seconds:.1f} s)",
+        )
+    )
     for finding in result.findings:
-        console.print(Text.assemble(("  " + finding.kind.ljust(10), _STYLE[finding.kind]), finding.what), soft_wrap=True)
+        console.print(
+            Text.assemble(("  " + finding.kind.ljust(10), _STYLE[finding.kind]), finding.what), soft_wrap=True
+        )
         if finding.detail:
             console.print(Text("             " + finding.detail, style="dim"), soft_wrap=True)
     if not result.findings:

@@ -32,12 +32,25 @@ def context_shown(shown: dict, as_json: bool) -> None:
     table.add_column(style="bold")
     table.add_column()
     current = f"yes ({shown['chosen_by']})" if shown["current"] else "no"
-    shown = {**shown, **{key: display_path(shown[key]) for key in ("project_file", "client_config", "checkpoint_root",
-                                                                     "storage_config") if shown.get(key)}}
-    for key, value in (("name", shown["name"]), ("current", current), ("project file", shown["project_file"]),
-                       ("bootstrap servers", shown["bootstrap_servers"]), ("client config", shown["client_config"]),
-                       ("spark master", shown["spark_master"]), ("spark remote", shown["spark_remote"]),
-                       ("checkpoint root", shown["checkpoint_root"]), ("storage config", shown["storage_config"])):
+    shown = {
+        **shown,
+        **{
+            key: display_path(shown[key])
+            for key in ("project_file", "client_config", "checkpoint_root", "storage_config")
+            if shown.get(key)
+        },
+    }
+    for key, value in (
+        ("name", shown["name"]),
+        ("current", current),
+        ("project file", shown["project_file"]),
+        ("bootstrap servers", shown["bootstrap_servers"]),
+        ("client config", shown["client_config"]),
+        ("spark master", shown["spark_master"]),
+        ("spark remote", shown["spark_remote"]),
+        ("checkpoint root", shown["checkpoint_root"]),
+        ("storage config", shown["storage_config"]),
+    ):
         table.add_row(key, value or "-")
     for key, value in shown["storage"].items():
         table.add_row(f"storage {key}", value)

@@ -29,20 +29,30 @@ def show_report(summary, as_json: bool) -> None:
     for column in ("REASON", "LETTERS", "OLDEST (UTC)", "NEWEST (UTC)", "CUT"):
         table.add_column(column, justify="right" if column in ("LETTERS", "CUT") else "left")
     for r in data["reasons"]:
-        table.add_row(r["reason"], f"{r['count']:,}", _when(r["oldestTimestamp"]), _when(r["newestTimestamp"]),
-                      str(r["truncated"]) if r["truncated"] else "")
+        table.add_row(
+            r["reason"],
+            f"{r['count']:,}",
+            _when(r["oldestTimestamp"]),
+            _when(r["newestTimestamp"]),
+            str(r["truncated"]) if r["truncated"] else "",
+        )
     out().print(table)
     for r in data["reasons"]:
         for s in r["samples"]:
-            out().print(f"  {r['reason']} @ {s['partition']}:{s['offset']}  from {s['source'] or '-'}  "
-                        f"key {s['key'] if s['key'] is not None else 'null'}  value {s['value'] if s['value'] is not None else 'null'}",
-                        markup=False, highlight=False, soft_wrap=True)
+            out().print(
+                f"  {r['reason']} @ {s['partition']}:{s['offset']}  from {s['source'] or '-'}  "
+                f"key {s['key'] if s['key'] is not None else 'null'}  value {s['value'] if s['value'] is not None else 'null'}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     out().file.flush()  # the table and samples before the count on stderr, also through a pipe
     line = f"{plural(data['letters'], 'letter')} in {summary.topic}"
     if data["notLetters"]:
         first = data["notLetterSamples"][0] if data["notLetterSamples"] else None
-        line += (f"; {plural(data['notLetters'], 'record')} that are not dead letters"
-                 + (f" (first at {first['partition']}:{first['offset']}: {first['problem']})" if first else ""))
+        line += f"; {plural(data['notLetters'], 'record')} that are not dead letters" + (
+            f" (first at {first['partition']}:{first['offset']}: {first['problem']})" if first else ""
+        )
     message(line)
 
 
@@ -59,20 +69,33 @@ def replay_report(report, as_json: bool) -> None:
     out().print(line, markup=False, highlight=False, soft_wrap=True)
     if report.replayed_before:
         # Offsets, not letters: the markers of the transactions that wrote the topic take one each.
-        err().print(f"earlier replays (group {report.group}) passed the {plural(report.replayed_before, 'offset')} "
-                    "before these; an offset range replays them again", markup=False, soft_wrap=True)
+        err().print(
+            f"earlier replays (group {report.group}) passed the {plural(report.replayed_before, 'offset')} "
+            "before these; an offset range replays them again",
+            markup=False,
+            soft_wrap=True,
+        )
     if not report.dry_run and report.group is None and report.total_sent:
-        err().print("an offset range is sent without a transaction: running it again sends its letters again",
-                    markup=False, soft_wrap=True)
+        err().print(
+            "an offset range is sent without a transaction: running it again sends its letters again",
+            markup=False,
+            soft_wrap=True,
+        )
     if report.truncated:
-        err().print(f"{plural(report.truncated, 'letter')} not sent: the value was cut (oversized); the whole "
-                    "record is in its source topic", markup=False, soft_wrap=True)
+        err().print(
+            f"{plural(report.truncated, 'letter')} not sent: the value was cut (oversized); the whole "
+            "record is in its source topic",
+            markup=False,
+            soft_wrap=True,
+        )
     if report.no_topic:
-        err().print(f"{plural(report.no_topic, 'letter')} not sent: no source topic; choose one with --to",
-                    markup=False, soft_wrap=True)
+        err().print(
+            f"{plural(report.no_topic, 'letter')} not sent: no source topic; choose one with --to",
+            markup=False,
+            soft_wrap=True,
+        )
     if not report.matched and report.reasons_seen:
         seen = ", ".join(sorted(report.reasons_seen))
         err().print(f"no letter has the reason {report.reason!r}; reasons read: {seen}", markup=False, soft_wrap=True)
     if report.stopped:
-        err().print("stopped (Ctrl-C): what was sent is committed; run again to go on",
-                    markup=False, soft_wrap=True)
+        err().print("stopped (Ctrl-C): what was sent is committed; run again to go on", markup=False, soft_wrap=True)

@@ -17,8 +17,11 @@ def engine_report(status, as_json: bool, action: str, waited: float | None = Non
         if status.already_running:
             err().print(f"The engine is already running (pid {status.pid}).")
         else:
-            err().print(f"Spark {status.spark_version} engine is up in {waited if waited is not None else status.ready_seconds:.1f} s (pid {status.pid}); "
-                        f"log: {display_path(status.log_file)}", soft_wrap=True)
+            err().print(
+                f"Spark {status.spark_version} engine is up in {waited if waited is not None else status.ready_seconds:.1f} s (pid {status.pid}); "
+                f"log: {display_path(status.log_file)}",
+                soft_wrap=True,
+            )
         out().print(status.remote)
     elif action == "down":
         if status.running:
@@ -26,8 +29,11 @@ def engine_report(status, as_json: bool, action: str, waited: float | None = Non
         else:
             err().print(f"No engine is running for {display_path(status.data_dir)}.")
     elif status.running:
-        out().print(f"running  {status.remote}  pid {status.pid}  RSS {human_bytes(status.rss_bytes or 0)}  "
-                    f"up {status.uptime_s:.0f} s  session time-out {status.session_timeout_s:g} s  "
-                    f"log {display_path(status.log_file)}", soft_wrap=True)
+        out().print(
+            f"running  {status.remote}  pid {status.pid}  RSS {human_bytes(status.rss_bytes or 0)}  "
+            f"up {status.uptime_s:.0f} s  session time-out {status.session_timeout_s:g} s  "
+            f"log {display_path(status.log_file)}",
+            soft_wrap=True,
+        )
     else:
         out().print(f"stopped  data {display_path(status.data_dir)}", soft_wrap=True)

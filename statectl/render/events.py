@@ -31,8 +31,11 @@ def events_summary(summary: dict, as_json: bool) -> None:
     for problem in summary["problems"]:
         console.print(f"  skipped {problem}", soft_wrap=True)
     for run in summary["runs"]:
-        table = Table(title=f"run {str(run['run_id'])[:8]} ({run['name'] or run['job'] or 'query'}): {run['final_state']}",
-                      show_header=False, title_justify="left")
+        table = Table(
+            title=f"run {str(run['run_id'])[:8]} ({run['name'] or run['job'] or 'query'}): {run['final_state']}",
+            show_header=False,
+            title_justify="left",
+        )
         table.add_column("what")
         table.add_column("value")
         table.add_row("started", f"{run['started_at']} (ran {run['seconds']:.1f} s)")
@@ -40,7 +43,9 @@ def events_summary(summary: dict, as_json: bool) -> None:
             table.add_row("error", Text(str(run["error"]), style="red"))
         rps = run["rows_per_second"]
         rate = "-" if rps is None else f"{rps:,.0f} rows/s" if rps >= 10 else f"{rps:.2f} rows/s"
-        table.add_row("batches", f"{run['batches']:,}: {run['input_rows']:,} rows in {run['processing_seconds']:.1f} s ({rate})")
+        table.add_row(
+            "batches", f"{run['batches']:,}: {run['input_rows']:,} rows in {run['processing_seconds']:.1f} s ({rate})"
+        )
         if run["batches"]:
             table.add_row("batch time", f"avg {run['avg_batch_seconds']:.2f} s, max {run['max_batch_seconds']:.2f} s")
             table.add_row("state rows", f"{run['state_rows']:,}")

@@ -9,9 +9,9 @@ from datetime import datetime
 from rich.table import Table
 from rich.text import Text
 
+from statectl.observe.lag import LagReport
 from statectl.paths import display_path
 from statectl.render import emit_json, message, out, warning_line, wide
-from statectl.observe.lag import LagReport
 from statectl.text import MS_UNITS, in_units, plural
 
 #: What kafka-consumer-groups prints for a value it does not know.
@@ -32,8 +32,14 @@ def seconds_text(seconds: float | None) -> str:
 
 
 #: How a trend reads in a table.
-TREND_TEXT = {"caught_up": "caught up", "falling": "falling", "steady": "steady", "growing": "growing",
-              "stalled": "stalled", "unknown": "-"}
+TREND_TEXT = {
+    "caught_up": "caught up",
+    "falling": "falling",
+    "steady": "steady",
+    "growing": "growing",
+    "stalled": "stalled",
+    "unknown": "-",
+}
 TREND_STYLE = {"caught_up": "green", "falling": "green", "growing": "yellow", "stalled": "bold red"}
 
 
@@ -83,30 +89,64 @@ def rows_table(report: LagReport) -> Table | None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     columns = ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LAG-SECONDS", "TREND"]
     if more:
-        columns += ["NEXT-RECORD-TIME", "TIMESTAMP-TYPE", "WINDOW-START", "WINDOW-BATCHES", "LAG-AT-START",
-                    "LOG-END-AT-START"]
+        columns += [
+            "NEXT-RECORD-TIME",
+            "TIMESTAMP-TYPE",
+            "WINDOW-START",
+            "WINDOW-BATCHES",
+            "LAG-AT-START",
+            "LOG-END-AT-START",
+        ]
     for column in columns:
-        table.add_column(column, justify="left" if column in ("TOPIC", "TREND", "NEXT-RECORD-TIME", "TIMESTAMP-TYPE",
-                                                               "WINDOW-START") else "right")
+        table.add_column(
+            column,
+            justify="left"
+            if column in ("TOPIC", "TREND", "NEXT-RECORD-TIME", "TIMESTAMP-TYPE", "WINDOW-START")
+            else "right",
+        )
     totals = {t.topic: t for t in report.topics}
     for i, row in enumerate(rows):
-        cells = [row.topic, str(row.partition), _cell(row.current_offset), _cell(row.log_end_offset), _cell(row.lag),
-                 seconds_text(row.lag_seconds), ""]
+        cells = [
+            row.topic,
+            str(row.partition),
+            _cell(row.current_offset),
+            _cell(row.log_end_offset),
+            _cell(row.lag),
+            seconds_text(row.lag_seconds),
+            "",
+        ]
         if more:
             record = row.next_record
-            cells += [local_time(record.timestamp_ms) if record else UNKNOWN,
-                      ("LogAppendTime" if record.log_append else "CreateTime") if record else UNKNOWN, "", "", "", ""]
+            cells += [
+                local_time(record.timestamp_ms) if record else UNKNOWN,
+                ("LogAppendTime" if record.log_append else "CreateTime") if record else UNKNOWN,
+                "",
+                "",
+                "",
+                "",
+            ]
         table.add_row(*cells)
         if i + 1 == len(rows) or rows[i + 1].topic != row.topic:
             total = totals[row.topic]
             unknown = f" (+{total.unknown_partitions} unknown)" if total.unknown_partitions else ""
-            cells = [Text(row.topic, style="bold"), Text("total", style="bold"), "", "",
-                     Text(f"{total.lag}{unknown}", style="bold"), Text(seconds_text(total.lag_seconds), style="bold"),
-                     trend_text(total.trend)]
+            cells = [
+                Text(row.topic, style="bold"),
+                Text("total", style="bold"),
+                "",
+                "",
+                Text(f"{total.lag}{unknown}", style="bold"),
+                Text(seconds_text(total.lag_seconds), style="bold"),
+                trend_text(total.trend),
+            ]
             if more:
                 start = total.window[0] if total.window else None
-                cells += [local_time(total.oldest_unread_ms), "", local_time(start.time_ms if start else None),
-                          str(len(total.window)), _cell(start.lag if start else None),
-                          _cell(start.end if start else None)]
+                cells += [
+                    local_time(total.oldest_unread_ms),
+                    "",
+                    local_time(start.time_ms if start else None),
+                    str(len(total.window)),
+                    _cell(start.lag if start else None),
+                    _cell(start.end if start else None),
+                ]
             table.add_row(*cells, end_section=True)
     return table

@@ -20,7 +20,9 @@ def leaderboard(view, product_id: str | None, as_table: bool) -> None:
     for pid, entries in games.items():
         for rank, entry in enumerate(entries, start=1):
             game = f"{entry.get('gameName')} ({pid})" if rank == 1 else ""
-            table.add_row(game, str(rank), f"{entry.get('playerName')} ({entry.get('playerId')})", f"{entry.get('score'):,.1f}")
+            table.add_row(
+                game, str(rank), f"{entry.get('playerName')} ({entry.get('playerId')})", f"{entry.get('score'):,.1f}"
+            )
     out().print(table)
 
 

@@ -21,8 +21,9 @@ def plan(p: RelocationPlan, as_json: bool, final: bool) -> None:
         return
     if p.files:
         old = ", ".join(p.old_roots) or "another location"
-        out().print(Text(f"{p.checkpoint}: schema paths recorded under {old} → {p.new_root}", style="bold"),
-                    soft_wrap=True)
+        out().print(
+            Text(f"{p.checkpoint}: schema paths recorded under {old} → {p.new_root}", style="bold"), soft_wrap=True
+        )
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         table.add_column("operator metadata file", overflow="fold")
         table.add_column("paths", justify="right")
@@ -39,14 +40,20 @@ def plan(p: RelocationPlan, as_json: bool, final: bool) -> None:
     if p.up_to_date:
         err().print(f"Nothing to do: every schema path {p.checkpoint} records is in it.", soft_wrap=True)
     elif p.dry_run and not p.refused:
-        err().print(f"Dry run: nothing was changed. Applying copies the {plural(len(p.files), 'file')} to "
-                    f"{p.backup_dir} first.", soft_wrap=True)
+        err().print(
+            f"Dry run: nothing was changed. Applying copies the {plural(len(p.files), 'file')} to "
+            f"{p.backup_dir} first.",
+            soft_wrap=True,
+        )
 
 
 def applied(p: RelocationPlan, as_json: bool) -> None:
     if as_json:
         emit_json(p.to_dict())
         return
-    err().print(f"Rewrote {plural(len(p.files), 'operator metadata file')} in {p.checkpoint}; the files as they were "
-                f"are in {p.backup_dir}. Check with `statectl inspect-state {p.checkpoint}`, restart the query, then "
-                "delete the backup.", soft_wrap=True)
+    err().print(
+        f"Rewrote {plural(len(p.files), 'operator metadata file')} in {p.checkpoint}; the files as they were "
+        f"are in {p.backup_dir}. Check with `statectl inspect-state {p.checkpoint}`, restart the query, then "
+        "delete the backup.",
+        soft_wrap=True,
+    )

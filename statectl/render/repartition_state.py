@@ -31,17 +31,24 @@ def plan(p: RepartitionPlan, as_json: bool, final: bool) -> None:
     before = "?" if p.current is None else str(p.current)
     header = f"{p.checkpoint}: {before} → {p.partitions} state partitions"
     if p.repartition_batch is not None and not p.up_to_date:
-        header += (f" as batch {p.repartition_batch} (after committed batch {p.last_committed_batch}; "
-                   f"new state version {p.state_version})")
+        header += (
+            f" as batch {p.repartition_batch} (after committed batch {p.last_committed_batch}; "
+            f"new state version {p.state_version})"
+        )
     out().print(Text(header, style="bold"), soft_wrap=True)
     if p.operators:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         for column in ("operator", "kind", "stores", "partitions", "state variables", "supported"):
             table.add_column(column, overflow="fold")
         for op in p.operators:
-            table.add_row(str(op.operator_id), op.kind, ", ".join(op.stores),
-                          f"{op.partitions_before} → {op.partitions_after}", ", ".join(op.state_variables) or "—",
-                          Text("no", style="red") if op.refusal else Text("yes", style="green"))
+            table.add_row(
+                str(op.operator_id),
+                op.kind,
+                ", ".join(op.stores),
+                f"{op.partitions_before} → {op.partitions_after}",
+                ", ".join(op.state_variables) or "—",
+                Text("no", style="red") if op.refusal else Text("yes", style="green"),
+            )
         _titled("Stateful operators", table)
     if p.files and not p.refused:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -60,8 +67,9 @@ def plan(p: RepartitionPlan, as_json: bool, final: bool) -> None:
     for reason in p.refusals:
         err().print(labelled("refused:", "bold red", reason), soft_wrap=True)
     if p.dry_run and not p.refused:
-        err().print(f"Dry run: nothing was changed. Applying copies the checkpoint to {p.backup_dir} first.",
-                    soft_wrap=True)
+        err().print(
+            f"Dry run: nothing was changed. Applying copies the checkpoint to {p.backup_dir} first.", soft_wrap=True
+        )
 
 
 def step(text: str) -> None:
@@ -80,11 +88,17 @@ def applied(result: RepartitionResult, as_json: bool) -> None:
     table.add_column(f"with state version {result.plan.state_version}", justify="right")
     for op, n in sorted(result.operator_partitions.items()):
         table.add_row(str(op), str(n), str(result.new_snapshots.get(op, 0)))
-    _titled(f"Now in {result.plan.checkpoint}: last committed batch {result.last_committed_batch}, "
-            f"spark.sql.shuffle.partitions={result.pinned_partitions}", table)
-    err().print(f"Repartitioned {result.plan.current} → {result.plan.partitions} in {result.spark_seconds:.1f} s. "
-                f"Backup ({result.backup_files:,} files, {human_bytes(result.backup_bytes)}): {result.backup_dir} — "
-                "delete it once the job has run fine on the new partitions.", soft_wrap=True)
+    _titled(
+        f"Now in {result.plan.checkpoint}: last committed batch {result.last_committed_batch}, "
+        f"spark.sql.shuffle.partitions={result.pinned_partitions}",
+        table,
+    )
+    err().print(
+        f"Repartitioned {result.plan.current} → {result.plan.partitions} in {result.spark_seconds:.1f} s. "
+        f"Backup ({result.backup_files:,} files, {human_bytes(result.backup_bytes)}): {result.backup_dir} — "
+        "delete it once the job has run fine on the new partitions.",
+        soft_wrap=True,
+    )
 
 
 def undone(checkpoint: str, copied: int, deleted: int, backup: str, as_json: bool) -> None:
@@ -92,5 +106,8 @@ def undone(checkpoint: str, copied: int, deleted: int, backup: str, as_json: boo
     if as_json:
         emit_json({"checkpoint": checkpoint, "backup": backup, "copied_back": copied, "deleted": deleted})
         return
-    out().print(f"Undone: {checkpoint} is back as the backup {backup} holds it ({plural(copied, 'object')} copied "
-                f"back, {plural(deleted, 'object')} Spark had written deleted)", soft_wrap=True)
+    out().print(
+        f"Undone: {checkpoint} is back as the backup {backup} holds it ({plural(copied, 'object')} copied "
+        f"back, {plural(deleted, 'object')} Spark had written deleted)",
+        soft_wrap=True,
+    )

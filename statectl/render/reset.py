@@ -8,8 +8,8 @@ from collections import defaultdict
 from rich.table import Table
 from rich.text import Text
 
-from statectl.maintenance.reset_plan import START_OVER, ResetPlan
 from statectl.maintenance.reset_files import UndoResult
+from statectl.maintenance.reset_plan import START_OVER, ResetPlan
 from statectl.render import emit_json, labelled, message, out
 from statectl.text import human_bytes, plural
 
@@ -19,15 +19,18 @@ def plan(result: ResetPlan, as_json: bool) -> None:
         emit_json(result.to_dict())
         return
     console = out()
-    state = ("dry run: nothing is changed" if result.dry_run else "done" if result.applied
-             else "nothing to do")
-    console.print(Text.assemble((f"Reset {result.job}: {result.target.describe()}", "bold"), f"  ({state})"),
-                  soft_wrap=True)
+    state = "dry run: nothing is changed" if result.dry_run else "done" if result.applied else "nothing to do"
+    console.print(
+        Text.assemble((f"Reset {result.job}: {result.target.describe()}", "bold"), f"  ({state})"), soft_wrap=True
+    )
     console.print(_checkpoint_line(result), soft_wrap=True)
     if result.remove:
         console.print()
-        _print_titled(console, f"Moved out to the backup: {plural(result.removed_files, 'file')}, "
-                               f"{human_bytes(result.removed_bytes)}", _removed_table(result))
+        _print_titled(
+            console,
+            f"Moved out to the backup: {plural(result.removed_files, 'file')}, {human_bytes(result.removed_bytes)}",
+            _removed_table(result),
+        )
     if result.write:
         console.print()
         table = Table(show_edge=False, pad_edge=False)
@@ -69,8 +72,11 @@ def _checkpoint_line(result: ResetPlan) -> str:
         return f"checkpoint {result.checkpoint}: does not exist yet"
     batches = "no batch yet" if result.last_batch is None else f"last batch {result.last_batch}"
     if result.last_batch is not None:
-        batches += (f" (not committed; last committed {result.last_committed})" if result.pending_batch is not None
-                    else " (committed)")
+        batches += (
+            f" (not committed; last committed {result.last_committed})"
+            if result.pending_batch is not None
+            else " (committed)"
+        )
     return f"checkpoint {result.checkpoint}: {batches}, query id {result.query_id or '?'}"
 
 
@@ -86,8 +92,11 @@ def _removed_table(result: ResetPlan) -> Table:
         groups: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for a in result.remove:
             parts = a.path.split("/")
-            key = "/".join(parts[:2]) + "/" if parts[0] == "state" and len(parts) > 2 else (
-                parts[0] + "/" if len(parts) > 1 else parts[0])
+            key = (
+                "/".join(parts[:2]) + "/"
+                if parts[0] == "state" and len(parts) > 2
+                else (parts[0] + "/" if len(parts) > 1 else parts[0])
+            )
             groups[key][0] += 1
             groups[key][1] += a.bytes
         table.add_column("path", no_wrap=True)
@@ -115,13 +124,35 @@ def _reads_table(result: ResetPlan) -> tuple[str, Table, list[str]]:
     rows = []
     for r in result.reads:
         shift = r.shift
-        change = ("" if shift is None else "same" if shift == 0 else f"re-reads {-shift:,}" if shift < 0
-                  else f"skips {shift:,}")
-        rows.append([str(r.source), r.topic or "—", "" if r.partition is None else str(r.partition),
-                     "" if r.offset is None else f"{r.offset:,}", "" if r.previous is None else f"{r.previous:,}",
-                     change, "" if r.offset is None or r.end is None else f"{max(r.end - r.offset, 0):,}"])
-    columns = [("source", "right"), ("topic", "left"), ("partition", "right"), ("from offset", "right"),
-               ("was", "right"), ("change", "left"), ("to the end", "right")]
+        change = (
+            ""
+            if shift is None
+            else "same"
+            if shift == 0
+            else f"re-reads {-shift:,}"
+            if shift < 0
+            else f"skips {shift:,}"
+        )
+        rows.append(
+            [
+                str(r.source),
+                r.topic or "—",
+                "" if r.partition is None else str(r.partition),
+                "" if r.offset is None else f"{r.offset:,}",
+                "" if r.previous is None else f"{r.previous:,}",
+                change,
+                "" if r.offset is None or r.end is None else f"{max(r.end - r.offset, 0):,}",
+            ]
+        )
+    columns = [
+        ("source", "right"),
+        ("topic", "left"),
+        ("partition", "right"),
+        ("from offset", "right"),
+        ("was", "right"),
+        ("change", "left"),
+        ("to the end", "right"),
+    ]
     keep = [i for i in range(len(columns)) if i < 4 or any(row[i] for row in rows)]
     table = Table(show_edge=False, pad_edge=False)
     for i in keep:
@@ -145,19 +176,36 @@ def undone(result: UndoResult, as_json: bool) -> None:
         return
     console = out()
     if result.dry_run:
-        console.print(Text.assemble(("Undo", "bold"), f" (dry run: nothing is changed): {result.checkpoint} would be "
-                                    f"put back as before the reset ({plural(result.restored_files, 'file')})"),
-                      soft_wrap=True)
+        console.print(
+            Text.assemble(
+                ("Undo", "bold"),
+                f" (dry run: nothing is changed): {result.checkpoint} would be "
+                f"put back as before the reset ({plural(result.restored_files, 'file')})",
+            ),
+            soft_wrap=True,
+        )
     else:
-        console.print(Text.assemble(("Undone", "bold"), f": {result.checkpoint} is back as before the reset "
-                                    f"({plural(result.restored_files, 'file')} put back)"), soft_wrap=True)
+        console.print(
+            Text.assemble(
+                ("Undone", "bold"),
+                f": {result.checkpoint} is back as before the reset ({plural(result.restored_files, 'file')} put back)",
+            ),
+            soft_wrap=True,
+        )
     would = "would be " if result.dry_run else ""
     if result.removed_written:
         console.print(f"what the reset wrote {would}removed: {', '.join(result.removed_written)}", soft_wrap=True)
     if result.kept:
-        console.print(labelled("note:", "yellow", f"files a run made after the reset {would}kept in {result.kept}"
-                               if result.dry_run else f"files a run made after the reset are kept in {result.kept}"),
-                      soft_wrap=True)
+        console.print(
+            labelled(
+                "note:",
+                "yellow",
+                f"files a run made after the reset {would}kept in {result.kept}"
+                if result.dry_run
+                else f"files a run made after the reset are kept in {result.kept}",
+            ),
+            soft_wrap=True,
+        )
     if result.backup_removed:
         console.print(f"the backup {result.backup} is empty now and was removed", soft_wrap=True)
 
@@ -166,13 +214,32 @@ def journal_done(journal, as_json: bool) -> None:
     """A change of an object-store checkpoint finished (``--resume``) or undone (``--undo``) from
     its journal."""
     if as_json:
-        emit_json({"command": journal.command, "checkpoint": journal.checkpoint, "backup": journal.backup,
-                   "status": journal.status, "steps": len(journal.steps)})
+        emit_json(
+            {
+                "command": journal.command,
+                "checkpoint": journal.checkpoint,
+                "backup": journal.backup,
+                "status": journal.status,
+                "steps": len(journal.steps),
+            }
+        )
         return
     if journal.status == "undone":
-        out().print(Text.assemble(("Undone", "bold"), f": {journal.checkpoint} is back as before the "
-                                  f"{journal.command} ({plural(len(journal.steps), 'step')} undone)"), soft_wrap=True)
+        out().print(
+            Text.assemble(
+                ("Undone", "bold"),
+                f": {journal.checkpoint} is back as before the "
+                f"{journal.command} ({plural(len(journal.steps), 'step')} undone)",
+            ),
+            soft_wrap=True,
+        )
         return
-    out().print(Text.assemble(("Resumed", "bold"), f": the {journal.command} of {journal.checkpoint} is finished "
-                              f"({plural(len(journal.steps), 'step')}); the backup is {journal.backup} "
-                              f"(--undo {journal.backup} puts the checkpoint back)"), soft_wrap=True)
+    out().print(
+        Text.assemble(
+            ("Resumed", "bold"),
+            f": the {journal.command} of {journal.checkpoint} is finished "
+            f"({plural(len(journal.steps), 'step')}); the backup is {journal.backup} "
+            f"(--undo {journal.backup} puts the checkpoint back)",
+        ),
+        soft_wrap=True,
+    )

@@ -19,8 +19,15 @@ from statectl.paths import display_path
 from statectl.render import emit_json, err, labelled, message, out
 from statectl.text import human_bytes
 
-_STATE_STYLE = {"CREATED": "cyan", "RESTORING": "yellow", "RUNNING": "green", "IDLE": "blue",
-                "STOPPING": "magenta", "TERMINATED": "bold", "FAILED": "bold red"}
+_STATE_STYLE = {
+    "CREATED": "cyan",
+    "RESTORING": "yellow",
+    "RUNNING": "green",
+    "IDLE": "blue",
+    "STOPPING": "magenta",
+    "TERMINATED": "bold",
+    "FAILED": "bold red",
+}
 
 #: What the live display says before the query's first event: the JVM, the job's plan and the
 #: query take seconds to start, and a blank panel looks like a hang.
@@ -42,9 +49,11 @@ def dead_letters(event: dict) -> int:
 
 
 def batch_text(event: dict) -> str:
-    text = (f"batch {event['batch_id']:>4}  {event['input_rows']:>9,} rows  "
-            f"{event['processed_rows_per_second']:>10,.0f} rows/s  {_seconds(event['batch_duration_ms']):>7}  "
-            f"state {event['state_rows_total']:>8,} rows ({human_bytes(event['state_memory_bytes'])})")
+    text = (
+        f"batch {event['batch_id']:>4}  {event['input_rows']:>9,} rows  "
+        f"{event['processed_rows_per_second']:>10,.0f} rows/s  {_seconds(event['batch_duration_ms']):>7}  "
+        f"state {event['state_rows_total']:>8,} rows ({human_bytes(event['state_memory_bytes'])})"
+    )
     behind = [s["records_behind"] for s in event["sources"] if s["records_behind"] is not None]
     if any(behind):
         text += f"  behind {sum(behind):,}"
@@ -54,16 +63,22 @@ def batch_text(event: dict) -> str:
 
 def restore_plan_text(event: dict) -> str:
     plan = event["plan"]
-    what = (f"{plan['snapshot_files']} snapshot(s) {human_bytes(plan['snapshot_bytes'])}, "
-            f"{plan['replay_files']} changelog file(s) {human_bytes(plan['replay_bytes'])} to replay")
+    what = (
+        f"{plan['snapshot_files']} snapshot(s) {human_bytes(plan['snapshot_bytes'])}, "
+        f"{plan['replay_files']} changelog file(s) {human_bytes(plan['replay_bytes'])} to replay"
+    )
     warn = "" if plan["ok"] else " — the plan found missing files: the restore will likely fail"
-    return (f"restoring op {event['operator_id']} ({event['operator'] or 'stateful operator'}, "
-            f"{event['partitions']} partitions) to version {plan['target_version']}: {what}{warn}")
+    return (
+        f"restoring op {event['operator_id']} ({event['operator'] or 'stateful operator'}, "
+        f"{event['partitions']} partitions) to version {plan['target_version']}: {what}{warn}"
+    )
 
 
 def restore_progress_text(event: dict) -> str:
-    text = (f"restoring op {event['operator_id']}: {event['stores_loaded']}/{event['stores_total']} stores loaded, "
-            f"{event['files_replayed']}/{event['files_to_replay']} changelog files replayed")
+    text = (
+        f"restoring op {event['operator_id']}: {event['stores_loaded']}/{event['stores_total']} stores loaded, "
+        f"{event['files_replayed']}/{event['files_to_replay']} changelog files replayed"
+    )
     if event["tasks_total"]:
         scope = "" if event["tasks_scope"] == "operator" else " (whole batch)"
         text += f", tasks {event['tasks_done']}/{event['tasks_total']}{scope}"
@@ -82,25 +97,33 @@ def restore_finished_text(event: dict) -> str:
     spark = event["spark"]
     figures = ""
     if spark:
-        figures = (f"; Spark: load {spark.get('rocksdbLoadLatencyMs', 0):,} ms, replay "
-                   f"{spark.get('rocksdbReplayChangeLogLatencyMs', 0):,} ms, "
-                   f"{spark.get('rocksdbNumReplayChangelogFiles', 0)} files")
-    return (f"restored op {event['operator_id']} in {_seconds(event['duration_ms'])} ({event['duration_source']}): "
-            f"{replay} ({event['replay_files_source'] or '-'}){figures}")
+        figures = (
+            f"; Spark: load {spark.get('rocksdbLoadLatencyMs', 0):,} ms, replay "
+            f"{spark.get('rocksdbReplayChangeLogLatencyMs', 0):,} ms, "
+            f"{spark.get('rocksdbNumReplayChangelogFiles', 0)} files"
+        )
+    return (
+        f"restored op {event['operator_id']} in {_seconds(event['duration_ms'])} ({event['duration_source']}): "
+        f"{replay} ({event['replay_files_source'] or '-'}){figures}"
+    )
 
 
 def catching_up_text(event: dict) -> str:
     if event["caught_up"]:
         return f"caught up after batch {event['batch_id']}"
-    return (f"catching up: {event['records_behind']:,} records behind after batch {event['batch_id']} "
-            f"(max {event['offsets_behind_max']:,} per partition)")
+    return (
+        f"catching up: {event['records_behind']:,} records behind after batch {event['batch_id']} "
+        f"(max {event['offsets_behind_max']:,} per partition)"
+    )
 
 
 def dead_letters_jump_text(event: dict) -> str:
     share = 100 * event["letters"] / event["input_rows"] if event["input_rows"] else 0.0
     reasons = ", ".join(f"{reason} {n:,}" for reason, n in event["by_reason"].items())
-    text = (f"batch {event['batch_id']} sent {event['letters']:,} of {event['input_rows']:,} records "
-            f"({share:.1f} %) to the dead-letter topic: {reasons}")
+    text = (
+        f"batch {event['batch_id']} sent {event['letters']:,} of {event['input_rows']:,} records "
+        f"({share:.1f} %) to the dead-letter topic: {reasons}"
+    )
     if any(reason.startswith("unknown_") for reason in event["by_reason"]):
         text += " (a new checkpoint on compacted tables? see leaderboard.tables in docs/jobs/leaderboard.md)"
     return text
@@ -109,9 +132,12 @@ def dead_letters_jump_text(event: dict) -> str:
 def kafka_connection_text(event: dict) -> str:
     if event["reachable"]:
         return f"Kafka answers again after {_seconds(event['down_seconds'] * 1000)} without a broker"
-    limit = ("waiting for the brokers (kafka.unavailable_timeout: null)" if event["timeout_seconds"] is None
-             else f"the run stops if none answers for {_seconds(event['timeout_seconds'] * 1000)} "
-                  "(kafka.unavailable_timeout)")
+    limit = (
+        "waiting for the brokers (kafka.unavailable_timeout: null)"
+        if event["timeout_seconds"] is None
+        else f"the run stops if none answers for {_seconds(event['timeout_seconds'] * 1000)} "
+        "(kafka.unavailable_timeout)"
+    )
     return f"no Kafka broker answers: {limit}"
 
 
@@ -201,8 +227,14 @@ class LiveRunDisplay:
         # stdout carries data (the summary, `--events -`): only stderr goes through the panel.
         # Redrawn when an event arrives, and once a second for the elapsed time: redrawing more
         # often takes CPU from Spark on the driver (the measurement is in docs/performance.md).
-        self.live = Live(console=self.console, refresh_per_second=1, get_renderable=self._render, transient=False,
-                         redirect_stdout=False, redirect_stderr=True)
+        self.live = Live(
+            console=self.console,
+            refresh_per_second=1,
+            get_renderable=self._render,
+            transient=False,
+            redirect_stdout=False,
+            redirect_stderr=True,
+        )
         self.live.start()
 
     def __call__(self, event: dict) -> None:
@@ -246,8 +278,12 @@ class LiveRunDisplay:
 
     def _header(self) -> Text:
         elapsed = int(time.monotonic() - self.started)
-        text = Text.assemble((self.job or "query", "bold"), "  ", (self.state, _STATE_STYLE.get(self.state, "")),
-                             f"  {elapsed // 60:02d}:{elapsed % 60:02d}")
+        text = Text.assemble(
+            (self.job or "query", "bold"),
+            "  ",
+            (self.state, _STATE_STYLE.get(self.state, "")),
+            f"  {elapsed // 60:02d}:{elapsed % 60:02d}",
+        )
         if self.run_id:
             text.append(f"  run {self.run_id[:8]}", style="dim")
         if self.stopping:
@@ -269,20 +305,27 @@ class LiveRunDisplay:
             start, progress, done = r["start"], r["progress"], r["done"]
             name = f"op {oid} {start['operator'] or ''}".strip()
             if done is not None:
-                grid.add_row(name, ProgressBar(total=1, completed=1, width=24),
-                             f"restored in {_seconds(done['duration_ms'])}",
-                             f"{done['replay_files'] if done['replay_files'] is not None else '?'} changelog files "
-                             f"({done['replay_files_source'] or '-'})")
+                grid.add_row(
+                    name,
+                    ProgressBar(total=1, completed=1, width=24),
+                    f"restored in {_seconds(done['duration_ms'])}",
+                    f"{done['replay_files'] if done['replay_files'] is not None else '?'} changelog files "
+                    f"({done['replay_files_source'] or '-'})",
+                )
                 continue
             total = progress["stores_total"] if progress else max(start["stores"], 1)
             loaded = progress["stores_loaded"] if progress else 0
-            files = (f"{progress['files_replayed']}/{progress['files_to_replay']} files" if progress
-                     else f"0/{start['plan']['replay_files']} files")
+            files = (
+                f"{progress['files_replayed']}/{progress['files_to_replay']} files"
+                if progress
+                else f"0/{start['plan']['replay_files']} files"
+            )
             tasks = ""
             if progress and progress["tasks_total"]:
                 tasks = f"  tasks {progress['tasks_done']}/{progress['tasks_total']}"
-            grid.add_row(name, ProgressBar(total=total, completed=loaded, width=24),
-                         f"{loaded}/{total} stores", files + tasks)
+            grid.add_row(
+                name, ProgressBar(total=total, completed=loaded, width=24), f"{loaded}/{total} stores", files + tasks
+            )
         return [grid]
 
     def _status_rows(self) -> list:
@@ -320,8 +363,12 @@ def _time_parts(summary) -> list[str]:
     batches = f"batches {summary.processing_seconds:.1f} s"
     if summary.processing_seconds > 0 and summary.input_rows:
         batches += f" ({summary.input_rows / summary.processing_seconds:,.0f} rows/s)"
-    return [start, batches, f"between batches {summary.between_batches_seconds:.1f} s",
-            f"stop {summary.stop_seconds:.1f} s"]
+    return [
+        start,
+        batches,
+        f"between batches {summary.between_batches_seconds:.1f} s",
+        f"stop {summary.stop_seconds:.1f} s",
+    ]
 
 
 def time_lines(summary) -> list[str]:
@@ -348,8 +395,10 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
         emit_json(summary.to_dict())
         return
     if summary.status == "stopped" and summary.query_id is None:
-        message(f"{summary.job}: stopped before the first batch (Ctrl-C while Spark started); the checkpoint "
-                f"is as it was: {display_path(summary.checkpoint_dir)}")
+        message(
+            f"{summary.job}: stopped before the first batch (Ctrl-C while Spark started); the checkpoint "
+            f"is as it was: {display_path(summary.checkpoint_dir)}"
+        )
         return
     table = Table(title=f"{summary.job}: {summary.status}", show_header=False)
     table.add_column("what", overflow="fold", max_width=SUMMARY_LABEL_WIDTH)
@@ -360,23 +409,42 @@ def run_summary(summary, as_json: bool, console: Console | None = None) -> None:
     for topic, n in summary.outputs.items():
         table.add_row(f"written to {topic}", f"{n:,}")
     if summary.delivery:
-        table.add_row("delivery", "exactly once (a Kafka transaction per batch)" if summary.delivery == "exactly-once"
-                      else "at least once (a batch run again is written again)")
+        table.add_row(
+            "delivery",
+            "exactly once (a Kafka transaction per batch)"
+            if summary.delivery == "exactly-once"
+            else "at least once (a batch run again is written again)",
+        )
     table.add_row("dead letters", ", ".join(f"{k} {v:,}" for k, v in sorted(summary.dropped.items())) or "none")
     table.add_row("state rows", f"{summary.state_rows:,}")
     for grew in summary.state_growth:
         rate = f", {grew['per_hour']:+,.0f} rows an hour" if grew.get("per_hour") else ""
-        table.add_row(f"state of operator {grew['operator_id']}",
-                      f"grew without bound ({grew['trend']}): {grew['first']:,.0f} → {grew['last']:,.0f} rows{rate}")
+        table.add_row(
+            f"state of operator {grew['operator_id']}",
+            f"grew without bound ({grew['trend']}): {grew['first']:,.0f} → {grew['last']:,.0f} rows{rate}",
+        )
     table.add_row("checkpoint", display_path(summary.checkpoint_dir))
     console = console or out()
     console.print(table, width=min(console.width, SUMMARY_WIDTH))
     if summary.state_growth:
-        err().print(labelled("warning:", "yellow", f"the state grew without bound during the run: statectl advise "
-                                                   f"{display_path(summary.checkpoint_dir)} says why and when it "
-                                                   f"runs out of room"), soft_wrap=True)
+        err().print(
+            labelled(
+                "warning:",
+                "yellow",
+                f"the state grew without bound during the run: statectl advise "
+                f"{display_path(summary.checkpoint_dir)} says why and when it "
+                f"runs out of room",
+            ),
+            soft_wrap=True,
+        )
     letters = sum(summary.dropped.values())
     if summary.input_rows and letters / summary.input_rows >= DEAD_LETTER_WARNING_SHARE:
         share = 100 * letters / summary.input_rows
-        err().print(labelled("warning:", "yellow", f"{letters:,} of {summary.input_rows:,} records ({share:.1f} %) "
-                                                   "went to the dead-letter topic"), soft_wrap=True)
+        err().print(
+            labelled(
+                "warning:",
+                "yellow",
+                f"{letters:,} of {summary.input_rows:,} records ({share:.1f} %) went to the dead-letter topic",
+            ),
+            soft_wrap=True,
+        )

@@ -9,9 +9,9 @@ from datetime import datetime
 from rich.table import Table
 from rich.text import Text
 
+from statectl.observe.status import HEALTHY, NO_CHECKPOINT, StatusReport
 from statectl.render import emit_json, error_line, message, out, wide
 from statectl.render.lag import local_time, seconds_text, trend_text
-from statectl.observe.status import HEALTHY, NO_CHECKPOINT, StatusReport
 from statectl.text import human_bytes, plural
 
 _HEALTH_STYLE = {HEALTHY: "green", NO_CHECKPOINT: "dim"}
@@ -31,8 +31,10 @@ def status_report(report: StatusReport, as_json: bool) -> None:
         emit_json(report.to_list())
         return
     if not report.jobs:
-        message("no jobs: no shipped job has a checkpoint here (statectl run JOB makes one); name job configs "
-                "to show theirs")
+        message(
+            "no jobs: no shipped job has a checkpoint here (statectl run JOB makes one); name job configs "
+            "to show theirs"
+        )
         return
     out().print(status_table(report))
     reported = set()
@@ -59,23 +61,43 @@ def status_table(report: StatusReport) -> Table:
     window started, per job."""
     more = wide()
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = [("JOB", "left"), ("RUNNING", "left"), ("BATCH", "right"), ("COMMITTED", "left"),
-               ("LAG", "right"), ("LAG-SECONDS", "right"), ("TREND", "left"), ("STATE", "right"), ("HEALTH", "left")]
+    columns = [
+        ("JOB", "left"),
+        ("RUNNING", "left"),
+        ("BATCH", "right"),
+        ("COMMITTED", "left"),
+        ("LAG", "right"),
+        ("LAG-SECONDS", "right"),
+        ("TREND", "left"),
+        ("STATE", "right"),
+        ("HEALTH", "left"),
+    ]
     if more:
-        columns += [("NEXT-RECORD-TIME", "left"), ("WINDOW-START", "left"), ("WINDOW-BATCHES", "right"),
-                    ("STATE-TREND", "left")]
+        columns += [
+            ("NEXT-RECORD-TIME", "left"),
+            ("WINDOW-START", "left"),
+            ("WINDOW-BATCHES", "right"),
+            ("STATE-TREND", "left"),
+        ]
     columns.append(("LAST ERROR", "left"))
     for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold" if column == "LAST ERROR" else "ellipsis")
     now = time.time()
     for job in report.jobs:
-        running = (f"active {ago(now - job.active.at)}" if job.active is not None
-                   else f"yes (pid {job.pid})" if job.running else "no")
+        running = (
+            f"active {ago(now - job.active.at)}"
+            if job.active is not None
+            else f"yes (pid {job.pid})"
+            if job.running
+            else "no"
+        )
         batch = str(job.batch) if job.batch is not None else "-"
         committed = "-"
         if job.committed_at is not None:
-            committed = f"{datetime.fromtimestamp(job.committed_at).strftime('%Y-%m-%d %H:%M:%S')} " \
-                        f"({ago(now - job.committed_at)})"
+            committed = (
+                f"{datetime.fromtimestamp(job.committed_at).strftime('%Y-%m-%d %H:%M:%S')} "
+                f"({ago(now - job.committed_at)})"
+            )
         if job.kafka_error is not None:
             lag = Text("unreachable", style="red")
         elif job.lag is None:
@@ -85,15 +107,29 @@ def status_table(report: StatusReport) -> Table:
         state = human_bytes(job.state_bytes) if job.exists else "-"
         if job.exists and job.state_size_partial:
             state = f">= {state}"  # the first few thousand objects of a large state on S3
-        health = job.health + (f" ({plural(job.warnings, 'warning')})" if job.warnings and job.health == HEALTHY else "")
+        health = job.health + (
+            f" ({plural(job.warnings, 'warning')})" if job.warnings and job.health == HEALTHY else ""
+        )
         known = job.kafka_error is None and job.lag is not None
-        cells = [job.job, running, batch, committed, lag, seconds_text(job.lag_seconds) if known else "-",
-                 trend_text(job.lag_trend) if known else "-", state,
-                 Text(health, style=_HEALTH_STYLE.get(job.health, "bold red"))]
+        cells = [
+            job.job,
+            running,
+            batch,
+            committed,
+            lag,
+            seconds_text(job.lag_seconds) if known else "-",
+            trend_text(job.lag_trend) if known else "-",
+            state,
+            Text(health, style=_HEALTH_STYLE.get(job.health, "bold red")),
+        ]
         if more:
             stamps = [t.oldest_unread_ms for t in job.lag_topics if t.oldest_unread_ms is not None]
             starts = [t.window[0].time_ms for t in job.lag_topics if t.window]
-            cells += [local_time(min(stamps)) if stamps else "-", local_time(min(starts)) if starts else "-",
-                      str(max((len(t.window) for t in job.lag_topics), default=0)), _state_trend(job)]
+            cells += [
+                local_time(min(stamps)) if stamps else "-",
+                local_time(min(starts)) if starts else "-",
+                str(max((len(t.window) for t in job.lag_topics), default=0)),
+                _state_trend(job),
+            ]
         table.add_row(*cells, job.last_error or "")
     return table

@@ -53,8 +53,11 @@ def described(state: TopicState, as_json: bool) -> None:
         value = "(sensitive)" if c.is_sensitive else human_value(c.name, c.value)
         table.add_row("*" if not c.is_default else "", c.name, value, _source(c.source), fallback)
     _titled(f"{state.topic}: {state.partitions} partitions, replication factor {state.replication_factor}", table)
-    err().print(f"* not the default ({len(state.overrides())} set on the topic itself; "
-                "'default' is what a --delete returns to)", soft_wrap=True)
+    err().print(
+        f"* not the default ({len(state.overrides())} set on the topic itself; "
+        "'default' is what a --delete returns to)",
+        soft_wrap=True,
+    )
 
 
 def plan(diff: TopicConfigDiff, as_json: bool, final: bool) -> None:
@@ -78,8 +81,13 @@ def plan(diff: TopicConfigDiff, as_json: bool, final: bool) -> None:
         for t in diff.topics:
             if t.create is not None:
                 n = t.create["partitions"]
-                table.add_row(t.topic, "(new topic)", "—", "",
-                              f"{n} partition{'s' if n != 1 else ''}, rf {t.create['replication_factor']}")
+                table.add_row(
+                    t.topic,
+                    "(new topic)",
+                    "—",
+                    "",
+                    f"{n} partition{'s' if n != 1 else ''}, rf {t.create['replication_factor']}",
+                )
                 for key, value in t.create["configs"].items():
                     table.add_row(t.topic, key, "—", "", human_value(key, value))
             for c in t.changes:
@@ -131,5 +139,6 @@ def applied(result: ApplyResult, as_json: bool) -> None:
             c = state.configs.get(key)
             table.add_row(t.topic, key, human_value(key, c.value) if c else "—", _source(c.source) if c else "")
     out().print(table)
-    err().print(f"Applied {_summary(result.diff, creating='created')} in {result.elapsed_seconds:.2f} s.",
-                soft_wrap=True)
+    err().print(
+        f"Applied {_summary(result.diff, creating='created')} in {result.elapsed_seconds:.2f} s.", soft_wrap=True
+    )

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from rich.console import Group
 from rich.text import Text
@@ -50,7 +51,9 @@ def captured(show: Callable[[], None]) -> Text:
 
 def header(title: str, interval: float) -> Text:
     """``Every 2 s: statectl lag leaderboard    12:04:31 (Ctrl-C to stop)``, as watch(1) heads its screen."""
-    return Text.assemble((f"Every {interval:g} s: {title}", "bold"), f"    {time.strftime('%H:%M:%S')} (Ctrl-C to stop)")
+    return Text.assemble(
+        (f"Every {interval:g} s: {title}", "bold"), f"    {time.strftime('%H:%M:%S')} (Ctrl-C to stop)"
+    )
 
 
 class Frames:
@@ -63,8 +66,15 @@ class Frames:
         self._live.update(Group(header(title, interval), Text(""), body), refresh=True)
 
     def failed(self, title: str, interval: float, text: str) -> None:
-        self._live.update(Group(header(title, interval), Text(""), labelled("error:", "bold red", text),
-                                Text("(still watching)", style="dim")), refresh=True)
+        self._live.update(
+            Group(
+                header(title, interval),
+                Text(""),
+                labelled("error:", "bold red", text),
+                Text("(still watching)", style="dim"),
+            ),
+            refresh=True,
+        )
 
 
 @contextmanager
@@ -72,6 +82,7 @@ def frames() -> Iterator[Frames]:
     """Frames redrawn in place on stdout's terminal (left on screen at the end)."""
     from rich.live import Live
 
-    with Live(console=out(), auto_refresh=False, redirect_stdout=False, redirect_stderr=False,
-              vertical_overflow="crop") as live:
+    with Live(
+        console=out(), auto_refresh=False, redirect_stdout=False, redirect_stderr=False, vertical_overflow="crop"
+    ) as live:
         yield Frames(live)

@@ -25,15 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from statectl.checkpoint.lock import clear_heartbeat, write_heartbeat
-from statectl.checkpoint.lock import record_release
+from statectl.checkpoint.lock import clear_heartbeat, record_release, write_heartbeat
 from statectl.errors import UsageError
 from statectl.run.monitor import RunMonitor
 
-
-
 #: How long ``detach`` waits for Spark to report the end of a query that stopped.
 DETACH_WAIT_S = 10.0
+
 
 class KafkaEventSink:
     """Events as JSON records of a Kafka topic, keyed by query id (one partition keeps a query's
@@ -133,8 +131,12 @@ class Observer:
         restore, note = ({}, None)
         if checkpoint is not None and Path(checkpoint).is_dir():
             restore, note = tracked_restore(checkpoint)
-        monitor = RunMonitor(self.sinks, restore, context={"job": self.name or query_name, "checkpoint": checkpoint,
-                                                           "trigger": None}, notes=[note] if note else [])
+        monitor = RunMonitor(
+            self.sinks,
+            restore,
+            context={"job": self.name or query_name, "checkpoint": checkpoint, "trigger": None},
+            notes=[note] if note else [],
+        )
         with self._lock:
             self.monitors[query_id] = monitor
             if checkpoint is not None:
@@ -223,10 +225,17 @@ class Observer:
                 self.committer.close()
 
 
-def attach(spark, events: str | os.PathLike | None = None, topic: str | None = None, *,
-           commit_group: str | None = None, bootstrap_servers: str | None = None,
-           client_config: str | os.PathLike | None = None, name: str | None = None,
-           heartbeat_s: float = 10.0) -> Observer:
+def attach(
+    spark,
+    events: str | os.PathLike | None = None,
+    topic: str | None = None,
+    *,
+    commit_group: str | None = None,
+    bootstrap_servers: str | None = None,
+    client_config: str | os.PathLike | None = None,
+    name: str | None = None,
+    heartbeat_s: float = 10.0,
+) -> Observer:
     """Attach statectl's observer to ``spark`` (call it before the queries start).
 
     ``events``: append the events as JSON lines to this file; ``topic``: produce them to this Kafka
@@ -254,4 +263,3 @@ def attach(spark, events: str | os.PathLike | None = None, topic: str | None = N
 
         committer = GroupCommitter(cluster, commit_group)
     return Observer(spark, sinks, name, committer, heartbeat_s)
-

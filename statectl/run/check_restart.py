@@ -17,17 +17,17 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from statectl.jobs.user import UserJob
 from statectl.checkpoint.lock import checkpoint_for
-from statectl.storage.files import is_object_path
 from statectl.checkpoint.restart_check import SHUFFLE_PARTITIONS, RestartVerdict, judge, state_keys_in_plan
 from statectl.cluster import Cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import OperationalError, UsageError
+from statectl.jobs.user import UserJob
+from statectl.storage.files import is_object_path
 
 
 @dataclass
@@ -65,8 +65,8 @@ def _scratch(checkpoint, layout) -> Iterator[Path]:
         with scratch_copy(checkpoint) as copy:
             yield copy
         return
-    from statectl.storage.replica import checkpoint_replica
     from statectl.checkpoint.restore import files_a_restart_reads, restore_plan
+    from statectl.storage.replica import checkpoint_replica
 
     keep = files_a_restart_reads(restore_plan(layout))
     with checkpoint_replica(str(checkpoint), None, keep) as (copy, _stats):
@@ -85,8 +85,10 @@ def _link_tree(checkpoint: Path, copy: Path) -> None:
                 except OSError:
                     shutil.copy2(src, dst)
     except OSError as exc:
-        raise OperationalError(f"cannot make the scratch copy of {checkpoint} ({exc.strerror or exc}: "
-                               f"{exc.filename or ''}); nothing was changed") from None
+        raise OperationalError(
+            f"cannot make the scratch copy of {checkpoint} ({exc.strerror or exc}: "
+            f"{exc.filename or ''}); nothing was changed"
+        ) from None
 
 
 def _log_trial_batch(copy: Path, last: int) -> int:
@@ -127,8 +129,9 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
     config = request.config
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     if not (checkpoint / "offsets").is_dir():
-        raise UsageError(f"no checkpoint at {checkpoint}: nothing to check (a new checkpoint takes any code); pass "
-                         f"--checkpoint-dir")
+        raise UsageError(
+            f"no checkpoint at {checkpoint}: nothing to check (a new checkpoint takes any code); pass --checkpoint-dir"
+        )
     layout = read_layout(checkpoint)
     require_features([*job_features(request.job, config), *checkpoint_features(layout)])
     last = layout.last_committed_batch
@@ -146,14 +149,23 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
             from statectl.run.runner import worker_python_path
 
             worker_python_path(request.job.python_path())
-        spark = spark_session(app_name=f"statectl check-restart {name}", master=master,
-                              conf={**config.spark.conf, **restart_session_conf(layout)})
+        spark = spark_session(
+            app_name=f"statectl check-restart {name}",
+            master=master,
+            conf={**config.spark.conf, **restart_session_conf(layout)},
+        )
         frame, mode = _new_query(request, spark, copy)
         started = time.monotonic()
         error, operators_now, plan = None, None, ""
         try:
-            query = (frame.writeStream.format("noop").outputMode(mode).option("checkpointLocation", str(copy))
-                     .queryName(f"statectl-check-restart-{name}").trigger(processingTime="1 hour").start())
+            query = (
+                frame.writeStream.format("noop")
+                .outputMode(mode)
+                .option("checkpointLocation", str(copy))
+                .queryName(f"statectl-check-restart-{name}")
+                .trigger(processingTime="1 hour")
+                .start()
+            )
         except Exception as exc:  # refused while planning the query (before a batch)
             error = str(exc)
         else:
@@ -164,8 +176,9 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
             after = read_layout(copy)
         else:
             verdict.trial_error = failure_line(error)
-    verdict.findings = judge(layout, after, error, config.spark.conf.get(SHUFFLE_PARTITIONS), operators_now,
-                             state_keys_in_plan(plan))
+    verdict.findings = judge(
+        layout, after, error, config.spark.conf.get(SHUFFLE_PARTITIONS), operators_now, state_keys_in_plan(plan)
+    )
     return verdict
 
 
@@ -191,8 +204,10 @@ def _one_batch(query, timeout_s: float) -> tuple[str | None, int | None, str]:
     if exc is not None:
         return str(exc), None, plan
     if not progress:
-        raise OperationalError(f"the trial batch did not finish within {timeout_s:.0f} s (is Kafka slow, or the "
-                               f"batch large?); nothing was decided, the checkpoint is untouched")
+        raise OperationalError(
+            f"the trial batch did not finish within {timeout_s:.0f} s (is Kafka slow, or the "
+            f"batch large?); nothing was decided, the checkpoint is untouched"
+        )
     first = progress[0]
     return None, len(first.get("stateOperators") or []) if isinstance(first, dict) else None, plan
 

@@ -20,8 +20,9 @@ from pydantic.json_schema import GenerateJsonSchema
 
 SCHEMA_ID = "https://statectl.invalid/schemas/run-events.json"
 SCHEMA_TITLE = "statectl run events"
-SCHEMA_DESCRIPTION = ("One JSON object per line, written by `statectl run --events-file PATH` / `--events -`. "
-                      "See docs/events.md.")
+SCHEMA_DESCRIPTION = (
+    "One JSON object per line, written by `statectl run --events-file PATH` / `--events -`. See docs/events.md."
+)
 
 Count = Annotated[int, Field(ge=0)]
 Rate = Annotated[float, Field(ge=0)]
@@ -39,7 +40,9 @@ class PlannedStore(_Model):
 
     partition: Count = Field(description="The state partition.")
     store: str = Field(description="The store's name within the partition (`default` unless the operator has several).")
-    snapshot_version: Count = Field(description="The snapshot version the restore loads; 0: none, it replays from the start.")
+    snapshot_version: Count = Field(
+        description="The snapshot version the restore loads; 0: none, it replays from the start."
+    )
     replay_files: Count = Field(description="Changelog files the restore replays on top of the snapshot.")
     replay_bytes: Count = Field(description="Their size.")
     snapshot_bytes: Count = Field(description="The snapshot's size (its zip and SST files).")
@@ -55,8 +58,9 @@ class RestorePlan(_Model):
     replay_bytes: Count = Field(description="Their size.")
     ok: bool = Field(description="False: files the restore needs are missing from the checkpoint.")
     # Optional, not nullable: restore_started carries the stores, restore_finished only the totals.
-    stores: list[PlannedStore] = Field(default_factory=list,
-                                       description="Per store instance; only in `restore_started`.")
+    stores: list[PlannedStore] = Field(
+        default_factory=list, description="Per store instance; only in `restore_started`."
+    )
 
 
 class StoreLoad(_Model):
@@ -65,7 +69,8 @@ class StoreLoad(_Model):
     partition: Count = Field(description="The state partition.")
     store: str = Field(description="The store's name within the partition.")
     phase: Literal["waiting", "loading", "loading_snapshot", "replaying", "loaded"] = Field(
-        description="Where its load is.")
+        description="Where its load is."
+    )
     snapshot_version: Count | None = Field(description="The snapshot version it loads; null until the log says.")
     files_replayed: Count = Field(description="Changelog files replayed so far.")
     files_to_replay: Count | None = Field(description="Changelog files it replays; null until the log says.")
@@ -104,11 +109,14 @@ LagTrend = Literal["caught_up", "falling", "steady", "growing", "stalled", "unkn
 class TopicLagProgress(_Model):
     """How far behind the batch left one topic of a Kafka source."""
 
-    records_behind: Count = Field(description="The latest offsets Spark saw minus the batch's end offsets, summed "
-                                              "over the topic's partitions.")
-    lag_seconds: Rate | None = Field(description="Now minus the timestamp of the next unread record, for the "
-                                                 "furthest-behind partition; 0 when nothing is left to read; null when "
-                                                 "the records could not be read in time.")
+    records_behind: Count = Field(
+        description="The latest offsets Spark saw minus the batch's end offsets, summed over the topic's partitions."
+    )
+    lag_seconds: Rate | None = Field(
+        description="Now minus the timestamp of the next unread record, for the "
+        "furthest-behind partition; 0 when nothing is left to read; null when "
+        "the records could not be read in time."
+    )
     lag_trend: LagTrend = Field(description="The lag's trend over the run's last 10 batches (docs/commands/lag.md).")
 
 
@@ -121,20 +129,27 @@ class SourceProgress(_Model):
     processed_rows_per_second: Rate = Field(description="Spark's processing rate.")
     records_behind: Count | None = Field(
         description="Kafka: the latest offsets Spark saw minus the batch's end offsets, summed over partitions; "
-                    "null for other sources.")
+        "null for other sources."
+    )
     offsets_behind_avg: Rate | None = Field(description="Spark's `avgOffsetsBehindLatest`, when it reports it.")
     offsets_behind_max: Count | None = Field(description="Spark's `maxOffsetsBehindLatest`, when it reports it.")
     lag_seconds: Rate | None = Field(
-        default=None, description="Kafka: the largest `lag_by_topic[].lag_seconds`; null when unknown. Absent for "
-                                  "other sources and in runs that do not measure it.")
+        default=None,
+        description="Kafka: the largest `lag_by_topic[].lag_seconds`; null when unknown. Absent for "
+        "other sources and in runs that do not measure it.",
+    )
     lag_trend: LagTrend | None = Field(
-        default=None, description="Kafka: the topics' trends as one (stalled, then growing, steady, falling, "
-                                  "caught_up). Absent for other sources.")
+        default=None,
+        description="Kafka: the topics' trends as one (stalled, then growing, steady, falling, "
+        "caught_up). Absent for other sources.",
+    )
     lag_by_topic: dict[str, TopicLagProgress] | None = Field(
-        default=None, description="Kafka: per topic, `{records_behind, lag_seconds, lag_trend}`: its records behind (summed "
-                                  "over its partitions), the age of its furthest-behind next unread record (0: none "
-                                  "left; null: not read in time) and its trend over the run's last 10 batches "
-                                  "(docs/commands/lag.md). Absent for other sources.")
+        default=None,
+        description="Kafka: per topic, `{records_behind, lag_seconds, lag_trend}`: its records behind (summed "
+        "over its partitions), the age of its furthest-behind next unread record (0: none "
+        "left; null: not read in time) and its trend over the run's last 10 batches "
+        "(docs/commands/lag.md). Absent for other sources.",
+    )
 
 
 class SourceLag(_Model):
@@ -174,7 +189,8 @@ class QueryStarted(EventFields):
     trigger: str | None = Field(description="Its trigger: `available-now` or `processing-time 1 second`.")
     restore_planned: bool = Field(description="The checkpoint holds state the first batch will load.")
     notes: list[str] = Field(
-        description="E.g. where the Prometheus metrics are served, or why there is no restore plan.")
+        description="E.g. where the Prometheus metrics are served, or why there is no restore plan."
+    )
 
 
 class RestoreStarted(EventFields):
@@ -190,7 +206,8 @@ class RestoreStarted(EventFields):
     stores: Count = Field(description="Its store instances (partitions × stores per partition).")
     plan: RestorePlan = Field(description="What the restore plan says it loads.")
     live_sources: list[Literal["status_tracker", "log"]] = Field(
-        description="Where progress will come from: `status_tracker`, and `log` when the Spark log is local.")
+        description="Where progress will come from: `status_tracker`, and `log` when the Spark log is local."
+    )
 
 
 class RestoreProgress(EventFields):
@@ -210,7 +227,8 @@ class RestoreProgress(EventFields):
     tasks_total: Count | None = Field(description="Tasks of those stages.")
     tasks_scope: Literal["operator", "batch", None] = Field(
         description="`batch` when the operator's stages could not be told apart (no local log): "
-                    "the tasks are then the whole batch's.")
+        "the tasks are then the whole batch's."
+    )
     stages: list[Count] = Field(description="Spark stage ids that load this operator.")
     partitions: list[StoreLoad] = Field(description="Per store instance seen in the log.")
 
@@ -230,19 +248,22 @@ class RestoreFinished(EventFields):
     partitions: Count = Field(description="Its state partitions.")
     duration_ms: Count = Field(
         description="How long loading this operator's stores took: first `Loading` to last `Loaded` line "
-                    "(`duration_source: \"log\"`), else Spark's `rocksdbLoadLatencyMs` (`\"spark\"`, a sum over "
-                    "partitions), else the first batch (`\"batch\"`).")
+        '(`duration_source: "log"`), else Spark\'s `rocksdbLoadLatencyMs` (`"spark"`, a sum over '
+        'partitions), else the first batch (`"batch"`).'
+    )
     duration_source: Literal["log", "spark", "batch"] = Field(description="Where `duration_ms` comes from.")
     first_batch_ms: Count = Field(description="The whole first batch (triggerExecution): load plus processing.")
     since_start_ms: Count | None = Field(description="From the start of the restore to this event.")
     replay_files: Count | None = Field(
-        description="Changelog files really replayed; null when neither the log nor Spark reported them.")
+        description="Changelog files really replayed; null when neither the log nor Spark reported them."
+    )
     replay_files_source: Literal["log", "spark", None] = Field(description="Where `replay_files` comes from.")
     agrees_with_plan: bool | None = Field(description="`replay_files` equals the plan's; null when it is null.")
     plan: RestorePlan = Field(description="The plan's totals (as in `restore_started`, without `stores`).")
     spark: dict[str, int] = Field(
         description="Spark's `rocksdb*Load*` / `rocksdb*Replay*` figures from the first batch's progress, "
-                    "each a sum over the operator's partitions.")
+        "each a sum over the operator's partitions."
+    )
     log: RestoreLog | None = Field(description="What the Spark log showed; null when it showed no load.")
     notes: list[str] = Field(description="Disagreements between plan, log and Spark, in words.")
 
@@ -260,7 +281,8 @@ class BatchProgress(EventFields):
     batch_duration_ms: Count = Field(description="The batch's duration.")
     duration_ms: dict[str, Count] = Field(
         description="Spark's breakdown of it (`addBatch`, `queryPlanning`, `walCommit`, `commitOffsets`, "
-                    "`latestOffset`, `getBatch`, `triggerExecution`).")
+        "`latestOffset`, `getBatch`, `triggerExecution`)."
+    )
     state_rows_total: Count = Field(description="State rows, summed over the stateful operators.")
     state_rows_updated: Count = Field(description="State rows updated, summed.")
     state_rows_removed: Count = Field(description="State rows removed, summed.")
@@ -269,7 +291,8 @@ class BatchProgress(EventFields):
     sources: list[SourceProgress] = Field(description="Per source.")
     observed: dict[str, dict[str, float]] = Field(
         description="Spark's observed metrics of the batch, by observation name then metric, "
-                    "e.g. `statectl` → `dropped_unknown_player` (dead letters by reason).")
+        "e.g. `statectl` → `dropped_unknown_player` (dead letters by reason)."
+    )
 
 
 class CatchingUp(EventFields):
@@ -317,10 +340,12 @@ class KafkaConnection(EventFields):
     reachable: bool = Field(description="False when Kafka stopped answering, true when it answers again.")
     down_seconds: Rate = Field(
         description="How long no broker had answered: at the first probe that got no answer, or for the whole outage "
-                    "once it is over.")
+        "once it is over."
+    )
     timeout_seconds: Rate | None = Field(
         description="`kafka.unavailable_timeout` in seconds: the run stops with an error after that long without an "
-                    "answer; null: it waits.")
+        "answer; null: it waits."
+    )
 
 
 class Idle(EventFields):
@@ -340,10 +365,12 @@ class Stopping(EventFields):
 
     type: Literal["stopping"] = Field(description=_TYPE)
     batch_id: Count | None = Field(
-        description="The batch that finishes before the query stops; null when none was running.")
+        description="The batch that finishes before the query stops; null when none was running."
+    )
     reason: Literal["SIGINT", "SIGTERM", "requested", "time_limit"] = Field(
         description="`SIGINT` (Ctrl-C) or `SIGTERM`; `requested` when the program running the job asked; "
-                    "`time_limit` when a run given a duration reached it.")
+        "`time_limit` when a run given a duration reached it."
+    )
 
 
 class Terminated(EventFields):
@@ -353,14 +380,25 @@ class Terminated(EventFields):
 
     type: Literal["terminated"] = Field(description=_TYPE)
     error: str | None = Field(
-        description="The line of the exception that says what went wrong (no stack frames); null for a clean stop.")
+        description="The line of the exception that says what went wrong (no stack frames); null for a clean stop."
+    )
     error_class: str | None = Field(description="Spark's error class, when it has one.")
     source: Literal["spark", "statectl"] = Field(
-        description="`statectl` when the query never started and Spark sent no event.")
+        description="`statectl` when the query never started and Spark sent no event."
+    )
 
 
 Event = Annotated[
-    QueryStarted | RestoreStarted | RestoreProgress | RestoreFinished | BatchProgress | CatchingUp | DeadLettersJump | KafkaConnection | Idle | Stopping
+    QueryStarted
+    | RestoreStarted
+    | RestoreProgress
+    | RestoreFinished
+    | BatchProgress
+    | CatchingUp
+    | DeadLettersJump
+    | KafkaConnection
+    | Idle
+    | Stopping
     | Terminated,
     Field(discriminator="type"),
 ]

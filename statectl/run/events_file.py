@@ -10,18 +10,25 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable
+from typing import IO, Any
 
 from statectl.errors import UsageError
 from statectl.redact import scrub, scrub_data
 
 # ---------------------------------------------------------------- validation
 _JSON_TYPES = {
-    "int_type": "integer", "float_type": "number", "string_type": "string", "bool_type": "boolean",
-    "list_type": "array", "dict_type": "object", "model_type": "object", "model_attributes_type": "object",
+    "int_type": "integer",
+    "float_type": "number",
+    "string_type": "string",
+    "bool_type": "boolean",
+    "list_type": "array",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
 }
 
 
@@ -125,20 +132,28 @@ def summarize_run(events: list[dict]) -> dict:
         for metrics in b["observed"].values():
             for name, value in metrics.items():
                 if name.startswith("dropped_") and value:
-                    dead[name[len("dropped_"):]] = dead.get(name[len("dropped_"):], 0) + int(value)
+                    dead[name[len("dropped_") :]] = dead.get(name[len("dropped_") :], 0) + int(value)
     restore_started = {e["operator_id"]: e for e in events if e["type"] == "restore_started"}
     restores = []
     for e in events:
         if e["type"] != "restore_finished":
             continue
         plan = e["plan"]
-        restores.append({
-            "operator_id": e["operator_id"], "operator": e["operator"], "partitions": e["partitions"],
-            "duration_ms": e["duration_ms"], "duration_source": e["duration_source"],
-            "replay_files": e["replay_files"], "replay_files_source": e["replay_files_source"],
-            "planned_replay_files": plan["replay_files"], "planned_load_bytes": plan["snapshot_bytes"] + plan["replay_bytes"],
-            "agrees_with_plan": e["agrees_with_plan"], "notes": e["notes"],
-        })
+        restores.append(
+            {
+                "operator_id": e["operator_id"],
+                "operator": e["operator"],
+                "partitions": e["partitions"],
+                "duration_ms": e["duration_ms"],
+                "duration_source": e["duration_source"],
+                "replay_files": e["replay_files"],
+                "replay_files_source": e["replay_files_source"],
+                "planned_replay_files": plan["replay_files"],
+                "planned_load_bytes": plan["snapshot_bytes"] + plan["replay_bytes"],
+                "agrees_with_plan": e["agrees_with_plan"],
+                "notes": e["notes"],
+            }
+        )
     finished_ops = {r["operator_id"] for r in restores}
     lag = [e for e in events if e["type"] == "catching_up"]
     catching = None
@@ -290,8 +305,9 @@ class KeptEventsWriter(EventsWriter):
             self.stream = None
 
 
-def default_events_writer(job_name: str, rotate_bytes: int = ROTATE_BYTES,
-                          warn: Callable[[str], None] | None = None) -> tuple[EventsWriter | None, str | None]:
+def default_events_writer(
+    job_name: str, rotate_bytes: int = ROTATE_BYTES, warn: Callable[[str], None] | None = None
+) -> tuple[EventsWriter | None, str | None]:
     """The writer of a run without --events-file: ``.statectl/events/JOB.jsonl`` (statectl.paths),
     where `statectl ui` finds past and current runs. A working area that cannot be written costs
     the run nothing: ``(None, why)`` instead, for a warning; ``warn`` hears of a write that fails

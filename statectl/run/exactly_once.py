@@ -32,8 +32,10 @@ def query_identity(checkpoint, known: str | None) -> str:
         try:
             return str(json.loads(metadata.read_text())["id"])
         except (ValueError, KeyError, TypeError):
-            raise OperationalError(f"{metadata} is not a Spark query's metadata (expected {{\"id\": \"…\"}}): the "
-                                   f"checkpoint is damaged; statectl inspect-state says what else is") from None
+            raise OperationalError(
+                f'{metadata} is not a Spark query\'s metadata (expected {{"id": "…"}}): the '
+                f"checkpoint is damaged; statectl inspect-state says what else is"
+            ) from None
     query_id = str(uuid.uuid4())
     checkpoint.mkdir(parents=True, exist_ok=True)
     metadata.write_text(json.dumps({"id": query_id}, separators=(",", ":")))
@@ -114,7 +116,8 @@ class UserSink:
         batches = None
         if self.transactional_id is not None:
             if not topic:
-                raise ValueError("kafka_sink with sink.delivery exactly-once needs topic= (the batches' marker is "
-                                 "kept on it)")
+                raise ValueError(
+                    "kafka_sink with sink.delivery exactly-once needs topic= (the batches' marker is kept on it)"
+                )
             batches = TransactionalBatches(self.cluster, self.transactional_id, topic, self.client_watch)
         return key_value_sink(df, topic, self.cluster.spark_options(), batches)

@@ -11,8 +11,12 @@ from pathlib import Path
 #: What a full disk looks like in a failure's text, from the JVM (an IOException), RocksDB or Python.
 DISK_FULL = ("No space left on device", "Disk quota exceeded", "ENOSPC", "NoSpaceLeft")
 #: A Python worker that died without a word (SIGKILL: the kernel's OOM killer, or a kill).
-WORKER_KILLED = ("Python worker exited unexpectedly", "PYTHON_WORKER_EXITED_UNEXPECTEDLY",
-                 "Python worker process terminated unexpectedly", "Crashed due to signal 9")
+WORKER_KILLED = (
+    "Python worker exited unexpectedly",
+    "PYTHON_WORKER_EXITED_UNEXPECTEDLY",
+    "Python worker process terminated unexpectedly",
+    "Crashed due to signal 9",
+)
 #: The driver's own heap.
 DRIVER_OOM = ("java.lang.OutOfMemoryError",)
 
@@ -28,16 +32,24 @@ def resource_failure(text: str) -> ResourceFailure | None:
     """What ran out, from a failed query's whole error text (message, cause chain, stack); None
     when the failure is something else."""
     if any(marker in text for marker in DISK_FULL):
-        return ResourceFailure("disk_full", "the disk is full (No space left on device)",
-                               "free space where the checkpoint and Spark's local dirs are, then run again")
+        return ResourceFailure(
+            "disk_full",
+            "the disk is full (No space left on device)",
+            "free space where the checkpoint and Spark's local dirs are, then run again",
+        )
     if any(marker in text for marker in WORKER_KILLED):
-        return ResourceFailure("worker_killed",
-                               "a Python worker was killed (by the kernel's OOM killer, or a kill)",
-                               "give the Python workers more memory (or make batches smaller: "
-                               "kafka.max_offsets_per_trigger), then run again")
+        return ResourceFailure(
+            "worker_killed",
+            "a Python worker was killed (by the kernel's OOM killer, or a kill)",
+            "give the Python workers more memory (or make batches smaller: "
+            "kafka.max_offsets_per_trigger), then run again",
+        )
     if any(marker in text for marker in DRIVER_OOM):
-        return ResourceFailure("driver_oom", "the driver ran out of memory (java.lang.OutOfMemoryError)",
-                               "raise spark.driver.memory (or make batches smaller), then run again")
+        return ResourceFailure(
+            "driver_oom",
+            "the driver ran out of memory (java.lang.OutOfMemoryError)",
+            "raise spark.driver.memory (or make batches smaller), then run again",
+        )
     return None
 
 

@@ -11,8 +11,9 @@ stop a run: a failed read leaves the seconds unknown.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable, Protocol
+from typing import Protocol
 
 from statectl.observe import lag_trend
 from statectl.observe.lag_trend import LagSample
@@ -59,8 +60,13 @@ class InputLag:
     ``lag_by_topic`` (see docs/events.md). ``open_reader`` opens the record reader when the first
     batch leaves records behind; ``clock`` is "now" in seconds."""
 
-    def __init__(self, open_reader: Callable[[], RecordReader], *, clock: Callable[[], float] = time.time,
-                 timeout: float = READ_TIMEOUT):
+    def __init__(
+        self,
+        open_reader: Callable[[], RecordReader],
+        *,
+        clock: Callable[[], float] = time.time,
+        timeout: float = READ_TIMEOUT,
+    ):
         self.open_reader = open_reader
         self.clock = clock
         self.timeout = timeout
@@ -85,8 +91,15 @@ class InputLag:
         """Adds the fields to each Kafka source of ``batch`` (the event), from ``progress`` (Spark's)."""
         raw_sources = progress.get("sources") or []
         behind = [partitions_behind(s) for s in raw_sources]
-        positions = sorted({(t, p, end) for parts in behind for t, by_p in parts.items()
-                            for p, (end, latest) in by_p.items() if latest > end})
+        positions = sorted(
+            {
+                (t, p, end)
+                for parts in behind
+                for t, by_p in parts.items()
+                for p, (end, latest) in by_p.items()
+                if latest > end
+            }
+        )
         found = self._read(positions)
         now_ms = int(self.clock() * 1000)
         at_ms = _trigger_ms(progress, batch)
@@ -101,13 +114,18 @@ class InputLag:
                     if record is None and (topic, p, end) in found:  # transaction markers only: nothing to read
                         seconds.append(0.0)
                         continue
-                    seconds.append(lag_trend.seconds_behind(max(0, latest - end), record[0] if record else None, now_ms))
+                    seconds.append(
+                        lag_trend.seconds_behind(max(0, latest - end), record[0] if record else None, now_ms)
+                    )
                 records = sum(max(0, latest - end) for end, latest in by_p.values())
                 window = self.samples.setdefault((index, topic), [])
                 window.append(LagSample(at_ms, sum(e for e, _ in by_p.values()), sum(la for _, la in by_p.values())))
-                del window[:-lag_trend.WINDOW]
-                by_topic[topic] = {"records_behind": records, "lag_seconds": lag_trend.max_seconds(seconds),
-                                   "lag_trend": lag_trend.trend(window, lag_now=records)}
+                del window[: -lag_trend.WINDOW]
+                by_topic[topic] = {
+                    "records_behind": records,
+                    "lag_seconds": lag_trend.max_seconds(seconds),
+                    "lag_trend": lag_trend.trend(window, lag_now=records),
+                }
             summary["lag_seconds"] = lag_trend.max_seconds(t["lag_seconds"] for t in by_topic.values())
             summary["lag_trend"] = lag_trend.worst(t["lag_trend"] for t in by_topic.values())
             summary["lag_by_topic"] = by_topic

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass
@@ -51,9 +51,15 @@ class KafkaWatch:
     ``on_change(change, down_seconds, timeout)`` hears ``"lost"`` and ``"back"``.
     """
 
-    def __init__(self, probe: Callable[[], bool], timeout: float | None, *, interval: float = 2.0,
-                 on_change: Callable[[str, float, float | None], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        probe: Callable[[], bool],
+        timeout: float | None,
+        *,
+        interval: float = 2.0,
+        on_change: Callable[[str, float, float | None], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.probe = probe
         self.state = Reachability(timeout)
         self.interval = interval
@@ -63,7 +69,7 @@ class KafkaWatch:
         self._thread = threading.Thread(target=self._loop, name="statectl-kafka-watch", daemon=True)
         self._lock = threading.Lock()
 
-    def start(self) -> "KafkaWatch":
+    def start(self) -> KafkaWatch:
         self._thread.start()
         return self
 

@@ -9,21 +9,30 @@ JSON-ready dict with a ``type``, in the shape ``statectl.run.event_models`` defi
 
 from __future__ import annotations
 
-from statectl.text import first_error_line
-
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 from statectl.run.state_growth import StateGrowth
+from statectl.text import first_error_line
 
 EventSink = Callable[[dict], None]
 
 EVENT_TYPES = (
-    "query_started", "restore_started", "restore_progress", "restore_finished",
-    "batch_progress", "catching_up", "dead_letters_jump", "kafka_connection", "idle", "stopping", "terminated",
+    "query_started",
+    "restore_started",
+    "restore_progress",
+    "restore_finished",
+    "batch_progress",
+    "catching_up",
+    "dead_letters_jump",
+    "kafka_connection",
+    "idle",
+    "stopping",
+    "terminated",
 )
 
 #: Why a run stops when nothing failed: a signal, the embedding code's stop event, or
@@ -89,35 +98,76 @@ def _event(kind: str, when: float | None = None, **fields: Any) -> dict:
     return {"type": kind, "time": round(when if when is not None else time.time(), 3), **fields}
 
 
-def query_started(query_id: str, run_id: str, name: str | None, when: float | None = None, *,
-                  job: str | None = None, checkpoint: str | None = None, trigger: str | None = None,
-                  restore_planned: bool = False, notes: list[str] | None = None) -> dict:
-    return _event("query_started", when, query_id=query_id, run_id=run_id, name=name, job=job,
-                  checkpoint=checkpoint, trigger=trigger, restore_planned=restore_planned, notes=list(notes or []))
+def query_started(
+    query_id: str,
+    run_id: str,
+    name: str | None,
+    when: float | None = None,
+    *,
+    job: str | None = None,
+    checkpoint: str | None = None,
+    trigger: str | None = None,
+    restore_planned: bool = False,
+    notes: list[str] | None = None,
+) -> dict:
+    return _event(
+        "query_started",
+        when,
+        query_id=query_id,
+        run_id=run_id,
+        name=name,
+        job=job,
+        checkpoint=checkpoint,
+        trigger=trigger,
+        restore_planned=restore_planned,
+        notes=list(notes or []),
+    )
 
 
 def idle(query_id: str, run_id: str, when: float | None = None) -> dict:
     return _event("idle", when, query_id=query_id, run_id=run_id)
 
 
-def kafka_connection(query_id: str | None, run_id: str | None, reachable: bool, down_seconds: float,
-                     timeout_seconds: float | None, when: float | None = None) -> dict:
+def kafka_connection(
+    query_id: str | None,
+    run_id: str | None,
+    reachable: bool,
+    down_seconds: float,
+    timeout_seconds: float | None,
+    when: float | None = None,
+) -> dict:
     """Kafka stopped answering (``reachable`` False) or answers again."""
-    return _event("kafka_connection", when, query_id=query_id, run_id=run_id, reachable=reachable,
-                  down_seconds=round(down_seconds, 1), timeout_seconds=timeout_seconds)
+    return _event(
+        "kafka_connection",
+        when,
+        query_id=query_id,
+        run_id=run_id,
+        reachable=reachable,
+        down_seconds=round(down_seconds, 1),
+        timeout_seconds=timeout_seconds,
+    )
 
 
-def stopping(query_id: str | None, run_id: str | None, batch_id: int | None, reason: str,
-             when: float | None = None) -> dict:
+def stopping(
+    query_id: str | None, run_id: str | None, batch_id: int | None, reason: str, when: float | None = None
+) -> dict:
     """A stop was asked for: ``batch_id`` is the batch that finishes first (None: none was running)."""
     return _event("stopping", when, query_id=query_id, run_id=run_id, batch_id=batch_id, reason=reason)
 
 
-def terminated(query_id: str | None, run_id: str | None, error: str | None, when: float | None = None, *,
-               error_class: str | None = None, source: str = "spark") -> dict:
+def terminated(
+    query_id: str | None,
+    run_id: str | None,
+    error: str | None,
+    when: float | None = None,
+    *,
+    error_class: str | None = None,
+    source: str = "spark",
+) -> dict:
     """``error`` is the first meaningful line of Spark's exception; None for a clean stop."""
-    return _event("terminated", when, query_id=query_id, run_id=run_id, error=error, error_class=error_class,
-                  source=source)
+    return _event(
+        "terminated", when, query_id=query_id, run_id=run_id, error=error, error_class=error_class, source=source
+    )
 
 
 def error_summary(exception_text: str | None) -> str | None:
@@ -191,8 +241,9 @@ def operator_summary(operator_id: int, op: dict) -> dict:
     }
 
 
-def batch_progress(progress: dict, query_id: str | None = None, run_id: str | None = None,
-                   when: float | None = None) -> dict:
+def batch_progress(
+    progress: dict, query_id: str | None = None, run_id: str | None = None, when: float | None = None
+) -> dict:
     """A ``batch_progress`` event from a StreamingQueryProgress JSON dict (``progress.json``)."""
     state = progress.get("stateOperators") or []
     # Spark lists state operators in plan order, which is also the order it numbers them in.
@@ -201,14 +252,17 @@ def batch_progress(progress: dict, query_id: str | None = None, run_id: str | No
     for name, row in (progress.get("observedMetrics") or {}).items():
         observed[name] = {k: v for k, v in dict(row).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return _event(
-        "batch_progress", when,
+        "batch_progress",
+        when,
         query_id=query_id or progress.get("id"),
         run_id=run_id or progress.get("runId"),
         batch_id=int(progress.get("batchId", -1)),
         input_rows=int(progress.get("numInputRows") or 0),
         input_rows_per_second=_num(progress.get("inputRowsPerSecond")),
         processed_rows_per_second=_num(progress.get("processedRowsPerSecond")),
-        batch_duration_ms=int(progress.get("batchDuration") or (progress.get("durationMs") or {}).get("triggerExecution", 0)),
+        batch_duration_ms=int(
+            progress.get("batchDuration") or (progress.get("durationMs") or {}).get("triggerExecution", 0)
+        ),
         duration_ms={k: int(v) for k, v in (progress.get("durationMs") or {}).items()},
         state_rows_total=sum(o["rows_total"] for o in operators),
         state_rows_updated=sum(o["rows_updated"] for o in operators),
@@ -223,13 +277,23 @@ def batch_progress(progress: dict, query_id: str | None = None, run_id: str | No
 def catching_up(batch: dict, caught_up: bool, when: float | None = None) -> dict:
     behind = [s for s in batch["sources"] if s["records_behind"] is not None or s["offsets_behind_max"] is not None]
     return _event(
-        "catching_up", when, query_id=batch.get("query_id"), run_id=batch.get("run_id"), batch_id=batch["batch_id"],
+        "catching_up",
+        when,
+        query_id=batch.get("query_id"),
+        run_id=batch.get("run_id"),
+        batch_id=batch["batch_id"],
         caught_up=caught_up,
         records_behind=sum(s["records_behind"] or 0 for s in behind),
         offsets_behind_max=max((s["offsets_behind_max"] or 0 for s in behind), default=0),
-        sources=[{"description": s["description"], "records_behind": s["records_behind"],
-                  "offsets_behind_avg": s["offsets_behind_avg"], "offsets_behind_max": s["offsets_behind_max"]}
-                 for s in behind],
+        sources=[
+            {
+                "description": s["description"],
+                "records_behind": s["records_behind"],
+                "offsets_behind_avg": s["offsets_behind_avg"],
+                "offsets_behind_max": s["offsets_behind_max"],
+            }
+            for s in behind
+        ],
     )
 
 
@@ -240,8 +304,7 @@ class CatchUp:
         self.behind = False
 
     def after(self, batch: dict) -> dict | None:
-        lagging = [s for s in batch["sources"]
-                   if (s["records_behind"] or 0) > 0 or (s["offsets_behind_max"] or 0) > 0]
+        lagging = [s for s in batch["sources"] if (s["records_behind"] or 0) > 0 or (s["offsets_behind_max"] or 0) > 0]
         if lagging:
             self.behind = True
             return catching_up(batch, caught_up=False, when=batch["time"])
@@ -256,7 +319,7 @@ def _letters_by_reason(batch: dict) -> dict[str, int]:
     for metrics in (batch.get("observed") or {}).values():
         for name, value in metrics.items():
             if name.startswith("dropped_") and isinstance(value, (int, float)) and value:
-                out[name[len("dropped_"):]] = out.get(name[len("dropped_"):], 0) + int(value)
+                out[name[len("dropped_") :]] = out.get(name[len("dropped_") :], 0) + int(value)
     return out
 
 
@@ -284,9 +347,18 @@ class DeadLetterWatch:
         if earlier_share >= self.min_share:
             return None
         self.warned = True
-        return _event("dead_letters_jump", batch["time"], query_id=batch.get("query_id"), run_id=batch.get("run_id"),
-                      batch_id=batch["batch_id"], letters=letters, input_rows=rows,
-                      by_reason=dict(sorted(by_reason.items())), run_letters=self.letters, run_input_rows=self.rows)
+        return _event(
+            "dead_letters_jump",
+            batch["time"],
+            query_id=batch.get("query_id"),
+            run_id=batch.get("run_id"),
+            batch_id=batch["batch_id"],
+            letters=letters,
+            input_rows=rows,
+            by_reason=dict(sorted(by_reason.items())),
+            run_letters=self.letters,
+            run_input_rows=self.rows,
+        )
 
 
 # ---------------------------------------------------------------- totals

@@ -27,57 +27,97 @@ class RunMetrics:
         self.registry = r = CollectorRegistry(auto_describe=True)
         label = ["job"]
         self.state = Enum("statectl_query_state", "Lifecycle state of the query", label, states=_STATES, registry=r)
-        self.starts = Counter("statectl_query_starts", "Queries started (a start on an existing checkpoint is a restart)",
-                              label, registry=r)
-        self.restarts = Counter("statectl_query_restarts", "Starts that restored state from the checkpoint", label,
-                                registry=r)
+        self.starts = Counter(
+            "statectl_query_starts",
+            "Queries started (a start on an existing checkpoint is a restart)",
+            label,
+            registry=r,
+        )
+        self.restarts = Counter(
+            "statectl_query_restarts", "Starts that restored state from the checkpoint", label, registry=r
+        )
         self.failures = Counter("statectl_query_failures", "Queries that terminated with an error", label, registry=r)
         self.batches = Counter("statectl_batches", "Micro-batches completed", label, registry=r)
         self.input_rows = Counter("statectl_input_rows", "Input rows processed", label, registry=r)
         self.input_rate = Gauge("statectl_input_rows_per_second", "Input rate of the last batch", label, registry=r)
-        self.processed_rate = Gauge("statectl_processed_rows_per_second", "Processing rate of the last batch", label,
-                                    registry=r)
+        self.processed_rate = Gauge(
+            "statectl_processed_rows_per_second", "Processing rate of the last batch", label, registry=r
+        )
         self.batch_duration = Histogram(
-            "statectl_batch_duration_seconds", "Micro-batch duration (triggerExecution)", label, registry=r,
-            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, float("inf")))
+            "statectl_batch_duration_seconds",
+            "Micro-batch duration (triggerExecution)",
+            label,
+            registry=r,
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, float("inf")),
+        )
         self.state_rows = Gauge("statectl_state_rows", "Rows in state, per operator", ["job", "operator"], registry=r)
-        self.state_memory = Gauge("statectl_state_memory_bytes", "State store memory, per operator",
-                                  ["job", "operator"], registry=r)
-        self.state_growth_rate = Gauge("statectl_state_growth_rows_per_hour",
-                                       "Growth of the operator's state rows per hour of wall time over the last "
-                                       "batches (0 while it stays bounded; statectl advise)", ["job", "operator"],
-                                       registry=r)
-        self.state_unbounded = Gauge("statectl_state_unbounded",
-                                     "1 when the operator's state rows grow without bound over the last batches "
-                                     "(linear or accelerating), else 0", ["job", "operator"], registry=r)
+        self.state_memory = Gauge(
+            "statectl_state_memory_bytes", "State store memory, per operator", ["job", "operator"], registry=r
+        )
+        self.state_growth_rate = Gauge(
+            "statectl_state_growth_rows_per_hour",
+            "Growth of the operator's state rows per hour of wall time over the last "
+            "batches (0 while it stays bounded; statectl advise)",
+            ["job", "operator"],
+            registry=r,
+        )
+        self.state_unbounded = Gauge(
+            "statectl_state_unbounded",
+            "1 when the operator's state rows grow without bound over the last batches "
+            "(linear or accelerating), else 0",
+            ["job", "operator"],
+            registry=r,
+        )
         self._growth = StateGrowth()
-        self.records_behind = Gauge("statectl_input_records_behind",
-                                    "Kafka records between the last batch's end and the latest offsets it saw",
-                                    ["job", "source"], registry=r)
-        self.lag_seconds = Gauge("statectl_input_lag_seconds",
-                                 "Age of the next unread Kafka record after the last batch (0: nothing left to read)",
-                                 ["job", "topic"], registry=r)
+        self.records_behind = Gauge(
+            "statectl_input_records_behind",
+            "Kafka records between the last batch's end and the latest offsets it saw",
+            ["job", "source"],
+            registry=r,
+        )
+        self.lag_seconds = Gauge(
+            "statectl_input_lag_seconds",
+            "Age of the next unread Kafka record after the last batch (0: nothing left to read)",
+            ["job", "topic"],
+            registry=r,
+        )
         # Enum-like, with a label of its own name (prometheus_client's Enum names it after the
         # metric): 1 for the topic's current trend, 0 for the others
-        self.lag_trend = Gauge("statectl_input_lag_trend",
-                               "Trend of the topic's lag over the last batches: 1 for the current state "
-                               "(caught_up, falling, steady, growing, stalled, unknown)",
-                               ["job", "topic", "state"], registry=r)
-        self.restores = Counter("statectl_restores", "Operator state restores finished", ["job", "operator"], registry=r)
-        self.restore_duration = Gauge("statectl_restore_duration_seconds", "Duration of the operator's last restore",
-                                      ["job", "operator"], registry=r)
-        self.restore_files = Gauge("statectl_restore_replayed_changelog_files",
-                                   "Changelog files replayed by the operator's last restore", ["job", "operator"],
-                                   registry=r)
-        self.dead_letters = Counter("statectl_dead_letters", "Records routed to the dead-letter topic, per reason",
-                                    ["job", "reason"], registry=r)
+        self.lag_trend = Gauge(
+            "statectl_input_lag_trend",
+            "Trend of the topic's lag over the last batches: 1 for the current state "
+            "(caught_up, falling, steady, growing, stalled, unknown)",
+            ["job", "topic", "state"],
+            registry=r,
+        )
+        self.restores = Counter(
+            "statectl_restores", "Operator state restores finished", ["job", "operator"], registry=r
+        )
+        self.restore_duration = Gauge(
+            "statectl_restore_duration_seconds",
+            "Duration of the operator's last restore",
+            ["job", "operator"],
+            registry=r,
+        )
+        self.restore_files = Gauge(
+            "statectl_restore_replayed_changelog_files",
+            "Changelog files replayed by the operator's last restore",
+            ["job", "operator"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "statectl_dead_letters",
+            "Records routed to the dead-letter topic, per reason",
+            ["job", "reason"],
+            registry=r,
+        )
         self.state.labels(job).state("CREATED")
         for counter in (self.starts, self.restarts, self.failures, self.batches, self.input_rows):
             counter.labels(job)  # exported as 0 from the start, not only once incremented
         self._server = None
         self._thread = None
 
-    def serve(self, port: int, host: str = "127.0.0.1") -> "RunMetrics":
+    def serve(self, port: int, host: str = "127.0.0.1") -> RunMetrics:
         if not 0 <= port < 65536:
             raise UsageError(f"--metrics-port {port}: expected a port number (0: any free port)")
         try:
@@ -136,7 +176,7 @@ class RunMetrics:
             for metrics in event["observed"].values():
                 for name, value in metrics.items():
                     if name.startswith("dropped_") and value:
-                        self.dead_letters.labels(job, name[len("dropped_"):]).inc(value)
+                        self.dead_letters.labels(job, name[len("dropped_") :]).inc(value)
         elif kind == "restore_finished":
             op = str(event["operator_id"])
             self.restores.labels(job, op).inc()
@@ -162,20 +202,32 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
 
     from statectl.endpoints.access import refusal, token_for
 
-    token, _ = token_for(host, token or os.environ.get("STATECTL_METRICS_TOKEN") or None, "--metrics-token",
-                         generate=False)
+    token, _ = token_for(
+        host, token or os.environ.get("STATECTL_METRICS_TOKEN") or None, "--metrics-token", generate=False
+    )
     metrics_app = make_wsgi_app(registry)
 
     def app(environ, start_response):
-        headers = {"Authorization": environ.get("HTTP_AUTHORIZATION", ""), "Cookie": "",
-                   "Host": environ.get("HTTP_HOST", "")}
-        refused = refusal(token, headers, "?" + environ.get("QUERY_STRING", ""), server="the metrics endpoint",
-                          realm="statectl metrics", send_token="send Authorization: Bearer T")
+        headers = {
+            "Authorization": environ.get("HTTP_AUTHORIZATION", ""),
+            "Cookie": "",
+            "Host": environ.get("HTTP_HOST", ""),
+        }
+        refused = refusal(
+            token,
+            headers,
+            "?" + environ.get("QUERY_STRING", ""),
+            server="the metrics endpoint",
+            realm="statectl metrics",
+            send_token="send Authorization: Bearer T",
+        )
         if refused is None:
             return metrics_app(environ, start_response)
         body = (refused.message + "\n").encode()
-        start_response(f"{refused.status} {HTTPStatus(refused.status).phrase}",
-                       [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *refused.headers.items()])
+        start_response(
+            f"{refused.status} {HTTPStatus(refused.status).phrase}",
+            [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *refused.headers.items()],
+        )
         return [body]
 
     class Server(ThreadingWSGIServer):
@@ -186,7 +238,8 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
             pass
 
     server = make_server(host, port, app, Server, handler_class=QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
-                              name="statectl-metrics")
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="statectl-metrics"
+    )
     thread.start()
     return server, thread

@@ -15,11 +15,11 @@ import queue
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from statectl.adapters.spark.log_tail import LogTail
 from statectl.run import lifecycle as ev
 from statectl.run.lifecycle import CatchUp, DeadLetterWatch, EventSink, Lifecycle
-from statectl.adapters.spark.log_tail import LogTail
 from statectl.run.restore_tracking import OperatorPlan, RestoreTracker, stage_tasks
 
 #: ``run_id -> [{"stage_id", "tasks", "completed", "active", "failed"}, ...]`` for the run's jobs.
@@ -31,10 +31,18 @@ _STOP = ("stop",)
 class RunMonitor:
     """Events of one query run, produced on a thread of their own."""
 
-    def __init__(self, sinks: list[EventSink], plan: dict[int, OperatorPlan] | None = None, *,
-                 log_tail: LogTail | None = None, stage_poll: StagePoll | None = None,
-                 context: dict | None = None, notes: list[str] | None = None, tick: float = 0.1,
-                 input_lag=None):
+    def __init__(
+        self,
+        sinks: list[EventSink],
+        plan: dict[int, OperatorPlan] | None = None,
+        *,
+        log_tail: LogTail | None = None,
+        stage_poll: StagePoll | None = None,
+        context: dict | None = None,
+        notes: list[str] | None = None,
+        tick: float = 0.1,
+        input_lag=None,
+    ):
         self.sinks = [s for s in sinks if s is not None]
         self.plan = plan or {}
         self.log_tail = log_tail
@@ -77,7 +85,7 @@ class RunMonitor:
         """Kafka stopped answering (``change`` "lost") or answers again ("back")."""
         self.submit(("kafka", time.time(), change, down_seconds, timeout))
 
-    def start(self) -> "RunMonitor":
+    def start(self) -> RunMonitor:
         self._thread.start()
         return self
 
@@ -119,11 +127,21 @@ class RunMonitor:
         kind = raw[0]
         if kind == "started":
             _, when, self.query_id, self.run_id, name = raw
-            self._emit(ev.query_started(self.query_id, self.run_id, name, when, restore_planned=bool(self.plan),
-                                        notes=self.notes, **self.context))
+            self._emit(
+                ev.query_started(
+                    self.query_id,
+                    self.run_id,
+                    name,
+                    when,
+                    restore_planned=bool(self.plan),
+                    notes=self.notes,
+                    **self.context,
+                )
+            )
             if self.plan:
-                self.tracker = RestoreTracker(self.plan, self.query_id, self.run_id,
-                                              log_available=self.log_tail is not None)
+                self.tracker = RestoreTracker(
+                    self.plan, self.query_id, self.run_id, log_available=self.log_tail is not None
+                )
         elif kind == "progress":
             _, when, text = raw
             progress = json.loads(text)
@@ -158,8 +176,11 @@ class RunMonitor:
             error = ev.error_summary(exception)
             if error is None and self.failing is not None:  # statectl stopped the query for a reason of its own
                 error, source = self.failing, ["statectl"]
-            self._emit(ev.terminated(query_id, run_id, error, when, error_class=error_class,
-                                     source=source[0] if source else "spark"))
+            self._emit(
+                ev.terminated(
+                    query_id, run_id, error, when, error_class=error_class, source=source[0] if source else "spark"
+                )
+            )
             self.terminated.set()
 
     def _follow_restore(self, final: bool = False) -> None:

@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from statectl.storage.files import as_path
 from statectl.checkpoint.restore import StoreTotals
+from statectl.storage.files import as_path
 from statectl.text import first_error_line
 
 # The pattern layout of statectl's log4j config: "yy/MM/dd HH:mm:ss.SSS LEVEL thread logger: msg".
@@ -84,8 +84,13 @@ def parse_load_line(line: str) -> LoadLine | None:
     stage = _STAGE.search(m["thread"])
     groups = hit.groupdict()
     return LoadLine(
-        time=_log_time(m["ts"]), run_id=(m["run"] or "").lower(), operator_id=int(m["op"] or m["op35"]),
-        partition=int(m["part"] or m["part35"]), store=m["store"] if m["op"] else m["store35"], stage=int(stage.group(1)) if stage else None, kind=kind,
+        time=_log_time(m["ts"]),
+        run_id=(m["run"] or "").lower(),
+        operator_id=int(m["op"] or m["op35"]),
+        partition=int(m["part"] or m["part35"]),
+        store=m["store"] if m["op"] else m["store35"],
+        stage=int(stage.group(1)) if stage else None,
+        kind=kind,
         version=int(groups["v"]) if groups.get("v") else None,
         end_version=int(groups["end"]) if groups.get("end") else None,
         files=int(groups["files"]) if groups.get("files") else None,
@@ -149,12 +154,16 @@ def operator_plans(layout, plan) -> dict[int, OperatorPlan]:
         if not op.stores:
             continue
         op_layout = layout.operators.get(oid)
-        stores = [StorePlan(s.partition, s.store, s.snapshot_version, s.replay_files, s.replay_bytes, s.snapshot_bytes)
-                  for s in op.stores]
+        stores = [
+            StorePlan(s.partition, s.store, s.snapshot_version, s.replay_files, s.replay_bytes, s.snapshot_bytes)
+            for s in op.stores
+        ]
         partitions = len({s.partition for s in op.stores})
         if op_layout is not None:
             partitions = max(partitions, op_layout.num_partitions or 0)
-        out[oid] = OperatorPlan(oid, op_layout.kind if op_layout else None, partitions, plan.target_version, stores, op.ok)
+        out[oid] = OperatorPlan(
+            oid, op_layout.kind if op_layout else None, partitions, plan.target_version, stores, op.ok
+        )
     return out
 
 
@@ -252,9 +261,13 @@ class PartitionLoad:
 
     def to_dict(self) -> dict:
         return {
-            "partition": self.partition, "store": self.store, "phase": self.phase,
-            "snapshot_version": self.snapshot_version, "files_replayed": self.files_replayed,
-            "files_to_replay": self.files_to_replay, "load_ms": self.load_ms,
+            "partition": self.partition,
+            "store": self.store,
+            "phase": self.phase,
+            "snapshot_version": self.snapshot_version,
+            "files_replayed": self.files_replayed,
+            "files_to_replay": self.files_to_replay,
+            "load_ms": self.load_ms,
         }
 
 
@@ -292,8 +305,12 @@ class OperatorRestoreProgress:
         return sum(p.files_replayed for p in self.loads.values())
 
     def key(self) -> tuple:
-        return (self.stores_loaded, self.files_replayed, self.tasks,
-                tuple(sorted((k, p.phase) for k, p in self.loads.items())))
+        return (
+            self.stores_loaded,
+            self.files_replayed,
+            self.tasks,
+            tuple(sorted((k, p.phase) for k, p in self.loads.items())),
+        )
 
 
 class RestoreTracker:
@@ -303,8 +320,13 @@ class RestoreTracker:
     ``lines``/``stages`` while it runs; ``finish`` with its progress JSON dict.
     """
 
-    def __init__(self, plan: dict[int, OperatorPlan], query_id: str | None = None, run_id: str | None = None,
-                 log_available: bool = True):
+    def __init__(
+        self,
+        plan: dict[int, OperatorPlan],
+        query_id: str | None = None,
+        run_id: str | None = None,
+        log_available: bool = True,
+    ):
         self.operators = {oid: OperatorRestoreProgress(p) for oid, p in plan.items()}
         self.query_id, self.run_id = query_id, run_id
         self.log_available = log_available
@@ -326,12 +348,19 @@ class RestoreTracker:
         out = []
         for oid, op in self.operators.items():
             p = op.plan
-            out.append({
-                "type": "restore_started", "time": round(self.began_at, 3), **self._ids(),
-                "operator_id": oid, "operator": p.operator, "partitions": p.partitions,
-                "stores": len(p.stores), "plan": p.to_dict(),
-                "live_sources": ["status_tracker"] + (["log"] if self.log_available else []),
-            })
+            out.append(
+                {
+                    "type": "restore_started",
+                    "time": round(self.began_at, 3),
+                    **self._ids(),
+                    "operator_id": oid,
+                    "operator": p.operator,
+                    "partitions": p.partitions,
+                    "stores": len(p.stores),
+                    "plan": p.to_dict(),
+                    "live_sources": ["status_tracker"] + (["log"] if self.log_available else []),
+                }
+            )
         return out
 
     def lines(self, lines: list[str], when: float | None = None) -> list[dict]:
@@ -382,15 +411,25 @@ class RestoreTracker:
                 continue
             op.last_emitted = key
             done, total = op.tasks if op.tasks else (None, None)
-            out.append({
-                "type": "restore_progress", "time": now, **self._ids(), "operator_id": oid, "source": source,
-                "stores_total": op.stores_total, "stores_loaded": op.stores_loaded,
-                "stores_loading": sum(1 for p in op.loads.values() if p.phase not in ("loaded", "waiting")),
-                "files_replayed": op.files_replayed, "files_to_replay": op.plan.replay_files,
-                "tasks_done": done, "tasks_total": total, "tasks_scope": op.tasks_scope,
-                "stages": sorted(op.stages),
-                "partitions": [p.to_dict() for _, p in sorted(op.loads.items())],
-            })
+            out.append(
+                {
+                    "type": "restore_progress",
+                    "time": now,
+                    **self._ids(),
+                    "operator_id": oid,
+                    "source": source,
+                    "stores_total": op.stores_total,
+                    "stores_loaded": op.stores_loaded,
+                    "stores_loading": sum(1 for p in op.loads.values() if p.phase not in ("loaded", "waiting")),
+                    "files_replayed": op.files_replayed,
+                    "files_to_replay": op.plan.replay_files,
+                    "tasks_done": done,
+                    "tasks_total": total,
+                    "tasks_scope": op.tasks_scope,
+                    "stages": sorted(op.stages),
+                    "partitions": [p.to_dict() for _, p in sorted(op.loads.items())],
+                }
+            )
         return out
 
     def finish(self, progress: dict, when: float | None = None) -> list[dict]:
@@ -406,8 +445,11 @@ class RestoreTracker:
         for oid, op in self.operators.items():
             spark = {}
             if oid < len(state_ops):
-                spark = {k: v for k, v in (state_ops[oid].get("customMetrics") or {}).items()
-                         if k.startswith("rocksdb") and ("Load" in k or "Replay" in k)}
+                spark = {
+                    k: v
+                    for k, v in (state_ops[oid].get("customMetrics") or {}).items()
+                    if k.startswith("rocksdb") and ("Load" in k or "Replay" in k)
+                }
             out.append(self._finished(oid, op, spark, first_batch_ms, now))
             op.finished = True
         self.done = True
@@ -428,7 +470,9 @@ class RestoreTracker:
                 "snapshot_ms_total": sum(p.snapshot_ms or 0 for p in loaded),
                 "replay_ms_total": sum(p.replay_ms or 0 for p in loaded),
                 "bytes_copied": sum(p.bytes_copied for p in loaded),
-                "wall_ms": round((max(p.loaded_at for p in loaded) - min(p.started or p.loaded_at for p in loaded)) * 1000),
+                "wall_ms": round(
+                    (max(p.loaded_at for p in loaded) - min(p.started or p.loaded_at for p in loaded)) * 1000
+                ),
             }
         spark_files = spark.get("rocksdbNumReplayChangelogFiles")
         if log is not None and log["stores_loaded"] >= len(plan.stores):
@@ -447,10 +491,14 @@ class RestoreTracker:
             duration_ms, duration_source = first_batch_ms, "batch"
             notes.append("neither the log nor Spark's progress reported the load; the duration is the first batch's")
         if spark_files is not None and log is not None and int(spark_files) != log["replay_files"]:
-            notes.append(f"Spark reports {int(spark_files)} changelog files replayed, the log shows {log['replay_files']}")
+            notes.append(
+                f"Spark reports {int(spark_files)} changelog files replayed, the log shows {log['replay_files']}"
+            )
         if log is not None and spark:
-            for metric, mine in (("rocksdbLoadFromSnapshotLatencyMs", log["snapshot_ms_total"]),
-                                 ("rocksdbLoadLatencyMs", log["load_ms_total"])):
+            for metric, mine in (
+                ("rocksdbLoadFromSnapshotLatencyMs", log["snapshot_ms_total"]),
+                ("rocksdbLoadLatencyMs", log["load_ms_total"]),
+            ):
                 theirs = spark.get(metric)
                 if theirs is not None and mine - int(theirs) > max(100, mine * 0.2):
                     notes.append(f"Spark's {metric} ({int(theirs):,} ms) under-reports: the log shows {mine:,} ms")
@@ -458,13 +506,19 @@ class RestoreTracker:
         if agrees is False:
             notes.append(f"the plan expected {plan.replay_files} changelog files, {replay_files} were replayed")
         return {
-            "type": "restore_finished", "time": round(now, 3), **self._ids(), "operator_id": oid,
-            "operator": plan.operator, "partitions": plan.partitions,
-            "duration_ms": duration_ms, "duration_source": duration_source,
+            "type": "restore_finished",
+            "time": round(now, 3),
+            **self._ids(),
+            "operator_id": oid,
+            "operator": plan.operator,
+            "partitions": plan.partitions,
+            "duration_ms": duration_ms,
+            "duration_source": duration_source,
             "first_batch_ms": first_batch_ms,
             # The log's clock is the JVM's local time: clamp, should its time zone differ.
             "since_start_ms": max(0, round((now - self.began_at) * 1000)) if self.began_at else None,
-            "replay_files": replay_files, "replay_files_source": files_source,
+            "replay_files": replay_files,
+            "replay_files_source": files_source,
             "agrees_with_plan": agrees,
             "plan": {k: v for k, v in plan.to_dict().items() if k != "stores"},
             "spark": {k: int(v) for k, v in spark.items()},
@@ -474,5 +528,9 @@ class RestoreTracker:
 
 
 def stage_tasks(raw: list[dict[str, Any]]) -> list[StageTasks]:
-    return [StageTasks(int(s["stage_id"]), int(s["tasks"]), int(s["completed"]), int(s.get("active", 0)),
-                       int(s.get("failed", 0))) for s in raw]
+    return [
+        StageTasks(
+            int(s["stage_id"]), int(s["tasks"]), int(s["completed"]), int(s.get("active", 0)), int(s.get("failed", 0))
+        )
+        for s in raw
+    ]

@@ -15,23 +15,24 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from statectl.jobs.registry import JobEntry, job_entry
-from statectl.jobs.user import UserJob
 from statectl.checkpoint.lock import CheckpointLock, check_checkpoint_location, checkpoint_for
-from statectl.storage.files import is_object_path, scandir
-from statectl.storage.spark_conf import spark_conf_for
-from statectl.storage.stores import forget_listings
 from statectl.cluster import Cluster
 from statectl.cluster.load import load_cluster
 from statectl.config.sections import JobConfig
 from statectl.errors import OperationalError, StatectlError, UsageError
+from statectl.jobs.registry import JobEntry, job_entry
+from statectl.jobs.user import UserJob
 from statectl.run.kafka_watch import KafkaWatch
 from statectl.run.lifecycle import EventSink, RunTotals, batch_progress
 from statectl.run.restore_tracking import tracked_restore
+from statectl.storage.files import is_object_path, scandir
+from statectl.storage.spark_conf import spark_conf_for
+from statectl.storage.stores import forget_listings
 from statectl.text import wait_until
 
 if TYPE_CHECKING:
@@ -92,8 +93,14 @@ class RunSummary:
         return asdict(self)
 
 
-def run_timing(command_started: float, spark_started: float | None, query_started: float | None,
-               query_ended: float, finished: float, processing_seconds: float) -> dict[str, float]:
+def run_timing(
+    command_started: float,
+    spark_started: float | None,
+    query_started: float | None,
+    query_ended: float,
+    finished: float,
+    processing_seconds: float,
+) -> dict[str, float]:
     """Where a run's wall time went (the RunSummary fields), from monotonic instants: the command's
     start, the Spark session's start, the query's start and end, the summary. The parts add up to
     the whole: start + batches (``processing_seconds``) + between batches + stop."""
@@ -120,8 +127,9 @@ def _one_line_errors(job_id: str):
     except Exception as exc:
         from statectl.adapters.spark.session import failure_line
 
-        raise OperationalError(f"the {job_id} run failed: {failure_line(exc)} "
-                               f"(statectl --debug run ... shows the traceback)") from exc
+        raise OperationalError(
+            f"the {job_id} run failed: {failure_line(exc)} (statectl --debug run ... shows the traceback)"
+        ) from exc
 
 
 class _StoppedBeforeStart(Exception):
@@ -137,7 +145,7 @@ class StopSignals:
         self.reason: str | None = None  # SIGINT | SIGTERM, once one came
         self._previous: dict = {}
 
-    def install(self) -> "StopSignals":
+    def install(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
             self._previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
             for sig in self._previous:
@@ -211,6 +219,7 @@ def require_features(features: list[str]) -> None:
 @dataclass
 class _Run:
     """What a run is, settled (and checked) before the checkpoint is locked and Spark starts."""
+
     request: RunRequest
     command_started: float  # time.monotonic(): the summary's wall time counts from here
     config: JobConfig
@@ -228,6 +237,7 @@ class _Run:
 @dataclass
 class _Ready:
     """What the run read and made ready once the checkpoint was its own, before Spark starts."""
+
     layout: object | None  # None: a new query, or a checkpoint this reader cannot parse
     restore: dict  # what the first batch will load, per operator (empty when the run does not listen)
     notes: list[str | None]  # the restore plan's note, the topics' note
@@ -236,6 +246,7 @@ class _Ready:
 @dataclass
 class _Session:
     """The run's Spark session and what came with it."""
+
     spark: object
     started: float  # time.monotonic() when the session was asked for
     link: object | None = None  # statectl's link to its own engine; None: a local driver, an engine elsewhere
@@ -247,6 +258,7 @@ class _Session:
 class _Outcome:
     """How the query ended. Filled in as it goes: the clean-up needs the query even when a second
     Ctrl-C breaks off the following."""
+
     started: float  # time.monotonic() just before the query was asked to start
     status: str = "finished"
     error: str | None = None
@@ -260,8 +272,12 @@ class _Outcome:
 def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummary:
     """Run the job of ``request.config`` and return what it did."""
     run = _refuse_before_spark(request)
-    with CheckpointLock(run.checkpoint, writes_batches=True) as lock, _closing(run.metrics), \
-            _one_line_errors(run.name), contextlib.ExitStack() as session_scope:
+    with (
+        CheckpointLock(run.checkpoint, writes_batches=True) as lock,
+        _closing(run.metrics),
+        _one_line_errors(run.name),
+        contextlib.ExitStack() as session_scope,
+    ):
         # From here on Ctrl-C asks for a stop: while Spark starts, the run then ends before its
         # first batch instead of breaking off inside a call to the JVM.
         signals = StopSignals().install()
@@ -274,8 +290,10 @@ def run_job(request: RunRequest, on_event: EventSink | None = None) -> RunSummar
         outcome = _follow_to_the_end(run, session, writer, signals, monitor, totals)
     summary = _summary_of(run, session, outcome, totals, output_topics)
     if outcome.status == "failed":
-        raise OperationalError(f"the {run.name} query failed{_in_batch(run.checkpoint)}: "
-                               f"{_resource_error(outcome.error, outcome.error_text, run.checkpoint)}")
+        raise OperationalError(
+            f"the {run.name} query failed{_in_batch(run.checkpoint)}: "
+            f"{_resource_error(outcome.error, outcome.error_text, run.checkpoint)}"
+        )
     return summary
 
 
@@ -294,8 +312,13 @@ def _refuse_before_spark(request: RunRequest) -> _Run:
     checkpoint = checkpoint_for(config, request.checkpoint_dir)
     master = request.master or config.spark.master
     engine = engine_for(request.remote, request.master, config)
-    require_features([*job_features(job, config), *(["engine-run"] if engine.on_engine else []),
-                      *(["s3a-checkpoints"] if is_object_path(checkpoint) else [])])
+    require_features(
+        [
+            *job_features(job, config),
+            *(["engine-run"] if engine.on_engine else []),
+            *(["s3a-checkpoints"] if is_object_path(checkpoint) else []),
+        ]
+    )
     check_checkpoint_location(checkpoint)
     if engine.on_engine:
         from statectl.adapters.spark.remote import import_client_in_background, require_remote
@@ -304,14 +327,26 @@ def _refuse_before_spark(request: RunRequest) -> _Run:
         import_client_in_background()
     else:
         require_master(master)
-    bootstrap = request.cluster or load_cluster(config_bootstrap=config.kafka.bootstrap_servers,
-                                                config_properties=config.kafka.properties)
+    bootstrap = request.cluster or load_cluster(
+        config_bootstrap=config.kafka.bootstrap_servers, config_properties=config.kafka.properties
+    )
     admin = require_broker(bootstrap)
     topics = _plan_topics(job, config, bootstrap, admin)
     metrics = _serve_metrics(request)
-    return _Run(request=request, command_started=command_started, config=config, job=job, name=name,
-                checkpoint=checkpoint, master=master, engine=engine, bootstrap=bootstrap, admin=admin,
-                topics=topics, metrics=metrics)
+    return _Run(
+        request=request,
+        command_started=command_started,
+        config=config,
+        job=job,
+        name=name,
+        checkpoint=checkpoint,
+        master=master,
+        engine=engine,
+        bootstrap=bootstrap,
+        admin=admin,
+        topics=topics,
+        metrics=metrics,
+    )
 
 
 def _read_checkpoint_and_create_topics(run: _Run) -> _Ready:
@@ -352,8 +387,13 @@ def _start_spark(run: _Run, layout, session_scope: contextlib.ExitStack) -> _Ses
         return _Session(spark, spark_started, link, client_watch, engine_notes)
     if isinstance(run.job, UserJob):
         worker_python_path(run.job.python_path())
-    spark = spark_session(app_name=f"statectl {run.name}", master=run.master, conf=conf, ui=run.config.spark.ui,
-                          object_store=is_object_path(run.checkpoint))
+    spark = spark_session(
+        app_name=f"statectl {run.name}",
+        master=run.master,
+        conf=conf,
+        ui=run.config.spark.ui,
+        object_store=is_object_path(run.checkpoint),
+    )
     return _Session(spark, spark_started)
 
 
@@ -367,16 +407,34 @@ def _build_writer(run: _Run, layout, session: _Session) -> tuple[object, list[st
     config, job, bootstrap = run.config, run.job, run.bootstrap
     txn_id = run_transactional_id(config, run.checkpoint, layout)
     if isinstance(job, UserJob):
-        writer = user_job_writer(job, session.spark, config, bootstrap, run.admin, run.checkpoint,
-                                 run.request.available_now, txn_id, session.client_watch)
+        writer = user_job_writer(
+            job,
+            session.spark,
+            config,
+            bootstrap,
+            run.admin,
+            run.checkpoint,
+            run.request.available_now,
+            txn_id,
+            session.client_watch,
+        )
         return writer, []
     plan = job.topology().build(session.spark, config, bootstrap)
     output_topics = plan.output_topics
-    batches = (None if txn_id is None
-               else TransactionalBatches(bootstrap, txn_id, output_topics[0], session.client_watch))
+    batches = (
+        None if txn_id is None else TransactionalBatches(bootstrap, txn_id, output_topics[0], session.client_watch)
+    )
     writer = kafka_sink_writer(
-        plan.output, plan.reasons, plan.output_topics, bootstrap, str(run.checkpoint), run.name.replace("/", "-"),
-        run.request.available_now, config.trigger.processing_time, batches)
+        plan.output,
+        plan.reasons,
+        plan.output_topics,
+        bootstrap,
+        str(run.checkpoint),
+        run.name.replace("/", "-"),
+        run.request.available_now,
+        config.trigger.processing_time,
+        batches,
+    )
     return writer, output_topics
 
 
@@ -392,13 +450,22 @@ def _listen(run: _Run, ready: _Ready, session: _Session, sinks: list, lock: Chec
         if event.get("type") == "batch_progress":
             lock.touch()  # if this run is killed, its lock says until when the batches were its
 
-    return _monitor(session.spark, run.metrics, [*sinks, note_batch], ready.restore, [*session.notes, *ready.notes],
-                    {"job": run.name, "checkpoint": str(run.checkpoint), "trigger": trigger}, run.engine,
-                    session.link, bootstrap=run.bootstrap)
+    return _monitor(
+        session.spark,
+        run.metrics,
+        [*sinks, note_batch],
+        ready.restore,
+        [*session.notes, *ready.notes],
+        {"job": run.name, "checkpoint": str(run.checkpoint), "trigger": trigger},
+        run.engine,
+        session.link,
+        bootstrap=run.bootstrap,
+    )
 
 
-def _follow_to_the_end(run: _Run, session: _Session, writer, signals: StopSignals, monitor,
-                       totals: RunTotals) -> _Outcome:
+def _follow_to_the_end(
+    run: _Run, session: _Session, writer, signals: StopSignals, monitor, totals: RunTotals
+) -> _Outcome:
     """Start the query and follow it until it ends or is stopped. However that goes, the signals,
     the Kafka watch and the listener are let go of; a second Ctrl-C still leaves at once."""
     watch = _watch_kafka(run.admin, run.config.kafka.unavailable_timeout, monitor)
@@ -427,8 +494,9 @@ def _follow_to_the_end(run: _Run, session: _Session, writer, signals: StopSignal
     return outcome
 
 
-def _start_and_follow(run: _Run, session: _Session, writer, signals: StopSignals, monitor, watch: KafkaWatch,
-                      outcome: _Outcome) -> None:
+def _start_and_follow(
+    run: _Run, session: _Session, writer, signals: StopSignals, monitor, watch: KafkaWatch, outcome: _Outcome
+) -> None:
     """Start the query, unless a stop came while Spark started, and follow it to its end."""
     from statectl.adapters.spark.session import failure_line
 
@@ -441,9 +509,17 @@ def _start_and_follow(run: _Run, session: _Session, writer, signals: StopSignals
         outcome.start_error = failure_line(exc)
         raise _query_error(run.job, f"the {run.name} query did not start", exc) from exc
     lost = kafka_lost_error(run.bootstrap, run.config.kafka.unavailable_timeout)
-    status = _follow(outcome.query, signals, run.request, outcome.started,
-                     monitor.stopping if monitor is not None else None, watch,
-                     monitor.fail if monitor is not None else None, lost, session.link)
+    status = _follow(
+        outcome.query,
+        signals,
+        run.request,
+        outcome.started,
+        monitor.stopping if monitor is not None else None,
+        watch,
+        monitor.fail if monitor is not None else None,
+        lost,
+        session.link,
+    )
     outcome.status, outcome.error, outcome.error_text = _how_it_ended(run.job, status, outcome.query, lost)
 
 
@@ -458,29 +534,45 @@ def _how_it_ended(job, status: str, query, lost: str) -> tuple[str, str | None, 
     return ("finished" if status == CAUGHT_UP else status), None, ""
 
 
-def _summary_of(run: _Run, session: _Session, outcome: _Outcome, totals: RunTotals,
-                output_topics: list[str]) -> RunSummary:
+def _summary_of(
+    run: _Run, session: _Session, outcome: _Outcome, totals: RunTotals, output_topics: list[str]
+) -> RunSummary:
     """What the run did, once the session and the lock are let go of (the stop time counts them)."""
     query = outcome.query
     processing_seconds = round(totals.processing_ms / 1000, 2)
     return RunSummary(
-        job=run.name, status=outcome.status, query_id=None if query is None else str(query.id),
-        checkpoint_dir=str(run.checkpoint), bootstrap_servers=str(run.bootstrap), batches=totals.batches,
-        input_rows=totals.input_rows, seconds=round(time.monotonic() - outcome.started, 2),
-        dropped={k[len("dropped_"):]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
+        job=run.name,
+        status=outcome.status,
+        query_id=None if query is None else str(query.id),
+        checkpoint_dir=str(run.checkpoint),
+        bootstrap_servers=str(run.bootstrap),
+        batches=totals.batches,
+        input_rows=totals.input_rows,
+        seconds=round(time.monotonic() - outcome.started, 2),
+        dropped={k[len("dropped_") :]: v for k, v in totals.observed.items() if k.startswith("dropped_") and v},
         outputs={t: totals.observed.get(f"to_{i}", 0) for i, t in enumerate(output_topics)},
-        state_rows=totals.last_state_rows, state_growth=_unbounded_state(totals), error=outcome.error,
+        state_rows=totals.last_state_rows,
+        state_growth=_unbounded_state(totals),
+        error=outcome.error,
         processing_seconds=processing_seconds,
         engine=run.engine.remote,
         delivery=None if isinstance(run.job, UserJob) else run.config.sink.delivery,
-        **run_timing(run.command_started, session.started, outcome.query_started, outcome.query_ended,
-                     time.monotonic(), processing_seconds),
+        **run_timing(
+            run.command_started,
+            session.started,
+            outcome.query_started,
+            outcome.query_ended,
+            time.monotonic(),
+            processing_seconds,
+        ),
     )
 
 
 def _unbounded_state(totals: RunTotals) -> list[dict]:
-    return [{"operator_id": oid, "trend": g.trend, "first": g.first.value, "last": g.last.value,
-             "per_hour": g.per_hour} for oid, g in totals.state_growth.unbounded().items()]
+    return [
+        {"operator_id": oid, "trend": g.trend, "first": g.first.value, "last": g.last.value, "per_hour": g.per_hour}
+        for oid, g in totals.state_growth.unbounded().items()
+    ]
 
 
 def _whole_text(exc: BaseException) -> str:
@@ -510,8 +602,7 @@ def _engine_session(engine, name: str, conf: dict[str, str], job):
     """A Connect session on ``engine`` for this run, with the code its Python workers need: the
     session, statectl's link to the engine (None on an engine statectl did not start), the notes
     the run shows about it."""
-    from statectl.adapters.spark.remote import (engine_link, remote_session, runtime_settings, ship_python,
-                                                ship_statectl)
+    from statectl.adapters.spark.remote import engine_link, remote_session, runtime_settings, ship_python, ship_statectl
 
     spark = remote_session(engine.remote, conf, app_name=f"statectl {name}")
     link = engine_link(engine.remote)
@@ -522,8 +613,10 @@ def _engine_session(engine, name: str, conf: dict[str, str], job):
     notes = [f"on the Spark Connect engine {engine.remote} ({engine.why})"]
     ignored = sorted(set(conf) - set(runtime_settings(conf)))
     if ignored:
-        notes.append(f"the engine keeps its own {', '.join(ignored)} (set when it started; only spark.sql.* "
-                     "settings apply to a run on an engine)")
+        notes.append(
+            f"the engine keeps its own {', '.join(ignored)} (set when it started; only spark.sql.* "
+            "settings apply to a run on an engine)"
+        )
     return spark, link, notes
 
 
@@ -542,20 +635,25 @@ def worker_python_path(paths: list[str]) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *current]))
 
 
-def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, available_now: bool,
-                      sink=None):
+def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, available_now: bool, sink=None):
     """Call the user's build function with its context: the unstarted DataStreamWriter it returns.
     Whatever goes wrong is the user's, said plainly."""
-    from statectl.jobs.user import missing_feature, user_code_error
     from statectl.adapters.spark.query import WriterShape, writer_shape
     from statectl.job_context import JobContext
+    from statectl.jobs.user import missing_feature, user_code_error
     from statectl.run.exactly_once import UserSink
 
-    context = JobContext(spark=spark, params=job.params(config), bootstrap_servers=bootstrap.bootstrap,
-                         kafka_options=bootstrap.spark_options(), name=config.job_name,
-                         checkpoint_dir=str(checkpoint), available_now=available_now,
-                         starting_offsets=config.kafka.starting_offsets,
-                         sink_builder=sink if sink is not None else UserSink(bootstrap, None))
+    context = JobContext(
+        spark=spark,
+        params=job.params(config),
+        bootstrap_servers=bootstrap.bootstrap,
+        kafka_options=bootstrap.spark_options(),
+        name=config.job_name,
+        checkpoint_dir=str(checkpoint),
+        available_now=available_now,
+        starting_offsets=config.kafka.starting_offsets,
+        sink_builder=sink if sink is not None else UserSink(bootstrap, None),
+    )
     call = f"{job.location.function}(ctx)"
     try:
         writer = job.builder()(context)
@@ -568,14 +666,25 @@ def build_user_writer(job: UserJob, spark, config, bootstrap, checkpoint: Path, 
         raise user_code_error(call, exc) from None
     shape = writer_shape(writer)
     if shape is not WriterShape.WRITER:
-        raise UsageError(f"{job.location.describe()}: {call} returned {shape.returned(writer)}; "
-                         f"return df.writeStream... without calling start(): statectl sets the checkpoint, "
-                         f"trigger and query name and starts it")
+        raise UsageError(
+            f"{job.location.describe()}: {call} returned {shape.returned(writer)}; "
+            f"return df.writeStream... without calling start(): statectl sets the checkpoint, "
+            f"trigger and query name and starts it"
+        )
     return writer
 
 
-def user_job_writer(job: UserJob, spark, config, bootstrap, admin, checkpoint: Path, available_now: bool,
-                    transactional_id: str | None = None, client_watch=None):
+def user_job_writer(
+    job: UserJob,
+    spark,
+    config,
+    bootstrap,
+    admin,
+    checkpoint: Path,
+    available_now: bool,
+    transactional_id: str | None = None,
+    client_watch=None,
+):
     """The user's writer made statectl's run: checkpoint location, query name, trigger."""
     from statectl.run.exactly_once import UserSink
 
@@ -605,9 +714,11 @@ def _check_output_topic(topic: str, admin, job: UserJob) -> None:
 
     if topic in existing_topics(admin):
         return
-    raise UsageError(f"the output topic {topic!r} does not exist: declare it in {job.location.describe().rsplit(':', 1)[0]}"
-                     f" (TOPICS = [{{'name': '{topic}', 'partitions': 3, 'output': True}}], created before Spark "
-                     f"starts; docs/own-jobs.md) or create it (kafka-topics.sh --create --topic {topic})")
+    raise UsageError(
+        f"the output topic {topic!r} does not exist: declare it in {job.location.describe().rsplit(':', 1)[0]}"
+        f" (TOPICS = [{{'name': '{topic}', 'partitions': 3, 'output': True}}], created before Spark "
+        f"starts; docs/own-jobs.md) or create it (kafka-topics.sh --create --topic {topic})"
+    )
 
 
 def _query_error(job, what: str, exc: BaseException) -> StatectlError:
@@ -638,8 +749,13 @@ def _failure(job, exc: BaseException, query) -> str:
 
 #: What a batch interrupted by ``query.stop()`` says when the interruption reached it inside
 #: Python code (the exactly-once writer's collect in foreachBatch): its Spark job was cancelled.
-_CUT_SHORT = ("InterruptedException", "ClosedByInterruptException", "cancelled part of cancelled job group",
-              "cancelled because SparkContext was shut down", "cancelled as part of cancellation of all jobs")
+_CUT_SHORT = (
+    "InterruptedException",
+    "ClosedByInterruptException",
+    "cancelled part of cancelled job group",
+    "cancelled because SparkContext was shut down",
+    "cancelled as part of cancellation of all jobs",
+)
 
 
 def cut_short_by_stop(status: str, error_text: str) -> bool:
@@ -673,19 +789,30 @@ def _watch_kafka(admin, unavailable_timeout: str | None, monitor) -> KafkaWatch:
     from statectl.config.spark_values import parse_interval
 
     timeout = None if unavailable_timeout is None else parse_interval(unavailable_timeout) / 1000
-    return KafkaWatch(lambda: cluster_answers(admin, 2.0), timeout,
-                      on_change=monitor.kafka if monitor is not None else None).start()
+    return KafkaWatch(
+        lambda: cluster_answers(admin, 2.0), timeout, on_change=monitor.kafka if monitor is not None else None
+    ).start()
 
 
 def kafka_lost_error(bootstrap, unavailable_timeout: str | None) -> str:
-    return (f"no Kafka broker at {bootstrap} answered for {unavailable_timeout} (kafka.unavailable_timeout), so "
-            "the query was stopped; what it committed is kept and the unfinished batch runs again: start the job "
-            "again once the brokers are back (kafka.unavailable_timeout: null waits for them instead)")
+    return (
+        f"no Kafka broker at {bootstrap} answered for {unavailable_timeout} (kafka.unavailable_timeout), so "
+        "the query was stopped; what it committed is kept and the unfinished batch runs again: start the job "
+        "again once the brokers are back (kafka.unavailable_timeout: null waits for them instead)"
+    )
 
 
-def _follow(query, signals: StopSignals, request: RunRequest, started: float,
-            on_stopping: Callable[[int | None, str], None] | None = None, watch: KafkaWatch | None = None,
-            on_kafka_lost: Callable[[str], None] | None = None, kafka_lost: str = "", link=None) -> str:
+def _follow(
+    query,
+    signals: StopSignals,
+    request: RunRequest,
+    started: float,
+    on_stopping: Callable[[int | None, str], None] | None = None,
+    watch: KafkaWatch | None = None,
+    on_kafka_lost: Callable[[str], None] | None = None,
+    kafka_lost: str = "",
+    link=None,
+) -> str:
     """Wait for the query to end, or for a stop request; stop between batches. Stop at once when
     ``watch`` says no broker answered for too long (Spark's source would wait forever)."""
     from statectl.adapters.spark.query import ended_within
@@ -740,8 +867,9 @@ def _offsets(value):
         return value
 
 
-def _stop_between_batches(query, reason: str, on_stopping: Callable[[int | None, str], None] | None,
-                          patience: float = 600.0, link=None) -> None:
+def _stop_between_batches(
+    query, reason: str, on_stopping: Callable[[int | None, str], None] | None, patience: float = 600.0, link=None
+) -> None:
     """Let the running batch finish and commit, start no other, and wait for the query to end.
 
     Waiting for a moment with no batch running does not work under a backlog: the next batch
@@ -781,12 +909,21 @@ def _plan_topics(job: JobEntry, config: JobConfig, bootstrap: Cluster, admin):
     return plan_job_topics(job.topics(config), config.job_name, bootstrap, admin)
 
 
-def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None], context: dict, engine=None,
-             link=None, bootstrap: Cluster | None = None):
+def _monitor(
+    spark,
+    metrics,
+    sinks: list,
+    restore: dict,
+    notes: list[str | None],
+    context: dict,
+    engine=None,
+    link=None,
+    bootstrap: Cluster | None = None,
+):
     """The listener and the thread that turns what it hears into events (statectl.run.monitor)."""
-    from statectl.adapters.spark.progress import StagePoller, local_log_file
-    from statectl.adapters.spark.log_tail import LogTail
     from statectl.adapters.spark.listener import make_listener
+    from statectl.adapters.spark.log_tail import LogTail
+    from statectl.adapters.spark.progress import StagePoller, local_log_file
     from statectl.run.monitor import RunMonitor
 
     notes = [note for note in notes if note]
@@ -800,8 +937,10 @@ def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None]
             log_tail = LogTail(link.log_file)
             stage_poll = link.stages
         else:
-            notes.append(f"the engine at {engine.remote} is not statectl's local one: restore progress comes from "
-                         "the first batch's state-store metrics only (no log, no stage progress)")
+            notes.append(
+                f"the engine at {engine.remote} is not statectl's local one: restore progress comes from "
+                "the first batch's state-store metrics only (no log, no stage progress)"
+            )
     elif restore:
         log = local_log_file(spark)
         if log is not None:
@@ -815,8 +954,9 @@ def _monitor(spark, metrics, sinks: list, restore: dict, notes: list[str | None]
         from statectl.run.input_lag import InputLag
 
         input_lag = InputLag(lambda: RecordTimes(bootstrap))
-    monitor = RunMonitor(sinks, restore, log_tail=log_tail, stage_poll=stage_poll,
-                         context=context, notes=notes, input_lag=input_lag).start()
+    monitor = RunMonitor(
+        sinks, restore, log_tail=log_tail, stage_poll=stage_poll, context=context, notes=notes, input_lag=input_lag
+    ).start()
     monitor.listener = make_listener(monitor.submit)
     spark.streams.addListener(monitor.listener)
     return monitor

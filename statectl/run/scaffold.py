@@ -23,15 +23,22 @@ class Scaffold:
     files: list[Path]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "module": self.module, "directory": str(self.directory),
-                "files": [str(f) for f in self.files]}
+        return {
+            "name": self.name,
+            "module": self.module,
+            "directory": str(self.directory),
+            "files": [str(f) for f in self.files],
+        }
 
 
 def _files(module: str) -> dict[str, str]:
     """Template -> the path it is written to, inside the job's folder."""
-    return {"job.py.tmpl": f"{module}.py", "job.yaml.tmpl": f"{module}.yaml",
-            "test_processor.py.tmpl": f"tests/test_{module}_processor.py",
-            "test_integration.py.tmpl": f"tests/test_{module}_integration.py"}
+    return {
+        "job.py.tmpl": f"{module}.py",
+        "job.yaml.tmpl": f"{module}.yaml",
+        "test_processor.py.tmpl": f"tests/test_{module}_processor.py",
+        "test_integration.py.tmpl": f"tests/test_{module}_integration.py",
+    }
 
 
 #: The job's tests import its module from the folder above them.
@@ -42,20 +49,27 @@ def new_job(name: str, directory: Path | None = None, force: bool = False) -> Sc
     """Write a new job called ``name`` into ``directory`` (default: ./NAME); refuses to overwrite
     a file that is there unless ``force``."""
     if not _NAME.fullmatch(name):
-        raise UsageError(f"job name {name!r}: lower-case letters, digits, '-' and '_', starting with a letter "
-                         f"(e.g. click-alerts); it names the module, the topics and the checkpoint")
+        raise UsageError(
+            f"job name {name!r}: lower-case letters, digits, '-' and '_', starting with a letter "
+            f"(e.g. click-alerts); it names the module, the topics and the checkpoint"
+        )
     module = name.replace("-", "_")
     target = (directory or Path(name)).expanduser().resolve()
     outputs = {template: target / rel for template, rel in _files(module).items()}
     outputs["pytest.ini"] = target / "pytest.ini"
     present = [p for p in outputs.values() if p.exists()]
     if present and not force:
-        raise UsageError(f"{present[0]} exists; choose another --dir, or --force to overwrite "
-                         f"{'it' if len(present) == 1 else f'these {len(present)} files'}")
+        raise UsageError(
+            f"{present[0]} exists; choose another --dir, or --force to overwrite "
+            f"{'it' if len(present) == 1 else f'these {len(present)} files'}"
+        )
     root = resources.files("statectl.resources").joinpath("scaffold")
     for template, path in outputs.items():
-        text = PYTEST_INI if template == "pytest.ini" else Template(root.joinpath(template).read_text()).substitute(
-            name=name, module=module)
+        text = (
+            PYTEST_INI
+            if template == "pytest.ini"
+            else Template(root.joinpath(template).read_text()).substitute(name=name, module=module)
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return Scaffold(name, module, target, list(outputs.values()))

@@ -49,12 +49,11 @@ def local_path_of(text: str) -> str:
     """A ``file://`` URL or a plain path as the plain path it names."""
     if url_scheme(text) != "file":
         return text
-    rest = text[len("file://"):]
+    rest = text[len("file://") :]
     if rest and not rest.startswith("/"):
         host, _, path = rest.partition("/")
         if host not in ("", "localhost"):
-            raise UsageError(f"{text}: a file:// URL names a path on this machine (file:///path), "
-                             f"not on host {host!r}")
+            raise UsageError(f"{text}: a file:// URL names a path on this machine (file:///path), not on host {host!r}")
         rest = "/" + path
     return unquote(rest) or "/"
 
@@ -66,24 +65,27 @@ def parse_location(text: str) -> Location:
     scheme = url_scheme(text)
     if scheme is None or scheme == "file":
         raise UsageError(f"{text} is not an object-store URL")
-    rest = str(text)[len(scheme) + 3:]
+    rest = str(text)[len(scheme) + 3 :]
     bucket, _, key = rest.partition("/")
     if scheme in S3_SCHEMES:
         scheme = "s3a"
         if not bucket:
             raise UsageError(f"{text}: no bucket; write s3a://BUCKET/path/to/checkpoint")
         if "@" in bucket or ":" in bucket:
-            raise UsageError(f"{text}: credentials do not go in the URL; put them in fs.s3a.access.key/"
-                             f"fs.s3a.secret.key (--storage-config) or the AWS environment")
+            raise UsageError(
+                f"{text}: credentials do not go in the URL; put them in fs.s3a.access.key/"
+                f"fs.s3a.secret.key (--storage-config) or the AWS environment"
+            )
         if not _BUCKET.match(bucket) or ".." in bucket:
-            raise UsageError(f"{text}: {bucket!r} is not a valid S3 bucket name (3-63 characters: lower-case "
-                             f"letters, digits, '.', '-')")
+            raise UsageError(
+                f"{text}: {bucket!r} is not a valid S3 bucket name (3-63 characters: lower-case "
+                f"letters, digits, '.', '-')"
+            )
     elif not bucket:
         raise UsageError(f"{text}: no bucket, container or host after {scheme}://")
     parts = [p for p in key.split("/") if p]
     if any(p in (".", "..") for p in parts):
         raise UsageError(f"{text}: '.' and '..' do not work in an object-store path; write the path in full")
     if "//" in key.strip("/"):
-        raise UsageError(f"{text}: an empty path segment ('//') names a different object than Spark would; "
-                         f"remove it")
+        raise UsageError(f"{text}: an empty path segment ('//') names a different object than Spark would; remove it")
     return Location(scheme, bucket, "/".join(parts))

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import errno
 import posixpath
+from collections.abc import Iterator
 from pathlib import PurePosixPath
-from typing import Iterator
 
 from statectl.storage.entries import ObjectEntry, ObjectStat
 from statectl.storage.location import Location, parse_location
 
 
-def _not_found(path: "ObjectPath") -> FileNotFoundError:
+def _not_found(path: ObjectPath) -> FileNotFoundError:
     return FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
 
 
@@ -39,16 +39,16 @@ class ObjectPath:
     def scheme(self) -> str:
         return self.location.scheme
 
-    def _with_key(self, key: str) -> "ObjectPath":
+    def _with_key(self, key: str) -> ObjectPath:
         return ObjectPath(Location(self.location.scheme, self.location.bucket, key.strip("/")))
 
-    def __truediv__(self, other: object) -> "ObjectPath":
+    def __truediv__(self, other: object) -> ObjectPath:
         rel = str(other).strip("/")
         if not rel:
             return self
         return self._with_key(f"{self.key}/{rel}" if self.key else rel)
 
-    def joinpath(self, *others: object) -> "ObjectPath":
+    def joinpath(self, *others: object) -> ObjectPath:
         out = self
         for other in others:
             out = out / other
@@ -59,11 +59,11 @@ class ObjectPath:
         return self.key.rpartition("/")[2]
 
     @property
-    def parent(self) -> "ObjectPath":
+    def parent(self) -> ObjectPath:
         return self._with_key(self.key.rpartition("/")[0])
 
     @property
-    def parents(self) -> list["ObjectPath"]:
+    def parents(self) -> list[ObjectPath]:
         out, here = [], self
         while here.key:
             here = here.parent
@@ -82,15 +82,15 @@ class ObjectPath:
     def parts(self) -> tuple[str, ...]:
         return (f"{self.scheme}://{self.bucket}",) + tuple(p for p in self.key.split("/") if p)
 
-    def with_name(self, name: str) -> "ObjectPath":
+    def with_name(self, name: str) -> ObjectPath:
         if not self.key:
             raise ValueError(f"{self} has an empty name")
         return self.parent / name
 
-    def with_suffix(self, suffix: str) -> "ObjectPath":
+    def with_suffix(self, suffix: str) -> ObjectPath:
         return self.with_name(self.stem + suffix)
 
-    def relative_to(self, other: "ObjectPath") -> PurePosixPath:
+    def relative_to(self, other: ObjectPath) -> PurePosixPath:
         if (other.scheme, other.bucket) != (self.scheme, self.bucket):
             raise ValueError(f"{self} is not under {other}")
         if not other.key:
@@ -99,20 +99,20 @@ class ObjectPath:
             raise ValueError(f"{self} is not under {other}")
         return PurePosixPath(posixpath.relpath(self.key, other.key))
 
-    def is_relative_to(self, other: "ObjectPath") -> bool:
+    def is_relative_to(self, other: ObjectPath) -> bool:
         try:
             self.relative_to(other)
             return True
         except (ValueError, AttributeError):
             return False
 
-    def expanduser(self) -> "ObjectPath":
+    def expanduser(self) -> ObjectPath:
         return self
 
-    def resolve(self, strict: bool = False) -> "ObjectPath":
+    def resolve(self, strict: bool = False) -> ObjectPath:
         return self
 
-    def absolute(self) -> "ObjectPath":
+    def absolute(self) -> ObjectPath:
         return self
 
     def is_absolute(self) -> bool:
@@ -133,7 +133,7 @@ class ObjectPath:
     def __hash__(self) -> int:
         return hash(self.location)
 
-    def __lt__(self, other: "ObjectPath") -> bool:
+    def __lt__(self, other: ObjectPath) -> bool:
         return str(self) < str(other)
 
     # -- operations on the store ---------------------------------------------------------------
@@ -169,7 +169,7 @@ class ObjectPath:
     def scandir(self) -> list[ObjectEntry]:
         return list(self.store.list_dir(self.key).values())
 
-    def iterdir(self) -> Iterator["ObjectPath"]:
+    def iterdir(self) -> Iterator[ObjectPath]:
         for entry in self.scandir():
             yield self / entry.name
 
@@ -191,7 +191,7 @@ class ObjectPath:
             raise _not_found(self)
         self.store.delete(self.key)
 
-    def copy_to(self, target: "ObjectPath") -> None:
+    def copy_to(self, target: ObjectPath) -> None:
         """A server-side copy to ``target`` (same bucket): the bytes never come through here."""
         if (target.scheme, target.bucket) != (self.scheme, self.bucket):
             raise ValueError(f"{target} is not in the bucket of {self}")

@@ -21,9 +21,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from statectl.errors import OperationalError
 from statectl.storage.files import as_path, is_object_path, join, prefetch, read_bytes, scandir
@@ -53,8 +53,9 @@ class _Plan:
 
 
 @contextmanager
-def checkpoint_replica(root: str, operator_id: int | None,
-                       keep: Callable[[str], bool] | None = None) -> Iterator[tuple[str, ReplicaStats]]:
+def checkpoint_replica(
+    root: str, operator_id: int | None, keep: Callable[[str], bool] | None = None
+) -> Iterator[tuple[str, ReplicaStats]]:
     """Yield (path, stats) of a copy of ``root`` holding its logs, every operator's metadata and
     the state files of ``operator_id`` (all operators when None); removed afterwards. ``keep``:
     which files to copy (a path relative to ``root``), all when None.
@@ -66,14 +67,17 @@ def checkpoint_replica(root: str, operator_id: int | None,
         if keep is not None:
             plan.files = [(rel, size) for rel, size in plan.files if keep(rel)]
     except OSError as exc:
-        raise OperationalError(f"{exc.filename or root} cannot be read to copy it for Spark ({exc.strerror or exc}).") from exc
+        raise OperationalError(
+            f"{exc.filename or root} cannot be read to copy it for Spark ({exc.strerror or exc})."
+        ) from exc
     tmp = tempfile.mkdtemp(prefix="statectl-inspect-")
     try:
         free = shutil.disk_usage(tmp).free
         if plan.bytes + FREE_SPACE_MARGIN > free:
             raise OperationalError(
                 f"--rows copies {human_bytes(plan.bytes)} of the checkpoint for Spark to read, but {tmp} has only "
-                f"{human_bytes(free)} free; point TMPDIR at a larger disk.")
+                f"{human_bytes(free)} free; point TMPDIR at a larger disk."
+            )
         name = as_path(root).name if is_object_path(root) else os.path.basename(os.path.abspath(root).rstrip(os.sep))
         dest = os.path.join(tmp, name or "checkpoint")
         stats = ReplicaStats()
@@ -92,8 +96,10 @@ def checkpoint_replica(root: str, operator_id: int | None,
                 stats.copied += 1
                 stats.copied_bytes += size
         except OSError as exc:
-            raise OperationalError(f"copying the checkpoint for Spark to read failed at {exc.filename or dest} "
-                                   f"({exc.strerror or exc}); the checkpoint itself was not changed.") from exc
+            raise OperationalError(
+                f"copying the checkpoint for Spark to read failed at {exc.filename or dest} "
+                f"({exc.strerror or exc}); the checkpoint itself was not changed."
+            ) from exc
         stats.seconds = time.perf_counter() - start
         yield dest, stats
     finally:

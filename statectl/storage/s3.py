@@ -9,7 +9,7 @@ import errno
 import os
 import signal
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from statectl.errors import OperationalError, StatectlError, UsageError
 from statectl.storage.entries import ObjectEntry
@@ -24,12 +24,23 @@ CONNECT_TIMEOUT = 2.0
 READ_TIMEOUT = 30.0
 ATTEMPTS = 3
 _DELETE_BATCH = 1000
-_COPY_LIMIT = 5 * 1024 ** 3  # CopyObject's limit; larger objects are copied in parts
+_COPY_LIMIT = 5 * 1024**3  # CopyObject's limit; larger objects are copied in parts
 
-_CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken",
-                     "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
-_REGION_CODES = {"AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException",
-                 "InvalidRegion"}
+_CREDENTIAL_CODES = {
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "TokenRefreshRequired",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+}
+_REGION_CODES = {
+    "AuthorizationHeaderMalformed",
+    "PermanentRedirect",
+    "IllegalLocationConstraintException",
+    "InvalidRegion",
+}
 
 
 _WRITES = {"PutObject", "CopyObject", "UploadPartCopy", "DeleteObject", "DeleteObjects"}
@@ -96,37 +107,53 @@ class S3Store:
             if code in ("NoSuchKey", "404", "NotFound") and operation != "HeadBucket":
                 return FileNotFoundError(errno.ENOENT, "No such file or directory", where)
             if code == "NoSuchBucket" or (operation == "HeadBucket" and status == 404):
-                return OperationalError(f"bucket {self.bucket!r} does not exist at {endpoint} ({where}); create "
-                                        f"it, or fix the bucket in the checkpoint URL or fs.s3a.endpoint")
+                return OperationalError(
+                    f"bucket {self.bucket!r} does not exist at {endpoint} ({where}); create "
+                    f"it, or fix the bucket in the checkpoint URL or fs.s3a.endpoint"
+                )
             if code in _CREDENTIAL_CODES:
-                return OperationalError(f"{endpoint} refused the credentials from {self.settings.credentials_from} "
-                                        f"({code}) reading {where}; check the access key, secret key and session "
-                                        f"token")
+                return OperationalError(
+                    f"{endpoint} refused the credentials from {self.settings.credentials_from} "
+                    f"({code}) reading {where}; check the access key, secret key and session "
+                    f"token"
+                )
             if code in _REGION_CODES or status == 301:
                 told = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("x-amz-bucket-region")
                 hint = f"it is in {told}; " if told else ""
-                return OperationalError(f"bucket {self.bucket!r} is not in region {self.settings.region or 'us-east-1'}"
-                                        f" ({code or status}): {hint}set fs.s3a.endpoint.region (or AWS_REGION) "
-                                        f"to the bucket's region")
+                return OperationalError(
+                    f"bucket {self.bucket!r} is not in region {self.settings.region or 'us-east-1'}"
+                    f" ({code or status}): {hint}set fs.s3a.endpoint.region (or AWS_REGION) "
+                    f"to the bucket's region"
+                )
             if code in ("AccessDenied", "AllAccessDisabled", "403") or status == 403:
-                return OperationalError(f"{endpoint} denied {operation} on {where} to the credentials from "
-                                        f"{self.settings.credentials_from}; give them s3:ListBucket, "
-                                        f"s3:GetObject (and s3:PutObject, s3:DeleteObject to change it)")
+                return OperationalError(
+                    f"{endpoint} denied {operation} on {where} to the credentials from "
+                    f"{self.settings.credentials_from}; give them s3:ListBucket, "
+                    f"s3:GetObject (and s3:PutObject, s3:DeleteObject to change it)"
+                )
             message = error.get("Message") or code or status
             return OperationalError(f"{operation} on {where} failed: {message}")
         if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ConnectionClosedError)):
-            return OperationalError(f"cannot reach the S3 endpoint {endpoint} (from {self.settings.endpoint_from}) "
-                                    f"for {where}; check the network and fs.s3a.endpoint")
+            return OperationalError(
+                f"cannot reach the S3 endpoint {endpoint} (from {self.settings.endpoint_from}) "
+                f"for {where}; check the network and fs.s3a.endpoint"
+            )
         if isinstance(exc, bx.ReadTimeoutError):
-            return OperationalError(f"the S3 endpoint {endpoint} did not answer {operation} on {where} in "
-                                    f"{READ_TIMEOUT:.0f} s; check the network and try again")
+            return OperationalError(
+                f"the S3 endpoint {endpoint} did not answer {operation} on {where} in "
+                f"{READ_TIMEOUT:.0f} s; check the network and try again"
+            )
         if isinstance(exc, bx.NoCredentialsError):
-            return OperationalError(f"no AWS credentials for {where}: set fs.s3a.access.key and fs.s3a.secret.key "
-                                    f"(--storage-config or the job's spark.conf), AWS_ACCESS_KEY_ID/"
-                                    f"AWS_SECRET_ACCESS_KEY, or AWS_PROFILE")
+            return OperationalError(
+                f"no AWS credentials for {where}: set fs.s3a.access.key and fs.s3a.secret.key "
+                f"(--storage-config or the job's spark.conf), AWS_ACCESS_KEY_ID/"
+                f"AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+            )
         if isinstance(exc, bx.ProfileNotFound):
-            return UsageError(f"AWS profile {self.settings.profile!r} (AWS_PROFILE) is not in the AWS config "
-                              f"files; fix AWS_PROFILE or set keys")
+            return UsageError(
+                f"AWS profile {self.settings.profile!r} (AWS_PROFILE) is not in the AWS config "
+                f"files; fix AWS_PROFILE or set keys"
+            )
         if isinstance(exc, bx.BotoCoreError):
             return OperationalError(f"{operation} on {where} failed: {exc}")
         return exc
@@ -170,9 +197,11 @@ class S3Store:
             if self._under_complete(key):
                 return
             prefix = f"{key}/" if key else ""
-            objects = [(obj["Key"], obj.get("Size", 0), obj["LastModified"].timestamp(), _etag(obj))
-                       for page in self._pages("ListObjectsV2", key, Prefix=prefix)
-                       for obj in page.get("Contents", [])]
+            objects = [
+                (obj["Key"], obj.get("Size", 0), obj["LastModified"].timestamp(), _etag(obj))
+                for page in self._pages("ListObjectsV2", key, Prefix=prefix)
+                for obj in page.get("Contents", [])
+            ]
             for stale in [k for k in self._folders if k == key or k.startswith(prefix)]:
                 del self._folders[stale]
             for name, size, mtime, etag in objects:
@@ -206,7 +235,7 @@ class S3Store:
             seen = False
             for page in self._pages("ListObjectsV2", key, Prefix=prefix, Delimiter="/"):
                 for common in page.get("CommonPrefixes", []):
-                    name = common["Prefix"][len(prefix):].rstrip("/")
+                    name = common["Prefix"][len(prefix) :].rstrip("/")
                     children[name] = ObjectEntry(name, self.uri(common["Prefix"].rstrip("/")), True)
                     seen = True
                 for obj in page.get("Contents", []):
@@ -214,9 +243,15 @@ class S3Store:
                     if obj["Key"] == prefix:
                         self._markers.add(key)
                         continue
-                    name = obj["Key"][len(prefix):]
-                    children[name] = ObjectEntry(name, self.uri(obj["Key"]), False, obj.get("Size", 0),
-                                                 obj["LastModified"].timestamp(), _etag(obj))
+                    name = obj["Key"][len(prefix) :]
+                    children[name] = ObjectEntry(
+                        name,
+                        self.uri(obj["Key"]),
+                        False,
+                        obj.get("Size", 0),
+                        obj["LastModified"].timestamp(),
+                        _etag(obj),
+                    )
             if not seen and key:
                 raise FileNotFoundError(errno.ENOENT, "No such file or directory", self.uri(key))
             folder = self._folder(key)
@@ -253,8 +288,14 @@ class S3Store:
             head = self._call("HeadObject", key, lambda: self.client.head_object(Bucket=self.bucket, Key=key))
         except FileNotFoundError:
             return None
-        return ObjectEntry(name, self.uri(key), False, head.get("ContentLength", 0),
-                           head["LastModified"].timestamp() if head.get("LastModified") else 0.0, _etag(head))
+        return ObjectEntry(
+            name,
+            self.uri(key),
+            False,
+            head.get("ContentLength", 0),
+            head["LastModified"].timestamp() if head.get("LastModified") else 0.0,
+            _etag(head),
+        )
 
     def check_bucket(self) -> None:
         self._call("HeadBucket", "", lambda: self.client.head_bucket(Bucket=self.bucket))
@@ -285,8 +326,9 @@ class S3Store:
         if size is not None and size >= _COPY_LIMIT:
             self._call("UploadPartCopy", target, lambda: self.client.copy(where, self.bucket, target))
         else:
-            response = self._call("CopyObject", target,
-                                  lambda: self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=where))
+            response = self._call(
+                "CopyObject", target, lambda: self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=where)
+            )
             etag = _etag(response.get("CopyObjectResult", {}))
         found = self.entry_if_known(source)
         self._remember(target, found.size if found else (size or 0), etag)
@@ -298,14 +340,21 @@ class S3Store:
     def delete_many(self, keys: list[str]) -> None:
         """Delete ``keys``, 1,000 per request."""
         for start in range(0, len(keys), _DELETE_BATCH):
-            batch = keys[start:start + _DELETE_BATCH]
-            response = self._call("DeleteObjects", batch[0], lambda: self.client.delete_objects(
-                Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True}))
+            batch = keys[start : start + _DELETE_BATCH]
+            response = self._call(
+                "DeleteObjects",
+                batch[0],
+                lambda: self.client.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True}
+                ),
+            )
             errors = response.get("Errors") or []
             if errors:
                 first = errors[0]
-                raise OperationalError(f"S3 did not delete {len(errors)} of {len(batch)} objects, first "
-                                       f"{self.uri(first.get('Key', ''))}: {first.get('Message') or first.get('Code')}")
+                raise OperationalError(
+                    f"S3 did not delete {len(errors)} of {len(batch)} objects, first "
+                    f"{self.uri(first.get('Key', ''))}: {first.get('Message') or first.get('Code')}"
+                )
             for key in batch:
                 self._drop(key)
 
@@ -366,21 +415,30 @@ def _make_client(settings: S3Settings, fail: Callable):
     from botocore.config import Config
 
     config = Config(
-        connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+        connect_timeout=CONNECT_TIMEOUT,
+        read_timeout=READ_TIMEOUT,
         retries={"max_attempts": ATTEMPTS, "mode": "standard"},
         s3={"addressing_style": "path" if settings.path_style else "auto"},
         signature_version=UNSIGNED if settings.anonymous else None,
         # Hadoop 3.5 leaves checksums off by default; many S3-compatible stores reject them.
-        request_checksum_calculation="when_required", response_checksum_validation="when_required",
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
     )
     try:
-        session = boto3.Session(profile_name=settings.profile) if settings.profile and not settings.access_key \
+        session = (
+            boto3.Session(profile_name=settings.profile)
+            if settings.profile and not settings.access_key
             else boto3.Session()
+        )
     except Exception as exc:
         raise fail(exc) from None
     kwargs = {}
     if settings.access_key:
-        kwargs = dict(aws_access_key_id=settings.access_key, aws_secret_access_key=settings.secret_key,
-                      aws_session_token=settings.session_token)
-    return session.client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region or "us-east-1",
-                          config=config, **kwargs)
+        kwargs = dict(
+            aws_access_key_id=settings.access_key,
+            aws_secret_access_key=settings.secret_key,
+            aws_session_token=settings.session_token,
+        )
+    return session.client(
+        "s3", endpoint_url=settings.endpoint_url, region_name=settings.region or "us-east-1", config=config, **kwargs
+    )

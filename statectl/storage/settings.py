@@ -6,9 +6,9 @@ file), falling back to AWS's standard chain (``AWS_ACCESS_KEY_ID``, ``AWS_PROFIL
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import urlsplit
 
 from statectl.errors import ConfigError, UsageError
@@ -50,7 +50,7 @@ class StorageConfig:
     properties: Mapping[str, str] = field(default_factory=dict)
     origin: str = "the AWS environment"
 
-    def merged(self, other: "StorageConfig") -> "StorageConfig":
+    def merged(self, other: StorageConfig) -> StorageConfig:
         """These settings with ``other``'s on top."""
         if not other.properties:
             return self
@@ -70,7 +70,7 @@ def from_spark_conf(conf: Mapping[str, object], origin: str) -> StorageConfig:
     """The ``spark.hadoop.fs.s3a.*`` entries of a job's Spark settings (``fs.s3a.*`` too)."""
     props = {}
     for key, value in conf.items():
-        name = key[len(SPARK_PREFIX):] if key.startswith(SPARK_PREFIX + PREFIX) else key
+        name = key[len(SPARK_PREFIX) :] if key.startswith(SPARK_PREFIX + PREFIX) else key
         if name.startswith(PREFIX):
             props[name] = _text(value)
     return StorageConfig(props, origin) if props else StorageConfig()
@@ -81,7 +81,7 @@ def from_properties(pairs: list[tuple[str, str]], origin: str) -> StorageConfig:
     key is a problem (exit 2): a misspelt setting would otherwise be silently ignored."""
     props, problems = {}, []
     for key, value in pairs:
-        name = key[len(SPARK_PREFIX):] if key.startswith(SPARK_PREFIX) else key
+        name = key[len(SPARK_PREFIX) :] if key.startswith(SPARK_PREFIX) else key
         if not name.startswith(PREFIX):
             problems.append(f"{key}: not an fs.s3a.* setting (the file holds Hadoop's S3A properties)")
             continue
@@ -133,8 +133,10 @@ class S3Settings:
     endpoint_from: str = "AWS's default"
 
     def __repr__(self) -> str:  # never show the keys, even in a traceback
-        return (f"S3Settings(endpoint_url={self.endpoint_url!r}, region={self.region!r}, "
-                f"path_style={self.path_style}, credentials_from={self.credentials_from!r})")
+        return (
+            f"S3Settings(endpoint_url={self.endpoint_url!r}, region={self.region!r}, "
+            f"path_style={self.path_style}, credentials_from={self.credentials_from!r})"
+        )
 
 
 def _bucket_view(props: Mapping[str, str], bucket: str) -> dict[str, str]:
@@ -144,11 +146,11 @@ def _bucket_view(props: Mapping[str, str], bucket: str) -> dict[str, str]:
     marker = f"{PREFIX}bucket.{bucket}."
     for key, value in props.items():
         if key.startswith(marker):
-            own[key[len(marker):]] = value
+            own[key[len(marker) :]] = value
         elif key.startswith(PREFIX + "bucket."):
             continue
         elif key.startswith(PREFIX):
-            out[key[len(PREFIX):]] = value
+            out[key[len(PREFIX) :]] = value
     out.update(own)
     return out
 
@@ -212,32 +214,51 @@ def s3_settings(config: StorageConfig, bucket: str, env: Mapping[str, str] | Non
                 except ConfigError:
                     problems.append(f"${var}: {env[var]!r} is not an http(s)://host[:port] URL")
                 break
-    region = (props.get("endpoint.region") or props.get("region") or env.get("AWS_REGION")
-              or env.get("AWS_DEFAULT_REGION") or None)
+    region = (
+        props.get("endpoint.region")
+        or props.get("region")
+        or env.get("AWS_REGION")
+        or env.get("AWS_DEFAULT_REGION")
+        or None
+    )
     if region is not None:
         region = region.strip() or None
 
     providers = [p.strip() for p in props.get("aws.credentials.provider", "").split(",") if p.strip()]
     unknown = [p for p in providers if p not in _SIMPLE | _TEMPORARY | _ANONYMOUS | _CHAIN]
     if unknown:
-        problems.append(f"fs.s3a.aws.credentials.provider: {', '.join(unknown)} is not a provider statectl "
-                        f"knows (Simple, Temporary, Anonymous, or one of AWS's default chain)")
+        problems.append(
+            f"fs.s3a.aws.credentials.provider: {', '.join(unknown)} is not a provider statectl "
+            f"knows (Simple, Temporary, Anonymous, or one of AWS's default chain)"
+        )
     access, secret, token = (props.get(k, "").strip() or None for k in SECRET_SETTINGS)
     anonymous = bool(providers) and all(p in _ANONYMOUS for p in providers)
     if (access is None) != (secret is None) and not anonymous:
-        given, missing = ("fs.s3a.access.key", "fs.s3a.secret.key") if access else ("fs.s3a.secret.key",
-                                                                                  "fs.s3a.access.key")
+        given, missing = (
+            ("fs.s3a.access.key", "fs.s3a.secret.key") if access else ("fs.s3a.secret.key", "fs.s3a.access.key")
+        )
         problems.append(f"{given} is set without {missing}; set both, or neither to use the AWS environment")
     if providers and set(providers) <= _TEMPORARY and token is None:
-        problems.append("fs.s3a.aws.credentials.provider is TemporaryAWSCredentialsProvider but "
-                        "fs.s3a.session.token is not set")
+        problems.append(
+            "fs.s3a.aws.credentials.provider is TemporaryAWSCredentialsProvider but fs.s3a.session.token is not set"
+        )
     if problems:
         raise ConfigError(problems, origin)
 
     uses_keys = access is not None and not anonymous and (not providers or set(providers) & (_SIMPLE | _TEMPORARY))
     if uses_keys:
-        return S3Settings(endpoint, region, path_style, access, secret, token, False, None,
-                          f"fs.s3a.access.key in {origin}", endpoint_from)
+        return S3Settings(
+            endpoint,
+            region,
+            path_style,
+            access,
+            secret,
+            token,
+            False,
+            None,
+            f"fs.s3a.access.key in {origin}",
+            endpoint_from,
+        )
     profile = env.get("AWS_PROFILE") or None
     if anonymous:
         source = f"no credentials (AnonymousAWSCredentialsProvider in {origin})"
@@ -247,8 +268,15 @@ def s3_settings(config: StorageConfig, bucket: str, env: Mapping[str, str] | Non
         source = f"AWS profile {profile!r}"
     else:
         source = "the AWS default chain (no keys set)"
-    return S3Settings(endpoint, region, path_style, anonymous=anonymous, profile=profile,
-                      credentials_from=source, endpoint_from=endpoint_from)
+    return S3Settings(
+        endpoint,
+        region,
+        path_style,
+        anonymous=anonymous,
+        profile=profile,
+        credentials_from=source,
+        endpoint_from=endpoint_from,
+    )
 
 
 def spark_hadoop_conf(config: StorageConfig, env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -268,9 +296,14 @@ def spark_hadoop_conf(config: StorageConfig, env: Mapping[str, str] | None = Non
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if region:
             out[SPARK_PREFIX + PREFIX + "endpoint.region"] = region.strip()
-    if (not props.get(PREFIX + "access.key") and not props.get(PREFIX + "aws.credentials.provider")
-            and env.get("AWS_PROFILE") and not env.get("AWS_ACCESS_KEY_ID")):
+    if (
+        not props.get(PREFIX + "access.key")
+        and not props.get(PREFIX + "aws.credentials.provider")
+        and env.get("AWS_PROFILE")
+        and not env.get("AWS_ACCESS_KEY_ID")
+    ):
         # Hadoop's default provider list has no profile reader; the SDK's default chain does.
         out[SPARK_PREFIX + PREFIX + "aws.credentials.provider"] = (
-            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider")
+            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
+        )
     return out

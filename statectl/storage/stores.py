@@ -8,8 +8,8 @@ import threading
 
 from statectl import redact
 from statectl.errors import UsageError
-from statectl.storage.location import Location
 from statectl.storage.entries import ObjectEntry
+from statectl.storage.location import Location
 from statectl.storage.settings import StorageConfig, s3_settings
 
 _lock = threading.Lock()
@@ -66,8 +66,9 @@ class FsspecStore:
 
             self.fs = fsspec.filesystem(scheme)
         except (ImportError, ValueError) as exc:
-            raise UsageError(f"{scheme}:// needs fsspec and its {scheme} library ({exc}); statectl tests "
-                             f"s3a:// only") from None
+            raise UsageError(
+                f"{scheme}:// needs fsspec and its {scheme} library ({exc}); statectl tests s3a:// only"
+            ) from None
         self.scheme, self.bucket = scheme, bucket
 
     def _path(self, key: str) -> str:
@@ -75,7 +76,6 @@ class FsspecStore:
 
     def uri(self, key: str) -> str:
         return f"{self.scheme}://{self._path(key)}"
-
 
     def list_dir(self, key: str) -> dict[str, ObjectEntry]:
         try:
@@ -89,8 +89,13 @@ class FsspecStore:
                 continue
             mtime = info.get("mtime") or info.get("LastModified") or info.get("updated") or 0
             mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime or 0)
-            out[name] = ObjectEntry(name, self.uri(f"{key}/{name}" if key else name), info["type"] == "directory",
-                                    int(info.get("size") or 0), mtime)
+            out[name] = ObjectEntry(
+                name,
+                self.uri(f"{key}/{name}" if key else name),
+                info["type"] == "directory",
+                int(info.get("size") or 0),
+                mtime,
+            )
         return out
 
     def prefetch(self, key: str) -> None:

@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statectl.cluster import Cluster
 from statectl.errors import BrokerUnavailable, ConfigError, OperationalError, UsageError
+from statectl.text import wait_until
 from statectl.topics.diff import (
     TopicConfigDiff,
     TopicRequest,
@@ -21,14 +23,18 @@ from statectl.topics.diff import (
     request_problems,
 )
 from statectl.topics.keys import parse_assignment, preset_named, preset_problem
-from statectl.text import wait_until
-from statectl.cluster import Cluster
 
 #: Broker error names that mean the cluster's ACLs refused the request.
 _AUTHORIZATION_ERRORS = {"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"}
 #: Broker error names that mean "your request is invalid" (exit 2) rather than "it failed" (exit 1).
-_INVALID_REQUEST_ERRORS = {"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
-                           "INVALID_REPLICATION_FACTOR", "INVALID_PARTITIONS", "INVALID_TOPIC_EXCEPTION"}
+_INVALID_REQUEST_ERRORS = {
+    "INVALID_CONFIG",
+    "INVALID_REQUEST",
+    "POLICY_VIOLATION",
+    "INVALID_REPLICATION_FACTOR",
+    "INVALID_PARTITIONS",
+    "INVALID_TOPIC_EXCEPTION",
+}
 
 
 @dataclass
@@ -54,17 +60,28 @@ class TopicConfigOptions:
     def check(self) -> None:
         """Refuse combinations that mean nothing, before anything else happens."""
         if self.print_file:
-            if self.topic is not None or self.file is not None or self.sets or self.deletes or self.preset or self.dry_run:
-                raise UsageError("--print-file prints the topics file the jobs declare and changes nothing; it takes "
-                                 "no TOPIC, --file, --set, --delete, --preset or --dry-run (apply what it prints "
-                                 "with --file)")
+            if (
+                self.topic is not None
+                or self.file is not None
+                or self.sets
+                or self.deletes
+                or self.preset
+                or self.dry_run
+            ):
+                raise UsageError(
+                    "--print-file prints the topics file the jobs declare and changes nothing; it takes "
+                    "no TOPIC, --file, --set, --delete, --preset or --dry-run (apply what it prints "
+                    "with --file)"
+                )
             return
         if self.file is not None:
             if self.topic is not None:
                 raise UsageError("give either a TOPIC or --file, not both (the file names its topics)")
             if self.sets or self.deletes or self.preset:
-                raise UsageError("--set, --delete and --preset go with a TOPIC; in --file, write them "
-                                 "under the topic (configs: / preset:)")
+                raise UsageError(
+                    "--set, --delete and --preset go with a TOPIC; in --file, write them "
+                    "under the topic (configs: / preset:)"
+                )
             return
         if self.topic is None:
             raise UsageError("name a TOPIC (e.g. statectl topic-config players) or give --file PATH")
@@ -83,9 +100,12 @@ class ApplyResult:
 
     def to_dict(self) -> dict:
         d = self.diff.to_dict()
-        d.update(applied=not self.diff.is_noop, created=self.created,
-                 after={t: s.to_dict() for t, s in self.after.items()},
-                 elapsed_seconds=round(self.elapsed_seconds, 3))
+        d.update(
+            applied=not self.diff.is_noop,
+            created=self.created,
+            after={t: s.to_dict() for t, s in self.after.items()},
+            elapsed_seconds=round(self.elapsed_seconds, 3),
+        )
         return d
 
 
@@ -149,12 +169,19 @@ def plan_changes(opts: TopicConfigOptions) -> TopicConfigDiff:
     """Check the request (locally, then against the broker's names, then the broker's own
     validate_only) and compute the diff. Never writes: the admin client here is read-only."""
     requests, source, problems = _requests(opts)
-    return plan_requests(requests, source, opts.bootstrap_servers, opts.dry_run, problems,
-                         create_missing=opts.file is not None)
+    return plan_requests(
+        requests, source, opts.bootstrap_servers, opts.dry_run, problems, create_missing=opts.file is not None
+    )
 
 
-def plan_requests(requests: list[TopicRequest], source: str, bootstrap_servers: Cluster | str, dry_run: bool = False,
-                  problems: list[str] | None = None, create_missing: bool = True) -> TopicConfigDiff:
+def plan_requests(
+    requests: list[TopicRequest],
+    source: str,
+    bootstrap_servers: Cluster | str,
+    dry_run: bool = False,
+    problems: list[str] | None = None,
+    create_missing: bool = True,
+) -> TopicConfigDiff:
     """:func:`plan_changes` for requests built in code (a job declaring its output topic): the same
     checks and the same diff. A missing topic is planned for creation when ``create_missing``."""
     from statectl.adapters.kafka.admin import describe_topics, topic_admin
@@ -203,21 +230,23 @@ def _default_replication(admin, new_topics: list[TopicRequest]) -> None:
 
 
 def _alter_ops(diff: TopicConfigDiff) -> dict[str, list[tuple[str, str, str | None]]]:
-    return {t.topic: [(c.op, c.key, c.new if c.op == "set" else None) for c in t.changes]
-            for t in diff.topics if t.changes}
+    return {
+        t.topic: [(c.op, c.key, c.new if c.op == "set" else None) for c in t.changes] for t in diff.topics if t.changes
+    }
 
 
 def _new_topic_specs(diff: TopicConfigDiff):
     from statectl.adapters.kafka.admin import TopicSpec
 
-    return [TopicSpec(t.topic, t.create["partitions"], t.create["replication_factor"], t.create["configs"])
-            for t in diff.creates]
+    return [
+        TopicSpec(t.topic, t.create["partitions"], t.create["replication_factor"], t.create["configs"])
+        for t in diff.creates
+    ]
 
 
 def _server_validation(admin, diff: TopicConfigDiff) -> None:
     """The broker's own check (validate_only) of every alter and create; all-or-nothing."""
     from statectl.adapters.kafka.admin import alter_topic_configs, validate_new_topics
-
     from statectl.adapters.kafka.connect import not_authorized
 
     refused = alter_topic_configs(admin, _alter_ops(diff), validate_only=True)
@@ -268,9 +297,13 @@ def apply_plan(diff: TopicConfigDiff, settle_seconds: float = 3.0) -> ApplyResul
             + (f" (applied to {', '.join(done)}; run again to retry the rest)" if done or created else "")
         )
     touched = [t.topic for t in diff.topics if not t.is_noop]
+
     # The broker that answers a describe can lag the controller that took the change by a moment.
     def described() -> tuple[dict, list[str]]:
-        after = {n: TopicState.from_description(d) for n, d in describe_topics(admin, touched, bootstrap=diff.bootstrap_servers).items()}
+        after = {
+            n: TopicState.from_description(d)
+            for n, d in describe_topics(admin, touched, bootstrap=diff.bootstrap_servers).items()
+        }
         return after, reported_mismatches(diff, after)
 
     after, missing = wait_until(described, settle_seconds, test=lambda result: not result[1])

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from statectl.cluster import Cluster
 from statectl.errors import UsageError
 from statectl.topics.diff import TopicConfigDiff, TopicRequest
-from statectl.cluster import Cluster
 
 
 @dataclass
@@ -44,9 +44,12 @@ class DeclaredTopic:
     def operation(self) -> str:
         return "WRITE" if self.output else "READ"
 
-    def same_layout(self, other: "DeclaredTopic") -> bool:
+    def same_layout(self, other: DeclaredTopic) -> bool:
         return (self.partitions, self.replication_factor, self.configs) == (
-            other.partitions, other.replication_factor, other.configs)
+            other.partitions,
+            other.replication_factor,
+            other.configs,
+        )
 
     def layout(self) -> str:
         configs = ", ".join(f"{k}={v}" for k, v in sorted(self.configs.items())) or "no configs"
@@ -55,9 +58,13 @@ class DeclaredTopic:
 
     def request(self) -> TopicRequest:
         """What the declaration asks of the broker, as `statectl topic-config` plans it."""
-        return TopicRequest(self.name, sets=dict(self.configs), partitions=self.partitions,
-                            replication_factor=self.replication_factor,
-                            where={k: v for k, v in self.where.items() if k in self.configs})
+        return TopicRequest(
+            self.name,
+            sets=dict(self.configs),
+            partitions=self.partitions,
+            replication_factor=self.replication_factor,
+            where={k: v for k, v in self.where.items() if k in self.configs},
+        )
 
 
 def merged(topics: list[DeclaredTopic], owner: str = "") -> list[DeclaredTopic]:

@@ -10,13 +10,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from statectl.topics.keys import INTEGER, PRESETS, TOPIC_SOURCE, human_unit, same_value, unknown_key_problem, value_problem
 from statectl.cluster import Cluster
+from statectl.topics.keys import (
+    INTEGER,
+    PRESETS,
+    TOPIC_SOURCE,
+    human_unit,
+    same_value,
+    unknown_key_problem,
+    value_problem,
+)
+
 
 # ---------------------------------------------------------------- what a topic has
 def _in_ms(key: str, synonym: str, value: str | None) -> str | None:
     """A broker synonym in hours or minutes (``log.retention.hours``) as the topic key's ms."""
-    factor = {".hours": 3_600_000, ".minutes": 60_000}.get(synonym[synonym.rfind("."):])
+    factor = {".hours": 3_600_000, ".minutes": 60_000}.get(synonym[synonym.rfind(".") :])
     if value is None or factor is None or not key.endswith(".ms") or not INTEGER.fullmatch(value.strip()):
         return value
     return str(int(value) * factor)
@@ -41,7 +50,7 @@ class ConfigValue:
         return self.source == TOPIC_SOURCE
 
     @classmethod
-    def from_entry(cls, entry: dict) -> "ConfigValue":
+    def from_entry(cls, entry: dict) -> ConfigValue:
         """From the adapter's plain form: name, value, source, flags, synonyms [(name, source, value)]."""
         synonyms = entry.get("synonyms") or []
         fallback = None
@@ -49,12 +58,24 @@ class ConfigValue:
             rest = [s for s in synonyms if s[1] != TOPIC_SOURCE]
             if rest:
                 fallback = (_in_ms(entry["name"], rest[0][0], rest[0][2]), rest[0][1])
-        return cls(entry["name"], entry.get("value"), entry["source"], bool(entry.get("is_default")),
-                   bool(entry.get("is_sensitive")), bool(entry.get("is_read_only")), fallback)
+        return cls(
+            entry["name"],
+            entry.get("value"),
+            entry["source"],
+            bool(entry.get("is_default")),
+            bool(entry.get("is_sensitive")),
+            bool(entry.get("is_read_only")),
+            fallback,
+        )
 
     def to_dict(self) -> dict:
-        d = {"value": self.value, "source": self.source, "is_default": self.is_default,
-             "overridden": self.overridden, "human": human_unit(self.name, self.value)}
+        d = {
+            "value": self.value,
+            "source": self.source,
+            "is_default": self.is_default,
+            "overridden": self.overridden,
+            "human": human_unit(self.name, self.value),
+        }
         if self.fallback is not None:
             d["default"] = {"value": self.fallback[0], "source": self.fallback[1]}
         if self.is_sensitive:
@@ -72,9 +93,13 @@ class TopicState:
     configs: dict[str, ConfigValue]
 
     @classmethod
-    def from_description(cls, d: dict) -> "TopicState":
-        return cls(d["topic"], d["partitions"], d["replication_factor"],
-                   {name: ConfigValue.from_entry(e) for name, e in d["configs"].items()})
+    def from_description(cls, d: dict) -> TopicState:
+        return cls(
+            d["topic"],
+            d["partitions"],
+            d["replication_factor"],
+            {name: ConfigValue.from_entry(e) for name, e in d["configs"].items()},
+        )
 
     def overrides(self) -> dict[str, str | None]:
         """The configs set on this topic itself."""
@@ -85,9 +110,12 @@ class TopicState:
         return sorted(self.configs.values(), key=lambda c: (not c.overridden, c.is_default, c.name))
 
     def to_dict(self) -> dict:
-        return {"topic": self.topic, "partitions": self.partitions,
-                "replication_factor": self.replication_factor,
-                "configs": {c.name: c.to_dict() for c in self.ordered()}}
+        return {
+            "topic": self.topic,
+            "partitions": self.partitions,
+            "replication_factor": self.replication_factor,
+            "configs": {c.name: c.to_dict() for c in self.ordered()},
+        }
 
 
 # ---------------------------------------------------------------- what is wanted
@@ -110,8 +138,7 @@ class TopicRequest:
         return self.where.get(key, f"{self.topic}: {key}")
 
 
-def request_problems(req: TopicRequest, known_names: set[str] | None,
-                     state: TopicState | None) -> list[str]:
+def request_problems(req: TopicRequest, known_names: set[str] | None, state: TopicState | None) -> list[str]:
     """Every reason the request cannot go to the broker as it is (names, types, ranges, layout)."""
     problems = []
     for key, value in req.sets.items():
@@ -167,9 +194,14 @@ class TopicPlan:
         return self.create is None and not self.changes
 
     def to_dict(self) -> dict:
-        return {"topic": self.topic, "create": self.create,
-                "changes": [c.to_dict() for c in self.changes], "unchanged": self.unchanged,
-                "unmanaged": self.unmanaged, "notes": self.notes}
+        return {
+            "topic": self.topic,
+            "create": self.create,
+            "changes": [c.to_dict() for c in self.changes],
+            "unchanged": self.unchanged,
+            "unmanaged": self.unmanaged,
+            "notes": self.notes,
+        }
 
 
 @dataclass
@@ -195,17 +227,24 @@ class TopicConfigDiff:
         return all(t.is_noop for t in self.topics)
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "bootstrap_servers": str(self.bootstrap_servers),
-                "dry_run": self.dry_run, "noop": self.is_noop,
-                "topics": [t.to_dict() for t in self.topics]}
+        return {
+            "source": self.source,
+            "bootstrap_servers": str(self.bootstrap_servers),
+            "dry_run": self.dry_run,
+            "noop": self.is_noop,
+            "topics": [t.to_dict() for t in self.topics],
+        }
 
 
 def diff_topic(req: TopicRequest, state: TopicState | None) -> TopicPlan:
     """The plan that takes ``state`` (None: the topic does not exist) to what ``req`` asks for."""
     plan = TopicPlan(req.topic)
     if state is None:
-        plan.create = {"partitions": req.partitions or 1, "replication_factor": req.replication_factor or 1,
-                       "configs": dict(sorted(req.sets.items()))}
+        plan.create = {
+            "partitions": req.partitions or 1,
+            "replication_factor": req.replication_factor or 1,
+            "configs": dict(sorted(req.sets.items())),
+        }
         return plan
     for key, value in sorted(req.sets.items()):
         current = state.configs.get(key)
@@ -214,10 +253,17 @@ def diff_topic(req: TopicRequest, state: TopicState | None) -> TopicPlan:
             continue
         # Equal to an inherited value still changes something: the topic pins it, so a later
         # broker-wide change no longer moves it. That is what a declared config means.
-        plan.changes.append(ConfigChange(
-            req.topic, key, "set",
-            current.value if current else None, current.source if current else None,
-            value, TOPIC_SOURCE))
+        plan.changes.append(
+            ConfigChange(
+                req.topic,
+                key,
+                "set",
+                current.value if current else None,
+                current.source if current else None,
+                value,
+                TOPIC_SOURCE,
+            )
+        )
     for key in sorted(req.deletes):
         current = state.configs.get(key)
         if current is None or not current.overridden:
@@ -249,13 +295,20 @@ def compaction_note(req: TopicRequest, state: TopicState | None) -> str | None:
     if policy is None and state is not None and "cleanup.policy" in state.configs:
         policy = state.configs["cleanup.policy"].value
     if policy is None or "compact" not in {p.strip() for p in policy.split(",")}:
-        return (f"{req.topic}: preset {preset.name!r} tunes compaction, but cleanup.policy is "
-                f"{policy or 'delete'!s}; its knobs have no effect until the topic is compacted")
+        return (
+            f"{req.topic}: preset {preset.name!r} tunes compaction, but cleanup.policy is "
+            f"{policy or 'delete'!s}; its knobs have no effect until the topic is compacted"
+        )
     return None
 
 
-def plan_diff(requests: list[TopicRequest], states: dict[str, TopicState], source: str,
-              bootstrap_servers: Cluster | str, dry_run: bool) -> TopicConfigDiff:
+def plan_diff(
+    requests: list[TopicRequest],
+    states: dict[str, TopicState],
+    source: str,
+    bootstrap_servers: Cluster | str,
+    dry_run: bool,
+) -> TopicConfigDiff:
     """The whole diff: one plan per requested topic, in request order."""
     plans = []
     for req in requests:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import yaml
 
@@ -73,7 +73,9 @@ class JobsTopicsFile:
             if entry.job != job:
                 job = entry.job
                 lines.append(f"  # {'-' * 64} {job}")
-            lines += [f"  # {line}" for about in entry.about for line in textwrap.wrap(about, 96, subsequent_indent="  ")]
+            lines += [
+                f"  # {line}" for about in entry.about for line in textwrap.wrap(about, 96, subsequent_indent="  ")
+            ]
             lines += [f"  {t.name}:", f"    partitions: {t.partitions}"]
             if t.replication_factor is not None:
                 lines.append(f"    replication_factor: {t.replication_factor}")
@@ -84,10 +86,17 @@ class JobsTopicsFile:
         return "\n".join(lines[:-1]) + "\n"
 
     def to_dict(self) -> dict:
-        return {"topics": {e.topic.name: {"partitions": e.topic.partitions,
-                                          "replication_factor": e.topic.replication_factor,
-                                          "configs": dict(e.topic.configs),
-                                          "declared_by": list(e.declared_by)} for e in self.topics}}
+        return {
+            "topics": {
+                e.topic.name: {
+                    "partitions": e.topic.partitions,
+                    "replication_factor": e.topic.replication_factor,
+                    "configs": dict(e.topic.configs),
+                    "declared_by": list(e.declared_by),
+                }
+                for e in self.topics
+            }
+        }
 
 
 def _scalar(value: str) -> str:
@@ -115,8 +124,10 @@ def jobs_topics_file(declarations: Iterable[tuple[str, str, list[DeclaredTopic]]
             if entry is None:
                 entry = found[topic.name] = JobsTopic(topic, job_id)
             elif not entry.topic.same_layout(topic):
-                raise UsageError(f"{entry.declared_by[0]} and {declared_by} both declare {topic.name!r}, differently "
-                                 f"({entry.topic.layout()}; {topic.layout()})")
+                raise UsageError(
+                    f"{entry.declared_by[0]} and {declared_by} both declare {topic.name!r}, differently "
+                    f"({entry.topic.layout()}; {topic.layout()})"
+                )
             entry.declared_by.append(declared_by)
             # Another shipped config of the same job saying the same adds nothing to the comment.
             said = (topic.name, job_id, topic.key, topic.about)

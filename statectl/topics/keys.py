@@ -225,8 +225,9 @@ def unknown_key_problem(key: str, known_names: set[str] | None) -> str | None:
     """Why ``key`` is not a topic config the broker knows (with a "did you mean"), or None."""
     if known_names is None or key in known_names or key in KNOWN_CONFIGS:
         return None
-    hint = did_you_mean(key, sorted(known_names | set(KNOWN_CONFIGS)),
-                        " (`statectl topic-config TOPIC` lists the valid names)")
+    hint = did_you_mean(
+        key, sorted(known_names | set(KNOWN_CONFIGS)), " (`statectl topic-config TOPIC` lists the valid names)"
+    )
     return f"unknown topic config{hint}"
 
 

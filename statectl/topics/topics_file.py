@@ -79,8 +79,13 @@ class TopicsFile(Section):
         out = []
         for name, entry in self.topics.items():
             path = f"topics.{name}"
-            req = TopicRequest(name, partitions=entry.partitions, replication_factor=entry.replication_factor,
-                               preset=entry.preset, declarative=True)
+            req = TopicRequest(
+                name,
+                partitions=entry.partitions,
+                replication_factor=entry.replication_factor,
+                preset=entry.preset,
+                declarative=True,
+            )
             if entry.preset:
                 for key, value in PRESETS[entry.preset].configs.items():
                     req.sets[key] = value

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from statectl.errors import StatectlError
@@ -45,8 +46,10 @@ def clean(value: Any) -> Any:
     if isinstance(value, str):
         return mask_inline(scrub(value))
     if isinstance(value, dict):
-        return {k: (MASK if isinstance(k, str) and is_secret_key(k) and v not in (None, "", {}, [])
-                    else clean(v)) for k, v in value.items()}
+        return {
+            k: (MASK if isinstance(k, str) and is_secret_key(k) and v not in (None, "", {}, []) else clean(v))
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
     return value
@@ -59,8 +62,15 @@ def _progress(checkpoint: str) -> dict:
     from statectl.checkpoint.progress import read_progress
     from statectl.storage.files import checkpoint_path
 
-    out: dict[str, Any] = {"exists": False, "last_committed": None, "committed_at": None, "pending": None,
-                           "lock_held": False, "pid": None, "error": None}
+    out: dict[str, Any] = {
+        "exists": False,
+        "last_committed": None,
+        "committed_at": None,
+        "pending": None,
+        "lock_held": False,
+        "pid": None,
+        "error": None,
+    }
     try:
         path = checkpoint_path(checkpoint)
         lock = read_run_lock(path)
@@ -74,8 +84,12 @@ def _progress(checkpoint: str) -> dict:
     except OSError as exc:
         out["error"] = f"cannot read it ({exc.strerror or exc})"
         return out
-    out.update(exists=True, last_committed=progress.last_committed, committed_at=progress.committed_at,
-               pending=progress.pending)
+    out.update(
+        exists=True,
+        last_committed=progress.last_committed,
+        committed_at=progress.committed_at,
+        pending=progress.pending,
+    )
     return out
 
 
@@ -95,8 +109,9 @@ def job_state(run_state: str | None, lock_held: bool, has_checkpoint: bool) -> s
 class Dashboard:
     """The jobs and their followed events files; ``answer`` serves the API from them."""
 
-    def __init__(self, jobs: list[UiJob], project: dict | None = None,
-                 rediscover: Callable[[], list[UiJob]] | None = None):
+    def __init__(
+        self, jobs: list[UiJob], project: dict | None = None, rediscover: Callable[[], list[UiJob]] | None = None
+    ):
         self.project = project or {}
         self._rediscover = rediscover
         self._lock = threading.Lock()
@@ -144,8 +159,9 @@ class Dashboard:
             "run_id": run.run_id if run else None,
             "running": lock_held,
             "pid": progress["pid"] if progress else None,
-            "last_batch": run.last_batch if run and run.last_batch is not None else (
-                progress["last_committed"] if progress else None),
+            "last_batch": run.last_batch
+            if run and run.last_batch is not None
+            else (progress["last_committed"] if progress else None),
             "last_committed_batch": progress["last_committed"] if progress else None,
             "last_event_time": (summary["last_event"] or {}).get("time"),
             "records_behind": last.get("records_behind"),
@@ -158,7 +174,9 @@ class Dashboard:
             "restoring": state == "RESTORING",
             "restores": restores,
             "error": run.error if run else None,
-            "events": {k: summary[k] for k in ("exists", "events", "skipped_lines", "skipped_bytes", "points", "error")},
+            "events": {
+                k: summary[k] for k in ("exists", "events", "skipped_lines", "skipped_bytes", "points", "error")
+            },
             "checkpoint_exists": bool(progress and progress["exists"]),
             "checkpoint_error": progress["error"] if progress else None,
         }
@@ -185,11 +203,16 @@ class Dashboard:
             timed = [p for op in advice.operators for p in op.projections if p.seconds is not None]
             nearest = min(timed, key=lambda p: p.seconds) if timed else None
             growing = [op for op in advice.operators if op.rows.growing]
-            answer = {"trend": advice.trend, "warned": advice.warned,
-                      "findings": [{"severity": f.severity, "code": f.code, "message": f.message, "fix": f.fix}
-                                   for f in advice.warnings],
-                      "rows_per_hour": sum(op.rows.per_hour or 0 for op in growing) if growing else 0,
-                      "projection": {"text": projection_text(nearest), "seconds": nearest.seconds} if nearest else None}
+            answer = {
+                "trend": advice.trend,
+                "warned": advice.warned,
+                "findings": [
+                    {"severity": f.severity, "code": f.code, "message": f.message, "fix": f.fix}
+                    for f in advice.warnings
+                ],
+                "rows_per_hour": sum(op.rows.per_hour or 0 for op in growing) if growing else 0,
+                "projection": {"text": projection_text(nearest), "seconds": nearest.seconds} if nearest else None,
+            }
         self._advice[job.name] = (time.monotonic(), answer)
         return answer
 
@@ -234,8 +257,9 @@ class Dashboard:
         if job is None:
             from statectl.text import did_you_mean
 
-            return 404, clean({"error": f"no job {name!r}{did_you_mean(name, list(self._jobs))}; "
-                                        f"GET /api/jobs lists them"})
+            return 404, clean(
+                {"error": f"no job {name!r}{did_you_mean(name, list(self._jobs))}; GET /api/jobs lists them"}
+            )
         rest = segments[3:]
         if not rest:
             return 200, clean(self.job_view(job, detail=True))

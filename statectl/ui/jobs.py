@@ -9,9 +9,10 @@ to none of them (a run of a job given by ``--config`` elsewhere), known by that 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from statectl.errors import StatectlError
 from statectl.paths import default_events_file, events_dir
@@ -31,9 +32,15 @@ class UiJob:
     problem: str | None = None
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "job": self.job, "config": self.config, "checkpoint": self.checkpoint,
-                "events_file": str(self.events_file), "bootstrap_servers": self.bootstrap_servers,
-                "problem": self.problem}
+        return {
+            "name": self.name,
+            "job": self.job,
+            "config": self.config,
+            "checkpoint": self.checkpoint,
+            "events_file": str(self.events_file),
+            "bootstrap_servers": self.bootstrap_servers,
+            "problem": self.problem,
+        }
 
 
 def _load(load: Callable[[Path], Any], path: Path, name: str | None, context):
@@ -56,30 +63,43 @@ def _from_config(name: str, path: Path, config, problem: str | None, client_conf
     if config is None:
         return UiJob(name, default_events_file(name), config=str(path), problem=problem)
     # the events file `statectl run NAME` appends to: a project job's own name, as its checkpoint
-    job = UiJob(name, default_events_file(name), job=config.job, config=str(path),
-                checkpoint=str(checkpoint_for(config, None)))
+    job = UiJob(
+        name, default_events_file(name), job=config.job, config=str(path), checkpoint=str(checkpoint_for(config, None))
+    )
     if config.kafka.properties:
         # The job's own properties alone too: a secret a client config overrides is still one.
         own_env = {k: v for k, v in os.environ.items() if k != "STATECTL_CLIENT_CONFIG"}
         try:
-            load_cluster(None, None, config_bootstrap=config.kafka.bootstrap_servers,
-                         config_properties=config.kafka.properties, config_source=str(path), env=own_env)
+            load_cluster(
+                None,
+                None,
+                config_bootstrap=config.kafka.bootstrap_servers,
+                config_properties=config.kafka.properties,
+                config_source=str(path),
+                env=own_env,
+            )
         except StatectlError:
             pass  # the combined settings below say what is wrong
     try:
         from statectl.project.precedence import kafka_context
 
-        cluster = load_cluster(None, client_config, config_bootstrap=config.kafka.bootstrap_servers,
-                               config_properties=config.kafka.properties, config_source=str(path),
-                               **(kafka_context(context) if context is not None else {}))
+        cluster = load_cluster(
+            None,
+            client_config,
+            config_bootstrap=config.kafka.bootstrap_servers,
+            config_properties=config.kafka.properties,
+            config_source=str(path),
+            **(kafka_context(context) if context is not None else {}),
+        )
         job.bootstrap_servers = cluster.bootstrap
     except StatectlError as exc:
         job.problem = str(exc).splitlines()[0]
     return job
 
 
-def discover(load: Callable[[Path], Any], shipped: Callable[[], list[tuple[Path, Any]]],
-             client_config: Path | None = None) -> list[UiJob]:
+def discover(
+    load: Callable[[Path], Any], shipped: Callable[[], list[tuple[Path, Any]]], client_config: Path | None = None
+) -> list[UiJob]:
     """The jobs to show, in order: the jobs `statectl status` shows (the project file's, then the
     shipped ones whose checkpoint exists here: statectl.project.jobs), then the ones known only by
     an events file. ``load`` reads and validates a job config, ``shipped`` lists the shipped ones

@@ -23,10 +23,21 @@ from pathlib import Path
 from typing import Any
 
 #: The event types a run writes (docs/events.md); anything else in the file is skipped.
-EVENT_TYPES = frozenset({
-    "query_started", "restore_started", "restore_progress", "restore_finished", "batch_progress", "catching_up",
-    "dead_letters_jump", "kafka_connection", "idle", "stopping", "terminated",
-})
+EVENT_TYPES = frozenset(
+    {
+        "query_started",
+        "restore_started",
+        "restore_progress",
+        "restore_finished",
+        "batch_progress",
+        "catching_up",
+        "dead_letters_jump",
+        "kafka_connection",
+        "idle",
+        "stopping",
+        "terminated",
+    }
+)
 
 #: The points one answer of /series carries at most (the newest); a page asks again from there.
 MAX_POINTS = 5000
@@ -64,8 +75,13 @@ def batch_point(event: dict) -> dict:
     sources = event.get("sources") if isinstance(event.get("sources"), list) else []
     behind = [_number(s.get("records_behind")) for s in sources if isinstance(s, dict)]
     seconds = [_number(s.get("lag_seconds")) for s in sources if isinstance(s, dict)]
-    unknown = any(isinstance(s, dict) and "lag_seconds" in s and _number(s.get("lag_seconds")) is None
-                  and (_number(s.get("records_behind")) or 0) > 0 for s in sources)
+    unknown = any(
+        isinstance(s, dict)
+        and "lag_seconds" in s
+        and _number(s.get("lag_seconds")) is None
+        and (_number(s.get("records_behind")) or 0) > 0
+        for s in sources
+    )
     behind = [b for b in behind if b is not None]
     seconds = [] if unknown else [s for s in seconds if s is not None]
     return {
@@ -80,10 +96,15 @@ def batch_point(event: dict) -> dict:
         "state_memory_bytes": _number(event.get("state_memory_bytes")),
         "records_behind": sum(behind) if behind else None,
         "lag_seconds": max(seconds) if seconds else None,
-        "sources": [{"description": s.get("description") if isinstance(s.get("description"), str) else None,
-                     "records_behind": _number(s.get("records_behind")),
-                     "lag_seconds": _number(s.get("lag_seconds"))}
-                    for s in sources if isinstance(s, dict)],
+        "sources": [
+            {
+                "description": s.get("description") if isinstance(s.get("description"), str) else None,
+                "records_behind": _number(s.get("records_behind")),
+                "lag_seconds": _number(s.get("lag_seconds")),
+            }
+            for s in sources
+            if isinstance(s, dict)
+        ],
     }
 
 
@@ -121,9 +142,15 @@ class Run:
 
     def to_dict(self) -> dict:
         return {
-            "run_id": self.run_id, "started": self.started, "last_time": self.last_time, "state": self.state,
-            "trigger": self.trigger, "checkpoint": self.checkpoint, "batches": self.batches,
-            "last_batch": self.last_batch, "error": self.error,
+            "run_id": self.run_id,
+            "started": self.started,
+            "last_time": self.last_time,
+            "state": self.state,
+            "trigger": self.trigger,
+            "checkpoint": self.checkpoint,
+            "batches": self.batches,
+            "last_batch": self.last_batch,
+            "error": self.error,
             "restores": [restore_view(op, r) for op, r in sorted(self.restores.items())],
         }
 
@@ -188,7 +215,7 @@ class EventsSeries:
         self.exists = False
         self.error: str | None = None
 
-    def refresh(self) -> "EventsSeries":
+    def refresh(self) -> EventsSeries:
         with self._lock:
             try:
                 st = os.stat(self.path)
@@ -288,8 +315,12 @@ class EventsSeries:
             start = max(0, min(start, total))
             if total - start > MAX_POINTS:
                 start = total - MAX_POINTS
-            return {"generation": self.generation, "from": start, "next": total,
-                    "points": self.points[max(0, start - self.dropped_points):]}
+            return {
+                "generation": self.generation,
+                "from": start,
+                "next": total,
+                "points": self.points[max(0, start - self.dropped_points) :],
+            }
 
     def current_run(self) -> Run | None:
         with self._lock:
@@ -307,6 +338,8 @@ class EventsSeries:
                 "points": self.dropped_points + len(self.points),
                 "skipped_bytes": self.skipped_bytes,
                 "last_point": last_point,
-                "last_event": {k: self.last_event.get(k) for k in ("type", "time", "state")} if self.last_event else None,
+                "last_event": {k: self.last_event.get(k) for k in ("type", "time", "state")}
+                if self.last_event
+                else None,
                 "runs": [r.to_dict() for r in self.runs.values()],
             }

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import mimetypes
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from importlib import resources
-from typing import Callable
 from urllib.parse import urlsplit
 
 from statectl.endpoints import access
@@ -33,8 +33,10 @@ _STATIC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: No script, style or connection but the page's own: an asset that tried to reach the network
 #: would be refused (and show on the console, which the browser tests read).
 SECURITY_HEADERS = {
-    "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
@@ -44,8 +46,11 @@ SECURITY_HEADERS = {
 def static_files() -> dict[str, bytes]:
     """The page's assets by name, read once from the package (``statectl/ui/static/``)."""
     folder = resources.files("statectl.ui").joinpath("static")
-    return {entry.name: entry.read_bytes() for entry in folder.iterdir()
-            if entry.is_file() and _STATIC_NAME.match(entry.name)}
+    return {
+        entry.name: entry.read_bytes()
+        for entry in folder.iterdir()
+        if entry.is_file() and _STATIC_NAME.match(entry.name)
+    }
 
 
 def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], None] | None = None):
@@ -63,29 +68,40 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
             self._route()
 
         def _not_allowed(self) -> None:
-            self._json(405, {"error": f"{self.command} is not allowed: the dashboard is read-only ({ALLOWED})"},
-                       {"Allow": ALLOWED})
+            self._json(
+                405,
+                {"error": f"{self.command} is not allowed: the dashboard is read-only ({ALLOWED})"},
+                {"Allow": ALLOWED},
+            )
 
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
 
         def _route(self) -> None:
             path = urlsplit(self.path).path
-            refused = access.refusal(token, self.headers, self.path, server="the dashboard", realm="statectl ui",
-                                     send_token="open the URL statectl ui printed (…/?token=T), or send "
-                                                "'Authorization: Bearer T'")
+            refused = access.refusal(
+                token,
+                self.headers,
+                self.path,
+                server="the dashboard",
+                realm="statectl ui",
+                send_token="open the URL statectl ui printed (…/?token=T), or send 'Authorization: Bearer T'",
+            )
             if refused is not None:
                 self._refused(refused, path)
                 return
             if path == "/" and token is not None and "token=" in (urlsplit(self.path).query or ""):
                 # The token from the printed URL goes into a cookie and out of the address bar.
-                self._send(303, b"", "text/plain", {
-                    "Location": "/",
-                    "Set-Cookie": f"{access.COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"})
+                self._send(
+                    303,
+                    b"",
+                    "text/plain",
+                    {"Location": "/", "Set-Cookie": f"{access.COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"},
+                )
                 return
             if path in ("/", "/index.html"):
                 self._asset("index.html")
             elif path.startswith("/static/"):
-                name = path[len("/static/"):]
+                name = path[len("/static/") :]
                 if name in assets and name != "index.html":
                     self._asset(name)
                 else:
@@ -105,8 +121,9 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
             if path.startswith("/api"):
                 self._json(refused.status, {"error": refused.message}, refused.headers)
             else:
-                self._send(refused.status, (refused.message + "\n").encode(), "text/plain; charset=utf-8",
-                           refused.headers)
+                self._send(
+                    refused.status, (refused.message + "\n").encode(), "text/plain; charset=utf-8", refused.headers
+                )
 
         def _asset(self, name: str) -> None:
             kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
@@ -121,8 +138,12 @@ def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], N
         def send_error(self, code, message=None, explain=None) -> None:
             # http.server's own refusals (a malformed request, an unknown method): JSON too.
             self.close_connection = True
-            self._send(code, json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode(),
-                       "application/json", {"Connection": "close"})
+            self._send(
+                code,
+                json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode(),
+                "application/json",
+                {"Connection": "close"},
+            )
 
         def _send(self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
             self.send_answer(status, data, {"Content-Type": kind, **SECURITY_HEADERS, **(headers or {})})
@@ -147,8 +168,9 @@ class UiServer:
         self.httpd.server_close()
 
 
-def make_server(dashboard: Dashboard, host: str, port: int, token: str | None = None,
-                log: Callable[[str], None] | None = None) -> UiServer:
+def make_server(
+    dashboard: Dashboard, host: str, port: int, token: str | None = None, log: Callable[[str], None] | None = None
+) -> UiServer:
     """Bind the dashboard on ``host:port``; off loopback ``token`` (else a fresh one) is required."""
     import socket
 
@@ -160,7 +182,9 @@ def make_server(dashboard: Dashboard, host: str, port: int, token: str | None = 
     try:
         httpd = Server((host, port), make_handler(dashboard, token, log))
     except OSError as exc:
-        raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from None
+        raise OperationalError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port"
+        ) from None
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{httpd.server_address[1]}/"
     if generated:
@@ -168,8 +192,14 @@ def make_server(dashboard: Dashboard, host: str, port: int, token: str | None = 
     return UiServer(httpd, url, token, generated)
 
 
-def serve(dashboard: Dashboard, host: str, port: int, token: str | None = None,
-          announce: Callable[[str], None] | None = None, log: Callable[[str], None] | None = None) -> None:
+def serve(
+    dashboard: Dashboard,
+    host: str,
+    port: int,
+    token: str | None = None,
+    announce: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> None:
     """Serve until Ctrl-C. ``announce`` hears the URL once (with a generated token in it, as
     Jupyter prints it); from then on the token is a registered secret, shown as ``***``."""
     server = make_server(dashboard, host, port, token, log)

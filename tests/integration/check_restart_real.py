@@ -29,15 +29,26 @@ def main() -> None:
         for key, value in case.get("conf", {}).items():
             spark.conf.set(key, value)
         params = shop.Params(**case["params"])
-        ctx = SimpleNamespace(spark=spark, params=params, kafka_reader=lambda topics: (
-            spark.readStream.format("kafka").option("kafka.bootstrap.servers", spec["bootstrap"])
-            .option("subscribe", topics).option("startingOffsets", "earliest")))
+        ctx = SimpleNamespace(
+            spark=spark,
+            params=params,
+            kafka_reader=lambda topics: (
+                spark.readStream.format("kafka")
+                .option("kafka.bootstrap.servers", spec["bootstrap"])
+                .option("subscribe", topics)
+                .option("startingOffsets", "earliest")
+            ),
+        )
         error = None
         try:
             # Until the first batch is done or fails: that batch is the restart. (AvailableNow would
             # never end for the processing-time transformWithState: it asks for no-data batches.)
-            query = (shop.build(ctx).option("checkpointLocation", case["checkpoint"])
-                     .trigger(processingTime="1 second").start())
+            query = (
+                shop.build(ctx)
+                .option("checkpointLocation", case["checkpoint"])
+                .trigger(processingTime="1 second")
+                .start()
+            )
             deadline = time.time() + 180
             while time.time() < deadline and query.exception() is None and not query.recentProgress:
                 time.sleep(0.1)
@@ -47,8 +58,16 @@ def main() -> None:
             error = exc
         for key in case.get("conf", {}):
             spark.conf.unset(key)
-        print(json.dumps({"case": case["name"], "ok": error is None,
-                          "error": str(error).splitlines()[0][:300] if error else None}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "case": case["name"],
+                    "ok": error is None,
+                    "error": str(error).splitlines()[0][:300] if error else None,
+                }
+            ),
+            flush=True,
+        )
     spark.stop()
 
 

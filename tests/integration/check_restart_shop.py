@@ -48,6 +48,7 @@ class Counter(StatefulProcessor):
 def build(ctx):
     p = ctx.params
     v = p.variant
+
     def read(topic: str):
         reader = ctx.kafka_reader(topic)
         return (reader.option("maxOffsetsPerTrigger", p.per_batch) if p.per_batch else reader).load()
@@ -60,7 +61,11 @@ def build(ctx):
         state_name = "total" if v == "tws-renamed" else "count"
         ttl = 2 * 3600_000 if v == "tws-ttl-changed" else 3600_000
         out = views.groupBy("user").transformWithStateInPandas(
-            statefulProcessor=Counter(state_name, ttl), outputStructType=OUT, outputMode="Update", timeMode="ProcessingTime")
+            statefulProcessor=Counter(state_name, ttl),
+            outputStructType=OUT,
+            outputMode="Update",
+            timeMode="ProcessingTime",
+        )
         return out.writeStream.format("noop").outputMode("update")
     if v.startswith("dedup"):
         first, second = ("user", "page") if v == "dedup-reordered" else ("page", "user")

@@ -92,5 +92,6 @@ def s3(s3_server, tmp_path, request):
     s3_server.create_bucket(bucket)
     config = s3_server.write_properties(tmp_path / "s3.properties")
     env = {**os.environ, "STATECTL_STORAGE_CONFIG": str(config)}
-    yield types.SimpleNamespace(server=s3_server, bucket=bucket, url=f"s3a://{bucket}", config=config, env=env,
-                                client=s3_server.client())
+    yield types.SimpleNamespace(
+        server=s3_server, bucket=bucket, url=f"s3a://{bucket}", config=config, env=env, client=s3_server.client()
+    )

@@ -54,10 +54,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-FILES = 14              # input files per kind (= data batches per query)
-ROWS = 200              # rows per file
-PLAYERS = 50            # the finite key set of finite-keys
-TTL_MS = 1500           # TTL of tws-ttl's ValueState
+FILES = 14  # input files per kind (= data batches per query)
+ROWS = 200  # rows per file
+PLAYERS = 50  # the finite key set of finite-keys
+TTL_MS = 1500  # TTL of tws-ttl's ValueState
 BASE_TS = 1_700_000_000  # event time of the first row (epoch seconds)
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -65,15 +65,26 @@ HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvi
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
-DEFAULT_CONFS = {PROVIDER: ROCKSDB, CHANGELOG: "true", NO_DATA_BATCHES: "true",
-                 "spark.sql.streaming.multipleWatermarkPolicy": "min"}
+DEFAULT_CONFS = {
+    PROVIDER: ROCKSDB,
+    CHANGELOG: "true",
+    NO_DATA_BATCHES: "true",
+    "spark.sql.streaming.multipleWatermarkPolicy": "min",
+}
 
-SCHEMA = StructType([StructField("id", StringType()), StructField("key", StringType()),
-                     StructField("ts", LongType()), StructField("v", LongType())])
+SCHEMA = StructType(
+    [
+        StructField("id", StringType()),
+        StructField("key", StringType()),
+        StructField("ts", LongType()),
+        StructField("v", LongType()),
+    ]
+)
 COUNT_OUT = StructType([StructField("key", StringType()), StructField("n", LongType())])
 
 
 # ---- input files -----------------------------------------------------------------------------
+
 
 def rows(kind: str, side: str, index: int) -> list[dict]:
     """The rows of file `index`: ids and keys new in each file (players repeat), event time in
@@ -101,11 +112,16 @@ def write_input(directory: str, kind: str, side: str, count: int) -> str:
 
 def stream(spark, work: str, kind: str, side: str = "a", count: int = FILES):
     directory = write_input(os.path.join(work, "input", kind, side), kind, side, count)
-    return (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(directory)
-            .withColumn("ts", F.timestamp_seconds("ts")))
+    return (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .json(directory)
+        .withColumn("ts", F.timestamp_seconds("ts"))
+    )
 
 
 # ---- transformWithState ----------------------------------------------------------------------
+
 
 class CountPerKey(StatefulProcessor):
     """Counts the rows per key in the ValueState "count", with a TTL when given one."""
@@ -130,6 +146,7 @@ class CountPerKey(StatefulProcessor):
 
 # ---- the kinds -------------------------------------------------------------------------------
 
+
 def dedup_unbounded(spark, work, kind):
     return stream(spark, work, kind).dropDuplicates(["id"]), "append"
 
@@ -152,10 +169,18 @@ def window_idle_input(spark, work, kind):
 
 def tws(ttl_ms, time_mode):
     def build(spark, work, kind):
-        frame = stream(spark, work, kind).groupBy("key").transformWithStateInPandas(
-            statefulProcessor=CountPerKey(ttl_ms), outputStructType=COUNT_OUT,
-            outputMode="Update", timeMode=time_mode)
+        frame = (
+            stream(spark, work, kind)
+            .groupBy("key")
+            .transformWithStateInPandas(
+                statefulProcessor=CountPerKey(ttl_ms),
+                outputStructType=COUNT_OUT,
+                outputMode="Update",
+                timeMode=time_mode,
+            )
+        )
         return frame, "update"
+
     return build
 
 
@@ -185,15 +210,21 @@ KINDS = {  # kind -> (builder, confs over DEFAULT_CONFS)
 
 # ---- running ---------------------------------------------------------------------------------
 
+
 def start(spark, work: str, kind: str):
     """Writes the kind's input and starts its query, its confs set just before."""
     build, confs = KINDS[kind]
     frame, mode = build(spark, work, kind)
     for key, value in {**DEFAULT_CONFS, **confs}.items():
         spark.conf.set(key, value)
-    return (frame.writeStream.format("noop").outputMode(mode).queryName(kind.replace("-", "_"))
-            .option("checkpointLocation", os.path.join(work, "checkpoints", kind))
-            .trigger(availableNow=True).start())
+    return (
+        frame.writeStream.format("noop")
+        .outputMode(mode)
+        .queryName(kind.replace("-", "_"))
+        .option("checkpointLocation", os.path.join(work, "checkpoints", kind))
+        .trigger(availableNow=True)
+        .start()
+    )
 
 
 def await_all(queries: dict, started: float) -> dict:
@@ -234,12 +265,16 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown kinds {unknown}; known: {list(KINDS)}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the pandas workers need this venv
-    spark = (SparkSession.builder.master("local[2]").appName("growing state jobs")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             # a short run on two cores: the C1 JIT alone halves the JVM's CPU time
-             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("growing state jobs")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        # a short run on two cores: the C1 JIT alone halves the JVM's CPU time
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     started = time.time()
     queries = {kind: start(spark, work, kind) for kind in kinds}

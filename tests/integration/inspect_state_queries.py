@@ -37,9 +37,13 @@ KINDS = {
 }
 
 EXPECTED_OPERATOR = {
-    "agg": "stateStoreSave", "dedup": "dedupe", "join": "symmetricHashJoin",
-    "session": "sessionWindowStateStoreSaveExec", "apply_pandas": "applyInPandasWithState",
-    "tws": "transformWithStateInPandasExec", "tws_rows": "transformWithStateInPySparkExec",
+    "agg": "stateStoreSave",
+    "dedup": "dedupe",
+    "join": "symmetricHashJoin",
+    "session": "sessionWindowStateStoreSaveExec",
+    "apply_pandas": "applyInPandasWithState",
+    "tws": "transformWithStateInPandasExec",
+    "tws_rows": "transformWithStateInPySparkExec",
 }
 # Operators of the chained query, by operator id (Spark numbers them from the sink down).
 CHAINED_OPERATORS = {0: "stateStoreSave", 1: "dedupeWithinWatermark"}
@@ -47,8 +51,9 @@ CHAINED_OPERATORS = {0: "stateStoreSave", 1: "dedupeWithinWatermark"}
 
 def write_input(input_dir: Path, run: int, rows: int = 6) -> None:
     input_dir.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"k": f"k{j % 3}", "v": run * 10 + j, "ts": f"2024-01-01T00:{run:02d}:{j:02d}"})
-             for j in range(rows)]
+    lines = [
+        json.dumps({"k": f"k{j % 3}", "v": run * 10 + j, "ts": f"2024-01-01T00:{run:02d}:{j:02d}"}) for j in range(rows)
+    ]
     tmp = input_dir / f".f{run}.json.tmp"
     tmp.write_text("\n".join(lines) + "\n")
     tmp.rename(input_dir / f"f{run:03d}.json")  # the file source must never see a half-written file
@@ -57,7 +62,9 @@ def write_input(input_dir: Path, run: int, rows: int = 6) -> None:
 def _schema():
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-    return StructType([StructField("k", StringType()), StructField("v", LongType()), StructField("ts", TimestampType())])
+    return StructType(
+        [StructField("k", StringType()), StructField("v", LongType()), StructField("ts", TimestampType())]
+    )
 
 
 def build_query(spark, kind: str, input_dir: Path):
@@ -71,8 +78,12 @@ def build_query(spark, kind: str, input_dir: Path):
     if query == "dedup":
         return df.dropDuplicates(["k", "v"])
     if query == "join":
-        right = (spark.readStream.format("json").schema(_schema()).load(str(input_dir))
-                 .select(F.col("k").alias("rk"), F.col("v").alias("rv"), F.col("ts").alias("rts")))
+        right = (
+            spark.readStream.format("json")
+            .schema(_schema())
+            .load(str(input_dir))
+            .select(F.col("k").alias("rk"), F.col("v").alias("rv"), F.col("ts").alias("rts"))
+        )
         left = df.withWatermark("ts", "1 minute")
         right = right.withWatermark("rts", "1 minute")
         return left.join(right, F.expr("k = rk AND rts BETWEEN ts - interval 30 seconds AND ts + interval 30 seconds"))
@@ -85,10 +96,10 @@ def build_query(spark, kind: str, input_dir: Path):
         from pyspark.sql.streaming.state import GroupStateTimeout
 
         return df.groupBy("k").applyInPandasWithState(
-            _running_total, "k string, total long", "total long", "update", GroupStateTimeout.NoTimeout)
+            _running_total, "k string, total long", "total long", "update", GroupStateTimeout.NoTimeout
+        )
     if query == "tws":
-        return df.groupBy("k").transformWithStateInPandas(
-            _processor(), "k string, n long", "Update", "ProcessingTime")
+        return df.groupBy("k").transformWithStateInPandas(_processor(), "k string, n long", "Update", "ProcessingTime")
     if query == "tws_rows":  # the row-based transformWithState (PySpark 4.1+)
         return df.groupBy("k").transformWithState(_row_processor(), "k string, n long", "Update", "ProcessingTime")
     raise ValueError(kind)
@@ -116,7 +127,10 @@ def _processor():
             self.count = handle.getValueState("count", StructType([StructField("c", LongType())]))
             self.seen = handle.getListState("seen", StructType([StructField("v", LongType())]), ttlDurationMs=3_600_000)
             self.last_by_parity = handle.getMapState(
-                "lastByParity", StructType([StructField("parity", StringType())]), StructType([StructField("v", LongType())]))
+                "lastByParity",
+                StructType([StructField("parity", StringType())]),
+                StructType([StructField("v", LongType())]),
+            )
 
         def handleInputRows(self, key, rows, timerValues):
             n = self.count.get()[0] if self.count.exists() else 0
@@ -159,8 +173,12 @@ def _row_processor():
 def run_once(spark, kind: str, checkpoint: Path, input_dir: Path, timeout: float = 120) -> dict | None:
     """Run ``kind`` over everything new in ``input_dir``; returns the first batch's progress."""
     query, mode, _ = KINDS[kind]
-    writer = build_query(spark, kind, input_dir).writeStream.format("noop").outputMode(mode).option(
-        "checkpointLocation", str(checkpoint))
+    writer = (
+        build_query(spark, kind, input_dir)
+        .writeStream.format("noop")
+        .outputMode(mode)
+        .option("checkpointLocation", str(checkpoint))
+    )
     if query in ("tws", "tws_rows"):
         q = writer.trigger(processingTime="1 hour").start()
         deadline = time.time() + timeout
@@ -189,6 +207,7 @@ def with_conf(spark, conf: dict[str, str]):
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
     return restore
 
 
@@ -209,11 +228,14 @@ def _fresh_session(log: Path):
     os.environ["STATECTL_SPARK_LOG"] = str(log)
     from statectl.adapters.spark.session import spark_session
 
-    spark = spark_session(master="local[2]", conf={
-        "spark.sql.shuffle.partitions": "2",
-        "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
-        "spark.sql.streaming.stateStore.maintenanceInterval": "100ms",
-    })
+    spark = spark_session(
+        master="local[2]",
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
+            "spark.sql.streaming.stateStore.maintenanceInterval": "100ms",
+        },
+    )
     _state_store_lines_at_info(spark)
     return spark
 
@@ -260,8 +282,15 @@ def main(argv: list[str]) -> int:
             finally:
                 restore()
             metrics = [op.get("customMetrics", {}) for op in (progress or {}).get("stateOperators", [])]
-            results.append({"checkpoint": checkpoint, "log_start": start, "log_end": end,
-                            "batch_id": (progress or {}).get("batchId"), "custom_metrics": metrics})
+            results.append(
+                {
+                    "checkpoint": checkpoint,
+                    "log_start": start,
+                    "log_end": end,
+                    "batch_id": (progress or {}).get("batchId"),
+                    "custom_metrics": metrics,
+                }
+            )
     print(json.dumps(results))
     spark.stop()
     return 0

@@ -28,8 +28,11 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 
 def kafka(spark, bootstrap: str, **options):
-    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-              .option("startingOffsets", "earliest"))
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("startingOffsets", "earliest")
+    )
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load()
@@ -52,30 +55,45 @@ class CountPerKey(StatefulProcessor):
 
 def build(spark, kind: str, bootstrap: str, topics: dict):
     if kind == "agg":
-        frame = kafka(spark, bootstrap, subscribe=topics["clicks"]).groupBy(
-            F.col("value").cast("string").alias("page")).count()
+        frame = (
+            kafka(spark, bootstrap, subscribe=topics["clicks"])
+            .groupBy(F.col("value").cast("string").alias("page"))
+            .count()
+        )
         return frame.writeStream.format("noop").outputMode("update")
     if kind == "dedup":
-        frame = (kafka(spark, bootstrap, subscribePattern=topics["pattern"])
-                 .select(F.col("value").cast("string").alias("v"), "timestamp")
-                 .withWatermark("timestamp", "1 hour").dropDuplicates(["v"]))
+        frame = (
+            kafka(spark, bootstrap, subscribePattern=topics["pattern"])
+            .select(F.col("value").cast("string").alias("v"), "timestamp")
+            .withWatermark("timestamp", "1 hour")
+            .dropDuplicates(["v"])
+        )
         return frame.writeStream.format("noop").outputMode("append")
     if kind == "join":
-        left = (kafka(spark, bootstrap, assign=json.dumps({topics["clicks"]: [0, 1]}))
-                .select(F.col("key").cast("string").alias("k"), F.col("timestamp").alias("lt"))
-                .withWatermark("lt", "1 hour"))
-        right = (kafka(spark, bootstrap, subscribe=topics["views"])
-                 .select(F.col("key").cast("string").alias("rk"), F.col("timestamp").alias("rt"))
-                 .withWatermark("rt", "1 hour"))
+        left = (
+            kafka(spark, bootstrap, assign=json.dumps({topics["clicks"]: [0, 1]}))
+            .select(F.col("key").cast("string").alias("k"), F.col("timestamp").alias("lt"))
+            .withWatermark("lt", "1 hour")
+        )
+        right = (
+            kafka(spark, bootstrap, subscribe=topics["views"])
+            .select(F.col("key").cast("string").alias("rk"), F.col("timestamp").alias("rt"))
+            .withWatermark("rt", "1 hour")
+        )
         frame = left.join(right, F.expr("k = rk AND rt BETWEEN lt - INTERVAL 1 HOUR AND lt + INTERVAL 1 HOUR"))
         return frame.writeStream.format("noop").outputMode("append")
     if kind == "tws":
-        frame = (kafka(spark, bootstrap, subscribe=topics["clicks"])
-                 .select(F.col("key").cast("string").alias("k"), F.col("value").cast("string").alias("v"))
-                 .groupBy("k").transformWithStateInPandas(
-                     statefulProcessor=CountPerKey(),
-                     outputStructType=StructType([StructField("k", StringType()), StructField("n", LongType())]),
-                     outputMode="Update", timeMode="None"))
+        frame = (
+            kafka(spark, bootstrap, subscribe=topics["clicks"])
+            .select(F.col("key").cast("string").alias("k"), F.col("value").cast("string").alias("v"))
+            .groupBy("k")
+            .transformWithStateInPandas(
+                statefulProcessor=CountPerKey(),
+                outputStructType=StructType([StructField("k", StringType()), StructField("n", LongType())]),
+                outputMode="Update",
+                timeMode="None",
+            )
+        )
         return frame.writeStream.format("noop").outputMode("update")
     raise SystemExit(f"unknown kind {kind}")
 
@@ -94,8 +112,10 @@ def main() -> None:
             query = writer.trigger(availableNow=True).start()
             query.awaitTermination()
             progress = query.recentProgress
-            print(json.dumps({"kind": kind, "batches": len(progress),
-                              "rows": sum(p["numInputRows"] for p in progress)}), flush=True)
+            print(
+                json.dumps({"kind": kind, "batches": len(progress), "rows": sum(p["numInputRows"] for p in progress)}),
+                flush=True,
+            )
             continue
         stop = {"now": False}
         signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))

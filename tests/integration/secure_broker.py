@@ -15,8 +15,8 @@ interferes), or run statectl with ``STATECTL_CLIENT_CONFIG=<status.client_config
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from statectl.adapters.local.broker import BrokerStatus, broker_down, broker_up, free_port
 from statectl.errors import StatectlError

@@ -24,11 +24,11 @@ import pytest
 import yaml
 
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
-from statectl.adapters.kafka.produce import fast_producer
-from statectl.adapters.kafka.consume import read_topic
 from statectl.adapters.kafka.connect import require_broker
-from statectl.jobs.registry import load_job_config
+from statectl.adapters.kafka.consume import read_topic
+from statectl.adapters.kafka.produce import fast_producer
 from statectl.config.loader import config_to_dict
+from statectl.jobs.registry import load_job_config
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
 
@@ -45,8 +45,15 @@ OUTPUTS = {
 class Example:
     """One isolated advanced-state example: its own topics and checkpoint on the shared broker."""
 
-    def __init__(self, bootstrap: str, tmp: Path, config_name: str, *overrides: str, partitions: int = 2,
-                 input_topic: str | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        tmp: Path,
+        config_name: str,
+        *overrides: str,
+        partitions: int = 2,
+        input_topic: str | None = None,
+    ):
         self.bootstrap = bootstrap
         self.config_name = config_name
         example = config_name.removesuffix("-ttl")
@@ -57,14 +64,18 @@ class Example:
         self.checkpoint = tmp / f"ckpt-{p}"
         self.config_file = tmp / f"{p}.yaml"
         base = [f"topics.{k}={v}" for k, v in self.topics.items()]
-        base += ["spark.master=local[2]", "spark.conf.spark.sql.shuffle.partitions=2", f"kafka.bootstrap_servers={bootstrap}"]
+        base += [
+            "spark.master=local[2]",
+            "spark.conf.spark.sql.shuffle.partitions=2",
+            f"kafka.bootstrap_servers={bootstrap}",
+        ]
         config = config_to_dict(load_job_config(CONFIGS / f"{config_name}.yaml", base + list(overrides)))
         config["checkpoint_dir"] = str(self.checkpoint)
         self.config_file.write_text(yaml.safe_dump(config))
         if input_topic is None:
             create_missing_topics(require_broker(bootstrap), [TopicSpec(self.topics["input"], partitions)])
 
-    def same_input(self, tmp: Path, *overrides: str) -> "Example":
+    def same_input(self, tmp: Path, *overrides: str) -> Example:
         """Another run of this example (own checkpoint and outputs) over this one's input topic."""
         return Example(self.bootstrap, tmp, self.config_name, *overrides, input_topic=self.topics["input"])
 
@@ -122,8 +133,18 @@ def progress(events: list) -> list[dict]:
 # ---------------------------------------------------------------- tombstones
 def test_tombstones_seed_deletes_the_patient_from_state_and_ends_with_a_tombstone(cli, bootstrap, tmp_path):
     ex = Example(bootstrap, tmp_path, "tombstones", "kafka.max_offsets_per_trigger=1", partitions=1)
-    result = cli("produce-test-data", "--file", "data/patient-events.json", "--topic", ex.topics["input"],
-                 "--parse-key", "--key-separator", "|", "-b", bootstrap)
+    result = cli(
+        "produce-test-data",
+        "--file",
+        "data/patient-events.json",
+        "--topic",
+        ex.topics["input"],
+        "--parse-key",
+        "--key-separator",
+        "|",
+        "-b",
+        bootstrap,
+    )
     assert result.exit_code == 0, result.stderr
     result = cli("run", "advanced-state", "tombstones", "--config", str(ex.config_file), "--available-now", "--json")
     assert result.exit_code == 0, result.stderr
@@ -132,15 +153,18 @@ def test_tombstones_seed_deletes_the_patient_from_state_and_ends_with_a_tombston
 
     # One record per batch: the open visit after check-in, then the tombstone of check-out.
     out = [(r.key, r.value) for r in ex.records("output")]
-    assert out[0] == (b"1", json.dumps({"patient": "1", "events": 1, "first_event": "check-in",
-                                        "last_event": "check-in"}).encode())
+    assert out[0] == (
+        b"1",
+        json.dumps({"patient": "1", "events": 1, "first_event": "check-in", "last_event": "check-in"}).encode(),
+    )
     assert out[-1] == (b"1", None)
     assert len(out) == 2
     batches = committed_batches(ex.checkpoint)
     assert len(batches) == 2
     after_check_in = state_rows(cli, ex.checkpoint, "visit", batch_id=batches[0])
     assert [(r["key"], r["value"]) for r in after_check_in] == [
-        ({"patient": "1"}, {"events": 1, "first_event": "check-in", "last_event": "check-in"})]
+        ({"patient": "1"}, {"events": 1, "first_event": "check-in", "last_event": "check-in"})
+    ]
     assert state_rows(cli, ex.checkpoint, "visit") == []  # gone after check-out
 
 
@@ -159,7 +183,9 @@ def _open_visits(records) -> dict[str, dict]:
 def test_tombstones_dead_letters_and_restart_mid_stream(bootstrap, tmp_path):
     from statectl.produce.datasets import patient_visit_events
 
-    ex = Example(bootstrap, tmp_path, "tombstones", "tombstones.max_record_bytes=100", "kafka.max_offsets_per_trigger=60")
+    ex = Example(
+        bootstrap, tmp_path, "tombstones", "tombstones.max_record_bytes=100", "kafka.max_offsets_per_trigger=60"
+    )
     events = [(k.decode(), v.decode()) for k, v in patient_visit_events(400, 9, seed=4)]
     bad = [(None, "check-in"), ("", "check-in"), ("9", None), ("9", "   "), ("9", "x" * 150)]
     ex.produce(events[:200] + bad)
@@ -175,7 +201,13 @@ def test_tombstones_dead_letters_and_restart_mid_stream(bootstrap, tmp_path):
     assert len(expected) < 9, "some patient must have checked out"
     tombstoned = {r.key.decode() for r in ex.records("output") if r.value is None}
     assert tombstoned == {k for k, v in events if v == "check-out"}
-    assert sorted(d["reason"] for d in ex.dead_letters()) == ["empty_value", "null_key", "null_key", "null_value", "oversized"]
+    assert sorted(d["reason"] for d in ex.dead_letters()) == [
+        "empty_value",
+        "null_key",
+        "null_key",
+        "null_value",
+        "oversized",
+    ]
 
     once = ex.same_input(tmp_path)
     assert once.run().batches == 1
@@ -196,16 +228,22 @@ def _window_counts(pulses, size_ms: int) -> Counter:
 def _max_event_ms(pulses) -> int:
     from datetime import datetime
 
-    return max(int(datetime.fromisoformat(json.loads(v)["timestamp"].replace("Z", "+00:00")).timestamp() * 1000)
-               for _, v in pulses)
+    return max(
+        int(datetime.fromisoformat(json.loads(v)["timestamp"].replace("Z", "+00:00")).timestamp() * 1000)
+        for _, v in pulses
+    )
 
 
 def test_windowed_retention_keeps_state_bounded_counts_right_late_pulses_dead_lettered(cli, bootstrap, tmp_path):
     from statectl.jobs.advanced.rules import iso_ms, window_key
     from statectl.produce.datasets import PULSE_START_MS, pulse_events
 
-    settings = ["windows.size=60 seconds", "windows.grace=5 seconds", "windows.retention=3 minutes",
-                "kafka.max_offsets_per_trigger=300"]
+    settings = [
+        "windows.size=60 seconds",
+        "windows.grace=5 seconds",
+        "windows.retention=3 minutes",
+        "kafka.max_offsets_per_trigger=300",
+    ]
     # One partition: Spark's watermark follows the largest event time of all partitions, and
     # throttled batches can let one partition run ahead of another by more than the grace.
     ex = Example(bootstrap, tmp_path, "windowed-retention", *settings, partitions=1)
@@ -288,7 +326,9 @@ def test_lru_holds_at_most_max_keys_tombstones_each_eviction_and_survives_a_rest
     per_key = defaultdict(list)
     for k, v in out:
         per_key[k].append(v)
-    comebacks = [next((v for v in vs[vs.index(None):] if v is not None), None) for vs in per_key.values() if None in vs]
+    comebacks = [
+        next((v for v in vs[vs.index(None) :] if v is not None), None) for vs in per_key.values() if None in vs
+    ]
     assert comebacks.count(b"1") >= 5
 
     # Never more than max_keys keys in state, at any batch boundary: every committed batch.
@@ -330,8 +370,9 @@ def test_topic_configs_are_applied_through_topic_config_and_reported_by_kafka(cl
     out_topic = ex.topics["output"]
     # The output topic exists already, with a bigger segment and a key the job does not manage.
     admin = require_broker(bootstrap)
-    create_missing_topics(admin, [TopicSpec(out_topic, 2, configs={"segment.bytes": "1073741824",
-                                                                   "retention.ms": "86400000"})])
+    create_missing_topics(
+        admin, [TopicSpec(out_topic, 2, configs={"segment.bytes": "1073741824", "retention.ms": "86400000"})]
+    )
     ex.produce([("a", "x"), ("b", "x"), ("a", "x"), (None, "x")])
     summary = ex.run()
     assert ex.view() == {"a": "2", "b": "1"} and summary.dropped == {"null_key": 1}
@@ -339,22 +380,42 @@ def test_topic_configs_are_applied_through_topic_config_and_reported_by_kafka(cl
     described = cli("topic-config", out_topic, "-b", bootstrap, "--json")
     assert described.exit_code == 0, described.stderr
     configs = json.loads(described.stdout)["configs"]
-    for key, value in {"segment.bytes": "536870912", "min.cleanable.dirty.ratio": "0.3",
-                       "cleanup.policy": "compact", "retention.ms": "86400000"}.items():
+    for key, value in {
+        "segment.bytes": "536870912",
+        "min.cleanable.dirty.ratio": "0.3",
+        "cleanup.policy": "compact",
+        "retention.ms": "86400000",
+    }.items():
         assert (configs[key]["value"], configs[key]["overridden"]) == (value, True), key
 
     classpath = ":".join(str(j) for j in ensure_bundle(KAFKA_BROKER))
     kafka_tool = subprocess.run(
-        ["java", "-cp", classpath, "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
-         "--entity-type", "topics", "--entity-name", out_topic, "--describe"],
-        capture_output=True, text=True, timeout=120,
+        [
+            "java",
+            "-cp",
+            classpath,
+            "kafka.admin.ConfigCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            out_topic,
+            "--describe",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert kafka_tool.returncode == 0, kafka_tool.stderr
     assert "segment.bytes=536870912" in kafka_tool.stdout
     assert "min.cleanable.dirty.ratio=0.3" in kafka_tool.stdout
 
     # A second run finds nothing to change; a manual change is put back.
-    assert alter_topic_configs(admin, {out_topic: [("set", "min.cleanable.dirty.ratio", "0.5")]}, validate_only=False) == {}
+    assert (
+        alter_topic_configs(admin, {out_topic: [("set", "min.cleanable.dirty.ratio", "0.5")]}, validate_only=False)
+        == {}
+    )
     ex.produce([("b", "x")])
     ex.run()
     configs = json.loads(cli("topic-config", out_topic, "-b", bootstrap, "--json").stdout)["configs"]
@@ -371,7 +432,10 @@ def test_an_unknown_topic_config_is_refused_before_the_job_starts(cli, bootstrap
     # The topic does not exist yet, so (as with `statectl topic-config --file`) the broker's
     # validate_only of the creation is what refuses the name; nothing is created or started.
     assert result.exit_code == 2, result.stderr
-    assert f"{ex.topics['output']}: the broker refused the change: Unknown topic config name: segment.byts" in result.stderr
+    assert (
+        f"{ex.topics['output']}: the broker refused the change: Unknown topic config name: segment.byts"
+        in result.stderr
+    )
     assert ex.topics["output"] not in require_broker(bootstrap).list_topics(timeout=5).topics
     assert not (ex.checkpoint / "commits").exists()
 
@@ -387,7 +451,7 @@ def test_record_cache_knobs_bigger_batches_coalesce_updates_per_key_same_result(
     many = big.run()
 
     # One output record per key per micro-batch: with 1 partition the batches are exactly 100 records.
-    per_batch = sum(len(set(keys[i:i + 100])) for i in range(0, len(keys), 100))
+    per_batch = sum(len(set(keys[i : i + 100])) for i in range(0, len(keys), 100))
     assert few.batches == 10 and few.outputs[small.topics["output"]] == per_batch
     assert many.batches == 1 and many.outputs[big.topics["output"]] == len(set(keys))
     assert per_batch > 5 * len(set(keys))
@@ -401,9 +465,15 @@ def _sample_sales() -> list[tuple[str, str]]:
 
 
 MALFORMED_SALES = [
-    ("x", "{not json"), ("x", "[1, 2]"), ("x", '{"product": "p9"}'), ("x", '{"product": "p9", "value": "12"}'),
-    ("x", '{"product": "p9", "value": 12.5}'), ("x", '{"product": "p9", "value": -5}'),
-    ("x", '{"product": {"a": 1}, "value": 5}'), ("x", '{"product": "", "value": 5}'), ("x", None),
+    ("x", "{not json"),
+    ("x", "[1, 2]"),
+    ("x", '{"product": "p9"}'),
+    ("x", '{"product": "p9", "value": "12"}'),
+    ("x", '{"product": "p9", "value": 12.5}'),
+    ("x", '{"product": "p9", "value": -5}'),
+    ("x", '{"product": {"a": 1}, "value": 5}'),
+    ("x", '{"product": "", "value": 5}'),
+    ("x", None),
 ]
 
 
@@ -420,7 +490,8 @@ def test_sales_threshold_seed_gives_two_notifications_and_the_sample_its_totals(
     seed.run()
     assert sorted(_notifications(seed)) == [("product1", 2500), ("product2", 2300)]
     assert [json.loads(r.value) for r in seed.records("notifications") if r.key == b"product1"] == [
-        {"product": "product1", "value": 2500}]
+        {"product": "product1", "value": 2500}
+    ]
 
     sample = Example(bootstrap, tmp_path, "sales-threshold")
     sample.produce(_sample_sales()[:50] + MALFORMED_SALES + _sample_sales()[50:])
@@ -430,8 +501,13 @@ def test_sales_threshold_seed_gives_two_notifications_and_the_sample_its_totals(
     assert totals == {"product1": 50000, "product2": 46000, "product5": 20000}
     # Without reset each product is notified once, by the sale that reached 2000.
     assert sorted(_notifications(sample)) == [("product1", 2500), ("product2", 2300), ("product5", 2000)]
-    assert summary.dropped == {"malformed_json": 2, "missing_field": 1, "mistyped_field": 4,
-                               "negative_value": 1, "null_value": 1}
+    assert summary.dropped == {
+        "malformed_json": 2,
+        "missing_field": 1,
+        "mistyped_field": 4,
+        "negative_value": 1,
+        "null_value": 1,
+    }
     assert len(sample.dead_letters()) == len(MALFORMED_SALES)
 
 
@@ -476,8 +552,8 @@ def test_an_unknown_output_topic_config_is_refused_before_spark_starts(bootstrap
     Spark starts (no Spark log is written), before the checkpoint is locked or created, and with no
     topic created. Before, the job's topic requests came out of build(), so Spark started first
     and the refusal came after it (and after the checkpoint lock was taken)."""
-    from tests.conftest import run_statectl
     from statectl.adapters.kafka.admin import existing_topics
+    from tests.conftest import run_statectl
 
     p = f"tc11-{uuid.uuid4().hex[:8]}"
     topics = {"input": f"{p}-in", "output": f"{p}-out", "dlq": f"{p}-dlq"}
@@ -485,17 +561,31 @@ def test_an_unknown_output_topic_config_is_refused_before_spark_starts(bootstrap
         create_missing_topics(require_broker(bootstrap), [TopicSpec(topics["output"], 1)])
     checkpoint, spark_log = tmp_path / "ckpt", tmp_path / "spark.log"
     sets = [a for k, v in topics.items() for a in ("--set", f"topics.{k}={v}")]
-    done = run_statectl("run", "advanced-state", "topic-configs", "--available-now", "--checkpoint-dir", str(checkpoint),
-                        "-b", bootstrap, "--set", "output_topic.configs.segment.byts=536870912", *sets,
-                        env={"STATECTL_SPARK_LOG": str(spark_log)})
+    done = run_statectl(
+        "run",
+        "advanced-state",
+        "topic-configs",
+        "--available-now",
+        "--checkpoint-dir",
+        str(checkpoint),
+        "-b",
+        bootstrap,
+        "--set",
+        "output_topic.configs.segment.byts=536870912",
+        *sets,
+        env={"STATECTL_SPARK_LOG": str(spark_log)},
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     if output_exists:  # the broker's own names are known: the config key and a suggestion
-        assert done.stderr.startswith("error: advanced-state/topic-configs output_topic.configs.segment.byts: "
-                                      "unknown topic config (did you mean 'segment.bytes'?)"), done.stderr
+        assert done.stderr.startswith(
+            "error: advanced-state/topic-configs output_topic.configs.segment.byts: "
+            "unknown topic config (did you mean 'segment.bytes'?)"
+        ), done.stderr
     else:  # a topic to create: the broker's validate_only of the creation names the key
-        assert done.stderr == (f"error: {topics['output']}: the broker refused the change: "
-                               "Unknown topic config name: segment.byts\n")
+        assert done.stderr == (
+            f"error: {topics['output']}: the broker refused the change: Unknown topic config name: segment.byts\n"
+        )
     assert not spark_log.exists(), "Spark was started"
     assert not checkpoint.exists() and not checkpoint.with_name("ckpt.lock").exists()
     present = existing_topics(require_broker(bootstrap))

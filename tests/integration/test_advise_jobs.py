@@ -52,8 +52,9 @@ def jobs(tmp_path_factory):
     # A plain PySpark script, so Spark's own 15 s for a Python worker to connect back holds unless
     # raised: ten queries at once on a loaded CI machine missed it ("Python worker failed to connect back").
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": "", "SPARK_AUTH_SOCKET_TIMEOUT": "120"}
-    result = subprocess.run([sys.executable, str(SCRIPT), str(work)], capture_output=True, text=True, env=env,
-                            timeout=540, cwd=work)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), str(work)], capture_output=True, text=True, env=env, timeout=540, cwd=work
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     yield work, report
@@ -75,9 +76,11 @@ def test_advise_tells_growing_state_from_bounded_state(jobs, kind, cli):
     ops = doc["operators"]
     warned = {f["code"] for f in doc["findings"] if f["severity"] in ("warning", "error")}
     rows = ops[0]["rows"]
-    VERDICTS.append(f"| {kind} | {trend}{' + ' + ', '.join(sorted(codes)) if codes else ''} | {doc['trend']} | "
-                    f"{', '.join(sorted(warned)) or '-'} | {rows['first']['value']:,.0f} → {rows['last']['value']:,.0f} "
-                    f"({rows['points']}) | {rows['per_hour'] or 0:,.0f} |")
+    VERDICTS.append(
+        f"| {kind} | {trend}{' + ' + ', '.join(sorted(codes)) if codes else ''} | {doc['trend']} | "
+        f"{', '.join(sorted(warned)) or '-'} | {rows['first']['value']:,.0f} → {rows['last']['value']:,.0f} "
+        f"({rows['points']}) | {rows['per_hour'] or 0:,.0f} |"
+    )
     assert report[kind]["batches"] >= 12, report[kind]  # enough versions for a trend
     assert doc["trend"] == trend, (kind, [(op["kind"], op["rows"]) for op in ops])
     assert warned == codes, doc["findings"]

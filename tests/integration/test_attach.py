@@ -24,7 +24,7 @@ from statectl.adapters.kafka.offsets import GroupCommitter, end_offsets
 from statectl.adapters.kafka.produce import fast_producer
 from tests.conftest import REPO, run_statectl
 
-JOB = textwrap.dedent('''
+JOB = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from pyspark.sql import SparkSession, functions as F
@@ -45,7 +45,7 @@ JOB = textwrap.dedent('''
     query.stop()
     observer.detach()
     spark.stop()
-''')
+""")
 
 
 def _produce(bootstrap: str, topic: str, n: int) -> None:
@@ -83,17 +83,43 @@ def test_a_spark_submit_job_with_the_observer_is_seen_like_a_statectl_run(tmp_pa
     (tmp_path / "statectl.conf").write_text(conf.stdout)
     checkpoint, events, stop = tmp_path / "checkpoint", tmp_path / "events.jsonl", tmp_path / "stop"
     group = f"clicks-{unique_topic}"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": str(REPO),
+    }
     submit = Path(sys.executable).parent / "spark-submit"
     log = tmp_path / "job.log"
-    job = subprocess.Popen([str(submit), "--master", "local[2]", "--properties-file", str(tmp_path / "statectl.conf"),
-                            str(script), bootstrap, unique_topic, str(checkpoint), str(events), group, str(stop),
-                            events_topic],
-                           stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True, env=env, cwd=tmp_path)
+    job = subprocess.Popen(
+        [
+            str(submit),
+            "--master",
+            "local[2]",
+            "--properties-file",
+            str(tmp_path / "statectl.conf"),
+            str(script),
+            bootstrap,
+            unique_topic,
+            str(checkpoint),
+            str(events),
+            group,
+            str(stop),
+            events_topic,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
-        _wait(lambda: any(e["type"] == "batch_progress" and e["input_rows"] for e in _events(events)), 180,
-              "a batch_progress event", job)
+        _wait(
+            lambda: any(e["type"] == "batch_progress" and e["input_rows"] for e in _events(events)),
+            180,
+            "a batch_progress event",
+            job,
+        )
         started = next(e for e in _events(events) if e["type"] == "query_started")
         assert (started["job"], started["checkpoint"]) == ("clicks", str(checkpoint)), started
 
@@ -112,8 +138,12 @@ def test_a_spark_submit_job_with_the_observer_is_seen_like_a_statectl_run(tmp_pa
         assert refused.returncode == 1 and "observer attached to query" in refused.stderr, refused.stderr
 
         _produce(bootstrap, unique_topic, 5)
-        _wait(lambda: sum(e.get("input_rows", 0) for e in _events(events) if e["type"] == "batch_progress") >= 15,
-              60, "the new records in the events", job)
+        _wait(
+            lambda: sum(e.get("input_rows", 0) for e in _events(events) if e["type"] == "batch_progress") >= 15,
+            60,
+            "the new records in the events",
+            job,
+        )
     finally:
         stop.touch()
         job.wait(timeout=120)

@@ -19,9 +19,11 @@ def test_broker_lifecycle(tmp_path):
     assert not info["already_running"]
     # Off a terminal, the wait is one line per step on stderr (the JSON alone on stdout).
     steps = [line for line in up.stderr.splitlines() if not line.startswith("fetching the Kafka")]  # first use only
-    assert steps == [f"formatting the KRaft storage in {data}/logs",
-                                      f"starting the broker (pid {info['pid']})",
-                                      f"waiting for the broker (pid {info['pid']}) to answer on 127.0.0.1:{port}"]
+    assert steps == [
+        f"formatting the KRaft storage in {data}/logs",
+        f"starting the broker (pid {info['pid']})",
+        f"waiting for the broker (pid {info['pid']}) to answer on 127.0.0.1:{port}",
+    ]
     try:
         again = run_statectl("kafka", "up", "--port", str(port), "--data-dir", data)
         assert again.returncode == 0
@@ -85,7 +87,8 @@ def test_up_on_statectls_own_broker_with_another_data_dir_names_it(kafka_broker,
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"error: port {port} is in use by statectl's broker of {kafka_broker.data_dir} (pid {kafka_broker.pid}); "
-        f"use it (-b 127.0.0.1:{port}), stop it (statectl kafka down --port {port}), or choose another --port")
+        f"use it (-b 127.0.0.1:{port}), stop it (statectl kafka down --port {port}), or choose another --port"
+    )
     assert not (tmp_path / "other").exists()
 
 

@@ -61,11 +61,12 @@ def _produce(bootstrap: str, topic: str, n: int) -> None:
 
 def _config(work: Path, name: str, family: str, variant: str, conf: dict, clicks: str, more: str) -> Path:
     path = work / f"{name}.yaml"
-    spark = "".join(f"\n    {k}: \"{v}\"" for k, v in conf.items())
-    path.write_text(f"job: ./shop.py:build\ncheckpoint_dir: {work / 'checkpoints' / family}\n"
-                    f"params:\n  variant: {variant}\n  clicks: {clicks}\n  more_clicks: {more}\n"
-                    f"  per_batch: {PER_BATCH}\n"
-                    + (f"spark:\n  conf:{spark}\n" if conf else ""))
+    spark = "".join(f'\n    {k}: "{v}"' for k, v in conf.items())
+    path.write_text(
+        f"job: ./shop.py:build\ncheckpoint_dir: {work / 'checkpoints' / family}\n"
+        f"params:\n  variant: {variant}\n  clicks: {clicks}\n  more_clicks: {more}\n"
+        f"  per_batch: {PER_BATCH}\n" + (f"spark:\n  conf:{spark}\n" if conf else "")
+    )
     return path
 
 
@@ -95,10 +96,16 @@ def outcomes(shop):
     """check-restart on every change in one invocation (one Spark start), then a real restart of a
     copy of the checkpoint by every change's code, by plain PySpark in one JVM."""
     work, bootstrap = shop["work"], shop["bootstrap"]
-    configs = [_config(work, f"change-{i}", family, variant, conf, shop["clicks"], shop["more"])
-               for i, (_, family, variant, conf) in enumerate(CHANGES)]
-    listing = {family: sorted(p.relative_to(work / "checkpoints" / family).as_posix()
-                              for p in (work / "checkpoints" / family).rglob("*")) for family in BASES}
+    configs = [
+        _config(work, f"change-{i}", family, variant, conf, shop["clicks"], shop["more"])
+        for i, (_, family, variant, conf) in enumerate(CHANGES)
+    ]
+    listing = {
+        family: sorted(
+            p.relative_to(work / "checkpoints" / family).as_posix() for p in (work / "checkpoints" / family).rglob("*")
+        )
+        for family in BASES
+    }
     args = [a for c in configs for a in ("--config", str(c))]
     check = run_statectl("check-restart", *args, "-b", bootstrap, "--json", cwd=work, timeout=1200)
     assert check.returncode in (0, 1), check.stderr
@@ -114,16 +121,27 @@ def outcomes(shop):
     for i, (change, family, variant, conf) in enumerate(CHANGES):
         copy = work / "restarts" / f"change-{i}"
         shutil.copytree(work / "checkpoints" / family, copy)
-        cases.append({"name": change, "checkpoint": str(copy), "conf": conf,
-                      "params": {"variant": variant, "clicks": shop["clicks"], "more_clicks": shop["more"],
-                                 "per_batch": PER_BATCH}})
+        cases.append(
+            {
+                "name": change,
+                "checkpoint": str(copy),
+                "conf": conf,
+                "params": {
+                    "variant": variant,
+                    "clicks": shop["clicks"],
+                    "more_clicks": shop["more"],
+                    "per_batch": PER_BATCH,
+                },
+            }
+        )
     settings = json.loads(run_statectl("jars", "spark-conf", "--json", "--master", "local[2]").stdout)
     spec = work / "real.json"
     spec.write_text(json.dumps({"settings": settings, "bootstrap": bootstrap, "job_dir": str(work), "cases": cases}))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYSPARK_PYTHON"] = sys.executable
-    real = subprocess.run([sys.executable, str(REAL), str(spec)], capture_output=True, text=True, env=env, cwd=work,
-                          timeout=1200)
+    real = subprocess.run(
+        [sys.executable, str(REAL), str(spec)], capture_output=True, text=True, env=env, cwd=work, timeout=1200
+    )
     assert real.returncode == 0, real.stderr[-4000:]
     restarts = [json.loads(line) for line in real.stdout.splitlines() if line.startswith("{")]
     assert [r["case"] for r in restarts] == [c[0] for c in CHANGES], restarts
@@ -133,8 +151,12 @@ def outcomes(shop):
 @pytest.mark.parametrize("change", [c[0] for c in CHANGES])
 def test_the_verdict_equals_a_real_restart(outcomes, request, change):
     verdict, real = outcomes[change]
-    row = (change, verdict["verdict"], "restarts" if real["ok"] else f"fails: {real['error']}",
-           [f"{f['kind']}: {f['what']}" for f in verdict["findings"]])
+    row = (
+        change,
+        verdict["verdict"],
+        "restarts" if real["ok"] else f"fails: {real['error']}",
+        [f"{f['kind']}: {f['what']}" for f in verdict["findings"]],
+    )
     request.config.__dict__.setdefault("statectl_check_restart", []).append(row)
     assert verdict["restarts"] == real["ok"], row
     if not verdict["restarts"]:
@@ -147,12 +169,28 @@ def test_the_verdict_equals_a_real_restart(outcomes, request, change):
 
 def test_no_checkpoint_or_no_committed_batch_is_a_usage_error(shop, tmp_path):
     work = shop["work"]
-    missing = run_statectl("check-restart", "--config", str(work / "agg.yaml"), "--checkpoint-dir",
-                           str(tmp_path / "none"), "-b", shop["bootstrap"], cwd=work)
+    missing = run_statectl(
+        "check-restart",
+        "--config",
+        str(work / "agg.yaml"),
+        "--checkpoint-dir",
+        str(tmp_path / "none"),
+        "-b",
+        shop["bootstrap"],
+        cwd=work,
+    )
     assert missing.returncode == 2 and "no checkpoint at" in missing.stderr, missing.stderr
     empty = tmp_path / "empty"
     (empty / "offsets").mkdir(parents=True)
     (empty / "metadata").write_text('{"id":"5f6e8f1e-0000-0000-0000-000000000000"}')
-    none = run_statectl("check-restart", "--config", str(work / "agg.yaml"), "--checkpoint-dir", str(empty), "-b",
-                        shop["bootstrap"], cwd=work)
+    none = run_statectl(
+        "check-restart",
+        "--config",
+        str(work / "agg.yaml"),
+        "--checkpoint-dir",
+        str(empty),
+        "-b",
+        shop["bootstrap"],
+        cwd=work,
+    )
     assert none.returncode == 2 and "no committed batch" in none.stderr, none.stderr

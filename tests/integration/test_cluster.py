@@ -43,19 +43,54 @@ def _wait_port(port: int, timeout: float = 60) -> None:
 def standalone_cluster(tmp_path_factory):
     work = tmp_path_factory.mktemp("spark-cluster")
     port = free_port()
-    env = dict(os.environ, SPARK_LOG_DIR=str(work), SPARK_WORKER_DIR=str(work / "worker"),
-               PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    env = dict(
+        os.environ,
+        SPARK_LOG_DIR=str(work),
+        SPARK_WORKER_DIR=str(work / "worker"),
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
     log = open(work / "cluster.log", "ab")
     master = subprocess.Popen(
-        [str(_spark_class()), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-         "--webui-port", str(free_port())], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            str(_spark_class()),
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(free_port()),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     worker = None
     try:
         _wait_port(port)
         worker = subprocess.Popen(
-            [str(_spark_class()), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-             "--cores", "2", "--memory", "2g", "--host", "127.0.0.1", "--webui-port", str(free_port()),
-             "--work-dir", str(work / "worker")], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                str(_spark_class()),
+                "org.apache.spark.deploy.worker.Worker",
+                f"spark://127.0.0.1:{port}",
+                "--cores",
+                "2",
+                "--memory",
+                "2g",
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                str(free_port()),
+                "--work-dir",
+                str(work / "worker"),
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         time.sleep(3)  # the worker registers with the master
         yield f"spark://127.0.0.1:{port}", work / "worker"
     finally:
@@ -73,15 +108,53 @@ def test_leaderboard_on_a_standalone_cluster(cli, bootstrap, tmp_path, standalon
     master_url, worker_dir = standalone_cluster
     lb = Leaderboard(bootstrap, tmp_path)
     for topic_key, name in (("players", "players.json"), ("products", "products.json")):
-        assert cli("produce-test-data", "--file", f"data/{name}", "--topic", lb.topics[topic_key],
-                   "--parse-key", "--key-separator", "|", "-b", bootstrap).exit_code == 0
-    assert cli("produce-test-data", "--file", "data/score-events.json", "--topic", lb.topics["score_events"],
-               "-b", bootstrap).exit_code == 0
+        assert (
+            cli(
+                "produce-test-data",
+                "--file",
+                f"data/{name}",
+                "--topic",
+                lb.topics[topic_key],
+                "--parse-key",
+                "--key-separator",
+                "|",
+                "-b",
+                bootstrap,
+            ).exit_code
+            == 0
+        )
+    assert (
+        cli(
+            "produce-test-data",
+            "--file",
+            "data/score-events.json",
+            "--topic",
+            lb.topics["score_events"],
+            "-b",
+            bootstrap,
+        ).exit_code
+        == 0
+    )
     env = dict(os.environ, STATECTL_SPARK_LOG=str(tmp_path / "spark.log"))
     proc = subprocess.run(
-        [sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(lb.config_file), "--available-now",
-         "--master", master_url, "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "statectl",
+            "run",
+            "leaderboard",
+            "--config",
+            str(lb.config_file),
+            "--available-now",
+            "--master",
+            master_url,
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)

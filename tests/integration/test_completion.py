@@ -37,11 +37,15 @@ def topics(bootstrap):
 def _complete(cwd: Path, line: str) -> tuple[list[str], float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STATECTL_", "KAFKA_BOOTSTRAP"))}
     words = line.split(" ")
-    env.update(PATH=f"{BIN}:{env.get('PATH', '')}", PYTHONPATH=str(REPO), _STATECTL_COMPLETE="complete_bash",
-               COMP_WORDS=line, COMP_CWORD=str(len(words) - 1))
+    env.update(
+        PATH=f"{BIN}:{env.get('PATH', '')}",
+        PYTHONPATH=str(REPO),
+        _STATECTL_COMPLETE="complete_bash",
+        COMP_WORDS=line,
+        COMP_CWORD=str(len(words) - 1),
+    )
     started = time.monotonic()
-    done = subprocess.run([str(BIN / "statectl")], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([str(BIN / "statectl")], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
     return [w for w in done.stdout.splitlines() if w], time.monotonic() - started
 
@@ -59,8 +63,10 @@ def test_topics_by_bootstrap_flag(tmp_path, bootstrap, topics):
 
 
 def test_topics_by_the_current_context(tmp_path, bootstrap, topics):
-    (tmp_path / "statectl.yaml").write_text(f"current-context: live\ncontexts:\n  live:\n    bootstrap_servers: "
-                                            f"{bootstrap}\n  down:\n    bootstrap_servers: 127.0.0.1:1\n")
+    (tmp_path / "statectl.yaml").write_text(
+        f"current-context: live\ncontexts:\n  live:\n    bootstrap_servers: "
+        f"{bootstrap}\n  down:\n    bootstrap_servers: 127.0.0.1:1\n"
+    )
     found, took = _complete(tmp_path, "statectl dlq show compl-scores-d")
     assert found == [n for n in topics if n.endswith(f"scores-dlq-{os.getpid()}")]
     assert took < 10

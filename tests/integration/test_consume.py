@@ -19,14 +19,21 @@ import time
 import pytest
 
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
-from statectl.adapters.kafka.produce import fast_producer
-from statectl.adapters.kafka.consume import read_topic
 from statectl.adapters.kafka.connect import require_broker
+from statectl.adapters.kafka.consume import read_topic
+from statectl.adapters.kafka.produce import fast_producer
 from statectl.adapters.kafka.transactions import BATCH_HEADER, BatchTransactions
 from tests.conftest import REPO, run_statectl
 
-DEAD_LETTER = {"reason": "unknown_player", "detail": "no player 9", "sourceTopic": "score-events",
-               "sourcePartition": 0, "sourceOffset": 7, "sourceKey": None, "value": '{"player_id": 9}'}
+DEAD_LETTER = {
+    "reason": "unknown_player",
+    "detail": "no player 9",
+    "sourceTopic": "score-events",
+    "sourcePartition": 0,
+    "sourceOffset": 7,
+    "sourceKey": None,
+    "value": '{"player_id": 9}',
+}
 
 
 def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partitions: int = 2) -> None:
@@ -43,8 +50,11 @@ def _lines(stdout: str) -> list[dict]:
 
 def test_from_beginning_prints_every_record_as_a_json_line_and_exits(cli, bootstrap, unique_topic):
     """Values tried: a dead letter (JSON), a non-JSON text value, a tombstone, a record without a key."""
-    _produce(bootstrap, unique_topic, [(b"9", json.dumps(DEAD_LETTER).encode()), (b"p", b"check-in"),
-                                       (b"p", None), (None, b"[1, 2]")])
+    _produce(
+        bootstrap,
+        unique_topic,
+        [(b"9", json.dumps(DEAD_LETTER).encode()), (b"p", b"check-in"), (b"p", None), (None, b"[1, 2]")],
+    )
     result = cli("consume", unique_topic, "--from-beginning", "-b", bootstrap)
     assert result.exit_code == 0, result.output
     lines = _lines(result.stdout)
@@ -55,8 +65,9 @@ def test_from_beginning_prints_every_record_as_a_json_line_and_exits(cli, bootst
         assert line["headers"] == []
         assert line["topic"] == unique_topic
         assert line["timestamp"] == stored[(line["partition"], line["offset"])].timestamp_ms
-    assert sorted(((line["key"] or ""), json.dumps(line["value"])) for line in lines) == sorted([
-        ("9", json.dumps(DEAD_LETTER)), ("p", '"check-in"'), ("p", "null"), ("", "[1, 2]")])
+    assert sorted(((line["key"] or ""), json.dumps(line["value"])) for line in lines) == sorted(
+        [("9", json.dumps(DEAD_LETTER)), ("p", '"check-in"'), ("p", "null"), ("", "[1, 2]")]
+    )
     # Within a partition, offset order.
     by_partition: dict[int, list[int]] = {}
     for line in lines:
@@ -103,7 +114,10 @@ def test_follow_prints_new_records_and_ctrl_c_exits_0(bootstrap, unique_topic):
     _produce(bootstrap, unique_topic, [(b"old", b'{"n": 0}')], partitions=1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "statectl", "consume", unique_topic, "-b", bootstrap],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert "from its end (up to 1 earlier record" in _wait_for_line(proc.stderr)
@@ -123,9 +137,23 @@ def test_follow_prints_new_records_and_ctrl_c_exits_0(bootstrap, unique_topic):
 def test_from_beginning_with_follow_prints_the_past_then_waits(bootstrap, unique_topic):
     _produce(bootstrap, unique_topic, [(b"a", b"1")], partitions=1)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "statectl", "consume", unique_topic, "--from-beginning", "--follow",
-         "--max", "2", "-b", bootstrap],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "statectl",
+            "consume",
+            unique_topic,
+            "--from-beginning",
+            "--follow",
+            "--max",
+            "2",
+            "-b",
+            bootstrap,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert json.loads(_wait_for_line(proc.stdout))["value"] == 1
@@ -143,7 +171,11 @@ def test_a_closed_stdout_ends_the_read_quietly(bootstrap, unique_topic):
     _produce(bootstrap, unique_topic, [(b"k", b"x" * 1000)] * 2000, partitions=1)
     result = subprocess.run(
         f"{sys.executable} -m statectl consume {unique_topic} --from-beginning -b {bootstrap} | head -1",
-        shell=True, cwd=REPO, capture_output=True, text=True, timeout=120,
+        shell=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert json.loads(result.stdout)["offset"] == 0
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
@@ -225,8 +257,10 @@ def test_consume_prints_committed_records_by_default_and_every_record_with_read_
     assert stderr.splitlines()[-1] == f"4 records from {unique_topic}"
 
     lines, stderr = _consume(unique_topic, bootstrap, "--read-uncommitted")
-    assert sorted(line["value"] for line in lines) == [*(f"aborted-{p}" for p in (0, 1)),
-                                                       *(f"committed-{i}" for i in range(4))]
+    assert sorted(line["value"] for line in lines) == [
+        *(f"aborted-{p}" for p in (0, 1)),
+        *(f"committed-{i}" for i in range(4)),
+    ]
     assert {line["value"]: line["headers"] for line in lines}["aborted-1"] == [[BATCH_HEADER, "1"]]
     assert "uncommitted records too" in stderr.splitlines()[0]
     assert stderr.splitlines()[-1] == f"6 records from {unique_topic}"
@@ -240,8 +274,10 @@ def test_consume_prints_committed_records_by_default_and_every_record_with_read_
     _aborted(bootstrap, only_aborted, [(0, b"a"), (0, b"b")], batch=5)
     lines, stderr = _consume(only_aborted, bootstrap, "--max", "3")
     assert lines == []
-    assert stderr.splitlines() == [f"reading {only_aborted} (1 partition) from the beginning (up to 3 records)",
-                                   f"0 records from {only_aborted}"]
+    assert stderr.splitlines() == [
+        f"reading {only_aborted} (1 partition) from the beginning (up to 3 records)",
+        f"0 records from {only_aborted}",
+    ]
     lines, _ = _consume(only_aborted, bootstrap, "--read-uncommitted")
     assert [line["value"] for line in lines] == ["a", "b"]
 
@@ -282,8 +318,13 @@ def test_query_shows_the_committed_leaderboard_and_read_uncommitted_the_aborted_
     create_missing_topics(require_broker(bootstrap), [TopicSpec(topic, 1)])
 
     def entry(player: int, game: int, score: float) -> dict:
-        return {"playerId": player, "productId": game, "playerName": f"p{player}", "gameName": f"g{game}",
-                "score": score}
+        return {
+            "playerId": player,
+            "productId": game,
+            "playerName": f"p{player}",
+            "gameName": f"g{game}",
+            "score": score,
+        }
 
     writer = BatchTransactions(bootstrap, f"test-{topic}", topic).open()
     try:

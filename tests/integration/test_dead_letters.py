@@ -24,8 +24,20 @@ from statectl.adapters.kafka.consume import read_topic
 from tests.integration.test_advanced_state import Example
 from tests.integration.test_leaderboard import T0, Leaderboard, player, score
 
-FIELDS = ["reason", "detail", "sourceTopic", "sourcePartition", "sourceOffset", "sourceTimestamp", "sourceKey",
-          "sourceKeyEncoding", "value", "valueEncoding", "valueTruncated", "headers"]
+FIELDS = [
+    "reason",
+    "detail",
+    "sourceTopic",
+    "sourcePartition",
+    "sourceOffset",
+    "sourceTimestamp",
+    "sourceKey",
+    "sourceKeyEncoding",
+    "value",
+    "valueEncoding",
+    "valueTruncated",
+    "headers",
+]
 BIG = json.dumps({"pad": "x" * 300})
 
 
@@ -46,40 +58,68 @@ def letters_of(bootstrap: str, topic: str) -> list[dict]:
 
 def test_every_leaderboard_reason_has_the_one_shape(bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path, "leaderboard.max_record_bytes=200")
-    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1), ("p1", {"id": 2, "name": "Doom"}, 1),
-                            (3, "{nope", 1)])
+    lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1), ("p1", {"id": 2, "name": "Doom"}, 1), (3, "{nope", 1)])
     lb.produce("players", [(1, player(1, "A"), 2), ("x", player(2, "B"), 2), (3, "{not json", 2)])
-    lb.produce("score_events", [
-        ("k-null", None, 10),
-        ("k-big", BIG, 10),
-        ("k-json", "{not json", 10),
-        (None, json.dumps({"score": 5, "product_id": 1}), 10),
-        ("k-type", json.dumps({"score": 5, "product_id": "1", "player_id": 1}), 10),
-        ("k-nan", '{"score": NaN, "product_id": 1, "player_id": 1}', 10),
-        (b"\xffk-player", score(99, 1, 43), 11, [("client", b"ios-7"), ("bin", b"\x00\xfe")]),
-        (None, score(1, 5, 44), 11),
-        (None, score(1, 1, 42), 11),
-    ])
+    lb.produce(
+        "score_events",
+        [
+            ("k-null", None, 10),
+            ("k-big", BIG, 10),
+            ("k-json", "{not json", 10),
+            (None, json.dumps({"score": 5, "product_id": 1}), 10),
+            ("k-type", json.dumps({"score": 5, "product_id": "1", "player_id": 1}), 10),
+            ("k-nan", '{"score": NaN, "product_id": 1, "player_id": 1}', 10),
+            (b"\xffk-player", score(99, 1, 43), 11, [("client", b"ios-7"), ("bin", b"\x00\xfe")]),
+            (None, score(1, 5, 44), 11),
+            (None, score(1, 1, 42), 11),
+        ],
+    )
     summary = lb.run()
     assert lb.ranked() == {"1": [("A", 42.0)]}
     letters = letters_of(bootstrap, lb.topics["dlq"])
     by_reason = {d["reason"]: d for d in letters}
-    assert Counter(d["reason"] for d in letters) == Counter(summary.dropped) == Counter({
-        "null_value": 1, "oversized": 1, "malformed_json": 1, "missing_field": 1, "mistyped_field": 1,
-        "non_finite_score": 1, "unknown_player": 1, "unknown_product": 1, "invalid_key": 2, "malformed_player": 1,
-        "malformed_product": 1})
+    assert (
+        Counter(d["reason"] for d in letters)
+        == Counter(summary.dropped)
+        == Counter(
+            {
+                "null_value": 1,
+                "oversized": 1,
+                "malformed_json": 1,
+                "missing_field": 1,
+                "mistyped_field": 1,
+                "non_finite_score": 1,
+                "unknown_player": 1,
+                "unknown_product": 1,
+                "invalid_key": 2,
+                "malformed_player": 1,
+                "malformed_product": 1,
+            }
+        )
+    )
     keys = {reason: d["sourceKey"] for reason, d in by_reason.items() if reason not in ("invalid_key",)}
-    assert keys == {"null_value": "k-null", "oversized": "k-big", "malformed_json": "k-json", "missing_field": None,
-                    "mistyped_field": "k-type", "non_finite_score": "k-nan", "unknown_player": "/2stcGxheWVy",
-                    "unknown_product": None, "malformed_player": "3", "malformed_product": "3"}
+    assert keys == {
+        "null_value": "k-null",
+        "oversized": "k-big",
+        "malformed_json": "k-json",
+        "missing_field": None,
+        "mistyped_field": "k-type",
+        "non_finite_score": "k-nan",
+        "unknown_player": "/2stcGxheWVy",
+        "unknown_product": None,
+        "malformed_player": "3",
+        "malformed_product": "3",
+    }
     assert sorted(d["sourceKey"] for d in letters if d["reason"] == "invalid_key") == ["p1", "x"]
     assert by_reason["null_value"]["value"] is None and by_reason["oversized"]["value"] == BIG
     # The original record: the bytes as produced (spaces and all), the headers, the key that is not UTF-8.
     unknown = by_reason["unknown_player"]
     assert unknown["value"] == json.dumps(score(99, 1, 43)) and unknown["valueEncoding"] == "utf8"
     assert unknown["sourceKeyEncoding"] == "base64" and unknown["sourceTimestamp"] == T0 + 11
-    assert unknown["headers"] == [{"key": "client", "value": "ios-7", "valueEncoding": "utf8"},
-                                  {"key": "bin", "value": "AP4=", "valueEncoding": "base64"}]
+    assert unknown["headers"] == [
+        {"key": "client", "value": "ios-7", "valueEncoding": "utf8"},
+        {"key": "bin", "value": "AP4=", "valueEncoding": "base64"},
+    ]
     assert by_reason["oversized"]["valueTruncated"] is False  # 300 bytes: over the limit, but kept whole
     assert by_reason["malformed_player"]["sourceTimestamp"] == T0 + 2
     topics = {d["reason"]: d["sourceTopic"] for d in letters}
@@ -91,18 +131,40 @@ RECORD_CASES = [(None, b"a"), (b"", b"a"), (b"k-null", None), (b"k-big", BIG.enc
 RECORD_REASONS = {"null_key": 2, "null_value": 1, "oversized": 1}
 
 
-@pytest.mark.parametrize("example, size_key, records, reasons", [
-    ("tombstones", "tombstones", RECORD_CASES + [(b"k-blank", b"  "), (b"k", b"check-in")],
-     {**RECORD_REASONS, "empty_value": 1}),
-    ("bounded-state", "bounded_state", RECORD_CASES + [(b"k", b"a")], RECORD_REASONS),
-    ("topic-configs", "output_topic", RECORD_CASES + [(b"k", b"a")], RECORD_REASONS),
-    ("sales-threshold", "sales", [
-        (None, b"{not json"), (b"k-missing", b'{"product": "p9"}'), (b"k-type", b'{"product": "p9", "value": "12"}'),
-        (b"k-neg", b'{"product": "p9", "value": -5}'), (b"k-null", None), (b"k-big", BIG.encode()),
-        (b"k", b'{"product": "p1", "value": 5}'),
-    ], {"malformed_json": 1, "missing_field": 1, "mistyped_field": 1, "negative_value": 1, "null_value": 1,
-        "oversized": 1}),
-])
+@pytest.mark.parametrize(
+    "example, size_key, records, reasons",
+    [
+        (
+            "tombstones",
+            "tombstones",
+            RECORD_CASES + [(b"k-blank", b"  "), (b"k", b"check-in")],
+            {**RECORD_REASONS, "empty_value": 1},
+        ),
+        ("bounded-state", "bounded_state", RECORD_CASES + [(b"k", b"a")], RECORD_REASONS),
+        ("topic-configs", "output_topic", RECORD_CASES + [(b"k", b"a")], RECORD_REASONS),
+        (
+            "sales-threshold",
+            "sales",
+            [
+                (None, b"{not json"),
+                (b"k-missing", b'{"product": "p9"}'),
+                (b"k-type", b'{"product": "p9", "value": "12"}'),
+                (b"k-neg", b'{"product": "p9", "value": -5}'),
+                (b"k-null", None),
+                (b"k-big", BIG.encode()),
+                (b"k", b'{"product": "p1", "value": 5}'),
+            ],
+            {
+                "malformed_json": 1,
+                "missing_field": 1,
+                "mistyped_field": 1,
+                "negative_value": 1,
+                "null_value": 1,
+                "oversized": 1,
+            },
+        ),
+    ],
+)
 def test_every_advanced_state_reason_has_the_one_shape(bootstrap, tmp_path, example, size_key, records, reasons):
     ex = Example(bootstrap, tmp_path, example, f"{size_key}.max_record_bytes=200", partitions=1)
     ex.produce(records)
@@ -117,7 +179,8 @@ def test_every_advanced_state_reason_has_the_one_shape(bootstrap, tmp_path, exam
         assert d["value"] == (None if records[d["sourceOffset"]][1] is None else records[d["sourceOffset"]][1].decode())
     # The letter's own Kafka key is the record's key.
     assert sorted((r.key or b"") for r in ex.records("dlq")) == sorted(
-        (records[d["sourceOffset"]][0] or b"") for d in letters)
+        (records[d["sourceOffset"]][0] or b"") for d in letters
+    )
 
 
 def test_every_windowed_retention_reason_has_the_one_shape(bootstrap, tmp_path):
@@ -125,17 +188,39 @@ def test_every_windowed_retention_reason_has_the_one_shape(bootstrap, tmp_path):
     from statectl.produce.datasets import PULSE_START_MS
 
     ex = Example(bootstrap, tmp_path, "windowed-retention", "windows.max_record_bytes=200", partitions=1)
-    pulse = lambda ms: json.dumps({"timestamp": iso_ms(PULSE_START_MS + ms)}).encode()
+
+    def pulse(ms):
+        return json.dumps({"timestamp": iso_ms(PULSE_START_MS + ms)}).encode()
+
     ex.produce([(b"1", pulse(600_000))])  # stream time 10 minutes: the first window has closed
     ex.run()
-    bad = [(None, pulse(1)), (b"2", None), (b"2", BIG.encode()), (b"2", b"nope"), (b"2", b"{}"),
-           (b"2", b'{"timestamp": "yesterday"}'), (b"1", pulse(1_000))]
+    bad = [
+        (None, pulse(1)),
+        (b"2", None),
+        (b"2", BIG.encode()),
+        (b"2", b"nope"),
+        (b"2", b"{}"),
+        (b"2", b'{"timestamp": "yesterday"}'),
+        (b"1", pulse(1_000)),
+    ]
     ex.produce(bad)
     summary = ex.run()
     letters = letters_of(bootstrap, ex.topics["dlq"])
-    assert Counter(d["reason"] for d in letters) == Counter(summary.dropped) == Counter({
-        "null_key": 1, "null_value": 1, "oversized": 1, "malformed_json": 1, "missing_field": 1,
-        "invalid_timestamp": 1, "late": 1})
+    assert (
+        Counter(d["reason"] for d in letters)
+        == Counter(summary.dropped)
+        == Counter(
+            {
+                "null_key": 1,
+                "null_value": 1,
+                "oversized": 1,
+                "malformed_json": 1,
+                "missing_field": 1,
+                "invalid_timestamp": 1,
+                "late": 1,
+            }
+        )
+    )
     for d in letters:
         key, value = bad[d["sourceOffset"] - 1]
         assert d["sourceTopic"] == ex.topics["input"]

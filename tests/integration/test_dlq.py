@@ -44,13 +44,16 @@ def test_a_replay_after_the_player_arrives_puts_the_scores_on_the_leaderboard(cl
     lb.produce("players", [(1, player(1, "Ann"), 1)])
     as_produced = b'{"score": 5000, "product_id": 1, "player_id": 4, "session": "s-9"}'
     scores = [(1, 1, 10), (4, 1, 5000), (4, 2, 300), (1, 2, 20)]
-    lb.produce("score_events", [
-        (None, score(1, 1, 10), 10),
-        (None, as_produced, 11, [("client", b"ios-7"), ("bin", b"\x00\xfe")]),
-        (b"\xffkey", score(4, 2, 300), 12),
-        (None, "{not json", 13),
-        (None, score(1, 2, 20), 14),
-    ])
+    lb.produce(
+        "score_events",
+        [
+            (None, score(1, 1, 10), 10),
+            (None, as_produced, 11, [("client", b"ios-7"), ("bin", b"\x00\xfe")]),
+            (b"\xffkey", score(4, 2, 300), 12),
+            (None, "{not json", 13),
+            (None, score(1, 2, 20), 14),
+        ],
+    )
     lb.run()
     assert lb.ranked() == top_lists(scores, {1: "Ann"}, {1: "Tetris", 2: "Doom"})
 
@@ -73,7 +76,9 @@ def test_a_replay_after_the_player_arrives_puts_the_scores_on_the_leaderboard(cl
     lb.produce("players", [(4, player(4, "Dan"), 20)])  # the cause is gone
     before = len(read_topic(bootstrap, scores_topic))
 
-    dry = cli("dlq", "replay", dlq, "--reason", "unknown_player", "--dry-run", "--json", "--bootstrap-servers", bootstrap)
+    dry = cli(
+        "dlq", "replay", dlq, "--reason", "unknown_player", "--dry-run", "--json", "--bootstrap-servers", bootstrap
+    )
     assert dry.exit_code == 0, dry.stderr
     assert json.loads(dry.stdout)["sent"] == 2 and json.loads(dry.stdout)["notLetters"] == 2
     assert len(read_topic(bootstrap, scores_topic)) == before  # a dry run sends nothing
@@ -105,8 +110,23 @@ def test_a_replay_after_the_player_arrives_puts_the_scores_on_the_leaderboard(cl
     assert lb.ranked() == top_lists(scores, {1: "Ann", 4: "Dan"}, {1: "Tetris", 2: "Doom"})
 
     # An offset range replays on purpose, without the group: the first letter is at offset 0 or 1.
-    ranged = cli("dlq", "replay", dlq, "--reason", "unknown_player", "--partition", "0", "--from-offset", "0",
-                 "--to-offset", "1", "--dry-run", "--json", "--bootstrap-servers", bootstrap)
+    ranged = cli(
+        "dlq",
+        "replay",
+        dlq,
+        "--reason",
+        "unknown_player",
+        "--partition",
+        "0",
+        "--from-offset",
+        "0",
+        "--to-offset",
+        "1",
+        "--dry-run",
+        "--json",
+        "--bootstrap-servers",
+        bootstrap,
+    )
     assert ranged.exit_code == 0, ranged.stderr
     assert json.loads(ranged.stdout)["group"] is None and 1 <= json.loads(ranged.stdout)["sent"] <= 2
 
@@ -139,13 +159,15 @@ class _Offsets:
 
     def __init__(self, bootstrap: str, topic: str):
         self.topic = topic
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-offsets",
-                                  "isolation.level": "read_uncommitted"})
+        self.consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "test-offsets", "isolation.level": "read_uncommitted"}
+        )
         self.partitions = list(self.consumer.list_topics(topic, timeout=10).topics[topic].partitions)
 
     def now(self) -> int:
-        marks = (self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)
-                 for p in self.partitions)
+        marks = (
+            self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10) for p in self.partitions
+        )
         return sum(high - low for low, high in marks)
 
     def close(self) -> None:
@@ -161,15 +183,25 @@ def _offsets(bootstrap: str, topic: str) -> int:
 
 
 def _letter(reason: str, value: str, target: str, key: str | None = None) -> bytes:
-    return json.dumps({"reason": reason, "detail": "test", "sourceTopic": target, "sourcePartition": 0,
-                       "sourceOffset": 0, "sourceKey": key, "value": value}).encode()
+    return json.dumps(
+        {
+            "reason": reason,
+            "detail": "test",
+            "sourceTopic": target,
+            "sourcePartition": 0,
+            "sourceOffset": 0,
+            "sourceKey": key,
+            "value": value,
+        }
+    ).encode()
 
 
 def _topics(bootstrap: str, dlq_partitions: int = 2, target_partitions: int = 3) -> tuple[str, str]:
     name = uuid.uuid4().hex[:8]
     dlq, target = f"dlq-{name}", f"target-{name}"
-    create_missing_topics(require_broker(bootstrap),
-                          [TopicSpec(dlq, dlq_partitions), TopicSpec(target, target_partitions)])
+    create_missing_topics(
+        require_broker(bootstrap), [TopicSpec(dlq, dlq_partitions), TopicSpec(target, target_partitions)]
+    )
     return dlq, target
 
 
@@ -179,7 +211,7 @@ def _in_transaction(bootstrap: str, topic: str, letters: list[bytes], commit: bo
     producer.init_transactions(30)
     for start in range(0, len(letters), chunk):
         producer.begin_transaction()
-        for value in letters[start:start + chunk]:
+        for value in letters[start : start + chunk]:
             while True:
                 try:
                     producer.produce(topic, value)
@@ -197,10 +229,18 @@ def test_show_and_replay_leave_aborted_letters_out_unless_read_uncommitted(cli, 
     """A job's batch aborted (killed mid-batch) beside committed ones: its letters are not letters
     the topic holds for `show`, nor letters `replay` sends; --read-uncommitted sees and sends them."""
     dlq, target = _topics(bootstrap)
-    _in_transaction(bootstrap, dlq, [_letter("late", f"ok-{i}", target) for i in range(2)]
-                    + [_letter("bad", "ok-bad", target)], commit=True)
-    _in_transaction(bootstrap, dlq, [_letter("late", f"aborted-{i}", target) for i in range(2)]
-                    + [_letter("gone", "aborted-gone", target)], commit=False)
+    _in_transaction(
+        bootstrap,
+        dlq,
+        [_letter("late", f"ok-{i}", target) for i in range(2)] + [_letter("bad", "ok-bad", target)],
+        commit=True,
+    )
+    _in_transaction(
+        bootstrap,
+        dlq,
+        [_letter("late", f"aborted-{i}", target) for i in range(2)] + [_letter("gone", "aborted-gone", target)],
+        commit=False,
+    )
     b = ("--bootstrap-servers", bootstrap)
 
     shown = cli("dlq", "show", dlq, "--json", *b)
@@ -217,15 +257,23 @@ def test_show_and_replay_leave_aborted_letters_out_unless_read_uncommitted(cli, 
     assert sorted(r.value for r in read_topic(bootstrap, target)) == [b"ok-0", b"ok-1"]
     # The group passed the whole topic, aborted letters and markers included: nothing to read next time.
     assert report["replayedBefore"] == 0
-    assert json.loads(cli("dlq", "replay", dlq, "--reason", "late", "--json", *b).stdout)["replayedBefore"] \
-        == _offsets(bootstrap, dlq)
+    assert json.loads(cli("dlq", "replay", dlq, "--reason", "late", "--json", *b).stdout)["replayedBefore"] == _offsets(
+        bootstrap, dlq
+    )
 
-    uncommitted = cli("dlq", "replay", dlq, "--reason", "late", "--group", f"test-{dlq}", "--read-uncommitted",
-                      "--json", *b)
+    uncommitted = cli(
+        "dlq", "replay", dlq, "--reason", "late", "--group", f"test-{dlq}", "--read-uncommitted", "--json", *b
+    )
     assert uncommitted.exit_code == 0, uncommitted.stderr
     assert json.loads(uncommitted.stdout)["sent"] == 4
-    assert sorted(r.value for r in read_topic(bootstrap, target)) == [b"aborted-0", b"aborted-1", b"ok-0", b"ok-0",
-                                                                       b"ok-1", b"ok-1"]
+    assert sorted(r.value for r in read_topic(bootstrap, target)) == [
+        b"aborted-0",
+        b"aborted-1",
+        b"ok-0",
+        b"ok-0",
+        b"ok-1",
+        b"ok-1",
+    ]
 
     ranged = cli("dlq", "replay", dlq, "--reason", "late", "--partition", "0", "--json", *b)
     assert ranged.exit_code == 0, ranged.stderr
@@ -242,7 +290,10 @@ SEEDS = (11, 22, 33)
 def _replay_process(bootstrap: str, dlq: str, commit_every: int) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "statectl", "dlq", "replay", dlq, "--reason", "late", "--json", "-b", bootstrap],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, COMMIT_EVERY_ENV: str(commit_every)},
     )
 
@@ -255,7 +306,7 @@ def _dead_letter_topic_for_replays(bootstrap: str) -> tuple[str, str, list[bytes
     dlq, target = _topics(bootstrap)
     values = [f"letter-{i}" for i in range(LETTERS)]
     letters = [_letter("late", v, target, key=f"k{i}") for i, v in enumerate(values)]
-    letters[LETTERS // 2:LETTERS // 2] = [_letter("other", "other", target)] * 100 + [b"not a letter"]
+    letters[LETTERS // 2 : LETTERS // 2] = [_letter("other", "other", target)] * 100 + [b"not a letter"]
     _in_transaction(bootstrap, dlq, letters, commit=True, chunk=4_000)
     _in_transaction(bootstrap, dlq, [_letter("late", f"aborted-{i}", target) for i in range(300)], commit=False)
     return dlq, target, [v.encode() for v in values]
@@ -270,7 +321,8 @@ def _exactly_once(bootstrap: str, target: str, values: list[bytes], seed: int) -
     strangers = sorted(set(committed) - set(values))
     assert not twice and not missing and not strangers, (
         f"seed {seed}: {len(twice)} letters replayed more than once (first {twice[:3]}), {len(missing)} never "
-        f"(first {missing[:3]}), {len(strangers)} records that are no letter of the reason (first {strangers[:3]})")
+        f"(first {missing[:3]}), {len(strangers)} records that are no letter of the reason (first {strangers[:3]})"
+    )
     everything = read_topic(bootstrap, target, timeout=60, read_committed=False)
     assert all(r.value in committed for r in everything), f"seed {seed}: an aborted letter was replayed"
     return len(everything) - len(values)
@@ -301,20 +353,33 @@ def test_a_replay_killed_anywhere_and_run_again_replays_each_letter_once(bootstr
                 proc.send_signal(signal.SIGKILL)
                 _, err = proc.communicate(timeout=30)
                 assert proc.returncode == -signal.SIGKILL, (
-                    f"seed {seed}: replay {kill} ended (exit {proc.returncode}) before it was killed: {err[-2000:]}")
+                    f"seed {seed}: replay {kill} ended (exit {proc.returncode}) before it was killed: {err[-2000:]}"
+                )
         finally:
             offsets.close()
         committed_before = len(read_topic(bootstrap, target, timeout=60))
         assert committed_before < LETTERS, f"seed {seed}: the killed replays sent every letter"
-        last = run_statectl("dlq", "replay", dlq, "--reason", "late", "--json", "-b", bootstrap,
-                            env={COMMIT_EVERY_ENV: str(COMMIT_EVERY)}, timeout=120)
+        last = run_statectl(
+            "dlq",
+            "replay",
+            dlq,
+            "--reason",
+            "late",
+            "--json",
+            "-b",
+            bootstrap,
+            env={COMMIT_EVERY_ENV: str(COMMIT_EVERY)},
+            timeout=120,
+        )
         assert last.returncode == 0, f"seed {seed}: {last.stderr}"
         report = json.loads(last.stdout)
         assert report["sent"] == LETTERS - committed_before, f"seed {seed}: {report}"
         assert (report["replayedBefore"] > 0) == (committed_before > 0), f"seed {seed}: {report}"
         aborted[seed] = _exactly_once(bootstrap, target, values, seed)
-        print(f"seed {seed}: {committed_before} letters committed by the killed replays, {aborted[seed]} records "
-              f"aborted, {report['sent']} sent by the last")
+        print(
+            f"seed {seed}: {committed_before} letters committed by the killed replays, {aborted[seed]} records "
+            f"aborted, {report['sent']} sent by the last"
+        )
     assert sum(aborted.values()) > 0, f"no kill left an open transaction to abort (aborted records by seed: {aborted})"
 
 
@@ -337,7 +402,9 @@ def test_a_second_replay_of_the_group_fences_the_first(bootstrap):
             first.communicate()
     assert second.returncode == 0, second.stderr
     assert first.returncode == 1, err
-    assert err.splitlines() == [f"error: another replay of group statectl-dlq-replay.{dlq}.late took over (it "
-                                "started with the same transactional id): this one stopped, and what it sent "
-                                "since its last commit was aborted; the other replays those letters once"], err
+    assert err.splitlines() == [
+        f"error: another replay of group statectl-dlq-replay.{dlq}.late took over (it "
+        "started with the same transactional id): this one stopped, and what it sent "
+        "since its last commit was aborted; the other replays those letters once"
+    ], err
     _exactly_once(bootstrap, target, values, seed=0)

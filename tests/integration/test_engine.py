@@ -66,8 +66,13 @@ def _events(path: Path) -> list[dict]:
 def _spawn(lb: Leaderboard, *args: str, tmp: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(lb.config_file), *args],
-        cwd=REPO, env=dict(os.environ, STATECTL_SPARK_LOG=str(tmp / "client-spark.log")),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        cwd=REPO,
+        env=dict(os.environ, STATECTL_SPARK_LOG=str(tmp / "client-spark.log")),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[str, str]:
@@ -88,8 +93,18 @@ def test_the_seed_run_on_the_engine_matches_and_says_where_it_ran(engine, bootst
     _seed(lb)
     lb.produce("score_events", [(None, "not json", None)])  # a dead letter: counted and shown
     events_file = tmp_path / "run.jsonl"
-    result = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
-                          "--remote", engine.remote, "--events-file", str(events_file))
+    result = run_statectl(
+        "run",
+        "leaderboard",
+        "--config",
+        str(lb.config_file),
+        "--available-now",
+        "--json",
+        "--remote",
+        engine.remote,
+        "--events-file",
+        str(events_file),
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert (summary["status"], summary["input_rows"], summary["engine"]) == ("finished", 15, engine.remote)
@@ -112,20 +127,33 @@ def test_a_restart_on_the_engine_reports_its_restore_from_the_engines_log(engine
 
     lb = Leaderboard(bootstrap, tmp_path, "kafka.max_offsets_per_trigger=400")
     data = yaml.safe_load(lb.config_file.read_text())
-    data["spark"]["conf"] = {"spark.sql.shuffle.partitions": "4",
-                             "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1000"}
+    data["spark"]["conf"] = {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1000",
+    }
     lb.config_file.write_text(yaml.safe_dump(data))
     lb.produce("players", [(k.decode(), v, None) for k, v in player_records(200)])
     lb.produce("products", [(k.decode(), v, None) for k, v in product_records(20)])
     lb.produce("score_events", [(None, v, None) for _, v in score_events(1200, players=200, products=20, seed=1)])
-    first = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
-                         "--remote", engine.remote)
+    first = run_statectl(
+        "run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json", "--remote", engine.remote
+    )
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["batches"] >= 3
     lb.produce("score_events", [(None, v, None) for _, v in score_events(1200, players=200, products=20, seed=2)])
     events_file = tmp_path / "restart.jsonl"
-    second = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
-                          "--remote", engine.remote, "--events-file", str(events_file))
+    second = run_statectl(
+        "run",
+        "leaderboard",
+        "--config",
+        str(lb.config_file),
+        "--available-now",
+        "--json",
+        "--remote",
+        engine.remote,
+        "--events-file",
+        str(events_file),
+    )
     assert second.returncode == 0, second.stderr
     events = _events(events_file)
     kinds = [e["type"] for e in events]
@@ -153,8 +181,9 @@ def test_ctrl_c_on_the_engine_stops_after_the_running_batch_with_metrics_served(
     lb.produce("products", [(k.decode(), v, None) for k, v in product_records(20)])
     lb.produce("score_events", [(None, v, None) for _, v in score_events(scores, players=200, products=20, seed=17)])
     events_file, port = tmp_path / "run.jsonl", free_port()
-    proc = _spawn(lb, "--remote", engine.remote, "--events-file", str(events_file), "--metrics-port", str(port),
-                  tmp=tmp_path)
+    proc = _spawn(
+        lb, "--remote", engine.remote, "--events-file", str(events_file), "--metrics-port", str(port), tmp=tmp_path
+    )
     try:
         _wait_for_commits(lb.checkpoint, 1, proc)
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -247,8 +276,18 @@ def test_a_users_own_job_runs_on_the_engine_with_its_code_sent(engine, bootstrap
     clicks, counts = f"{unique_topic}-clicks", f"{unique_topic}-counts"
     work = _job_dir(tmp_path, clicks, counts)
     _produce(bootstrap, clicks, ["home", "cart", "home"])
-    result = run_statectl("run", "--config", str(work / "clicks.yaml"), "--available-now", "-b", bootstrap, "--json",
-                          "--remote", engine.remote, cwd=tmp_path)
+    result = run_statectl(
+        "run",
+        "--config",
+        str(work / "clicks.yaml"),
+        "--available-now",
+        "-b",
+        bootstrap,
+        "--json",
+        "--remote",
+        engine.remote,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["engine"] == engine.remote
     assert _latest_counts(bootstrap, counts) == {"home": 2, "cart": 1}
@@ -262,10 +301,16 @@ def test_a_bad_remote_is_one_line_before_anything_starts(bootstrap, tmp_path, ba
     port = free_port()
     args, code, message = {
         "not-a-url": (["--remote", "http://localhost:15002"], 2, "expected sc://HOST:PORT"),
-        "nobody-answers": (["--remote", f"sc://127.0.0.1:{port}"], 1,
-                           f"no Spark Connect engine answers at sc://127.0.0.1:{port}"),
-        "with-master": (["--remote", "sc://127.0.0.1:15002", "--master", "local[2]"], 2,
-                        "--remote and --master both say where Spark runs"),
+        "nobody-answers": (
+            ["--remote", f"sc://127.0.0.1:{port}"],
+            1,
+            f"no Spark Connect engine answers at sc://127.0.0.1:{port}",
+        ),
+        "with-master": (
+            ["--remote", "sc://127.0.0.1:15002", "--master", "local[2]"],
+            2,
+            "--remote and --master both say where Spark runs",
+        ),
     }[bad]
     result = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", *args)
     assert result.returncode == code, result.stderr
@@ -291,8 +336,9 @@ def test_engine_up_status_down_from_the_command_line(engine, tmp_path):
     # The wait named its steps on stderr (one line each off a terminal): the engine's process, then its JVM.
     steps = up.stderr.splitlines()
     assert steps[0] == f"starting the engine (pid {started['pid']}): importing PySpark", up.stderr
-    assert f"starting Spark (driver JVM pid {started['java_pid']}); then Spark Connect on sc://127.0.0.1:{port}" \
-        in steps, up.stderr
+    assert (
+        f"starting Spark (driver JVM pid {started['java_pid']}); then Spark Connect on sc://127.0.0.1:{port}" in steps
+    ), up.stderr
     status = run_statectl("engine", "status", "--data-dir", str(data_dir))
     assert status.returncode == 0 and f"sc://127.0.0.1:{port}" in status.stdout
     down = run_statectl("engine", "down", "--data-dir", str(data_dir))
@@ -320,24 +366,35 @@ def test_inspect_rows_and_repartition_on_the_engine(engine, bootstrap, tmp_path)
     Connect has no API for it); the next run on the engine continues with the new partitions."""
     lb = Leaderboard(bootstrap, tmp_path)
     _seed(lb)
-    first = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
-                         "--remote", engine.remote)
+    first = run_statectl(
+        "run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json", "--remote", engine.remote
+    )
     assert first.returncode == 0, first.stderr
-    rows = run_statectl("inspect-state", str(lb.checkpoint), "--rows", "5", "--state-var", "top", "--json",
-                        "--remote", engine.remote)
+    rows = run_statectl(
+        "inspect-state", str(lb.checkpoint), "--rows", "5", "--state-var", "top", "--json", "--remote", engine.remote
+    )
     assert rows.returncode == 0, rows.stderr
     doc = json.loads(rows.stdout)["rows"]
     assert doc["error"] is None and doc["total_rows"] > 0 and len(doc["rows"]) == min(5, doc["total_rows"])
 
-    changed = run_statectl("repartition-state", "--checkpoint-dir", str(lb.checkpoint), "--partitions", "3",
-                           "--json", "--remote", engine.remote)
+    changed = run_statectl(
+        "repartition-state",
+        "--checkpoint-dir",
+        str(lb.checkpoint),
+        "--partitions",
+        "3",
+        "--json",
+        "--remote",
+        engine.remote,
+    )
     assert changed.returncode == 0, changed.stderr
     result = json.loads(changed.stdout)["result"]
     assert result["pinned_partitions"] == 3 and {op["num_partitions"] for op in result["operators"]} == {3}
 
     lb.produce("score_events", [(None, {"score": 99999, "product_id": 6, "player_id": 3}, None)])
-    again = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
-                         "--remote", engine.remote)
+    again = run_statectl(
+        "run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json", "--remote", engine.remote
+    )
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["input_rows"] == 1
     assert lb.ranked()["6"][0] == ("Isabelle", 99999.0)
@@ -355,11 +412,24 @@ def plain_connect_server(tmp_path_factory):
     submit = Path(sys.executable).parent / "spark-submit"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     env.pop("SPARK_REMOTE", None)
-    cmd = [str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-           "--jars", ",".join(str(j) for j in connector_jars()),
-           "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-           "--conf", f"spark.sql.streaming.stateStore.providerClass={ROCKSDB_PROVIDER}",
-           "--conf", "spark.ui.enabled=false", "spark-internal"]
+    cmd = [
+        str(submit),
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--master",
+        "local[2]",
+        "--jars",
+        ",".join(str(j) for j in connector_jars()),
+        "--conf",
+        f"spark.connect.grpc.binding.port={port}",
+        "--conf",
+        "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf",
+        f"spark.sql.streaming.stateStore.providerClass={ROCKSDB_PROVIDER}",
+        "--conf",
+        "spark.ui.enabled=false",
+        "spark-internal",
+    ]
     log = open(work / "server.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env, cwd=work, start_new_session=True)
     from statectl.adapters.local.broker import port_in_use
@@ -376,16 +446,25 @@ def plain_connect_server(tmp_path_factory):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def test_a_plain_spark_connect_server_runs_the_job_and_says_what_it_cannot_do(plain_connect_server, bootstrap,
-                                                                             tmp_path):
+def test_a_plain_spark_connect_server_runs_the_job_and_says_what_it_cannot_do(
+    plain_connect_server, bootstrap, tmp_path
+):
     """statectl's code goes to the session; restore progress comes from the state-store metrics only;
     Ctrl-C still ends the run with exit 0; repartition-state is refused (no Spark Connect API)."""
     from tests.integration.test_leaderboard import score
 
     lb = Leaderboard(bootstrap, tmp_path)
     _seed(lb)
-    first = run_statectl("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json",
-                         "--remote", plain_connect_server)
+    first = run_statectl(
+        "run",
+        "leaderboard",
+        "--config",
+        str(lb.config_file),
+        "--available-now",
+        "--json",
+        "--remote",
+        plain_connect_server,
+    )
     assert first.returncode == 0, first.stderr
     assert lb.ranked() == SEED_EXPECTED
 
@@ -403,8 +482,15 @@ def test_a_plain_spark_connect_server_runs_the_job_and_says_what_it_cannot_do(pl
     finished = [e for e in events if e["type"] == "restore_finished"]
     assert finished and all(e["replay_files_source"] != "log" for e in finished)
     assert lb.ranked()["6"][0] == ("Isabelle", 99999.0)
-    refused = run_statectl("repartition-state", "--checkpoint-dir", str(lb.checkpoint), "--partitions", "3",
-                           "--remote", plain_connect_server)
+    refused = run_statectl(
+        "repartition-state",
+        "--checkpoint-dir",
+        str(lb.checkpoint),
+        "--partitions",
+        "3",
+        "--remote",
+        plain_connect_server,
+    )
     assert refused.returncode == 2 and "has no offline state repartitioning" in refused.stderr
     assert not list(tmp_path.glob("*.backup-*")), "refused after a backup was taken"
 
@@ -419,8 +505,20 @@ def test_on_a_secured_cluster_no_secret_reaches_the_engine_or_anything_the_run_w
 
     tour = SecuredTour(secure_broker, tmp_path)
     tour.run("produce-test-data", "leaderboard")
-    summary = json.loads(tour.run("run", "leaderboard", "--available-now", "--checkpoint-dir", str(tmp_path / "cp"),
-                                  "--events-file", str(tour.events), "--json", "--remote", engine.remote).stdout)
+    summary = json.loads(
+        tour.run(
+            "run",
+            "leaderboard",
+            "--available-now",
+            "--checkpoint-dir",
+            str(tmp_path / "cp"),
+            "--events-file",
+            str(tour.events),
+            "--json",
+            "--remote",
+            engine.remote,
+        ).stdout
+    )
     assert summary["status"] == "finished" and summary["input_rows"] >= 14 and summary["engine"] == engine.remote
     secrets = [s for s in secrets_of(secure_broker.data_dir) if len(s) >= 8]
     assert secrets and any(s in Path(secure_broker.client_config).read_text() for s in secrets)

@@ -13,13 +13,10 @@ import threading
 import time
 import uuid
 
-import pytest
-
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
 from statectl.adapters.kafka.connect import require_broker
 from statectl.adapters.kafka.transactions import HOLD_ENV, BatchTransactions, Fenced, WrittenBatch
 from tests.integration.test_faults import read_records
-
 
 
 def _topic(bootstrap: str, partitions: int = 3) -> str:

@@ -64,7 +64,8 @@ def _inspect_healthy(cli, checkpoint: Path) -> dict:
 
 
 def test_a_full_disk_under_the_checkpoint_ends_the_run_in_one_line_and_a_rerun_ends_at_the_oracle(
-        cli, bootstrap, tmp_path):
+    cli, bootstrap, tmp_path
+):
     lb = Leaderboard(bootstrap, tmp_path)
     players, games = {1: "Ann", 2: "Bob"}, {1: "Tetris", 2: "Doom"}
     lb.produce("products", [(g, {"id": g, "name": n}, 1) for g, n in games.items()])
@@ -143,7 +144,8 @@ class WorkersInACgroup:
 
 
 def test_a_python_worker_killed_by_the_oom_killer_ends_the_run_in_one_line_and_a_rerun_ends_at_the_oracle(
-        cli, bootstrap, tmp_path):
+    cli, bootstrap, tmp_path
+):
     from statectl.produce.datasets import player_records, product_records, score_events
 
     lb = Leaderboard(bootstrap, tmp_path)

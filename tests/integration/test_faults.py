@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -42,13 +42,13 @@ import pytest
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from statectl.jobs.registry import load_job_config
-from statectl.adapters.local.broker import broker_down, broker_status, broker_up
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
 from statectl.adapters.kafka.connect import require_broker
 from statectl.adapters.kafka.transactions import HOLD_ENV
+from statectl.adapters.local.broker import broker_down, broker_status, broker_up
 from statectl.checkpoint.lock import lock_path
 from statectl.config.loader import config_to_dict
+from statectl.jobs.registry import load_job_config
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
 
@@ -61,22 +61,35 @@ TOP_N = 3
 class Job:
     """One job with its own topics and checkpoint; runs as a subprocess (to be killed) or in-process."""
 
-    def __init__(self, bootstrap: str, tmp: Path, job: str, config_file: Path, inputs: dict[str, int],
-                 outputs: tuple[str, ...], *overrides: str):
+    def __init__(
+        self,
+        bootstrap: str,
+        tmp: Path,
+        job: str,
+        config_file: Path,
+        inputs: dict[str, int],
+        outputs: tuple[str, ...],
+        *overrides: str,
+    ):
         self.bootstrap, self.tmp, self.job = bootstrap, tmp, job
         prefix = f"fault-{uuid.uuid4().hex[:8]}"
         self.topics = {k: f"{prefix}-{k}" for k in (*inputs, *outputs)}
         self.outputs = outputs
         self.checkpoint = tmp / f"ckpt-{prefix}"
         settings = [f"topics.{k}={v}" for k, v in self.topics.items()]
-        settings += ["spark.master=local[2]", "spark.conf.spark.sql.shuffle.partitions=2",
-                     f"kafka.bootstrap_servers={bootstrap}", *overrides]
+        settings += [
+            "spark.master=local[2]",
+            "spark.conf.spark.sql.shuffle.partitions=2",
+            f"kafka.bootstrap_servers={bootstrap}",
+            *overrides,
+        ]
         config = config_to_dict(load_job_config(config_file, settings))
         config["checkpoint_dir"] = str(self.checkpoint)
         self.config_file = tmp / f"{prefix}.yaml"
         self.config_file.write_text(yaml.safe_dump(config))
-        create_missing_topics(require_broker(bootstrap),
-                              [TopicSpec(self.topics[k], partitions) for k, partitions in inputs.items()])
+        create_missing_topics(
+            require_broker(bootstrap), [TopicSpec(self.topics[k], partitions) for k, partitions in inputs.items()]
+        )
         self.runs = 0
 
     def spawn(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -86,8 +99,12 @@ class Job:
         env = dict(os.environ, STATECTL_SPARK_LOG=str(log.with_suffix(".spark.log")), **(env or {}))
         return subprocess.Popen(
             [sys.executable, "-m", "statectl", "run", self.job, "--config", str(self.config_file), *args],
-            cwd=REPO, env=env, stdout=open(log.with_suffix(".out"), "w"), stderr=open(log.with_suffix(".err"), "w"),
-            start_new_session=True)
+            cwd=REPO,
+            env=env,
+            stdout=open(log.with_suffix(".out"), "w"),
+            stderr=open(log.with_suffix(".err"), "w"),
+            start_new_session=True,
+        )
 
     def stderr(self, run: int | None = None) -> str:
         return (self.tmp / f"run-{run or self.runs}.err").read_text()
@@ -105,8 +122,9 @@ class Job:
         deadline = time.monotonic() + timeout
         while self.commits() < n:
             if proc.poll() is not None:
-                raise AssertionError(f"seed {SEED}: the run exited ({proc.returncode}) before batch {n}: "
-                                     f"{self.stderr()[-2000:]}")
+                raise AssertionError(
+                    f"seed {SEED}: the run exited ({proc.returncode}) before batch {n}: {self.stderr()[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"seed {SEED}: no {n} committed batches within {timeout} s")
             time.sleep(0.1)
@@ -149,11 +167,15 @@ def open_transaction(bootstrap: str, topics: list[str]) -> bool:
     watermark (what read_uncommitted reads to) is past its last stable offset."""
     ends = {}
     for isolation in ("read_uncommitted", "read_committed"):
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"watch-{uuid.uuid4().hex}",
-                             "isolation.level": isolation})
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"watch-{uuid.uuid4().hex}", "isolation.level": isolation}
+        )
         try:
-            ends[isolation] = [consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
-                               for t in topics for p in consumer.list_topics(t, timeout=10).topics[t].partitions]
+            ends[isolation] = [
+                consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
+                for t in topics
+                for p in consumer.list_topics(t, timeout=10).topics[t].partitions
+            ]
         finally:
             consumer.close()
     return ends["read_uncommitted"] != ends["read_committed"]
@@ -173,14 +195,22 @@ def offset_log(checkpoint: Path) -> dict[int, dict]:
 # ---------------------------------------------------------------- plain Kafka clients
 def produce(bootstrap: str, topic: str, records: list[tuple[str | None, str, int]]) -> list[tuple[int, int, int]]:
     """Send (key, value, timestamp) records; returns each one's (partition, offset, timestamp)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 20, "partitioner": "murmur2_random"})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 20,
+            "partitioner": "murmur2_random",
+        }
+    )
     placed: list[tuple[int, int, int] | None] = [None] * len(records)
 
     def delivered(index):
         def report(err, msg):
             assert err is None, err
             placed[index] = (msg.partition(), msg.offset(), msg.timestamp()[1])
+
         return report
 
     for i, (key, value, ts) in enumerate(records):
@@ -205,9 +235,14 @@ def read_records(bootstrap: str, topic: str, committed: bool = True) -> list[tup
     """Every record of ``topic`` as (partition, offset, key, value, batch), read_committed or not;
     ``batch`` is the ``statectl.batch`` header (None without one). Read to each partition's end,
     which a transaction's markers may hold: they take offsets but are never delivered."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"oracle-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False,
-                         "isolation.level": "read_committed" if committed else "read_uncommitted"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"oracle-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
+        }
+    )
     try:
         partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
@@ -221,8 +256,15 @@ def read_records(bootstrap: str, topic: str, committed: bool = True) -> list[tup
                     continue
                 key, value = msg.key(), msg.value()
                 batch = dict(msg.headers() or []).get("statectl.batch")
-                records.append((msg.partition(), msg.offset(), key and key.decode(), value and value.decode(),
-                                None if batch is None else int(batch)))
+                records.append(
+                    (
+                        msg.partition(),
+                        msg.offset(),
+                        key and key.decode(),
+                        value and value.decode(),
+                        None if batch is None else int(batch),
+                    )
+                )
             for tp in consumer.position([TopicPartition(topic, p) for p in pending]):
                 if tp.offset >= ends[tp.partition]:
                     pending.discard(tp.partition)
@@ -265,19 +307,31 @@ class LeaderboardInput:
         values = []
         for i, (p, g, s) in enumerate(self.scores):
             if i in self.bad_at:
-                values.append(json.dumps({"score": s, "product_id": g, "player_id": PLAYERS + 1 + i}) if i % 2
-                              else f"not json {i}")
+                values.append(
+                    json.dumps({"score": s, "product_id": g, "player_id": PLAYERS + 1 + i})
+                    if i % 2
+                    else f"not json {i}"
+                )
             else:
                 values.append(json.dumps({"score": s, "product_id": g, "player_id": p}))
         return values
 
     def produce(self, job: Job) -> None:
-        produce(job.bootstrap, job.topics["players"],
-                [(str(p), json.dumps({"id": p, "name": n}), T0) for p, n in self.players.items()])
-        produce(job.bootstrap, job.topics["products"],
-                [(str(g), json.dumps({"id": g, "name": n}), T0) for g, n in self.games.items()])
-        self.placed = produce(job.bootstrap, job.topics["score_events"], [
-            (None, value, T0 + 1 + i // 100) for i, value in enumerate(self.values())])
+        produce(
+            job.bootstrap,
+            job.topics["players"],
+            [(str(p), json.dumps({"id": p, "name": n}), T0) for p, n in self.players.items()],
+        )
+        produce(
+            job.bootstrap,
+            job.topics["products"],
+            [(str(g), json.dumps({"id": g, "name": n}), T0) for g, n in self.games.items()],
+        )
+        self.placed = produce(
+            job.bootstrap,
+            job.topics["score_events"],
+            [(None, value, T0 + 1 + i // 100) for i, value in enumerate(self.values())],
+        )
 
     def bad_offsets(self) -> list[tuple[int, int]]:
         """(partition, offset) of each record that must become a dead letter."""
@@ -288,22 +342,33 @@ class LeaderboardInput:
         best: dict[int, list[tuple]] = {}
         for i, ((player, game, score), (partition, offset, ts)) in enumerate(zip(self.scores, self.placed)):
             if i not in self.bad_at:
-                best.setdefault(game, []).append((player, self.players[player], self.games[game], score, ts,
-                                                  partition, offset))
+                best.setdefault(game, []).append(
+                    (player, self.players[player], self.games[game], score, ts, partition, offset)
+                )
         return {g: sorted(entries, key=lambda e: -e[3])[:TOP_N] for g, entries in best.items()}
 
 
 def leaderboard_job(bootstrap: str, tmp: Path, *overrides: str) -> Job:
-    return Job(bootstrap, tmp, "leaderboard", REPO / "configs" / "leaderboard.yaml",
-               {"score_events": 4, "players": 2, "products": 2}, ("high_scores", "dlq"),
-               "kafka.max_offsets_per_trigger=8000", "trigger.processing_time=0 seconds", *overrides)
+    return Job(
+        bootstrap,
+        tmp,
+        "leaderboard",
+        REPO / "configs" / "leaderboard.yaml",
+        {"score_events": 4, "players": 2, "products": 2},
+        ("high_scores", "dlq"),
+        "kafka.max_offsets_per_trigger=8000",
+        "trigger.processing_time=0 seconds",
+        *overrides,
+    )
 
 
 def assert_leaderboard_matches(cli, job: Job, data: LeaderboardInput) -> None:
     oracle = data.oracle()
     # 1. The high-scores topic, as a table: each game's latest list.
-    view = {int(k): [(e["playerId"], e["playerName"], e["gameName"], e["score"]) for e in json.loads(v)]
-            for k, v in latest_per_key(read_all(job.bootstrap, job.topics["high_scores"])).items()}
+    view = {
+        int(k): [(e["playerId"], e["playerName"], e["gameName"], e["score"]) for e in json.loads(v)]
+        for k, v in latest_per_key(read_all(job.bootstrap, job.topics["high_scores"])).items()
+    }
     expected = {g: [e[:4] for e in top] for g, top in oracle.items()}
     wrong = sorted(g for g in expected.keys() | view.keys() if expected.get(g) != view.get(g))
     assert not wrong, f"seed {SEED}: high-scores differs from the oracle for games {wrong[:10]}"
@@ -311,8 +376,9 @@ def assert_leaderboard_matches(cli, job: Job, data: LeaderboardInput) -> None:
     result = cli("inspect-state", str(job.checkpoint), "--rows", "10000", "--state-var", "top", "--json")
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)["rows"]["rows"]
-    state = {r["user_map_key"]["product_id"]: [tuple(e) for e in json.loads(r["user_map_value"]["entries"])]
-             for r in rows}
+    state = {
+        r["user_map_key"]["product_id"]: [tuple(e) for e in json.loads(r["user_map_value"]["entries"])] for r in rows
+    }
     wrong = sorted(g for g in oracle.keys() | state.keys() if oracle.get(g) != state.get(g))
     assert not wrong, f"seed {SEED}: the state differs from the oracle for games {wrong[:10]}"
     assert len(state) == GAMES
@@ -337,8 +403,11 @@ def assert_one_letter_per_bad_record(job: Job, data: LeaderboardInput) -> None:
 
 def aborted_records(job: Job, names: tuple[str, ...]) -> int:
     """Records of ``names`` that only a read_uncommitted reader sees: those of aborted transactions."""
-    return sum(len(read_records(job.bootstrap, job.topics[n], committed=False))
-               - len(read_records(job.bootstrap, job.topics[n])) for n in names)
+    return sum(
+        len(read_records(job.bootstrap, job.topics[n], committed=False))
+        - len(read_records(job.bootstrap, job.topics[n]))
+        for n in names
+    )
 
 
 def test_leaderboard_killed_three_times_writes_each_batch_and_each_letter_once(cli, bootstrap, tmp_path):
@@ -359,8 +428,10 @@ def test_leaderboard_killed_three_times_writes_each_batch_and_each_letter_once(c
     # The transactions did something: the killed one's records are in the topics, aborted.
     aborted = aborted_records(job, ("high_scores", "dlq"))
     assert aborted > 0, f"seed {SEED}: no aborted record: the kill inside a transaction left nothing behind"
-    print(f"\nleaderboard under 3 kills (seed {SEED}): {len(data.bad_offsets())} letters, once each; "
-          f"{aborted} records of aborted transactions unseen by read_committed readers")
+    print(
+        f"\nleaderboard under 3 kills (seed {SEED}): {len(data.bad_offsets())} letters, once each; "
+        f"{aborted} records of aborted transactions unseen by read_committed readers"
+    )
 
 
 # ---------------------------------------------------------------- three brokers
@@ -424,7 +495,8 @@ def test_the_transaction_coordinator_killed_during_a_commit_loses_and_doubles_no
 
 
 def test_all_brokers_stopped_mid_run_fails_clearly_and_a_rerun_ends_with_the_oracles_result(
-        cli, kafka_cluster, tmp_path):
+    cli, kafka_cluster, tmp_path
+):
     data_dir = Path(kafka_cluster.data_dir)
     first_port = int(kafka_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
     data = LeaderboardInput(SEED + 2, events=100_000)
@@ -445,9 +517,11 @@ def test_all_brokers_stopped_mid_run_fails_clearly_and_a_rerun_ends_with_the_ora
     err = job.stderr()
     assert code == 1, err
     # "in batch N": the batch the query was running when it stopped, the one the next run re-runs
-    assert re.search(rf"error: the leaderboard query failed in batch \d+: no Kafka broker at "
-                     rf"{re.escape(kafka_cluster.bootstrap_servers)} answered for 15 seconds \(kafka.unavailable_timeout\)",
-                     err), err
+    assert re.search(
+        rf"error: the leaderboard query failed in batch \d+: no Kafka broker at "
+        rf"{re.escape(kafka_cluster.bootstrap_servers)} answered for 15 seconds \(kafka.unavailable_timeout\)",
+        err,
+    ), err
     assert "warning: no Kafka broker answers" in err
     assert "Traceback" not in err
     # Not a hang: the timeout, a probe or two, and the query's stop (a generous bound, not a benchmark).
@@ -481,10 +555,19 @@ def is_subsequence(short: list, long: list) -> bool:
 
 
 def sales_job(bootstrap: str, tmp: Path, *overrides: str) -> Job:
-    return Job(bootstrap, tmp, "advanced-state/sales-threshold",
-               REPO / "configs" / "advanced-state" / "sales-threshold.yaml", {"input": 4},
-               ("notifications", "totals", "dlq"), "sales.reset_after_notify=true", f"sales.threshold={THRESHOLD}",
-               "kafka.max_offsets_per_trigger=3000", "trigger.processing_time=0 seconds", *overrides)
+    return Job(
+        bootstrap,
+        tmp,
+        "advanced-state/sales-threshold",
+        REPO / "configs" / "advanced-state" / "sales-threshold.yaml",
+        {"input": 4},
+        ("notifications", "totals", "dlq"),
+        "sales.reset_after_notify=true",
+        f"sales.threshold={THRESHOLD}",
+        "kafka.max_offsets_per_trigger=3000",
+        "trigger.processing_time=0 seconds",
+        *overrides,
+    )
 
 
 def sales_input(seed: int) -> list[tuple[str, int]]:
@@ -493,8 +576,14 @@ def sales_input(seed: int) -> list[tuple[str, int]]:
 
 
 def produce_sales(job: Job, sales: list[tuple[str, int]]) -> list[tuple[int, int, int]]:
-    return produce(job.bootstrap, job.topics["input"], [
-        (product, json.dumps({"product": product, "value": value}), T0 + i) for i, (product, value) in enumerate(sales)])
+    return produce(
+        job.bootstrap,
+        job.topics["input"],
+        [
+            (product, json.dumps({"product": product, "value": value}), T0 + i)
+            for i, (product, value) in enumerate(sales)
+        ],
+    )
 
 
 def notifications_of(job: Job) -> dict[str, list[int]]:
@@ -507,8 +596,9 @@ def notifications_of(job: Job) -> dict[str, list[int]]:
 
 
 def duplicate_notifications(got: dict[str, list[int]], notified: dict[str, list[int]]) -> int:
-    return sum((Counter((p, x) for p in got for x in got[p])
-                - Counter((p, x) for p in notified for x in notified[p])).values())
+    return sum(
+        (Counter((p, x) for p in got for x in got[p]) - Counter((p, x) for p in notified for x in notified[p])).values()
+    )
 
 
 def run_twice_on_one_checkpoint(job: Job) -> tuple[int, str]:
@@ -546,8 +636,9 @@ def test_sales_threshold_killed_three_times_and_run_twice_notifies_each_time_onc
     ended, err = run_twice_on_one_checkpoint(job)
     # The loser stops with one line: fenced by the other's transactional id, or refused by Spark
     # when both wrote the same batch's offsets.
-    assert re.search(r"another run took over the transactional id|Multiple streaming queries|[Cc]oncurrent update",
-                     err), f"seed {SEED}: run {ended}: {err[-3000:]}"
+    assert re.search(
+        r"another run took over the transactional id|Multiple streaming queries|[Cc]oncurrent update", err
+    ), f"seed {SEED}: run {ended}: {err[-3000:]}"
     assert "Traceback" not in err
     final = job.run_to_the_end()
     assert final.status == "finished", f"seed {SEED}"
@@ -557,10 +648,13 @@ def test_sales_threshold_killed_three_times_and_run_twice_notifies_each_time_onc
     assert duplicates == 0, f"seed {SEED}: {duplicates} notifications written twice"
     assert got == notified, f"seed {SEED}: the notifications differ from the oracle's"
     # (A product may legitimately reach the same total twice in one batch: the oracle is the check.)
-    assert all(r[4] is not None for r in read_records(bootstrap, job.topics["notifications"])), \
+    assert all(r[4] is not None for r in read_records(bootstrap, job.topics["notifications"])), (
         f"seed {SEED}: a notification without its statectl.batch header"
-    print(f"\nsales-threshold under 3 kills and a twin run (seed {SEED}): {sum(len(v) for v in notified.values())} "
-          f"notifications expected and in the topic, 0 duplicates")
+    )
+    print(
+        f"\nsales-threshold under 3 kills and a twin run (seed {SEED}): {sum(len(v) for v in notified.values())} "
+        f"notifications expected and in the topic, 0 duplicates"
+    )
 
     # The compacted totals topic and the state converge to the oracle's totals (a reset product has none).
     table = {k: json.loads(v)["value"] for k, v in latest_per_key(read_all(bootstrap, job.topics["totals"])).items()}
@@ -571,8 +665,9 @@ def test_sales_threshold_killed_three_times_and_run_twice_notifies_each_time_onc
     assert state == {p: t for p, t in totals.items() if t}, f"seed {SEED}"
 
 
-def rerun_notifications(job: Job, kills: list[dict], sales: list[tuple[str, int]],
-                        placed: list[tuple[int, int, int]]) -> int:
+def rerun_notifications(
+    job: Job, kills: list[dict], sales: list[tuple[str, int]], placed: list[tuple[int, int, int]]
+) -> int:
     """The most notifications an at-least-once sink can repeat: those of the batches that ran when
     a kill came (which records each read is in the offset log the kill left behind)."""
     count = 0
@@ -581,8 +676,11 @@ def rerun_notifications(job: Job, kills: list[dict], sales: list[tuple[str, int]
         if batch in left["offsets"]:
             start = left["offsets"].get(batch - 1, {}).get(job.topics["input"], {})
             end = left["offsets"][batch][job.topics["input"]]
-            rerun = [i for i, (partition, offset, _) in enumerate(placed)
-                     if int(start.get(str(partition), 0)) <= offset < int(end[str(partition)])]
+            rerun = [
+                i
+                for i, (partition, offset, _) in enumerate(placed)
+                if int(start.get(str(partition), 0)) <= offset < int(end[str(partition)])
+            ]
             count += sales_notifications_caused(sales, rerun)
     return count
 

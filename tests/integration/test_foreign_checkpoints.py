@@ -67,8 +67,15 @@ def plain(bootstrap, tmp_path_factory):
     uid = uuid.uuid4().hex[:8]
     topics = {"clicks": f"clicks-{uid}", "views": f"views-{uid}", "pattern": f"ev-{uid}-.*"}
     admin = require_broker(bootstrap)
-    create_missing_topics(admin, [TopicSpec(topics["clicks"], 2), TopicSpec(topics["views"], 2),
-                                  TopicSpec(f"ev-{uid}-a", 1), TopicSpec(f"ev-{uid}-b", 2)])
+    create_missing_topics(
+        admin,
+        [
+            TopicSpec(topics["clicks"], 2),
+            TopicSpec(topics["views"], 2),
+            TopicSpec(f"ev-{uid}-a", 1),
+            TopicSpec(f"ev-{uid}-b", 2),
+        ],
+    )
     for topic, n in ((topics["clicks"], 9), (topics["views"], 6), (f"ev-{uid}-a", 4), (f"ev-{uid}-b", 5)):
         _produce(bootstrap, topic, n)
     conf = run_statectl("jars", "spark-conf", "--json", "--master", "local[2]")
@@ -109,8 +116,12 @@ def test_status_on_a_location_without_a_checkpoint_fails(tmp_path, bootstrap, wh
 
 def test_inspect_state_and_lag_read_everything_from_the_checkpoint(plain, bootstrap):
     topics, uid = plain["topics"], plain["uid"]
-    expected_ops = {"agg": {"stateStoreSave"}, "dedup": {"dedupeWithinWatermark", "dedupe"},
-                    "join": {"symmetricHashJoin"}, "tws": {"transformWithStateInPandasExec"}}
+    expected_ops = {
+        "agg": {"stateStoreSave"},
+        "dedup": {"dedupeWithinWatermark", "dedupe"},
+        "join": {"symmetricHashJoin"},
+        "tws": {"transformWithStateInPandasExec"},
+    }
     for kind in ("agg", "dedup", "join", "tws"):
         doc = json.loads(run_statectl("inspect-state", "--checkpoint-dir", str(plain["root"] / kind), "--json").stdout)
         assert doc["healthy"], doc["findings"]
@@ -137,8 +148,17 @@ def test_reset_start_over_is_read_by_the_plain_job_itself(plain, bootstrap, tmp_
     uid = plain["uid"]
     for kind in ("join", "dedup"):
         checkpoint = plain["root"] / kind
-        done = run_statectl("reset", "--checkpoint-dir", str(checkpoint), "--to-latest", "-b", bootstrap, "--json",
-                            "--backup-dir", str(tmp_path / f"{kind}-backup"))
+        done = run_statectl(
+            "reset",
+            "--checkpoint-dir",
+            str(checkpoint),
+            "--to-latest",
+            "-b",
+            bootstrap,
+            "--json",
+            "--backup-dir",
+            str(tmp_path / f"{kind}-backup"),
+        )
         assert done.returncode == 0, done.stderr
         plan = json.loads(done.stdout)
         assert any("output topics are not known" in n for n in plan["notes"]), plan["notes"]
@@ -152,8 +172,9 @@ def test_reset_start_over_is_read_by_the_plain_job_itself(plain, bootstrap, tmp_
     assert printed[0]["rows"] == 2, printed  # exactly what was produced after the reset, on both topics' offsets
     doc = json.loads(run_statectl("inspect-state", str(plain["root"] / "dedup"), "--json").stdout)
     assert doc["healthy"], doc["findings"]
-    lag = json.loads(run_statectl("lag", "--checkpoint-dir", str(plain["root"] / "dedup"), "-b", bootstrap,
-                                  "--json").stdout)
+    lag = json.loads(
+        run_statectl("lag", "--checkpoint-dir", str(plain["root"] / "dedup"), "-b", bootstrap, "--json").stdout
+    )
     assert {r["topic"] for r in lag["partitions"]} == {f"ev-{uid}-a", f"ev-{uid}-b"}
     assert all(r["lag"] == 0 for r in lag["partitions"]), lag
 
@@ -163,19 +184,37 @@ def test_roll_back_repartition_and_relocate_on_a_plain_checkpoint(plain, bootstr
     copy = tmp_path / "agg-copy"
     shutil.copytree(agg, copy)
     last = max(int(p.name) for p in (copy / "commits").glob("[0-9]*"))
-    done = run_statectl("reset", "--checkpoint-dir", str(copy), "--to-batch", str(last - 1) if last else "0",
-                        "--json", "--backup-dir", str(tmp_path / "rb"))
+    done = run_statectl(
+        "reset",
+        "--checkpoint-dir",
+        str(copy),
+        "--to-batch",
+        str(last - 1) if last else "0",
+        "--json",
+        "--backup-dir",
+        str(tmp_path / "rb"),
+    )
     assert done.returncode == 0, done.stderr
-    done = run_statectl("repartition-state", "--checkpoint-dir", str(copy), "--partitions", "3", "--json",
-                        "--backup-dir", str(tmp_path / "rp"), timeout=600)
+    done = run_statectl(
+        "repartition-state",
+        "--checkpoint-dir",
+        str(copy),
+        "--partitions",
+        "3",
+        "--json",
+        "--backup-dir",
+        str(tmp_path / "rp"),
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(run_statectl("inspect-state", str(copy), "--json").stdout)
     assert {op["num_partitions"] for op in doc["operators"]} == {3}, doc["operators"]
 
     tws_copy = tmp_path / "tws-copy"
     shutil.copytree(plain["root"] / "tws", tws_copy)
-    done = run_statectl("relocate-checkpoint", "--checkpoint-dir", str(tws_copy), "--json", "--backup-dir",
-                        str(tmp_path / "rl"))
+    done = run_statectl(
+        "relocate-checkpoint", "--checkpoint-dir", str(tws_copy), "--json", "--backup-dir", str(tmp_path / "rl")
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["applied"] is True
 

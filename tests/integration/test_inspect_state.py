@@ -62,8 +62,9 @@ def _cli(*args, env=None):
 
     from statectl.cli.main import app
 
-    return CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200", **(env or {})},
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        app, [str(a) for a in args], env={"COLUMNS": "200", **(env or {})}, catch_exceptions=False
+    )
 
 
 def _state_metadata(spark, path: Path, format_version: int = 1) -> list[dict]:
@@ -81,9 +82,13 @@ KINDS = [
     ("agg_v2", "stateStoreSave", ["default"], "rocksdb", 2),
     ("agg_no_changelog", "stateStoreSave", ["default"], "rocksdb", 1),
     ("dedup", "dedupe", ["default"], "rocksdb", 1),
-    ("join", "symmetricHashJoin",
-     ["left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue"],
-     "rocksdb", 1),
+    (
+        "join",
+        "symmetricHashJoin",
+        ["left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue"],
+        "rocksdb",
+        1,
+    ),
     ("session", "sessionWindowStateStoreSaveExec", ["default"], "rocksdb", 1),
     ("apply_pandas", "applyInPandasWithState", ["default"], "rocksdb", 1),
     ("tws", "transformWithStateInPandasExec", ["default"], "rocksdb", 1),
@@ -104,10 +109,12 @@ def test_layout_agrees_with_state_metadata(spark, checkpoints, kind, name, store
 
     spark_view = sorted(
         (r["operatorId"], r["operatorName"], r["stateStoreName"], r["numPartitions"], r["minBatchId"], r["maxBatchId"])
-        for r in _state_metadata(spark, path, fmt))
+        for r in _state_metadata(spark, path, fmt)
+    )
     ours = sorted(
         (op.operator_id, op.name, s, op.num_partitions, min(layout.commits_files), layout.last_committed_batch)
-        for s in op.store_names)
+        for s in op.store_names
+    )
     assert ours == spark_view
 
     # The command agrees with its own core and reports a healthy checkpoint.
@@ -123,10 +130,14 @@ def test_two_operators_in_one_query(spark, checkpoints):
     path = checkpoints("chained")
     layout = read_layout(path)
     assert {i: op.name for i, op in layout.operators.items()} == queries.CHAINED_OPERATORS
-    spark_view = sorted((r["operatorId"], r["operatorName"], r["numPartitions"], r["minBatchId"], r["maxBatchId"])
-                        for r in _state_metadata(spark, path))
-    ours = sorted((op.operator_id, op.name, op.num_partitions, min(layout.commits_files), layout.last_committed_batch)
-                  for op in layout.operators.values())
+    spark_view = sorted(
+        (r["operatorId"], r["operatorName"], r["numPartitions"], r["minBatchId"], r["maxBatchId"])
+        for r in _state_metadata(spark, path)
+    )
+    ours = sorted(
+        (op.operator_id, op.name, op.num_partitions, min(layout.commits_files), layout.last_committed_batch)
+        for op in layout.operators.values()
+    )
     assert ours == spark_view
     doc = json.loads(_cli("inspect-state", path, "--json", "--operator", "1").stdout)
     assert [o["operator_id"] for o in doc["operators"]] == [1]
@@ -147,7 +158,8 @@ def test_transform_with_state_variables_and_ttl(spark, checkpoints):
     assert {"count", "seen", "lastByParity", "$ttl_seen", "$procTimers_keyToTimestamp"} <= set(op.column_families)
     props = json.loads(_state_metadata(spark, path)[0]["operatorProperties"])
     assert {v["stateName"]: v["stateVariableType"] for v in props["stateVariables"]} == {
-        v.name: v.type for v in op.state_variables}
+        v.name: v.type for v in op.state_variables
+    }
     assert op.schema_files
     for rel in op.schema_files:
         assert (path / "state" / "0" / rel).is_file()
@@ -188,8 +200,11 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("kind, fmt, args, options", ROWS,
-                         ids=[f"{k}{'-' + '-'.join(a).replace('--', '') if a else ''}" for k, _, a, _ in ROWS])
+@pytest.mark.parametrize(
+    "kind, fmt, args, options",
+    ROWS,
+    ids=[f"{k}{'-' + '-'.join(a).replace('--', '') if a else ''}" for k, _, a, _ in ROWS],
+)
 def test_rows_equal_the_statestore_reader(spark, checkpoints, kind, fmt, args, options):
     path = checkpoints(kind)
     result = _cli("inspect-state", path, "--rows", "1000", "--json", *args)
@@ -303,8 +318,9 @@ def test_health_findings_on_damaged_copies(checkpoints, tmp_path, kind, damage, 
         assert doc["restore_plan"]["reruns_batch"] == doc["batches"]["last_offset"]
 
 
-@pytest.mark.parametrize("make", [lambda p: None, lambda p: p.mkdir(), lambda p: p.write_text("x")],
-                         ids=["missing", "empty", "file"])
+@pytest.mark.parametrize(
+    "make", [lambda p: None, lambda p: p.mkdir(), lambda p: p.write_text("x")], ids=["missing", "empty", "file"]
+)
 def test_not_a_checkpoint_from_a_real_shell(tmp_path, make):
     path = tmp_path / "cp"
     make(path)
@@ -347,31 +363,56 @@ def test_restore_plan_matches_a_real_restart(tmp_path):
     """Generate checkpoints in one fresh JVM, plan their restore without Spark, restart them in
     another fresh JVM, and compare the plan with what Spark's state stores log while loading."""
     log = tmp_path / "spark.log"
-    specs = {kind: (tmp_path / kind / "checkpoint", tmp_path / kind / "input") for kind in ("agg", "agg_hdfs", "agg_v2")}
+    specs = {
+        kind: (tmp_path / kind / "checkpoint", tmp_path / kind / "input") for kind in ("agg", "agg_hdfs", "agg_v2")
+    }
     gen = subprocess.run(
-        [sys.executable, "-m", "tests.integration.inspect_state_queries", "generate", str(tmp_path / "gen.log"),
-         *[f"{k}:{c}:{i}:5" for k, (c, i) in specs.items()]],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.inspect_state_queries",
+            "generate",
+            str(tmp_path / "gen.log"),
+            *[f"{k}:{c}:{i}:5" for k, (c, i) in specs.items()],
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert gen.returncode == 0, gen.stderr[-2000:]
 
     plans = {}
     for kind, (checkpoint, input_dir) in specs.items():
         plans[kind] = restore_plan(read_layout(checkpoint))
         queries.write_input(input_dir, 99)
-    assert any(s.snapshot and s.replay for p in plans.values() for o in p.operators.values() for s in o.stores), \
+    assert any(s.snapshot and s.replay for p in plans.values() for o in p.operators.values() for s in o.stores), (
         "no store restores from a snapshot plus changelogs; the cross-check would be weak"
+    )
 
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.integration.inspect_state_queries", "restart", str(log),
-         *[f"{k}:{c}:{i}" for k, (c, i) in specs.items()]],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.inspect_state_queries",
+            "restart",
+            str(log),
+            *[f"{k}:{c}:{i}" for k, (c, i) in specs.items()],
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     text = log.read_bytes()
     for kind, result in zip(specs, results):
         plan = plans[kind]
         assert result["batch_id"] == plan.next_batch
-        loads = _loads_from_log(text[result["log_start"]: result["log_end"]].decode("utf-8", "replace"))
+        loads = _loads_from_log(text[result["log_start"] : result["log_end"]].decode("utf-8", "replace"))
         for store in plan.operators[0].stores:
             seen = loads[(store.operator_id, store.partition, store.store)]
             planned = [f.version for f in store.replay]
@@ -380,7 +421,7 @@ def test_restore_plan_matches_a_real_restart(tmp_path):
             if seen["range"] is not None:  # RocksDB says which snapshot it started from and where it stops
                 assert seen["range"] == (store.snapshot_version, store.target_version)
             if store.snapshot and store.snapshot.unique_id:  # v2: the very file the plan names
-                assert store.snapshot.unique_id in text[result["log_start"]: result["log_end"]].decode()
+                assert store.snapshot.unique_id in text[result["log_start"] : result["log_end"]].decode()
         # Spark's own metric reflects the last load() call of the batch and can under-report the replay.
         replayed = sum(m.get("rocksdbNumReplayChangelogFiles", 0) for m in result["custom_metrics"])
         assert replayed <= plan.replay_files

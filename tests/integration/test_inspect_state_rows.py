@@ -77,11 +77,17 @@ def timers(spark, tmp_path_factory) -> Path:
     for run in range(RUNS):
         queries.write_input(input_dir, run)
         df = spark.readStream.format("json").schema(queries._schema()).load(str(input_dir))
-        out = df.groupBy("k").transformWithStateInPandas(_timer_processor(), "k string, n long", "Update",
-                                                         "ProcessingTime")
+        out = df.groupBy("k").transformWithStateInPandas(
+            _timer_processor(), "k string, n long", "Update", "ProcessingTime"
+        )
         # ProcessingTime mode always wants another batch: run one and stop (as inspect_state_queries does).
-        query = (out.writeStream.format("noop").outputMode("update").option("checkpointLocation", str(checkpoint))
-                 .trigger(processingTime="1 hour").start())
+        query = (
+            out.writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(processingTime="1 hour")
+            .start()
+        )
         deadline = time.time() + 120
         while not query.recentProgress and time.time() < deadline:
             assert query.exception() is None, query.exception()
@@ -111,8 +117,9 @@ def _canon(rows: list[dict]) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
 
 
-@pytest.mark.parametrize("which, args", [("agg", []), ("timers", ["--state-var", "count"])],
-                         ids=["aggregation", "transform-with-state"])
+@pytest.mark.parametrize(
+    "which, args", [("agg", []), ("timers", ["--state-var", "count"])], ids=["aggregation", "transform-with-state"]
+)
 def test_rows_leave_every_inode_of_the_checkpoint_alone(request, tmp_path, which, args):
     copy = tmp_path / "cp"
     shutil.copytree(request.getfixturevalue(which), copy)
@@ -138,7 +145,7 @@ def test_json_rows_when_spark_fails_keep_layout_and_findings(agg, tmp_path):
     error = doc["rows"]["error"]
     prefix = f"Spark could not read the state (operator 0 (streaming aggregation), as of batch {RUNS - 1}): "
     assert error.startswith(prefix), error
-    assert not error[len(prefix):].startswith(":")  # Py4J's ": java..." line, without the doubled colon
+    assert not error[len(prefix) :].startswith(":")  # Py4J's ": java..." line, without the doubled colon
     assert f"{copy}/state/0/0/{RUNS}.changelog" in error  # the user's checkpoint, not Spark's copy
     assert result.stderr.strip() == f"error: {error}".strip()
 

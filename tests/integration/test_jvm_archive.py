@@ -35,8 +35,14 @@ def _classes_by_source(log: str) -> tuple[int, int]:
 def test_a_driver_maps_the_archive_it_was_trained_for(tmp_path):
     env = {**os.environ, "STATECTL_SPARK_LOG": str(tmp_path / "spark.log")}
     env.pop("STATECTL_JVM_ARCHIVE", None)
-    made = subprocess.run([sys.executable, "-m", "statectl", "jars", "archive", "--json"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    made = subprocess.run(
+        [sys.executable, "-m", "statectl", "jars", "archive", "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert made.returncode == 0, made.stderr
     archive = Path(json.loads(made.stdout)["archive"])
     assert archive.is_file() and archive.stat().st_size > 10_000_000
@@ -45,8 +51,14 @@ def test_a_driver_maps_the_archive_it_was_trained_for(tmp_path):
 
     for archive_on, log in ((True, tmp_path / "with.txt"), (False, tmp_path / "without.txt")):
         run_env = dict(env) if archive_on else {**env, "STATECTL_JVM_ARCHIVE": "off"}
-        proc = subprocess.run([sys.executable, "-c", _DRIVER, f"-Xlog:class+load=info:file={log}"], cwd=REPO,
-                              env=run_env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-c", _DRIVER, f"-Xlog:class+load=info:file={log}"],
+            cwd=REPO,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         shared, total = _classes_by_source(log.read_text())
         if archive_on:

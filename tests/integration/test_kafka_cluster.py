@@ -16,9 +16,9 @@ import os
 import socket
 from pathlib import Path
 
-from statectl.adapters.local.broker import free_ports
 from statectl.adapters.kafka.admin import describe_topics, live_brokers
 from statectl.adapters.kafka.connect import require_broker
+from statectl.adapters.local.broker import free_ports
 from tests.conftest import run_statectl
 
 
@@ -40,12 +40,15 @@ def _layout(bootstrap: str, topic: str) -> tuple[int, str | None, set[int]]:
     described = describe_topics(admin, [topic])[topic]
     mir = described["configs"]["min.insync.replicas"]
     partitions = admin.list_topics(topic, timeout=5).topics[topic].partitions.values()
-    return (described["replication_factor"], mir["value"] if mir["source"] == "DYNAMIC_TOPIC_CONFIG" else None,
-            {len(p.replicas) for p in partitions})
+    return (
+        described["replication_factor"],
+        mir["value"] if mir["source"] == "DYNAMIC_TOPIC_CONFIG" else None,
+        {len(p.replicas) for p in partitions},
+    )
 
 
 def _keyed_file(path: Path, keys: range, tag: str) -> Path:
-    path.write_text("".join(f"k{i}|{{\"n\": {i}, \"tag\": \"{tag}\"}}\n" for i in keys))
+    path.write_text("".join(f'k{i}|{{"n": {i}, "tag": "{tag}"}}\n' for i in keys))
     return path
 
 
@@ -58,7 +61,10 @@ def test_status_json_lists_the_three_nodes_and_up_is_idempotent(kafka_cluster, c
     info = json.loads(status.stdout)
     assert (info["running"], info["brokers"], info["bootstrap_servers"]) == (True, 3, expected)
     assert [(n["node_id"], n["running"], n["port"]) for n in info["nodes"]] == [
-        (1, True, first), (2, True, first + 1), (3, True, first + 2)]
+        (1, True, first),
+        (2, True, first + 1),
+        (3, True, first + 2),
+    ]
     assert len({n["pid"] for n in info["nodes"]}) == 3
     assert len({n["controller_port"] for n in info["nodes"]} - {first, first + 1, first + 2}) == 3
     assert live_brokers(expected) == {1, 2, 3}
@@ -69,8 +75,10 @@ def test_status_json_lists_the_three_nodes_and_up_is_idempotent(kafka_cluster, c
     assert again.stdout.strip() == expected
     assert json.loads(cli("kafka", "status", "--data-dir", data, "--json").stdout)["nodes"] == info["nodes"]
 
-    for args, message in [(["--brokers", "1"], "holds a 3-broker cluster; --brokers 1 does not convert it"),
-                          (["--brokers", "3", "--secure"], "a secured 3-broker cluster is not supported")]:
+    for args, message in [
+        (["--brokers", "1"], "holds a 3-broker cluster; --brokers 1 does not convert it"),
+        (["--brokers", "3", "--secure"], "a secured 3-broker cluster is not supported"),
+    ]:
         refused = cli("kafka", "up", "--data-dir", data, *args)
         assert (refused.exit_code, message in refused.stderr) == (2, True), refused.output
 
@@ -78,19 +86,33 @@ def test_status_json_lists_the_three_nodes_and_up_is_idempotent(kafka_cluster, c
 def test_produce_test_data_creates_topics_with_rf3_and_min_isr_2(kafka_cluster, cli, unique_topic, tmp_path):
     bootstrap = kafka_cluster.bootstrap_servers
     source = _keyed_file(tmp_path / "records.txt", range(20), "first")
-    result = cli("produce-test-data", "--file", str(source), "--topic", unique_topic, "--parse-key",
-                 "--key-separator", "|", "-b", bootstrap, "--json")
+    result = cli(
+        "produce-test-data",
+        "--file",
+        str(source),
+        "--topic",
+        unique_topic,
+        "--parse-key",
+        "--key-separator",
+        "|",
+        "-b",
+        bootstrap,
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["created_topics"] == [unique_topic]
     assert _layout(bootstrap, unique_topic) == (3, "2", {3})
 
 
-def test_a_topics_file_gets_the_cluster_default_unless_it_names_a_replication_factor(kafka_cluster, cli,
-                                                                                     unique_topic, tmp_path):
+def test_a_topics_file_gets_the_cluster_default_unless_it_names_a_replication_factor(
+    kafka_cluster, cli, unique_topic, tmp_path
+):
     bootstrap = kafka_cluster.bootstrap_servers
     topics = tmp_path / "topics.yaml"
-    topics.write_text(f"topics:\n  {unique_topic}-default:\n    partitions: 2\n"
-                      f"  {unique_topic}-one:\n    partitions: 2\n    replication_factor: 1\n")
+    topics.write_text(
+        f"topics:\n  {unique_topic}-default:\n    partitions: 2\n"
+        f"  {unique_topic}-one:\n    partitions: 2\n    replication_factor: 1\n"
+    )
     dry = cli("topic-config", "--file", str(topics), "--dry-run", "-b", bootstrap, "--json")
     assert dry.exit_code == 0, dry.output
     planned = {t["topic"]: t["create"] for t in json.loads(dry.stdout)["topics"]}
@@ -122,8 +144,9 @@ def test_with_one_broker_down_producing_and_consuming_go_on(kafka_cluster, cli, 
         assert [n["running"] for n in json.loads(status.stdout)["nodes"]] == [True, False, True]
         assert live_brokers(bootstrap) == {1, 3}
 
-        after = cli("produce-test-data", "--file", str(_keyed_file(tmp_path / "b.txt", range(50, 100), "after")),
-                    *produce)
+        after = cli(
+            "produce-test-data", "--file", str(_keyed_file(tmp_path / "b.txt", range(50, 100), "after")), *produce
+        )
         assert after.exit_code == 0, after.output
         assert (json.loads(after.stdout)["delivered"], json.loads(after.stdout)["failed"]) == (50, 0)
 
@@ -152,7 +175,10 @@ def test_kafka_up_brokers_3_then_down_stops_every_node(tmp_path):
         # The wait named its steps on stderr, one line each (not a terminal).
         steps = [line for line in up.stderr.splitlines() if not line.startswith("fetching the Kafka")]
         pids = ", ".join(str(n["pid"]) for n in info["nodes"])
-        assert steps[:2] == [f"formatting the KRaft storage of 3 nodes in {data}", f"starting nodes 1, 2, 3 (pids {pids})"]
+        assert steps[:2] == [
+            f"formatting the KRaft storage of 3 nodes in {data}",
+            f"starting nodes 1, 2, 3 (pids {pids})",
+        ]
         assert steps[-1].startswith("waiting for nodes 1, 2, 3 to join the cluster (")
         status = run_statectl("kafka", "status", "--data-dir", data)
         assert status.returncode == 0, status.stderr

@@ -14,10 +14,10 @@ import uuid
 
 import yaml
 
-from statectl.jobs.registry import load_job_config
 from statectl.adapters.kafka.produce import fast_producer
-from statectl.config.loader import config_to_dict
 from statectl.checkpoint.lock import CheckpointLock
+from statectl.config.loader import config_to_dict
+from statectl.jobs.registry import load_job_config
 from tests.checkpoint_factory import tree_fingerprint
 from tests.conftest import REPO
 
@@ -35,32 +35,82 @@ def test_lag_and_status_of_a_real_leaderboard(cli, bootstrap, tmp_path, monkeypa
     prefix = f"lag-{uuid.uuid4().hex[:8]}"
     topics = {k: f"{prefix}-{k}" for k in ("score_events", "players", "products", "high_scores", "dlq")}
     checkpoint = tmp_path / "ckpt"
-    config = config_to_dict(load_job_config(REPO / "configs" / "leaderboard.yaml", [
-        *(f"topics.{k}={v}" for k, v in topics.items()), "spark.master=local[2]",
-        "spark.conf.spark.sql.shuffle.partitions=2"]))
+    config = config_to_dict(
+        load_job_config(
+            REPO / "configs" / "leaderboard.yaml",
+            [
+                *(f"topics.{k}={v}" for k, v in topics.items()),
+                "spark.master=local[2]",
+                "spark.conf.spark.sql.shuffle.partitions=2",
+            ],
+        )
+    )
     config["checkpoint_dir"] = str(tmp_path / "unused")  # --checkpoint-dir wins, as in statectl run
     config_file = tmp_path / "leaderboard.yaml"
     config_file.write_text(yaml.safe_dump(config))
 
     for key, name, partitions in (("players", "players.json", "2"), ("products", "products.json", "2")):
-        result = cli("produce-test-data", "--file", str(REPO / "data" / name), "--topic", topics[key], "--parse-key",
-                     "--key-separator", "|", "--partitions", partitions, "-b", bootstrap)
+        result = cli(
+            "produce-test-data",
+            "--file",
+            str(REPO / "data" / name),
+            "--topic",
+            topics[key],
+            "--parse-key",
+            "--key-separator",
+            "|",
+            "--partitions",
+            partitions,
+            "-b",
+            bootstrap,
+        )
         assert result.exit_code == 0, result.stderr
-    result = cli("produce-test-data", "--file", str(REPO / "data" / "score-events.json"), "--topic",
-                 topics["score_events"], "--partitions", "4", "-b", bootstrap)
+    result = cli(
+        "produce-test-data",
+        "--file",
+        str(REPO / "data" / "score-events.json"),
+        "--topic",
+        topics["score_events"],
+        "--partitions",
+        "4",
+        "-b",
+        bootstrap,
+    )
     assert result.exit_code == 0, result.stderr
-    result = cli("run", "leaderboard", "--config", str(config_file), "--available-now", "--checkpoint-dir",
-                 str(checkpoint), "-b", bootstrap, "--json")
+    result = cli(
+        "run",
+        "leaderboard",
+        "--config",
+        str(config_file),
+        "--available-now",
+        "--checkpoint-dir",
+        str(checkpoint),
+        "-b",
+        bootstrap,
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["input_rows"] == 14
 
-    lag_args = ("lag", "leaderboard", "--config", str(config_file), "--checkpoint-dir", str(checkpoint),
-                "-b", bootstrap, "--json")
+    lag_args = (
+        "lag",
+        "leaderboard",
+        "--config",
+        str(config_file),
+        "--checkpoint-dir",
+        str(checkpoint),
+        "-b",
+        bootstrap,
+        "--json",
+    )
     caught_up = cli(*lag_args)
     assert caught_up.exit_code == 0, caught_up.stderr
     doc = json.loads(caught_up.stdout)
     assert [(t["topic"], t["partitions"], t["lag"]) for t in doc["topics"]] == [
-        (topics["score_events"], 4, 0), (topics["players"], 2, 0), (topics["products"], 2, 0)]
+        (topics["score_events"], 4, 0),
+        (topics["players"], 2, 0),
+        (topics["products"], 2, 0),
+    ]
     assert all(p["current_offset"] == p["log_end_offset"] for p in doc["partitions"])
     assert sum(p["log_end_offset"] for p in doc["partitions"] if p["topic"] == topics["score_events"]) == 8
     assert (doc["lag"], doc["pending_batch"], doc["kafka_error"]) == (0, None, None)
@@ -69,8 +119,11 @@ def test_lag_and_status_of_a_real_leaderboard(cli, bootstrap, tmp_path, monkeypa
     producer = fast_producer(bootstrap, **{"linger.ms": 0})
     for partition, n in NEW_SCORES.items():
         for _ in range(n):
-            producer.produce(topics["score_events"], value=json.dumps({"score": 5, "product_id": 1, "player_id": 1}),
-                             partition=partition)
+            producer.produce(
+                topics["score_events"],
+                value=json.dumps({"score": 5, "product_id": 1, "player_id": 1}),
+                partition=partition,
+            )
     assert producer.flush(15) == 0
 
     before = logs_of(checkpoint)
@@ -97,8 +150,19 @@ def test_lag_and_status_of_a_real_leaderboard(cli, bootstrap, tmp_path, monkeypa
     stopped = cli(*status_args)
     assert stopped.exit_code == 0, stopped.stderr
     [job] = json.loads(stopped.stdout)
-    assert (job["job"], job["running"], job["pid"], job["health"], job["ok"]) == ("leaderboard", False, None, "healthy", True)
-    assert (job["batch"], job["lag"], job["pending_batch"], job["last_error"]) == (batch, sum(NEW_SCORES.values()), None, None)
+    assert (job["job"], job["running"], job["pid"], job["health"], job["ok"]) == (
+        "leaderboard",
+        False,
+        None,
+        "healthy",
+        True,
+    )
+    assert (job["batch"], job["lag"], job["pending_batch"], job["last_error"]) == (
+        batch,
+        sum(NEW_SCORES.values()),
+        None,
+        None,
+    )
     assert job["state_bytes"] > 0 and job["committed_at"].endswith("Z")
 
     with CheckpointLock(checkpoint):  # as a run holds it: lag and status still read, never lock

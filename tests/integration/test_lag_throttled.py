@@ -22,7 +22,6 @@ import threading
 import time
 import urllib.request
 
-
 from statectl.adapters.kafka.produce import fast_producer
 from tests.integration.leaderboard_setup import seeded_leaderboard
 
@@ -56,7 +55,9 @@ def _score_topic(doc: dict, topic: str) -> dict:
 
 
 def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstrap, tmp_path):
-    seeded = seeded_leaderboard(cli, bootstrap, tmp_path, "lagt", [f"kafka.max_offsets_per_trigger={LIMIT}", "trigger.processing_time=1 second"])
+    seeded = seeded_leaderboard(
+        cli, bootstrap, tmp_path, "lagt", [f"kafka.max_offsets_per_trigger={LIMIT}", "trigger.processing_time=1 second"]
+    )
     topics, checkpoint, config_file = seeded.topics, seeded.checkpoint, seeded.config_file
 
     stop = threading.Event()
@@ -64,10 +65,27 @@ def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstra
     port = _free_port()
     events = tmp_path / "events.jsonl"
     run = subprocess.Popen(
-        [sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(config_file), "-b", bootstrap,
-         "--metrics-port", str(port), "--events-file", str(events)],
-        cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "statectl",
+            "run",
+            "leaderboard",
+            "--config",
+            str(config_file),
+            "-b",
+            bootstrap,
+            "--metrics-port",
+            str(port),
+            "--events-file",
+            str(events),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lag_args = ("lag", "--config", str(config_file), "-b", bootstrap, "--json")
     seen: list[tuple[float, float, str, int]] = []  # (elapsed s, lag seconds, trend, batch)
 
@@ -146,8 +164,13 @@ def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstra
         print("lag samples (elapsed s, lag seconds, trend, batch):", seen)
 
     batches = [json.loads(line) for line in events.read_text().splitlines()]
-    score_lags = [s["lag_by_topic"][topics["score_events"]] for e in batches if e["type"] == "batch_progress"
-                  for s in e["sources"] if topics["score_events"] in (s.get("lag_by_topic") or {})]
+    score_lags = [
+        s["lag_by_topic"][topics["score_events"]]
+        for e in batches
+        if e["type"] == "batch_progress"
+        for s in e["sources"]
+        if topics["score_events"] in (s.get("lag_by_topic") or {})
+    ]
     assert max(s["lag_seconds"] or 0 for s in score_lags) > 0
     assert "growing" in {s["lag_trend"] for s in score_lags}
 
@@ -163,5 +186,7 @@ def test_a_throttled_job_shows_growing_then_falling_lag_in_seconds(cli, bootstra
         assert {op["trend"] for op in doc["operators"]} == {"bounded"}, doc["operators"]
         assert doc["operators"][0]["history"]["source"] == ("events" if extra else "changelogs")
         assert not [f for f in doc["findings"] if f["severity"] in ("warning", "error")], doc["findings"]
-    assert "statectl_state_unbounded" in metrics and 'statectl_state_unbounded{job="leaderboard",operator="0"} 1.0' \
-        not in metrics
+    assert (
+        "statectl_state_unbounded" in metrics
+        and 'statectl_state_unbounded{job="leaderboard",operator="0"} 1.0' not in metrics
+    )

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from statectl.adapters.kafka.produce import fast_producer
 from statectl.adapters.kafka.consume import read_topic
-from statectl.jobs.registry import load_job_config
-from statectl.jobs.leaderboard.rules import materialize
+from statectl.adapters.kafka.produce import fast_producer
 from statectl.checkpoint.lock import CheckpointLock
+from statectl.jobs.leaderboard.rules import materialize
+from statectl.jobs.registry import load_job_config
 from statectl.run.runner import RunRequest, run_job
 from tests.conftest import REPO
 
@@ -57,10 +57,14 @@ class Leaderboard:
         from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
         from statectl.adapters.kafka.connect import require_broker
 
-        create_missing_topics(require_broker(bootstrap), [
-            TopicSpec(self.topics["score_events"], 4), TopicSpec(self.topics["players"], 2),
-            TopicSpec(self.topics["products"], 2),
-        ])
+        create_missing_topics(
+            require_broker(bootstrap),
+            [
+                TopicSpec(self.topics["score_events"], 4),
+                TopicSpec(self.topics["players"], 2),
+                TopicSpec(self.topics["products"], 2),
+            ],
+        )
 
     def _config_dict(self) -> dict:
         cfg = load_job_config(REPO / "configs" / "leaderboard.yaml", self.overrides)
@@ -71,7 +75,7 @@ class Leaderboard:
         d["kafka"]["bootstrap_servers"] = self.bootstrap
         return d
 
-    def reading_the_same_input(self, tmp: Path) -> "Leaderboard":
+    def reading_the_same_input(self, tmp: Path) -> Leaderboard:
         """Another leaderboard (own checkpoint and outputs, no throttling) over this one's input topics."""
         inputs = ("score_events", "players", "products")
         other = Leaderboard(self.bootstrap, tmp, *[f"topics.{k}={self.topics[k]}" for k in inputs])
@@ -92,12 +96,18 @@ class Leaderboard:
             kwargs = {"timestamp": T0 + ts} if ts is not None else {}
             if headers:
                 kwargs["headers"] = headers[0]
-            producer.produce(self.topics[topic_key], value=value,
-                             key=key if key is None or isinstance(key, bytes) else str(key), **kwargs)
+            producer.produce(
+                self.topics[topic_key],
+                value=value,
+                key=key if key is None or isinstance(key, bytes) else str(key),
+                **kwargs,
+            )
         assert producer.flush(15) == 0
 
     def run(self, *extra: str, checkpoint: Path | None = None):
-        return run_job(RunRequest(self.config(*extra), available_now=True, checkpoint_dir=checkpoint or self.checkpoint))
+        return run_job(
+            RunRequest(self.config(*extra), available_now=True, checkpoint_dir=checkpoint or self.checkpoint)
+        )
 
     def view(self, topic_key: str = "high_scores"):
         records = sorted(read_topic(self.bootstrap, self.topics[topic_key]), key=lambda r: (r.partition, r.offset))
@@ -134,11 +144,22 @@ def top_lists(scores, players: dict[int, str], games: dict[int, str], top_n: int
 def test_seed_data_through_query_rest_and_topic(cli, bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path)
     for topic_key, name in (("players", "players.json"), ("products", "products.json")):
-        result = cli("produce-test-data", "--file", f"data/{name}", "--topic", lb.topics[topic_key],
-                     "--parse-key", "--key-separator", "|", "-b", bootstrap)
+        result = cli(
+            "produce-test-data",
+            "--file",
+            f"data/{name}",
+            "--topic",
+            lb.topics[topic_key],
+            "--parse-key",
+            "--key-separator",
+            "|",
+            "-b",
+            bootstrap,
+        )
         assert result.exit_code == 0, result.stderr
-    result = cli("produce-test-data", "--file", "data/score-events.json", "--topic", lb.topics["score_events"],
-                 "-b", bootstrap)
+    result = cli(
+        "produce-test-data", "--file", "data/score-events.json", "--topic", lb.topics["score_events"], "-b", bootstrap
+    )
     assert result.exit_code == 0, result.stderr
 
     result = cli("run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--json")
@@ -155,7 +176,13 @@ def test_seed_data_through_query_rest_and_topic(cli, bootstrap, tmp_path):
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert {pid: [(e["playerName"], e["score"]) for e in v] for pid, v in data.items()} == SEED_EXPECTED
-    assert data["6"][0] == {"playerId": 3, "productId": 6, "playerName": "Isabelle", "gameName": "Mario Kart", "score": 9000.0}
+    assert data["6"][0] == {
+        "playerId": 3,
+        "productId": 6,
+        "playerName": "Isabelle",
+        "gameName": "Mario Kart",
+        "score": 9000.0,
+    }
     one = cli("query", "leaderboard", "1", "--config", str(lb.config_file))
     assert [e["playerName"] for e in json.loads(one.stdout)] == ["Isabelle", "Mitch", "Elyse"]
     missing = cli("query", "leaderboard", "7", "--config", str(lb.config_file))
@@ -214,17 +241,23 @@ def test_ranking_ties_duplicates_several_places_top_n_and_batches(bootstrap, tmp
     lb.produce("players", [(i, player(i, n), 2) for i, n in ((1, "A"), (2, "B"), (3, "C"), (4, "D"))])
     first = lb.run()
     assert first.batches == 1  # max_offsets_per_trigger throttles score events only, never the tables
-    lb.produce("score_events", [
-        (None, score(1, 1, 500), 10),
-        (None, score(2, 1, 500), 11),  # tie: player 1 was earlier
-        (None, score(1, 1, 700), 12),  # player 1 holds a second place
-        (None, score(3, 1, 600), 13),
-    ])
-    lb.produce("score_events", [
-        (None, score(3, 1, 600), 13),  # the same record delivered twice
-        (None, score(4, 1, 100), 14),  # below the top 4
-        (None, score(4, 1, 900.5), 15),  # a float score, new best
-    ])
+    lb.produce(
+        "score_events",
+        [
+            (None, score(1, 1, 500), 10),
+            (None, score(2, 1, 500), 11),  # tie: player 1 was earlier
+            (None, score(1, 1, 700), 12),  # player 1 holds a second place
+            (None, score(3, 1, 600), 13),
+        ],
+    )
+    lb.produce(
+        "score_events",
+        [
+            (None, score(3, 1, 600), 13),  # the same record delivered twice
+            (None, score(4, 1, 100), 14),  # below the top 4
+            (None, score(4, 1, 900.5), 15),  # a float score, new best
+        ],
+    )
     summary = lb.run()
     assert summary.batches >= 2  # maxOffsetsPerTrigger is split across partitions, so not exactly 3 per batch
     assert lb.ranked() == {"1": [("D", 900.5), ("A", 700.0), ("C", 600.0), ("A", 500.0)]}
@@ -256,7 +289,9 @@ def test_dead_letters_are_counted_and_routed(bootstrap, tmp_path):
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1)])
     lb.produce("players", [(1, player(1, "A"), 2), ("x", player(2, "B"), 2), (3, "{not json", 2)])
     bad = [
-        "{not json", "[1, 2]", json.dumps({"score": 5, "product_id": 1}),
+        "{not json",
+        "[1, 2]",
+        json.dumps({"score": 5, "product_id": 1}),
         json.dumps({"score": 5, "product_id": "1", "player_id": 1}),
         json.dumps({"score": 5, "product_id": 1.5, "player_id": 1}),
         json.dumps({"score": "abc", "product_id": 1, "player_id": 1}),
@@ -266,32 +301,55 @@ def test_dead_letters_are_counted_and_routed(bootstrap, tmp_path):
         json.dumps({"score": 1, "product_id": 1, "player_id": 1, "pad": "x" * 300}),
     ]
     bad.append(json.dumps({"score": 5, "product_id": 1, "player_id": -1}))
-    bad += [b'{"score": 5, "product_id": 1, "player_id": 1\xff\xfe}',  # not UTF-8
-            json.dumps({"score": "-Infinity", "product_id": 1, "player_id": 1}),
-            json.dumps({"score": "NaN", "product_id": 1, "player_id": 1}),
-            json.dumps({"score": 5, "product_id": 1, "player_id": 2**64})]
+    bad += [
+        b'{"score": 5, "product_id": 1, "player_id": 1\xff\xfe}',  # not UTF-8
+        json.dumps({"score": "-Infinity", "product_id": 1, "player_id": 1}),
+        json.dumps({"score": "NaN", "product_id": 1, "player_id": 1}),
+        json.dumps({"score": 5, "product_id": 1, "player_id": 2**64}),
+    ]
     # Regression: unknown players in a batch that also carries dead letters once got another
     # player's name (a null grouping key made PySpark send float keys to the state server).
-    lb.produce("score_events", [(None, v, 10) for v in bad] + [(None, score(1, 1, 42), 11), (None, score(99, 1, 43), 11)])
+    lb.produce(
+        "score_events", [(None, v, 10) for v in bad] + [(None, score(1, 1, 42), 11), (None, score(99, 1, 43), 11)]
+    )
     summary = lb.run()
     assert lb.ranked() == {"1": [("A", 42.0)]}
     assert summary.dropped == {
-        "malformed_json": 3, "missing_field": 1, "mistyped_field": 5, "non_finite_score": 4,
-        "null_value": 1, "oversized": 1, "invalid_key": 1, "malformed_player": 1, "unknown_player": 1,
+        "malformed_json": 3,
+        "missing_field": 1,
+        "mistyped_field": 5,
+        "non_finite_score": 4,
+        "null_value": 1,
+        "oversized": 1,
+        "invalid_key": 1,
+        "malformed_player": 1,
+        "unknown_player": 1,
     }
     letters = lb.dead_letters()
     assert len(letters) == 18
     missing = [d for d in letters if d["reason"] == "missing_field"]
     assert missing[0]["detail"] == "missing player_id" and missing[0]["sourceTopic"] == lb.topics["score_events"]
-    bad_scores = {(d["sourcePartition"], d["sourceOffset"]) for d in letters if d["sourceTopic"] == lb.topics["score_events"]}
+    bad_scores = {
+        (d["sourcePartition"], d["sourceOffset"]) for d in letters if d["sourceTopic"] == lb.topics["score_events"]
+    }
     assert len(bad_scores) == 16  # every bad score event, each once
-    not_json = next(d for d in letters if d.get("value") == "{not json" and d["sourceTopic"] == lb.topics["score_events"])
-    assert not_json == {"reason": "malformed_json",
-                        "detail": 'expected a JSON object with "player_id", "product_id" and "score"',
-                        "sourceTopic": lb.topics["score_events"], "sourcePartition": not_json["sourcePartition"],
-                        "sourceOffset": not_json["sourceOffset"], "sourceTimestamp": not_json["sourceTimestamp"],
-                        "sourceKey": None, "sourceKeyEncoding": None, "value": "{not json", "valueEncoding": "utf8",
-                        "valueTruncated": False, "headers": []}
+    not_json = next(
+        d for d in letters if d.get("value") == "{not json" and d["sourceTopic"] == lb.topics["score_events"]
+    )
+    assert not_json == {
+        "reason": "malformed_json",
+        "detail": 'expected a JSON object with "player_id", "product_id" and "score"',
+        "sourceTopic": lb.topics["score_events"],
+        "sourcePartition": not_json["sourcePartition"],
+        "sourceOffset": not_json["sourceOffset"],
+        "sourceTimestamp": not_json["sourceTimestamp"],
+        "sourceKey": None,
+        "sourceKeyEncoding": None,
+        "value": "{not json",
+        "valueEncoding": "utf8",
+        "valueTruncated": False,
+        "headers": [],
+    }
     oversized = next(d for d in letters if d["reason"] == "oversized")
     assert oversized["detail"] == "larger than 200 bytes"
     assert json.loads(oversized["value"])["pad"] == "x" * 300  # under 1024 characters: the whole value
@@ -307,15 +365,25 @@ def test_every_score_of_an_unknown_game_is_a_dead_letter(bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path, "leaderboard.top_n=2", "leaderboard.tables=as-of")
     lb.produce("players", [(1, player(1, "A"), 1)])
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1), (7, {"id": 7, "name": "Doom"}, 20)])
-    lb.produce("score_events", [(None, score(1, 5, v), 10 + i) for i, v in enumerate([10, 30, 20, 40, 50])]
-               + [(None, score(1, 7, v), 10 + i) for i, v in enumerate([60, 70])]
-               + [(None, score(1, 7, v), 30 + i) for i, v in enumerate([5, 80, 90])]
-               + [(None, score(1, 1, v), 10 + i) for i, v in enumerate([1, 2, 3])])
+    lb.produce(
+        "score_events",
+        [(None, score(1, 5, v), 10 + i) for i, v in enumerate([10, 30, 20, 40, 50])]
+        + [(None, score(1, 7, v), 10 + i) for i, v in enumerate([60, 70])]
+        + [(None, score(1, 7, v), 30 + i) for i, v in enumerate([5, 80, 90])]
+        + [(None, score(1, 1, v), 10 + i) for i, v in enumerate([1, 2, 3])],
+    )
     summary = lb.run()
     assert summary.dropped == {"unknown_product": 7}
     letters = [json.loads(d["value"]) for d in lb.dead_letters() if d["reason"] == "unknown_product"]
     assert sorted((d["product_id"], d["score"]) for d in letters) == [
-        (5, 10), (5, 20), (5, 30), (5, 40), (5, 50), (7, 60), (7, 70)]
+        (5, 10),
+        (5, 20),
+        (5, 30),
+        (5, 40),
+        (5, 50),
+        (7, 60),
+        (7, 70),
+    ]
     assert lb.ranked() == {"1": [("A", 3.0), ("A", 2.0)], "7": [("A", 90.0), ("A", 80.0)]}
 
 
@@ -323,8 +391,9 @@ def _compacted_tables(lb: Leaderboard) -> None:
     """What compaction leaves of the tables: each player's newest record only, written after the
     scores that need it (at a later offset, with a later timestamp); the game known from the start."""
     lb.produce("products", [(1, {"id": 1, "name": "Tetris"}, 1)])
-    lb.produce("score_events", [(None, score(1, 1, 100), 10), (None, score(2, 1, 200), 11),
-                                (None, score(1, 1, 300), 12)])
+    lb.produce(
+        "score_events", [(None, score(1, 1, 100), 10), (None, score(2, 1, 200), 11), (None, score(1, 1, 300), 12)]
+    )
     lb.produce("players", [(1, player(1, "Ann"), 50), (2, player(2, "Bo"), 60)])
 
 
@@ -381,7 +450,12 @@ def _spawn_run(lb: Leaderboard, *args: str, log: Path) -> subprocess.Popen:
     env = dict(os.environ, STATECTL_SPARK_LOG=str(log))
     return subprocess.Popen(
         [sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(lb.config_file), *args],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
 
 
@@ -412,8 +486,11 @@ def test_sigterm_stops_cleanly_and_the_next_run_continues(bootstrap, tmp_path):
     assert "leaderboard: stopped" in out
     # The printed time is the whole wait (Spark's start and the stop included), with its parts
     # (the whole on the row's first line, then a part per line).
-    printed = re.search(r"│ time +│ ([\d.]+) s: +│\n│ +│   start [\d.]+ s \(Spark [\d.]+ s\) +│\n"
-                        r"│ +│   batches [\d.]+ s.*\n│ +│   between batches [\d.]+ s +│\n│ +│   stop [\d.]+ s +│", out)
+    printed = re.search(
+        r"│ time +│ ([\d.]+) s: +│\n│ +│   start [\d.]+ s \(Spark [\d.]+ s\) +│\n"
+        r"│ +│   batches [\d.]+ s.*\n│ +│   between batches [\d.]+ s +│\n│ +│   stop [\d.]+ s +│",
+        out,
+    )
     assert printed, out
     assert waited - 2.0 < float(printed.group(1)) <= waited + 0.05, (out, waited)
     assert "Traceback" not in err
@@ -452,8 +529,17 @@ def test_a_checkpoint_of_an_earlier_layout_is_refused_before_spark_starts(cli, b
     checkpoint = tmp_path / "old"
     shutil.copytree(REPO / "tests" / "data" / f"leaderboard-{version}-checkpoint", checkpoint)
     started = time.monotonic()
-    result = cli("run", "leaderboard", "--config", "configs/leaderboard.yaml", "--available-now",
-                 "--checkpoint-dir", str(checkpoint), "-b", bootstrap)
+    result = cli(
+        "run",
+        "leaderboard",
+        "--config",
+        "configs/leaderboard.yaml",
+        "--available-now",
+        "--checkpoint-dir",
+        str(checkpoint),
+        "-b",
+        bootstrap,
+    )
     assert result.exit_code == 2
     assert f"was written by statectl {version}" in result.stderr and "Start a new checkpoint" in result.stderr
     assert "Traceback" not in result.stderr

@@ -24,8 +24,15 @@ def _state_by_partition(checkpoint, operator_id: int, variable: str) -> dict[int
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
-    rows = (spark.read.format("statestore").option("operatorId", operator_id).option("stateVarName", variable)
-            .load(str(checkpoint)).groupBy("partition_id").count().collect())
+    rows = (
+        spark.read.format("statestore")
+        .option("operatorId", operator_id)
+        .option("stateVarName", variable)
+        .load(str(checkpoint))
+        .groupBy("partition_id")
+        .count()
+        .collect()
+    )
     return {r["partition_id"]: r["count"] for r in rows}
 
 
@@ -39,8 +46,12 @@ def test_sharded_equals_buckets_and_spreads_its_state(bootstrap, tmp_path):
     rng = random.Random(20)
     for sub in ("sharded", "buckets"):
         (tmp_path / sub).mkdir()
-    sharded = Leaderboard(bootstrap, tmp_path / "sharded", "leaderboard.layout=sharded",
-                          f"spark.conf.spark.sql.shuffle.partitions={PARTITIONS}")
+    sharded = Leaderboard(
+        bootstrap,
+        tmp_path / "sharded",
+        "leaderboard.layout=sharded",
+        f"spark.conf.spark.sql.shuffle.partitions={PARTITIONS}",
+    )
     buckets = sharded.reading_the_same_input(tmp_path / "buckets")
     player_ids = [i * 97 for i in range(300)]  # ids over 114 pages of the players table
     sharded.produce("players", [(p, player(p, f"p{p}"), 0) for p in player_ids] + [(5, "{not json", 0)])

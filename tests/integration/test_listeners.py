@@ -99,12 +99,17 @@ def test_restart_restore_carries_the_plan_and_spark_agrees(restarted):
         assert done["spark"]["rocksdbNumReplayChangelogFiles"] == op_plan.replay_files
         assert done["log"]["replay_files"] == op_plan.replay_files and done["log"]["stores_loaded"] == 4
         assert (done["replay_files"], done["replay_files_source"], done["agrees_with_plan"]) == (
-            op_plan.replay_files, "log", True)
+            op_plan.replay_files,
+            "log",
+            True,
+        )
         assert done["spark"]["rocksdbLoadLatencyMs"] > 0 and done["duration_source"] == "log"
 
     # Lifecycle: CREATED -> RESTORING for the whole restore -> RUNNING with the first batch.
     first_batch = kinds.index("batch_progress")
-    assert kinds.index("restore_started") < kinds.index("restore_progress") < kinds.index("restore_finished") < first_batch
+    assert (
+        kinds.index("restore_started") < kinds.index("restore_progress") < kinds.index("restore_finished") < first_batch
+    )
     assert {e["state"] for e in events[1:first_batch]} == {"RESTORING"}
     assert events[first_batch]["state"] == "RUNNING"
 
@@ -121,8 +126,9 @@ def test_restore_progress_is_reported_while_the_restore_runs(restarted):
     assert {e["operator_id"] for e in loaded} == {0}
     assert {e["source"] for e in progress} >= {"log", "status_tracker"}
     with_tasks = [e for e in progress if e["tasks_total"]]
-    assert with_tasks and all(e["tasks_scope"] == "operator" and e["tasks_done"] <= e["tasks_total"] == 4
-                              for e in with_tasks)
+    assert with_tasks and all(
+        e["tasks_scope"] == "operator" and e["tasks_done"] <= e["tasks_total"] == 4 for e in with_tasks
+    )
 
 
 def test_catching_up_lag_goes_down_to_zero(restarted):
@@ -145,7 +151,10 @@ def test_fresh_run_events_on_stdout_in_order(cli, bootstrap, tmp_path):
     events = [json.loads(line) for line in result.stdout.splitlines()]  # nothing but JSON lines
     assert_valid(events)
     assert [(e["type"], e["state"]) for e in events] == [
-        ("query_started", "CREATED"), ("batch_progress", "RUNNING"), ("terminated", "TERMINATED")]
+        ("query_started", "CREATED"),
+        ("batch_progress", "RUNNING"),
+        ("terminated", "TERMINATED"),
+    ]
     assert events[0]["restore_planned"] is False and events[0]["trigger"] == "available-now"
     assert events[1]["input_rows"] == 4 and events[1]["state_rows_total"] > 0
     assert events[2]["error"] is None
@@ -161,12 +170,17 @@ def test_fresh_run_events_on_stdout_in_order(cli, bootstrap, tmp_path):
 def test_a_poisoned_config_fails_the_query_and_terminated_says_why(cli, bootstrap, tmp_path):
     lb = Leaderboard(bootstrap, tmp_path)
     # transformWithState needs RocksDB: with the HDFS-backed provider the first batch fails.
-    with_spark_conf(lb, {"spark.sql.streaming.stateStore.providerClass":
-                         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"})
+    with_spark_conf(
+        lb,
+        {
+            "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+        },
+    )
     lb.produce("score_events", [(None, score(1, 1, 10), 3)])
     events_file = tmp_path / "failed.jsonl"
-    result = cli("run", "leaderboard", "--config", str(lb.config_file), "--available-now",
-                 "--events-file", str(events_file))
+    result = cli(
+        "run", "leaderboard", "--config", str(lb.config_file), "--available-now", "--events-file", str(events_file)
+    )
     assert result.exit_code == 1
     assert "Traceback" not in result.stderr
     error_line = [line for line in result.stderr.splitlines() if line.startswith("error:")]
@@ -217,8 +231,9 @@ def test_metrics_port_serves_the_run_while_it_lasts(bootstrap, tmp_path):
 
     thread = threading.Thread(target=scraper, daemon=True)
     thread.start()
-    summary = run_job(RunRequest(lb.config(), checkpoint_dir=lb.checkpoint, metrics_port=0, stop=stop),
-                      on_event=on_event)
+    summary = run_job(
+        RunRequest(lb.config(), checkpoint_dir=lb.checkpoint, metrics_port=0, stop=stop), on_event=on_event
+    )
     thread.join(5)
     assert summary.status == "stopped"
     assert_valid(events)
@@ -234,8 +249,10 @@ def test_metrics_port_serves_the_run_while_it_lasts(bootstrap, tmp_path):
     assert 8 + 5 < scraped[f'statectl_state_rows{{{job},operator="0"}}'] <= 8 + 5 + 5
     states = {k: v for k, v in scraped.items() if k.startswith("statectl_query_state{")}
     assert sum(states.values()) == 1
-    assert states[f'statectl_query_state{{{job},statectl_query_state="RUNNING"}}'] == 1 or \
-        states[f'statectl_query_state{{{job},statectl_query_state="IDLE"}}'] == 1
+    assert (
+        states[f'statectl_query_state{{{job},statectl_query_state="RUNNING"}}'] == 1
+        or states[f'statectl_query_state{{{job},statectl_query_state="IDLE"}}'] == 1
+    )
     # served only while the job runs
     with pytest.raises(OSError):
         urllib.request.urlopen(url[0], timeout=2)
@@ -266,8 +283,9 @@ def test_a_restore_after_an_idle_start_is_labelled_restoring(bootstrap, tmp_path
             stop.set()
 
     try:
-        summary = run_job(RunRequest(lb.config(), checkpoint_dir=lb.checkpoint, stop=stop, stop_after_seconds=240),
-                          on_event=on_event)
+        summary = run_job(
+            RunRequest(lb.config(), checkpoint_dir=lb.checkpoint, stop=stop, stop_after_seconds=240), on_event=on_event
+        )
     finally:
         from pyspark.sql import SparkSession
 

@@ -32,8 +32,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.object_storage]
 
 def statectl(*args: str, env: dict) -> subprocess.CompletedProcess:
     """statectl in a process of its own (a cold start, as a user runs it: its requests are all counted)."""
-    return subprocess.run([sys.executable, "-m", "statectl", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "statectl", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _same_json(local_out: str, local_root: Path, s3_out: str, s3_root: str):
@@ -47,10 +48,14 @@ CHECKPOINTS = {
     "rocksdb-format-2": dict(batches=5, format_version=2),
     "hdfs-provider": dict(batches=5, provider="hdfs", changelog=False),
     "uncommitted-last-batch": dict(batches=4, commit_last=False),
-    "two-operators": dict(batches=4, operators=(OperatorSpec(0), OperatorSpec(1, name="symmetricHashJoin",
-                                                                              stores=("left-keyToNumValues",)))),
-    "transform-with-state": dict(batches=4, operators=(OperatorSpec(0, name="transformWithStateExec",
-                                                                    state_variables=(("count", "value", False),)),)),
+    "two-operators": dict(
+        batches=4,
+        operators=(OperatorSpec(0), OperatorSpec(1, name="symmetricHashJoin", stores=("left-keyToNumValues",))),
+    ),
+    "transform-with-state": dict(
+        batches=4,
+        operators=(OperatorSpec(0, name="transformWithStateExec", state_variables=(("count", "value", False),)),),
+    ),
 }
 
 
@@ -111,8 +116,16 @@ def test_lag_and_status_on_a_10000_batch_checkpoint_take_a_few_requests(s3, tmp_
     from statectl.adapters.kafka.connect import require_broker
 
     create_missing_topics(require_broker(bootstrap), [TopicSpec(topic, 2)])
-    local = build_kafka_checkpoint(tmp_path / "ck", 10_000, sources=({topic: 2},), per_batch=0, crc=False,
-                                   state_versions=100, state_partitions=2, first_batch=9_900)
+    local = build_kafka_checkpoint(
+        tmp_path / "ck",
+        10_000,
+        sources=({topic: 2},),
+        per_batch=0,
+        crc=False,
+        state_versions=100,
+        state_partitions=2,
+        first_batch=9_900,
+    )
     upload_tree(s3.client, s3.bucket, "jobs/ck", local)
     remote = f"{s3.url}/jobs/ck"
     results = {}
@@ -141,8 +154,7 @@ def test_status_of_an_s3_folder_finds_every_checkpoint_under_it(s3, tmp_path):
     s3.client.put_object(Bucket=s3.bucket, Key="prod/README.txt", Body=b"not a checkpoint")
     out = statectl("status", f"{s3.url}/prod", "--json", env=s3.env)
     assert out.returncode == 0, out.stderr
-    assert sorted(j["checkpoint"] for j in json.loads(out.stdout)) == [f"{s3.url}/prod/clicks",
-                                                                        f"{s3.url}/prod/orders"]
+    assert sorted(j["checkpoint"] for j in json.loads(out.stdout)) == [f"{s3.url}/prod/clicks", f"{s3.url}/prod/orders"]
 
 
 @pytest.mark.parametrize("url", ["s3a://Upper_Case/ck", "s3a:///ck", "s3a://bucket/a/../ck"])
@@ -152,12 +164,15 @@ def test_a_malformed_url_is_a_usage_error(s3, url):
     assert "Traceback" not in out.stderr and "s3a://" in out.stderr
 
 
-@pytest.mark.parametrize("line, says", [
-    ("fs.s3a.path.style.access=maybe", "fs.s3a.path.style.access: 'maybe' is not true or false"),
-    ("fs.s3a.endpoint=http://127.0.0.1:9/some/path", "is not host[:port] or http(s)://host[:port]"),
-    ("fs.s3a.access.key=", "fs.s3a.secret.key is set without fs.s3a.access.key"),
-    ("fs.s3a.aws.credentials.provider=com.example.Mine", "com.example.Mine is not a provider statectl knows"),
-])
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ("fs.s3a.path.style.access=maybe", "fs.s3a.path.style.access: 'maybe' is not true or false"),
+        ("fs.s3a.endpoint=http://127.0.0.1:9/some/path", "is not host[:port] or http(s)://host[:port]"),
+        ("fs.s3a.access.key=", "fs.s3a.secret.key is set without fs.s3a.access.key"),
+        ("fs.s3a.aws.credentials.provider=com.example.Mine", "com.example.Mine is not a provider statectl knows"),
+    ],
+)
 def test_a_malformed_setting_is_a_usage_error(s3, tmp_path, line, says):
     props = dict(s3.server.properties)
     key, _, value = line.partition("=")
@@ -183,12 +198,24 @@ def test_each_failure_to_reach_a_checkpoint_is_one_line_in_seconds(s3, tmp_path)
     s3.client.put_object(Bucket=s3.bucket, Key="logs/app.log", Body=b"hello")
     cases = {
         "missing bucket": (["inspect-state", "s3a://no-such-bucket-here/ck"], s3.env, 1, "does not exist"),
-        "unknown key": (["inspect-state", f"{s3.url}/ck"], _with(s3, tmp_path, **{"fs.s3a.access.key": "AKIAWRONG0000"}),
-                        1, "refused the credentials"),
-        "wrong secret": (["lag", "--checkpoint-dir", f"{s3.url}/ck"],
-                         _with(s3, tmp_path, **{"fs.s3a.secret.key": "not-the-secret"}), 1, "SignatureDoesNotMatch"),
-        "no network": (["status", f"{s3.url}/ck"], _with(s3, tmp_path, **{"fs.s3a.endpoint": "http://127.0.0.1:9"}), 1,
-                       "cannot reach the S3 endpoint http://127.0.0.1:9"),
+        "unknown key": (
+            ["inspect-state", f"{s3.url}/ck"],
+            _with(s3, tmp_path, **{"fs.s3a.access.key": "AKIAWRONG0000"}),
+            1,
+            "refused the credentials",
+        ),
+        "wrong secret": (
+            ["lag", "--checkpoint-dir", f"{s3.url}/ck"],
+            _with(s3, tmp_path, **{"fs.s3a.secret.key": "not-the-secret"}),
+            1,
+            "SignatureDoesNotMatch",
+        ),
+        "no network": (
+            ["status", f"{s3.url}/ck"],
+            _with(s3, tmp_path, **{"fs.s3a.endpoint": "http://127.0.0.1:9"}),
+            1,
+            "cannot reach the S3 endpoint http://127.0.0.1:9",
+        ),
         "not a checkpoint": (["inspect-state", f"{s3.url}/logs"], s3.env, 2, "not a Structured Streaming checkpoint"),
         "nothing there": (["inspect-state", f"{s3.url}/nothing"], s3.env, 2, "does not exist"),
     }
@@ -208,10 +235,12 @@ def test_the_secret_key_is_never_shown(s3, tmp_path):
     build_checkpoint(tmp_path / "ck", batches=2, crc=False)
     upload_tree(s3.client, s3.bucket, "ck", tmp_path / "ck")
     wrong = _with(s3, tmp_path, **{"fs.s3a.secret.key": "the-wrong-secret-1234"})
-    cases = [(["inspect-state", f"{s3.url}/ck", "--json"], s3.env, 0),
-             (["status", f"{s3.url}/ck", "--json"], s3.env, 0),
-             (["jars", "spark-conf", "--object-store"], s3.env, 0),
-             (["--debug", "inspect-state", f"{s3.url}/ck"], wrong, 1)]  # --debug: the traceback too
+    cases = [
+        (["inspect-state", f"{s3.url}/ck", "--json"], s3.env, 0),
+        (["status", f"{s3.url}/ck", "--json"], s3.env, 0),
+        (["jars", "spark-conf", "--object-store"], s3.env, 0),
+        (["--debug", "inspect-state", f"{s3.url}/ck"], wrong, 1),
+    ]  # --debug: the traceback too
     for args, env, code in cases:
         out = statectl(*args, env=env)
         assert out.returncode == code, (args, out.stderr)
@@ -231,8 +260,12 @@ def test_settings_from_the_aws_environment(s3, tmp_path):
     build_checkpoint(tmp_path / "ck", batches=3, crc=False)
     upload_tree(s3.client, s3.bucket, "ck", tmp_path / "ck")
     env = {k: v for k, v in os.environ.items() if k != "STATECTL_STORAGE_CONFIG"}
-    env.update(AWS_ACCESS_KEY_ID=s3.server.access_key, AWS_SECRET_ACCESS_KEY=s3.server.secret_key,
-               AWS_ENDPOINT_URL_S3=s3.server.endpoint, AWS_REGION="us-east-1")
+    env.update(
+        AWS_ACCESS_KEY_ID=s3.server.access_key,
+        AWS_SECRET_ACCESS_KEY=s3.server.secret_key,
+        AWS_ENDPOINT_URL_S3=s3.server.endpoint,
+        AWS_REGION="us-east-1",
+    )
     out = statectl("lag", "--checkpoint-dir", f"{s3.url}/ck", "--json", env=env)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["batch"] == 2

@@ -30,14 +30,20 @@ pytestmark = [pytest.mark.integration, pytest.mark.object_storage]
 
 
 def statectl(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "statectl", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "statectl", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _killed_at(args: list[str], env: dict, writes: int) -> int | None:
     """statectl killed (SIGKILL) before its write number ``writes`` + 1 to S3; its exit code, None if killed."""
-    out = subprocess.run([sys.executable, "-m", "statectl", *args], capture_output=True, text=True,
-                         env={**env, "STATECTL_FAULT_AFTER_WRITES": str(writes)}, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "statectl", *args],
+        capture_output=True,
+        text=True,
+        env={**env, "STATECTL_FAULT_AFTER_WRITES": str(writes)},
+        timeout=120,
+    )
     return None if out.returncode == -signal.SIGKILL else out.returncode
 
 
@@ -57,8 +63,9 @@ def _writes(s3, args: list[str], env: dict) -> int:
     return sum(1 for r in s3.server.requests_since(mark) if r.method in ("PUT", "DELETE", "POST"))
 
 
-def _kill_and_recover(s3, tmp_path, seeds: range, change: list[str], recover: list[str], prefix: str,
-                      old: dict, new: dict, make) -> list[str]:
+def _kill_and_recover(
+    s3, tmp_path, seeds: range, change: list[str], recover: list[str], prefix: str, old: dict, new: dict, make
+) -> list[str]:
     """For each seed: a fresh checkpoint (``make``), the change killed at a random point, then
     --resume (even seeds) or --undo (odd ones); the checkpoint ends exactly ``new`` or ``old``."""
     landed = []
@@ -75,8 +82,11 @@ def _kill_and_recover(s3, tmp_path, seeds: range, change: list[str], recover: li
             assert now == old, f"seed {seed}: killed before its journal, the checkpoint changed anyway"
             landed.append(where)
             continue
-        where = "after the end" if journal["status"] == "applied" else (
-            "part way" if now != old else "after the journal, before any change")
+        where = (
+            "after the end"
+            if journal["status"] == "applied"
+            else ("part way" if now != old else "after the journal, before any change")
+        )
         landed.append(where)
         if seed % 2 == 0:
             out = statectl(*recover, "--resume", f"s3a://{s3.bucket}/{prefix}.backup", env=s3.env)
@@ -98,6 +108,7 @@ def _fresh(s3, local, prefix: str):
         for key in [k for k in object_hashes(s3.client, s3.bucket, f"{prefix}.backup")]:
             s3.client.delete_object(Bucket=s3.bucket, Key=f"{prefix}.backup/{key}")
         upload_tree(s3.client, s3.bucket, prefix, local)
+
     return make
 
 
@@ -109,21 +120,44 @@ def test_a_reset_killed_at_random_points_is_resumed_or_undone_exactly(s3, tmp_pa
     # The new checkpoint: the same reset on a local copy.
     copy = tmp_path / "copy"
     shutil.copytree(local, copy)
-    out = statectl("reset", "--checkpoint-dir", str(copy), "--to-batch", "4", "--force", "--backup-dir",
-                   str(tmp_path / "copy.backup"), env=s3.env)
+    out = statectl(
+        "reset",
+        "--checkpoint-dir",
+        str(copy),
+        "--to-batch",
+        "4",
+        "--force",
+        "--backup-dir",
+        str(tmp_path / "copy.backup"),
+        env=s3.env,
+    )
     assert out.returncode == 0, out.stderr
     new, old = tree_hashes(copy), tree_hashes(local)
-    change = ["reset", "--checkpoint-dir", f"{s3.url}/{prefix}", "--to-batch", "4", "--force", "--backup-dir",
-              f"{s3.url}/{prefix}.backup"]
+    change = [
+        "reset",
+        "--checkpoint-dir",
+        f"{s3.url}/{prefix}",
+        "--to-batch",
+        "4",
+        "--force",
+        "--backup-dir",
+        f"{s3.url}/{prefix}.backup",
+    ]
     landed = _kill_and_recover(s3, tmp_path, range(8), change, ["reset"], prefix, old, new, make)
     assert len(landed) == 8
 
 
 def test_relocate_on_s3_and_killed_at_random_points(s3, tmp_path):
     local = tmp_path / "ck"
-    build_checkpoint(local, batches=6, crc=False, operators=(
-        OperatorSpec(0, name="transformWithStateExec", state_variables=(("count", "value", False),)),
-        OperatorSpec(1, name="transformWithStateExec", state_variables=(("seen", "value", False),))))
+    build_checkpoint(
+        local,
+        batches=6,
+        crc=False,
+        operators=(
+            OperatorSpec(0, name="transformWithStateExec", state_variables=(("count", "value", False),)),
+            OperatorSpec(1, name="transformWithStateExec", state_variables=(("seen", "value", False),)),
+        ),
+    )
     prefix = "jobs/tws"
     make = _fresh(s3, local, prefix)
     make()
@@ -140,9 +174,11 @@ def test_relocate_on_s3_and_killed_at_random_points(s3, tmp_path):
     _kill_and_recover(s3, tmp_path, range(6), change, ["relocate-checkpoint"], prefix, old, new, make)
 
 
-@pytest.mark.parametrize("target", [["--to-batch", "12"], ["--to-earliest"], ["--to-latest"],
-                                    ["--to-datetime", "2020-01-01T00:00:00Z"]],
-                         ids=["to-batch", "to-earliest", "to-latest", "to-datetime"])
+@pytest.mark.parametrize(
+    "target",
+    [["--to-batch", "12"], ["--to-earliest"], ["--to-latest"], ["--to-datetime", "2020-01-01T00:00:00Z"]],
+    ids=["to-batch", "to-earliest", "to-latest", "to-datetime"],
+)
 def test_each_reset_target_on_s3_does_what_it_does_on_a_local_copy(s3, tmp_path, bootstrap, target):
     """A Kafka job's checkpoint (its topics on the session broker): the dry run's plan, the reset's
     files and the undo are the same on S3 as on a local copy."""
@@ -152,8 +188,9 @@ def test_each_reset_target_on_s3_does_what_it_does_on_a_local_copy(s3, tmp_path,
 
     topic = f"s3-reset-{tmp_path.name[-24:]}".replace("_", "-")
     create_missing_topics(require_broker(bootstrap), [TopicSpec(topic, 2)])
-    local = build_kafka_checkpoint(tmp_path / "ck", 20, sources=({topic: 2},), per_batch=0, crc=False,
-                                   state_versions=20, state_partitions=2)
+    local = build_kafka_checkpoint(
+        tmp_path / "ck", 20, sources=({topic: 2},), per_batch=0, crc=False, state_versions=20, state_partitions=2
+    )
     upload_tree(s3.client, s3.bucket, "jobs/ck", local)
     copy = tmp_path / "copy" / "ck"
     shutil.copytree(local, copy)
@@ -173,8 +210,9 @@ def test_each_reset_target_on_s3_does_what_it_does_on_a_local_copy(s3, tmp_path,
     assert b == a
     assert object_hashes(s3.client, s3.bucket, "jobs/ck") == old, "a dry run changed the checkpoint"
 
-    on_disk = statectl("reset", "--checkpoint-dir", str(copy), "--backup-dir", str(tmp_path / "copy" / "ck.bk"), *common,
-                       env=s3.env)
+    on_disk = statectl(
+        "reset", "--checkpoint-dir", str(copy), "--backup-dir", str(tmp_path / "copy" / "ck.bk"), *common, env=s3.env
+    )
     on_s3 = statectl("reset", "--checkpoint-dir", url, "--backup-dir", f"{url}.bk", *common, env=s3.env)
     assert on_s3.returncode == on_disk.returncode == 0, on_s3.stderr
     assert object_hashes(s3.client, s3.bucket, "jobs/ck") == tree_hashes(copy)

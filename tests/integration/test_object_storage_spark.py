@@ -18,8 +18,7 @@ import time
 
 import pytest
 
-from tests.integration.test_faults import (SEED, Job, LeaderboardInput, assert_leaderboard_matches,
-                                           leaderboard_job)
+from tests.integration.test_faults import SEED, Job, LeaderboardInput, assert_leaderboard_matches, leaderboard_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.object_storage]
 
@@ -50,8 +49,9 @@ class S3Job:
         deadline = time.monotonic() + timeout
         while self.commits() < n:
             if proc.poll() is not None:
-                raise AssertionError(f"seed {SEED}: the run exited ({proc.returncode}) before batch {n}: "
-                                     f"{self.job.stderr()[-2000:]}")
+                raise AssertionError(
+                    f"seed {SEED}: the run exited ({proc.returncode}) before batch {n}: {self.job.stderr()[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"seed {SEED}: no {n} committed batches within {timeout} s")
             time.sleep(0.5)
@@ -70,7 +70,8 @@ def storage_env(s3, monkeypatch):
 
 
 def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equals_the_oracle(
-        cli, bootstrap, tmp_path, storage_env):
+    cli, bootstrap, tmp_path, storage_env
+):
     from tests.s3_support import object_hashes
 
     s3 = storage_env
@@ -94,9 +95,14 @@ def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equa
     done = job.commits()
     proc = job.spawn("--events-file", str(tmp_path / "events.jsonl"))
     try:
-        data.placed = first + produce(job.job.bootstrap, job.job.topics["score_events"], [
-            (None, json.dumps({"score": s, "product_id": g, "player_id": p}), T0 + 1 + (10_000 + i) // 100)
-            for i, (p, g, s) in enumerate(scores[10_000:])])
+        data.placed = first + produce(
+            job.job.bootstrap,
+            job.job.topics["score_events"],
+            [
+                (None, json.dumps({"score": s, "product_id": g, "player_id": p}), T0 + 1 + (10_000 + i) // 100)
+                for i, (p, g, s) in enumerate(scores[10_000:])
+            ],
+        )
         data.scores = scores
         job.wait_for_commits(done + 1, proc)
         deadline = time.monotonic() + 240
@@ -141,7 +147,8 @@ def test_leaderboard_on_s3_available_now_then_continuous_stopped_gracefully_equa
 
 
 def test_leaderboard_on_s3_killed_at_random_points_restarts_from_s3_and_ends_with_the_oracle(
-        cli, bootstrap, tmp_path, storage_env):
+    cli, bootstrap, tmp_path, storage_env
+):
     rng = random.Random(SEED)
     data = LeaderboardInput(SEED, events=40_000)
     job = S3Job(leaderboard_job(bootstrap, tmp_path), storage_env)
@@ -169,9 +176,14 @@ def _spawn_statectl(job: Job, *args: str):
     from tests.conftest import REPO
 
     log = job.tmp / f"cmd-{time.monotonic_ns()}"
-    return subprocess.Popen([sys.executable, "-m", "statectl", *args], cwd=REPO, env=dict(os.environ),
-                            stdout=open(log.with_suffix(".out"), "w"), stderr=open(log.with_suffix(".err"), "w"),
-                            start_new_session=True), log
+    return subprocess.Popen(
+        [sys.executable, "-m", "statectl", *args],
+        cwd=REPO,
+        env=dict(os.environ),
+        stdout=open(log.with_suffix(".out"), "w"),
+        stderr=open(log.with_suffix(".err"), "w"),
+        start_new_session=True,
+    ), log
 
 
 def test_repartition_and_reset_of_a_spark_checkpoint_on_s3(cli, bootstrap, tmp_path, storage_env):
@@ -198,8 +210,17 @@ def test_repartition_and_reset_of_a_spark_checkpoint_on_s3(cli, bootstrap, tmp_p
 
     # 1. Killed while Spark repartitions (after statectl's backup is complete), then undone.
     backup = f"{job.url}.repartition-killed"
-    proc, log = _spawn_statectl(job.job, "repartition-state", "--checkpoint-dir", job.url, "--partitions", "3",
-                                "--force", "--backup-dir", backup)
+    proc, log = _spawn_statectl(
+        job.job,
+        "repartition-state",
+        "--checkpoint-dir",
+        job.url,
+        "--partitions",
+        "3",
+        "--force",
+        "--backup-dir",
+        backup,
+    )
     try:
         deadline = time.monotonic() + 120
         manifest = f"{job.prefix}.repartition-killed/statectl-backup.json"
@@ -217,8 +238,17 @@ def test_repartition_and_reset_of_a_spark_checkpoint_on_s3(cli, bootstrap, tmp_p
     assert object_hashes(s3.client, s3.bucket, job.prefix) == old, f"seed {SEED}: not the checkpoint as it was"
 
     # 2. A full repartition on S3.
-    proc, log = _spawn_statectl(job.job, "repartition-state", "--checkpoint-dir", job.url, "--partitions", "3",
-                                "--force", "--backup-dir", f"{job.url}.repartition")
+    proc, log = _spawn_statectl(
+        job.job,
+        "repartition-state",
+        "--checkpoint-dir",
+        job.url,
+        "--partitions",
+        "3",
+        "--force",
+        "--backup-dir",
+        f"{job.url}.repartition",
+    )
     assert proc.wait(600) == 0, log.with_suffix(".err").read_text()[-3000:]
     report = json.loads(cli("inspect-state", job.url, "--json").stdout)
     assert {op["num_partitions"] for op in report["operators"]} == {3}

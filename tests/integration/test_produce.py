@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from statectl.adapters.kafka.connect import admin_client
 from statectl.adapters.kafka.admin import existing_topics
+from statectl.adapters.kafka.connect import admin_client
 from statectl.adapters.kafka.consume import read_topic
 
 
@@ -28,7 +28,9 @@ def test_leaderboard_seed_dataset_round_trips(cli, bootstrap):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert {t["topic"]: (t["delivered"], t["failed"]) for t in report["topics"]} == {
-        "players": (4, 0), "products": (2, 0), "score-events": (8, 0),
+        "players": (4, 0),
+        "products": (2, 0),
+        "score-events": (8, 0),
     }
     players = dict(_values(bootstrap, "players"))
     assert json.loads(players[b"3"]) == {"id": 3, "name": "Isabelle"}
@@ -73,8 +75,21 @@ def test_other_seed_datasets(cli, bootstrap, dataset, topic, expected):
 def test_file_with_parse_key_tombstones_and_blank_lines(cli, bootstrap, unique_topic, tmp_path):
     f = tmp_path / "in.txt"
     f.write_text("a|1\n\nb|2\nb|\n   \nc|x|y\n")
-    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--parse-key",
-                 "--key-separator", "|", "--partitions", "1", "-b", bootstrap, "--json")
+    result = cli(
+        "produce-test-data",
+        "--file",
+        str(f),
+        "--topic",
+        unique_topic,
+        "--parse-key",
+        "--key-separator",
+        "|",
+        "--partitions",
+        "1",
+        "-b",
+        bootstrap,
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     topic = json.loads(result.stdout)["topics"][0]
     assert (topic["delivered"], topic["tombstones"], topic["skipped_empty"]) == (4, 1, 2)
@@ -85,8 +100,9 @@ def test_unkeyed_file_keeps_line_order_in_every_partition(cli, bootstrap, unique
     f = tmp_path / "lines.txt"
     n = 25_000  # more than one 10,000-record chunk per partition rotation
     f.write_bytes(b"".join(b'{"line": %d}\n' % i for i in range(n)))
-    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--partitions", "3",
-                 "-b", bootstrap, "--json")
+    result = cli(
+        "produce-test-data", "--file", str(f), "--topic", unique_topic, "--partitions", "3", "-b", bootstrap, "--json"
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["topics"][0]["delivered"] == n
     records = read_topic(bootstrap, unique_topic)
@@ -102,8 +118,9 @@ def test_unkeyed_file_keeps_line_order_in_every_partition(cli, bootstrap, unique
 def test_a_record_the_producer_refuses_is_counted_failed_with_the_reason(cli, bootstrap, unique_topic, tmp_path):
     f = tmp_path / "big.txt"
     f.write_bytes(b"small-1\n" + b"x" * (2 * 1024 * 1024) + b"\nsmall-2\n")  # 2 MiB > message.max.bytes
-    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--partitions", "1",
-                 "-b", bootstrap, "--json")
+    result = cli(
+        "produce-test-data", "--file", str(f), "--topic", unique_topic, "--partitions", "1", "-b", bootstrap, "--json"
+    )
     assert result.exit_code == 1
     topic = json.loads(result.stdout)["topics"][0]
     assert (topic["attempted"], topic["delivered"], topic["failed"]) == (3, 2, 1)
@@ -115,8 +132,18 @@ def test_a_record_the_producer_refuses_is_counted_failed_with_the_reason(cli, bo
 def test_line_without_separator_produces_nothing(cli, bootstrap, unique_topic, tmp_path):
     f = tmp_path / "bad.txt"
     f.write_text("a|1\nnothing here\n")
-    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--parse-key",
-                 "--key-separator", "|", "-b", bootstrap)
+    result = cli(
+        "produce-test-data",
+        "--file",
+        str(f),
+        "--topic",
+        unique_topic,
+        "--parse-key",
+        "--key-separator",
+        "|",
+        "-b",
+        bootstrap,
+    )
     assert result.exit_code == 2
     assert "1 line(s) have no key separator '|' (line 2)" in result.stderr
     assert unique_topic not in existing_topics(admin_client(bootstrap))
@@ -124,8 +151,21 @@ def test_line_without_separator_produces_nothing(cli, bootstrap, unique_topic, t
 
 def test_synthetic_generator_counts_and_rate(cli, bootstrap):
     started = time.monotonic()
-    result = cli("produce-test-data", "synthetic-leaderboard", "--count", "300", "--players", "5",
-                 "--products", "3", "--rate", "1000", "-b", bootstrap, "--json")
+    result = cli(
+        "produce-test-data",
+        "synthetic-leaderboard",
+        "--count",
+        "300",
+        "--players",
+        "5",
+        "--products",
+        "3",
+        "--rate",
+        "1000",
+        "-b",
+        bootstrap,
+        "--json",
+    )
     elapsed = time.monotonic() - started
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -173,9 +213,28 @@ def test_ctrl_c_stops_sending_and_reports_exactly_what_was_delivered(bootstrap):
 
     before = count()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "statectl", "produce-test-data", "synthetic-leaderboard", "--count", "200000",
-         "--players", "3", "--products", "2", "--rate", "5000", "-b", bootstrap, "--json"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "statectl",
+            "produce-test-data",
+            "synthetic-leaderboard",
+            "--count",
+            "200000",
+            "--players",
+            "3",
+            "--products",
+            "2",
+            "--rate",
+            "5000",
+            "-b",
+            bootstrap,
+            "--json",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and count() - before < 2000:
@@ -200,8 +259,11 @@ def test_a_full_local_queue_is_waited_out_without_loss_or_reordering(bootstrap, 
     from statectl.produce.send import produce_batches
 
     real = kafka_adapter.fast_producer
-    monkeypatch.setattr(kafka_adapter, "fast_producer",
-                        lambda bootstrap, **extra: real(bootstrap, **{**extra, "queue.buffering.max.messages": 300}))
+    monkeypatch.setattr(
+        kafka_adapter,
+        "fast_producer",
+        lambda bootstrap, **extra: real(bootstrap, **{**extra, "queue.buffering.max.messages": 300}),
+    )
     values = [b"%d" % i for i in range(12_000)]
     report = produce_batches(bootstrap, [unkeyed_batch(unique_topic, [values], len(values), partitions=1)])
     assert (report.topics[0].attempted, report.topics[0].delivered, report.failed) == (12_000, 12_000, 0)
@@ -230,12 +292,26 @@ def test_keyed_records_land_in_the_partition_javas_murmur2_gives(cli, bootstrap,
     keys += [f"pl\u00e4yer-{i}-\u6f22".encode() for i in range(958)]
     f = tmp_path / "keys.txt"
     f.write_bytes(b"".join(k + b"|v\n" for k in keys))
-    result = cli("produce-test-data", "--file", str(f), "--topic", unique_topic, "--parse-key",
-                 "--key-separator", "|", "--partitions", "7", "-b", bootstrap, "--json")
+    result = cli(
+        "produce-test-data",
+        "--file",
+        str(f),
+        "--topic",
+        unique_topic,
+        "--parse-key",
+        "--key-separator",
+        "|",
+        "--partitions",
+        "7",
+        "-b",
+        bootstrap,
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     records = read_topic(bootstrap, unique_topic)
     assert sorted(r.key for r in records) == sorted(keys)
     assert len({r.partition for r in records}) == 7
-    misplaced = [(r.key, r.partition, java_partition(r.key, 7)) for r in records
-                 if r.partition != java_partition(r.key, 7)]
+    misplaced = [
+        (r.key, r.partition, java_partition(r.key, 7)) for r in records if r.partition != java_partition(r.key, 7)
+    ]
     assert misplaced == []

@@ -37,8 +37,8 @@ _VOLATILE = [
 def tour() -> list[tuple[str, list[str]]]:
     """(command line, expected output lines) for each `$ statectl` line of the README's tour."""
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## Tour"):]
-    block = section[section.index("```console") + len("```console"):]
+    section = text[text.index("## Tour") :]
+    block = section[section.index("```console") + len("```console") :]
     block = block[: block.index("```")]
     steps: list[tuple[str, list[str]]] = []
     for line in block.strip("\n").splitlines():
@@ -76,18 +76,31 @@ def test_the_readme_tour_runs_as_written(tmp_path):
             args = shlex.split(command)[1:]
             if args[:2] == ["kafka", "up"]:
                 args += ["--port", str(port)]
-            done = subprocess.run([sys.executable, "-m", "statectl", *args], cwd=tmp_path, env=env,
-                                  capture_output=True, text=True, timeout=600)
+            done = subprocess.run(
+                [sys.executable, "-m", "statectl", *args],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             assert done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stderr[-2000:]}"
             if args == ["init"]:
                 # the tour's commands reach the broker through the context init wrote
                 project = tmp_path / "statectl.yaml"
                 text = project.read_text()
                 assert "bootstrap_servers: localhost:9092" in text
-                project.write_text(text.replace("bootstrap_servers: localhost:9092", f"bootstrap_servers: 127.0.0.1:{port}"))
+                project.write_text(
+                    text.replace("bootstrap_servers: localhost:9092", f"bootstrap_servers: 127.0.0.1:{port}")
+                )
             printed = {normal(line) for line in (done.stdout + done.stderr).splitlines()}
             missing = [line for line in expected if _comparable(line) and normal(line) not in printed]
-            assert not missing, f"{command}: the README shows lines it did not print:\n" + "\n".join(missing) + \
-                "\n--- it printed:\n" + done.stdout + done.stderr
+            assert not missing, (
+                f"{command}: the README shows lines it did not print:\n"
+                + "\n".join(missing)
+                + "\n--- it printed:\n"
+                + done.stdout
+                + done.stderr
+            )
     finally:
         broker_down(tmp_path / ".statectl" / "kafka")

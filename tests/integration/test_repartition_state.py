@@ -57,8 +57,11 @@ def test_leaderboard_2_to_6_partitions_same_leaderboard_as_a_straight_run(cli, b
     assert plan["partitions"] == {"before": 2, "after": 6}
     assert plan["batch"]["repartition"] == committed + 1 and plan["refusals"] == []
     assert [(f["action"], f["path"]) for f in plan["files"]] == [
-        ("create", f"offsets/{committed + 1}"), ("create", f"state/0/{{0..5}}/{committed + 2}.zip"),
-        ("create", f"state/0/_metadata/v2/{committed + 1}"), ("create", f"commits/{committed + 1}")]
+        ("create", f"offsets/{committed + 1}"),
+        ("create", f"state/0/{{0..5}}/{committed + 2}.zip"),
+        ("create", f"state/0/_metadata/v2/{committed + 1}"),
+        ("create", f"commits/{committed + 1}"),
+    ]
     assert tree_fingerprint(tmp_path) == untouched
 
     # A copy whose next batch was logged and never committed (a crash mid-batch) is refused, and
@@ -70,8 +73,10 @@ def test_leaderboard_2_to_6_partitions_same_leaderboard_as_a_straight_run(cli, b
     failed_before = tree_fingerprint(tmp_path)
     refused = cli(*args, "--checkpoint-dir", str(failed))
     assert refused.exit_code == 1
-    assert f"error: cannot repartition {failed}: the last batch ({committed + 1}) is in offsets/ but not committed" \
+    assert (
+        f"error: cannot repartition {failed}: the last batch ({committed + 1}) is in offsets/ but not committed"
         in refused.stderr
+    )
     assert tree_fingerprint(tmp_path) == failed_before
     shutil.rmtree(failed)
 
@@ -101,8 +106,9 @@ def test_leaderboard_2_to_6_partitions_same_leaderboard_as_a_straight_run(cli, b
     assert final["conf"]["spark.sql.shuffle.partitions"] == "6" and op["num_partitions"] == 6
     last_version = final["batches"]["last_committed"] + 1
     # Every one of the 6 stores committed the restarted run's last state version.
-    assert sorted(p["partition"] for p in op["partitions"]
-                  if any(s["versions"][-1][1] == last_version for s in p["stores"])) == [0, 1, 2, 3, 4, 5]
+    assert sorted(
+        p["partition"] for p in op["partitions"] if any(s["versions"][-1][1] == last_version for s in p["stores"])
+    ) == [0, 1, 2, 3, 4, 5]
 
     # A run over the same input that never repartitioned ends with the same leaderboard.
     straight = lb.reading_the_same_input(tmp_path)

@@ -23,10 +23,10 @@ import os
 from pathlib import Path
 
 from statectl.adapters.kafka.consume import read_topic
-from statectl.checkpoint.reader import read_layout
-from statectl.maintenance.reset_plan import utc_text
-from statectl.maintenance.reset_files import list_files
 from statectl.checkpoint.lock import CheckpointLock
+from statectl.checkpoint.reader import read_layout
+from statectl.maintenance.reset_files import list_files
+from statectl.maintenance.reset_plan import utc_text
 from tests.integration.test_leaderboard import SEED_EXPECTED, T0, Leaderboard, player, score
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +69,11 @@ def test_roll_back_undo_and_rerun_end_with_the_same_leaderboard(cli, bootstrap, 
     assert dry.exit_code == 0, dry.stderr
     planned = json.loads(dry.stdout)
     assert (planned["kind"], planned["last_batch"], planned["head_after"], planned["applied"]) == (
-        "roll-back", last, 1, False)
+        "roll-back",
+        last,
+        1,
+        False,
+    )
     assert tree(lb.checkpoint) == before
 
     done = reset(cli, lb, "--to-batch", "1", "--json")
@@ -146,19 +150,25 @@ def test_start_over_to_a_datetime_starts_each_partition_at_the_first_record_sinc
     assert done.exit_code == 0, done.stderr
     plan = json.loads(done.stdout)
     assert (plan["kind"], plan["moves_checkpoint"], plan["last_batch"], plan["target"]["datetime"]) == (
-        "start-over", False, None, since)
+        "start-over",
+        False,
+        None,
+        since,
+    )
     scores = [r for r in plan["reads"] if r["topic"] == lb.topics["score_events"]]
     assert sum(r["end"] - r["offset"] for r in scores) == 3  # the records at +3 s, +4 s and +5 s
     assert sum(r["end"] for r in scores) == 6
     written = {lb.topics["score_events"]: {str(r["partition"]): r["offset"] for r in scores}}
     assert tree(lb.checkpoint) == {"sources/0/0": b"\x00v1\n" + json.dumps(written, separators=(",", ":")).encode()}
     assert [r["how"] for r in plan["reads"] if r["topic"] == lb.topics["players"]] == [
-        "table: re-read from the beginning, as a new run does"] * 2
+        "table: re-read from the beginning, as a new run does"
+    ] * 2
 
     later = reset(cli, lb, "--to-datetime", utc_text(T0 + 60_000), "--dry-run", "--json")
     assert later.exit_code == 0, later.stderr
-    assert all(r["offset"] == r["end"] for r in json.loads(later.stdout)["reads"]
-               if r["topic"] == lb.topics["score_events"])  # no record that late: the end
+    assert all(
+        r["offset"] == r["end"] for r in json.loads(later.stdout)["reads"] if r["topic"] == lb.topics["score_events"]
+    )  # no record that late: the end
 
     back = cli("reset", "--undo", plan["backup"], "--json")
     assert back.exit_code == 0, back.stderr

@@ -37,8 +37,9 @@ def test_ctrl_c_under_a_backlog_stops_after_the_current_batch(bootstrap, tmp_pat
     nothing on screen and no event, until a moment with no batch running came.)"""
     from statectl.produce.datasets import player_records, product_records, score_events
 
-    lb = Leaderboard(bootstrap, tmp_path, f"kafka.max_offsets_per_trigger={PER_BATCH}",
-                     "trigger.processing_time=0 seconds")
+    lb = Leaderboard(
+        bootstrap, tmp_path, f"kafka.max_offsets_per_trigger={PER_BATCH}", "trigger.processing_time=0 seconds"
+    )
     lb.produce("players", [(k.decode(), v, None) for k, v in player_records(200)])
     lb.produce("products", [(k.decode(), v, None) for k, v in product_records(20)])
     lb.produce("score_events", [(None, v, None) for _, v in score_events(SCORES, players=200, products=20, seed=17)])
@@ -61,7 +62,7 @@ def test_ctrl_c_under_a_backlog_stops_after_the_current_batch(bootstrap, tmp_pat
     assert len(stops) == 1 and stops[0]["reason"] == "SIGINT"
     last = stops[0]["batch_id"]
     assert last is not None, "the backlog keeps a batch running at any moment"
-    after = events[events.index(stops[0]) + 1:]
+    after = events[events.index(stops[0]) + 1 :]
     # Spark's listener bus delivers a finished batch's progress asynchronously: under load the
     # progress of a batch that committed before the Ctrl-C can arrive after `stopping`. What may
     # not come is a batch after the one that was running.
@@ -98,11 +99,15 @@ def test_with_a_broker_up_a_bad_checkpoint_or_master_is_refused_before_spark_sta
         port = s.getsockname()[1]
     args, code, message = {
         "checkpoint-is-a-file": (["--checkpoint-dir", str(a_file)], 2, f"checkpoint {a_file} is a file"),
-        "master-not-listening": (["--checkpoint-dir", str(tmp_path / "c"), "--master", f"spark://127.0.0.1:{port}"], 1,
-                                 f"no Spark master answers at spark://127.0.0.1:{port}"),
+        "master-not-listening": (
+            ["--checkpoint-dir", str(tmp_path / "c"), "--master", f"spark://127.0.0.1:{port}"],
+            1,
+            f"no Spark master answers at spark://127.0.0.1:{port}",
+        ),
     }[bad]
-    result = cli("run", "leaderboard", "--config", "configs/leaderboard.yaml", "--available-now", "-b", bootstrap,
-                 *args)
+    result = cli(
+        "run", "leaderboard", "--config", "configs/leaderboard.yaml", "--available-now", "-b", bootstrap, *args
+    )
     assert result.exit_code == code
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr
@@ -124,8 +129,9 @@ def _java_child(pid: int) -> bool:
     return False
 
 
-def _in_a_terminal(args: list[str], env: dict, timeout: float = 300, ctrl_c_after_jvm: float | None = None
-                   ) -> tuple[int, str]:
+def _in_a_terminal(
+    args: list[str], env: dict, timeout: float = 300, ctrl_c_after_jvm: float | None = None
+) -> tuple[int, str]:
     """Run ``args`` with a pseudo-terminal as stdout and stderr; its exit code and all it wrote.
     ``ctrl_c_after_jvm``: type Ctrl-C (to the whole foreground group, as a terminal does) this many
     seconds after Spark's JVM process appeared."""
@@ -188,8 +194,9 @@ def test_ctrl_c_while_spark_starts_stops_before_the_first_batch(bootstrap, tmp_p
     lb = Leaderboard(bootstrap, tmp_path)
     lb.produce("score_events", [(None, score(1, 1, 10), 1)])
     env = dict(os.environ, STATECTL_SPARK_LOG=str(tmp_path / "spark.log"), COLUMNS="160", TERM="xterm")
-    code, screen = _in_a_terminal(["run", "leaderboard", "--config", str(lb.config_file), "--available-now"], env,
-                                  ctrl_c_after_jvm=3.0)
+    code, screen = _in_a_terminal(
+        ["run", "leaderboard", "--config", str(lb.config_file), "--available-now"], env, ctrl_c_after_jvm=3.0
+    )
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     assert code == 0, text[-3000:]
     assert "Traceback" not in text and "Py4J" not in text
@@ -197,4 +204,3 @@ def test_ctrl_c_while_spark_starts_stops_before_the_first_batch(bootstrap, tmp_p
     assert _batch_files(lb.checkpoint / "commits") == []
     summary = lb.run()
     assert summary.input_rows == 1 and summary.status == "finished"
-

@@ -29,8 +29,14 @@ from statectl.errors import AuthenticationFailed, BrokerUnavailable, UsageError
 from tests.conftest import run_statectl
 from tests.integration.secure_broker import secrets_of
 
-SECRET_FILES = ["client.properties", "admin.properties", "secrets.json", "server.properties",
-                "tls/ca.p12", "tls/broker.p12"]
+SECRET_FILES = [
+    "client.properties",
+    "admin.properties",
+    "secrets.json",
+    "server.properties",
+    "tls/ca.p12",
+    "tls/broker.p12",
+]
 
 
 def _cluster(config: str | Path, bootstrap: str | None = None):
@@ -87,12 +93,20 @@ def test_secure_broker_answers_over_sasl_ssl_with_client_properties(secure_broke
 def test_wrong_password_is_refused(secure_broker, tmp_path):
     from statectl.adapters.kafka.connect import require_broker
 
-    wrong = _variant(secure_broker.client_config, tmp_path / "wrong.properties", **{
-        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                            'username="statectl" password="not-the-password";'})
+    wrong = _variant(
+        secure_broker.client_config,
+        tmp_path / "wrong.properties",
+        **{
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="statectl" password="not-the-password";'
+        },
+    )
     started = time.monotonic()
-    with pytest.raises(AuthenticationFailed, match="authentication failed for user 'statectl' "
-                                                   r"\(SCRAM-SHA-512\).*refused the credentials"):
+    with pytest.raises(
+        AuthenticationFailed,
+        match="authentication failed for user 'statectl' "
+        r"\(SCRAM-SHA-512\).*refused the credentials",
+    ):
         require_broker(_cluster(wrong), timeout=10)
     assert time.monotonic() - started < 10
 
@@ -100,8 +114,11 @@ def test_wrong_password_is_refused(secure_broker, tmp_path):
 def test_client_without_the_ca_fails_tls_verification(secure_broker, tmp_path):
     from statectl.adapters.kafka.connect import require_broker
 
-    no_trust = _variant(secure_broker.client_config, tmp_path / "no-trust.properties",
-                        drop=("ssl.truststore.type", "ssl.truststore.location"))
+    no_trust = _variant(
+        secure_broker.client_config,
+        tmp_path / "no-trust.properties",
+        drop=("ssl.truststore.type", "ssl.truststore.location"),
+    )
     assert "truststore" not in no_trust.read_text()
     with pytest.raises(AuthenticationFailed, match="certificate of the broker .* is not trusted"):
         require_broker(_cluster(no_trust), timeout=10)
@@ -133,20 +150,28 @@ def test_broker_certificate_names_localhost_and_127_0_0_1_and_is_signed_by_the_c
 def _scram_upsert(user: str, password: str):
     from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-    return UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
-                                        password.encode())
+    return UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), password.encode()
+    )
 
 
 def _acl(principal: str, topic: str):
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-    return AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
-                      AclOperation.READ, AclPermissionType.ALLOW)
+    return AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        principal,
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
 
 
 def test_statectl_user_cannot_do_admin_only_things_admin_can(secure_broker):
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AclBindingFilter, UserScramCredentialDeletion, ScramMechanism
+    from confluent_kafka.admin import AclBindingFilter, ScramMechanism, UserScramCredentialDeletion
 
     from statectl.adapters.kafka.connect import admin_client
 
@@ -175,26 +200,46 @@ def test_statectl_user_cannot_do_admin_only_things_admin_can(secure_broker):
 
 
 def _filter_of(binding):
-    return (binding.restype, binding.name, binding.resource_pattern_type, binding.principal, binding.host,
-            binding.operation, binding.permission_type)
+    return (
+        binding.restype,
+        binding.name,
+        binding.resource_pattern_type,
+        binding.principal,
+        binding.host,
+        binding.operation,
+        binding.permission_type,
+    )
 
 
 def test_statectl_user_has_exactly_the_tour_acls(secure_broker):
-    from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType
-    from confluent_kafka.admin import ResourceType
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     from statectl.adapters.kafka.connect import admin_client
 
-    mine = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:statectl", None,
-                            AclOperation.ANY, AclPermissionType.ANY)
+    mine = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, "User:statectl", None, AclOperation.ANY, AclPermissionType.ANY
+    )
     admin = admin_client(_cluster(secure_broker.admin_config))  # kept alive until the result is in
     bindings = admin.describe_acls(mine, request_timeout=15).result()
-    got = {(b.restype.name, b.name, b.resource_pattern_type.name, b.operation.name, b.permission_type.name, b.host)
-           for b in bindings}
-    expected = (
-        [("BROKER", "kafka-cluster", op) for op in ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE")]
-        + [("TOPIC", "*", "ALL"), ("GROUP", "*", "READ"), ("GROUP", "*", "DESCRIBE"),
-           ("TRANSACTIONAL_ID", "*", "WRITE"), ("TRANSACTIONAL_ID", "*", "DESCRIBE")])
+    got = {
+        (b.restype.name, b.name, b.resource_pattern_type.name, b.operation.name, b.permission_type.name, b.host)
+        for b in bindings
+    }
+    expected = [
+        ("BROKER", "kafka-cluster", op) for op in ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE")
+    ] + [
+        ("TOPIC", "*", "ALL"),
+        ("GROUP", "*", "READ"),
+        ("GROUP", "*", "DESCRIBE"),
+        ("TRANSACTIONAL_ID", "*", "WRITE"),
+        ("TRANSACTIONAL_ID", "*", "DESCRIBE"),
+    ]
     assert got == {(kind, name, "LITERAL", op, "ALLOW", "*") for kind, name, op in expected}
 
 
@@ -206,8 +251,11 @@ def test_statectl_user_reads_with_a_consumer_group(secure_broker, unique_topic):
 
     cluster = _cluster(secure_broker.client_config)
     _make_topic_with_one_record(cluster, unique_topic)
-    consumer = Consumer(client_config(cluster, **{"group.id": f"g-{unique_topic}", "auto.offset.reset": "earliest",
-                                                  "enable.auto.commit": False}))
+    consumer = Consumer(
+        client_config(
+            cluster, **{"group.id": f"g-{unique_topic}", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+        )
+    )
     try:
         consumer.subscribe([unique_topic])
         deadline, message = time.monotonic() + 30, None
@@ -264,14 +312,32 @@ def test_controller_listener_lets_nobody_in_anonymously(secure_broker, tmp_path)
     admin_password = secrets_of(secure_broker.data_dir)[0]
     probe = tmp_path / "ControllerProbe.java"
     probe.write_text(CONTROLLER_PROBE)
-    cases = ["anonymous:PLAINTEXT", "wrong:SASL_PLAINTEXT:controller:not-the-password",
-             f"scram-admin:SASL_PLAINTEXT:admin:{admin_password}",
-             f"controller:SASL_PLAINTEXT:controller:{controller_password}"]
-    done = subprocess.run([_java(), "-cp", _classpath(), "-Dlog4j2.level=OFF", str(probe),
-                           f"127.0.0.1:{secure_broker.controller_port}", *cases],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    results = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.split(" ", 1)[0] in
-                   {"anonymous", "wrong", "scram-admin", "controller"})
+    cases = [
+        "anonymous:PLAINTEXT",
+        "wrong:SASL_PLAINTEXT:controller:not-the-password",
+        f"scram-admin:SASL_PLAINTEXT:admin:{admin_password}",
+        f"controller:SASL_PLAINTEXT:controller:{controller_password}",
+    ]
+    done = subprocess.run(
+        [
+            _java(),
+            "-cp",
+            _classpath(),
+            "-Dlog4j2.level=OFF",
+            str(probe),
+            f"127.0.0.1:{secure_broker.controller_port}",
+            *cases,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    results = dict(
+        line.split(" ", 1)
+        for line in done.stdout.splitlines()
+        if line.split(" ", 1)[0] in {"anonymous", "wrong", "scram-admin", "controller"}
+    )
     assert set(results) == {"anonymous", "wrong", "scram-admin", "controller"}, done.stdout + done.stderr
     assert results["anonymous"].startswith("FAILED"), results
     assert results["wrong"].startswith("FAILED SaslAuthenticationException"), results
@@ -291,8 +357,12 @@ def test_files_with_secrets_are_0600_and_no_password_leaks_into_other_files(secu
     assert not list(data.glob(".*")), "no temporary file (the format's argfile) is left"
     passwords = secrets_of(data)
     assert len(set(passwords)) == 4 and all(len(p) >= 24 for p in passwords)
-    public = [data / "broker.json", data / "broker.log", data / "tls" / "ca.pem",
-              Path(f"/proc/{secure_broker.pid}/cmdline")]
+    public = [
+        data / "broker.json",
+        data / "broker.log",
+        data / "tls" / "ca.pem",
+        Path(f"/proc/{secure_broker.pid}/cmdline"),
+    ]
     for path in public:
         text = path.read_bytes().decode("latin-1")
         assert not [p for p in passwords if p in text], f"a password is in {path}"
@@ -330,14 +400,17 @@ def test_plaintext_and_secured_data_dirs_are_not_mixed(kafka_broker, secure_brok
     assert to_secure.stderr.strip() == (
         f"error: the broker data dir {kafka_broker.data_dir} holds a plaintext broker; --secure does not convert it "
         f"(its users and ACLs are set up when the storage is formatted): use another --data-dir for a secured "
-        f"broker, or stop the broker and delete {kafka_broker.data_dir} first")
+        f"broker, or stop the broker and delete {kafka_broker.data_dir} first"
+    )
     assert not (Path(kafka_broker.data_dir) / "secrets.json").exists()
     assert not (Path(kafka_broker.data_dir) / "tls").exists()
 
     to_plain = run_statectl("kafka", "up", "--port", str(free_port()), "--data-dir", secure_broker.data_dir)
     assert to_plain.returncode == 2, to_plain.stderr
-    assert "holds a secured broker (started with --secure); start it with --secure, or use another --data-dir" \
+    assert (
+        "holds a secured broker (started with --secure); start it with --secure, or use another --data-dir"
         in to_plain.stderr
+    )
     assert "Traceback" not in to_plain.stderr + to_secure.stderr
     assert broker_status(Path(kafka_broker.data_dir)).pid == kafka_broker.pid
     assert broker_status(Path(secure_broker.data_dir)).pid == secure_broker.pid
@@ -386,4 +459,3 @@ def test_restart_on_the_same_data_dir_keeps_users_certs_and_acls(tmp_path, uniqu
     assert stopped.running and stopped.secure  # `down` reports the broker it stopped
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", second_port)) != 0
-

@@ -54,21 +54,34 @@ class SecuredTour:
             "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
         }
 
-    def run(self, *args: str, client_config: str | Path | None = None, timeout: float = 300,
-            check: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self, *args: str, client_config: str | Path | None = None, timeout: float = 300, check: bool = True
+    ) -> subprocess.CompletedProcess:
         env = dict(os.environ, **self.env)
         if client_config is not None:
             env["STATECTL_CLIENT_CONFIG"] = str(client_config)
-        done = subprocess.run([sys.executable, "-m", "statectl", *args], capture_output=True, text=True,
-                              env=env, cwd=self.work, timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, "-m", "statectl", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.work,
+            timeout=timeout,
+        )
         self.printed += [done.stdout, done.stderr]
         if check:
             assert done.returncode == 0, f"statectl {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}"
         return done
 
     def popen(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "statectl", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=dict(os.environ, **self.env), cwd=self.work)
+        return subprocess.Popen(
+            [sys.executable, "-m", "statectl", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, **self.env),
+            cwd=self.work,
+        )
 
 
 def _secret_of(properties: Path) -> str:
@@ -91,8 +104,7 @@ def _properties_with(base: Path, target: Path, **changes: str) -> Path:
 
 
 def _user_config(broker, target: Path, user: str, password: str) -> Path:
-    jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" '
-            f'password="{password}";')
+    jaas = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
     return _properties_with(Path(broker.client_config), target, **{"sasl.jaas.config": jaas})
 
 
@@ -106,18 +118,35 @@ def _admin(broker):
 def _add_user(broker, user: str, password: str, grants: list[tuple[str, str]]) -> None:
     """A SCRAM-SHA-512 user with ALLOW ACLs ``grants`` ((operation, topic pattern) pairs)."""
     from confluent_kafka.admin import (
-        AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType, ScramCredentialInfo,
-        ScramMechanism, UserScramCredentialUpsertion,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
     )
 
     admin = _admin(broker)
-    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
-                                          password.encode())
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), password.encode()
+    )
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result()
     if grants:
-        bindings = [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{user}", "*",
-                               getattr(AclOperation, op), AclPermissionType.ALLOW) for op, topic in grants]
+        bindings = [
+            AclBinding(
+                ResourceType.TOPIC,
+                topic,
+                ResourcePatternType.LITERAL,
+                f"User:{user}",
+                "*",
+                getattr(AclOperation, op),
+                AclPermissionType.ALLOW,
+            )
+            for op, topic in grants
+        ]
         for future in admin.create_acls(bindings).values():
             future.result()
     time.sleep(1.0)  # the authorizer and SCRAM cache take the metadata change a moment later
@@ -142,8 +171,18 @@ def tour(secure_broker, tmp_path_factory):
     work = tmp_path_factory.mktemp("secured")
     t = SecuredTour(secure_broker, work)
     t.run("produce-test-data", "leaderboard")
-    t.summary = json.loads(t.run("run", "leaderboard", "--available-now", "--checkpoint-dir", str(work / "cp"),
-                                 "--events-file", str(t.events), "--json").stdout)
+    t.summary = json.loads(
+        t.run(
+            "run",
+            "leaderboard",
+            "--available-now",
+            "--checkpoint-dir",
+            str(work / "cp"),
+            "--events-file",
+            str(t.events),
+            "--json",
+        ).stdout
+    )
     return t
 
 
@@ -153,8 +192,10 @@ def users(secure_broker, tmp_path_factory):
     work = tmp_path_factory.mktemp("users")
     _add_user(secure_broker, "reader", "reader-pass-1234", [("READ", "*"), ("DESCRIBE_CONFIGS", "*")])
     _add_user(secure_broker, "nobody", "nobody-pass-1234", [])
-    return {"reader": _user_config(secure_broker, work / "reader.properties", "reader", "reader-pass-1234"),
-            "nobody": _user_config(secure_broker, work / "nobody.properties", "nobody", "nobody-pass-1234")}
+    return {
+        "reader": _user_config(secure_broker, work / "reader.properties", "reader", "reader-pass-1234"),
+        "nobody": _user_config(secure_broker, work / "nobody.properties", "nobody", "nobody-pass-1234"),
+    }
 
 
 # ---------------------------------------------------------------- the tour over SASL_SSL
@@ -200,22 +241,25 @@ def test_topic_config_sets_and_shows_over_sasl_ssl(tour):
     tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.25")
     shown = json.loads(tour.run("topic-config", "high-scores", "--json").stdout)
     assert "0.25" in json.dumps(shown)
-    dry = json.loads(tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.3",
-                              "--dry-run", "--json").stdout)
+    dry = json.loads(
+        tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.3", "--dry-run", "--json").stdout
+    )
     assert dry["dry_run"] is True and not dry["noop"]
 
 
 def test_inspect_state_reads_rows_of_the_secured_run(tour):
-    report = json.loads(tour.run("inspect-state", str(tour.work / "cp"), "--rows", "3", "--state-var", "top",
-                                 "--json").stdout)
+    report = json.loads(
+        tour.run("inspect-state", str(tour.work / "cp"), "--rows", "3", "--state-var", "top", "--json").stdout
+    )
     assert report["healthy"] is True
     assert report["rows"]["total_rows"] == 2 and len(report["rows"]["rows"]) == 2  # one top list per game
 
 
 def test_leaderboard_runs_continuously_over_sasl_ssl_until_ctrl_c(tour):
     events = tour.work / "continuous.jsonl"
-    proc = tour.popen("run", "leaderboard", "--checkpoint-dir", str(tour.work / "cp-continuous"),
-                      "--events-file", str(events))
+    proc = tour.popen(
+        "run", "leaderboard", "--checkpoint-dir", str(tour.work / "cp-continuous"), "--events-file", str(events)
+    )
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -232,14 +276,26 @@ def test_leaderboard_runs_continuously_over_sasl_ssl_until_ctrl_c(tour):
     assert proc.returncode == 0, err[-2000:]
 
 
-@pytest.mark.parametrize("example,dataset", [
-    ("tombstones", "patient-events"),
-    ("topic-configs", "patient-events"),
-])
+@pytest.mark.parametrize(
+    "example,dataset",
+    [
+        ("tombstones", "patient-events"),
+        ("topic-configs", "patient-events"),
+    ],
+)
 def test_advanced_state_examples_run_over_sasl_ssl(tour, example, dataset):
     tour.run("produce-test-data", dataset)
-    summary = json.loads(tour.run("run", "advanced-state", example, "--available-now", "--json",
-                                  "--checkpoint-dir", str(tour.work / f"cp-{example}")).stdout)
+    summary = json.loads(
+        tour.run(
+            "run",
+            "advanced-state",
+            example,
+            "--available-now",
+            "--json",
+            "--checkpoint-dir",
+            str(tour.work / f"cp-{example}"),
+        ).stdout
+    )
     assert summary["status"] == "finished" and summary["input_rows"] > 0, summary
     assert sum(summary["outputs"].values()) > 0, summary
 
@@ -255,8 +311,14 @@ def test_produce_without_write_names_the_topic_and_operation(tour, users):
 
 
 def test_topic_config_set_without_alter_configs_is_refused(tour, users):
-    done = tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.4",
-                    client_config=users["reader"], check=False)
+    done = tour.run(
+        "topic-config",
+        "high-scores",
+        "--set",
+        "min.cleanable.dirty.ratio=0.4",
+        client_config=users["reader"],
+        check=False,
+    )
     assert done.returncode == 1
     line = _error_line(done)
     assert "not allowed to ALTER_CONFIGS topic 'high-scores'" in line, line
@@ -265,8 +327,15 @@ def test_topic_config_set_without_alter_configs_is_refused(tour, users):
 
 
 def test_topic_config_dry_run_needs_only_describe_configs(tour, users):
-    done = tour.run("topic-config", "high-scores", "--set", "min.cleanable.dirty.ratio=0.4", "--dry-run",
-                    "--json", client_config=users["reader"])
+    done = tour.run(
+        "topic-config",
+        "high-scores",
+        "--set",
+        "min.cleanable.dirty.ratio=0.4",
+        "--dry-run",
+        "--json",
+        client_config=users["reader"],
+    )
     diff = json.loads(done.stdout)
     assert diff["dry_run"] is True
     assert "not validated by the broker" in json.dumps(diff)
@@ -274,8 +343,15 @@ def test_topic_config_dry_run_needs_only_describe_configs(tour, users):
 
 def test_run_without_write_on_its_sink_is_refused_before_spark(tour, users):
     started = time.monotonic()
-    done = tour.run("run", "leaderboard", "--available-now", "--checkpoint-dir", str(tour.work / "cp-reader"),
-                    client_config=users["reader"], check=False)
+    done = tour.run(
+        "run",
+        "leaderboard",
+        "--available-now",
+        "--checkpoint-dir",
+        str(tour.work / "cp-reader"),
+        client_config=users["reader"],
+        check=False,
+    )
     assert done.returncode == 1
     line = _error_line(done)
     assert "user 'reader' is not allowed to" in line and "WRITE topic 'high-scores'" in line, line
@@ -285,8 +361,9 @@ def test_run_without_write_on_its_sink_is_refused_before_spark(tour, users):
 def test_a_reader_can_query_and_consume(tour, users):
     board = json.loads(tour.run("query", "leaderboard", client_config=users["reader"]).stdout)
     assert board == json.loads(tour.run("query", "leaderboard").stdout)
-    lines = tour.run("consume", "high-scores", "--from-beginning", "--max", "1",
-                     client_config=users["reader"]).stdout.splitlines()
+    lines = tour.run(
+        "consume", "high-scores", "--from-beginning", "--max", "1", client_config=users["reader"]
+    ).stdout.splitlines()
     assert len(lines) == 1
 
 
@@ -300,9 +377,27 @@ def test_a_user_without_read_gets_one_line(tour, users):
 
 # ---------------------------------------------------------------- wrong credentials and certificates
 def _other_ca(target: Path) -> Path:
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other-ca",
-                    "-keyout", str(target.with_suffix(".key")), "-out", str(target)],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=other-ca",
+            "-keyout",
+            str(target.with_suffix(".key")),
+            "-out",
+            str(target),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return target
 
 
@@ -315,8 +410,9 @@ def test_refused_connections_fail_fast_and_say_why(tour, tmp_path, case):
         config = _user_config(broker, tmp_path / "c.properties", "statectl", "not-the-password")
         expected = "authentication failed for user 'statectl' (SCRAM-SHA-512)"
     elif case == "untrusted-ca":
-        config = _properties_with(base, tmp_path / "c.properties",
-                                  **{"ssl.truststore.location": str(_other_ca(tmp_path / "other.pem"))})
+        config = _properties_with(
+            base, tmp_path / "c.properties", **{"ssl.truststore.location": str(_other_ca(tmp_path / "other.pem"))}
+        )
         expected = "is not trusted"
     elif case == "hostname-mismatch":
         config = base
@@ -327,8 +423,11 @@ def test_refused_connections_fail_fast_and_say_why(tour, tmp_path, case):
         config.write_text("# no security settings\n")
         expected = "speaks TLS but this client uses PLAINTEXT"
     before = _end_offsets(broker, ["score-events"])
-    for args in (["produce-test-data", "leaderboard", "-b", bootstrap], ["consume", "high-scores", "-b", bootstrap],
-                 ["topic-config", "high-scores", "-b", bootstrap]):
+    for args in (
+        ["produce-test-data", "leaderboard", "-b", bootstrap],
+        ["consume", "high-scores", "-b", bootstrap],
+        ["topic-config", "high-scores", "-b", bootstrap],
+    ):
         started = time.monotonic()
         done = tour.run(*args, client_config=config, check=False, timeout=60)
         took = time.monotonic() - started
@@ -351,7 +450,7 @@ def test_no_secret_in_anything_a_secured_run_wrote(tour):
     for text in tour.printed:
         searched += 1
         for secret in secrets:
-            assert secret not in text, f"a secret in printed output: ...{text[max(0, text.find(secret) - 80):][:200]}"
+            assert secret not in text, f"a secret in printed output: ...{text[max(0, text.find(secret) - 80) :][:200]}"
     files = [p for root in (tour.home, tour.work) if root.exists() for p in root.rglob("*") if p.is_file()]
     assert any("checkpoint" in str(p) or "/cp" in str(p) for p in files) and tour.events in files
     for path in files:

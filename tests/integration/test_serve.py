@@ -10,10 +10,10 @@ import json
 import threading
 import urllib.request
 
-from statectl.adapters.local.broker import broker_down, broker_up, free_port
 from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
-from statectl.adapters.kafka.produce import fast_producer
 from statectl.adapters.kafka.connect import require_broker
+from statectl.adapters.kafka.produce import fast_producer
+from statectl.adapters.local.broker import broker_down, broker_up, free_port
 from statectl.text import wait_until
 
 ENTRY = {"playerId": 3, "productId": 1, "playerName": "Isabelle", "gameName": "Tetris", "score": 4000.0}

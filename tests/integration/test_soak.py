@@ -22,8 +22,19 @@ def test_three_minutes_of_rolling_faults_lose_nothing(tmp_path, capsys):
     # The job is killed and started again while a killed broker is still down (minute 1, 2): its
     # start must wait for the dead broker's partitions and controller to move (the hour-long
     # soak once saw a start fail there).
-    report = soak(Namespace(minutes=3, rate=2000, broker_kill_every=50, broker_down=30, job_kill_every=60,
-                            poll_every=15, drain_timeout=300, keep=False, out=tmp_path))
+    report = soak(
+        Namespace(
+            minutes=3,
+            rate=2000,
+            broker_kill_every=50,
+            broker_down=30,
+            job_kill_every=60,
+            poll_every=15,
+            drain_timeout=300,
+            keep=False,
+            out=tmp_path,
+        )
+    )
     with capsys.disabled():
         print_report(report)
     what = [f["what"] for f in report["faults"]]

@@ -35,8 +35,17 @@ def kafka_configs(bootstrap):
     classpath = ":".join(str(p) for p in ensure_bundle(KAFKA_BROKER))
 
     def describe(*topics: str, all_configs: bool = False) -> dict[str, dict[str, str]]:
-        args = [_java(), "-cp", classpath, "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
-                "--entity-type", "topics", "--describe"]
+        args = [
+            _java(),
+            "-cp",
+            classpath,
+            "kafka.admin.ConfigCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--entity-type",
+            "topics",
+            "--describe",
+        ]
         if len(topics) == 1:
             args += ["--entity-name", topics[0]]  # it honours only one; with more, describe them all
         if all_configs:
@@ -62,8 +71,10 @@ def _create(bootstrap, topic, configs=None, partitions=1):
 def _overrides(bootstrap, *topics) -> dict[str, dict[str, str]]:
     """Per topic, the configs set on it (its dynamic topic configs), read with the admin client."""
     described = describe_topics(admin_client(bootstrap), list(topics))
-    return {t: {k: e["value"] for k, e in d["configs"].items() if e["source"] == "DYNAMIC_TOPIC_CONFIG"}
-            for t, d in described.items()}
+    return {
+        t: {k: e["value"] for k, e in d["configs"].items() if e["source"] == "DYNAMIC_TOPIC_CONFIG"}
+        for t, d in described.items()
+    }
 
 
 def _run(cli, *args):
@@ -80,8 +91,12 @@ def test_describe_shows_every_config_with_source_default_and_units(cli, bootstra
     configs = described["configs"]
     assert list(configs)[:2] == ["cleanup.policy", "segment.bytes"]  # topic overrides first
     assert configs["segment.bytes"] == {
-        "value": "536870912", "source": "DYNAMIC_TOPIC_CONFIG", "is_default": False, "overridden": True,
-        "human": "512 MiB", "default": {"value": "1073741824", "source": "DEFAULT_CONFIG"},
+        "value": "536870912",
+        "source": "DYNAMIC_TOPIC_CONFIG",
+        "is_default": False,
+        "overridden": True,
+        "human": "512 MiB",
+        "default": {"value": "1073741824", "source": "DEFAULT_CONFIG"},
     }
     assert configs["retention.ms"]["source"] == "DEFAULT_CONFIG" and configs["retention.ms"]["human"] == "7 d"
 
@@ -102,13 +117,23 @@ def test_describe_shows_every_config_with_source_default_and_units(cli, bootstra
 # ---------------------------------------------------------------- set, delete, preset
 def test_set_changes_exactly_the_named_keys(cli, bootstrap, unique_topic, kafka_configs):
     _create(bootstrap, unique_topic, {"retention.ms": "86400000"})
-    result = _run(cli, unique_topic, "--set", "segment.bytes=536870912", "--set", "min.cleanable.dirty.ratio=0.3",
-                  "-b", bootstrap, "--json")
+    result = _run(
+        cli,
+        unique_topic,
+        "--set",
+        "segment.bytes=536870912",
+        "--set",
+        "min.cleanable.dirty.ratio=0.3",
+        "-b",
+        bootstrap,
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     (plan,) = report["topics"]
     assert [(c["key"], c["op"], c["current"], c["new"]) for c in plan["changes"]] == [
-        ("min.cleanable.dirty.ratio", "set", "0.5", "0.3"), ("segment.bytes", "set", "1073741824", "536870912"),
+        ("min.cleanable.dirty.ratio", "set", "0.5", "0.3"),
+        ("segment.bytes", "set", "1073741824", "536870912"),
     ]
     statectl_says = {k: v["value"] for k, v in report["after"][unique_topic]["configs"].items() if v["overridden"]}
     expected = {"retention.ms": "86400000", "segment.bytes": "536870912", "min.cleanable.dirty.ratio": "0.3"}
@@ -134,7 +159,11 @@ def test_delete_returns_a_key_to_its_default(cli, bootstrap, unique_topic, kafka
     assert result.exit_code == 0, result.output
     (change,) = json.loads(result.stdout)["topics"][0]["changes"]
     assert (change["op"], change["current"], change["new"], change["new_source"]) == (
-        "delete", "536870912", "1073741824", "DEFAULT_CONFIG")
+        "delete",
+        "536870912",
+        "1073741824",
+        "DEFAULT_CONFIG",
+    )
     after = json.loads(result.stdout)["after"][unique_topic]["configs"]["segment.bytes"]
     assert (after["value"], after["source"]) == ("1073741824", "DEFAULT_CONFIG")
     assert kafka_configs(unique_topic)[unique_topic] == {"cleanup.policy": "compact"}
@@ -142,21 +171,35 @@ def test_delete_returns_a_key_to_its_default(cli, bootstrap, unique_topic, kafka
 
 def test_preset_applies_table_6_1_knobs(cli, bootstrap, unique_topic, kafka_configs):
     _create(bootstrap, unique_topic, {"cleanup.policy": "compact"})
-    result = _run(cli, unique_topic, "--preset", "aggressive-compaction", "--set", "segment.ms=7200000",
-                  "-b", bootstrap)
+    result = _run(
+        cli, unique_topic, "--preset", "aggressive-compaction", "--set", "segment.ms=7200000", "-b", bootstrap
+    )
     assert result.exit_code == 0, result.output
     assert "note:" not in result.stderr  # the topic compacts, so the preset has an effect
     assert kafka_configs(unique_topic)[unique_topic] == {
-        "cleanup.policy": "compact", "segment.bytes": "536870912", "segment.ms": "7200000",
-        "min.cleanable.dirty.ratio": "0.3", "min.compaction.lag.ms": "0", "max.compaction.lag.ms": "86400000",
+        "cleanup.policy": "compact",
+        "segment.bytes": "536870912",
+        "segment.ms": "7200000",
+        "min.cleanable.dirty.ratio": "0.3",
+        "min.compaction.lag.ms": "0",
+        "max.compaction.lag.ms": "86400000",
     }
 
 
 def test_dry_run_shows_the_diff_and_changes_nothing(cli, bootstrap, unique_topic):
     _create(bootstrap, unique_topic, {"segment.bytes": "536870912"})
     before = _overrides(bootstrap, unique_topic)
-    result = _run(cli, unique_topic, "--set", "min.cleanable.dirty.ratio=0.3", "--delete", "segment.bytes",
-                  "--dry-run", "-b", bootstrap)
+    result = _run(
+        cli,
+        unique_topic,
+        "--set",
+        "min.cleanable.dirty.ratio=0.3",
+        "--delete",
+        "segment.bytes",
+        "--dry-run",
+        "-b",
+        bootstrap,
+    )
     assert result.exit_code == 0, result.output
     assert "Planned changes (dry run: nothing is changed)" in result.stdout
     assert "Dry run: 2 config change(s) on 1 topic(s); nothing was changed." in result.stderr
@@ -166,16 +209,26 @@ def test_dry_run_shows_the_diff_and_changes_nothing(cli, bootstrap, unique_topic
     assert json.loads(preset.stdout)["dry_run"] is True
     assert len(plan["changes"]) == 4 and plan["unchanged"] == ["segment.bytes"]  # already 512 MiB
     assert "cleanup.policy is delete" in plan["notes"][0]  # the preset alone does not make it compact
-    conflict = _run(cli, unique_topic, "--preset", "aggressive-compaction", "--delete", "segment.bytes",
-                    "--dry-run", "-b", bootstrap)
+    conflict = _run(
+        cli,
+        unique_topic,
+        "--preset",
+        "aggressive-compaction",
+        "--delete",
+        "segment.bytes",
+        "--dry-run",
+        "-b",
+        bootstrap,
+    )
     assert conflict.exit_code == 2
     assert "--preset aggressive-compaction: segment.bytes: is both set and deleted; choose one" in conflict.stderr
     assert _overrides(bootstrap, unique_topic) == before == {unique_topic: {"segment.bytes": "536870912"}}
 
 
 # ---------------------------------------------------------------- the declarative file
-def test_file_apply_creates_alters_reports_unmanaged_and_is_idempotent(cli, bootstrap, unique_topic, tmp_path,
-                                                                        kafka_configs):
+def test_file_apply_creates_alters_reports_unmanaged_and_is_idempotent(
+    cli, bootstrap, unique_topic, tmp_path, kafka_configs
+):
     existing, missing = f"{unique_topic}-table", f"{unique_topic}-out"
     _create(bootstrap, existing, {"cleanup.policy": "compact", "retention.ms": "1000000"})
     f = tmp_path / "topics.yaml"
@@ -199,9 +252,14 @@ def test_file_apply_creates_alters_reports_unmanaged_and_is_idempotent(cli, boot
 
     theirs = kafka_configs(existing, missing)
     assert theirs[existing] == {"cleanup.policy": "compact", "segment.ms": "600000", "retention.ms": "1000000"}
-    assert theirs[missing] == {"cleanup.policy": "compact", "segment.bytes": "536870912", "segment.ms": "3600000",
-                               "min.cleanable.dirty.ratio": "0.3", "min.compaction.lag.ms": "0",
-                               "max.compaction.lag.ms": "86400000"}
+    assert theirs[missing] == {
+        "cleanup.policy": "compact",
+        "segment.bytes": "536870912",
+        "segment.ms": "3600000",
+        "min.cleanable.dirty.ratio": "0.3",
+        "min.compaction.lag.ms": "0",
+        "max.compaction.lag.ms": "86400000",
+    }
     assert describe_topics(admin_client(bootstrap), [missing])[missing]["partitions"] == 3
 
     again = _run(cli, "--file", str(f), "-b", bootstrap)
@@ -227,20 +285,51 @@ def test_shipped_topics_file_validates_against_the_broker(cli, bootstrap):
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        (["--set", "segmnt.bytes=536870912"], 2, "--set segmnt.bytes=536870912: unknown topic config (did you mean 'segment.bytes'?)"),
-        (["--set", "min.cleanable.dirty.ratio=1.5"], 2, "--set min.cleanable.dirty.ratio=1.5: must be between 0 and 1, found 1.5"),
-        (["--set", "segment.bytes=1000"], 2, "must be at least 1048576 (1 MiB; the broker's minimum on Kafka 4.x), found 1000"),
+        (
+            ["--set", "segmnt.bytes=536870912"],
+            2,
+            "--set segmnt.bytes=536870912: unknown topic config (did you mean 'segment.bytes'?)",
+        ),
+        (
+            ["--set", "min.cleanable.dirty.ratio=1.5"],
+            2,
+            "--set min.cleanable.dirty.ratio=1.5: must be between 0 and 1, found 1.5",
+        ),
+        (
+            ["--set", "segment.bytes=1000"],
+            2,
+            "must be at least 1048576 (1 MiB; the broker's minimum on Kafka 4.x), found 1000",
+        ),
         (["--set", "segment.bytes=abc"], 2, "--set segment.bytes=abc: expected an integer, found 'abc'"),
-        (["--delete", "segment.byte"], 2, "--delete segment.byte: unknown topic config (did you mean 'segment.bytes'?)"),
-        (["--set", "compression.gzip.level=99"], 2,
-         "the broker refused the change: Invalid value 99 for configuration compression.gzip.level"),
-        (["--set", "segment.ms=600000", "--set", "compression.gzip.level=99"], 2,
-         "the broker refused the change: Invalid value 99 for configuration compression.gzip.level"),
+        (
+            ["--delete", "segment.byte"],
+            2,
+            "--delete segment.byte: unknown topic config (did you mean 'segment.bytes'?)",
+        ),
+        (
+            ["--set", "compression.gzip.level=99"],
+            2,
+            "the broker refused the change: Invalid value 99 for configuration compression.gzip.level",
+        ),
+        (
+            ["--set", "segment.ms=600000", "--set", "compression.gzip.level=99"],
+            2,
+            "the broker refused the change: Invalid value 99 for configuration compression.gzip.level",
+        ),
         (["--set", "min.insync.replicas=2"], 2, "2 is more than the topic's replication factor 1"),
         (["--set", "segment.bytes=1000", "--set", "cleanup.policy=compacted"], 2, "2 problems:"),
     ],
-    ids=["unknown-key", "ratio-1.5", "segment-bytes-1000", "segment-bytes-abc", "delete-unknown-key",
-         "broker-only-check", "broker-refuses-one-of-two", "min-isr-above-rf", "two-problems-at-once"],
+    ids=[
+        "unknown-key",
+        "ratio-1.5",
+        "segment-bytes-1000",
+        "segment-bytes-abc",
+        "delete-unknown-key",
+        "broker-only-check",
+        "broker-refuses-one-of-two",
+        "min-isr-above-rf",
+        "two-problems-at-once",
+    ],
 )
 def test_bad_input_is_refused_and_changes_nothing(cli, bootstrap, unique_topic, args, code, message):
     _create(bootstrap, unique_topic, {"segment.bytes": "536870912"})
@@ -284,7 +373,9 @@ def test_file_with_unknown_field_is_refused_with_its_line_and_changes_nothing(cl
     f.write_text(f"topics:\n  {unique_topic}:\n    partitions: 1\n    config:\n      segment.ms: 600000\n")
     result = _run(cli, "--file", str(f), "-b", bootstrap)
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"error: {f}:4: topics.{unique_topic}.config: unknown field (did you mean 'configs'?)"
+    assert (
+        result.stderr.strip() == f"error: {f}:4: topics.{unique_topic}.config: unknown field (did you mean 'configs'?)"
+    )
     assert _overrides(bootstrap, unique_topic) == before
 
 
@@ -294,9 +385,11 @@ def test_file_is_all_or_nothing_across_topics(cli, bootstrap, unique_topic, tmp_
     _create(bootstrap, bad)
     before = _overrides(bootstrap, good, bad)
     f = tmp_path / "topics.yaml"
-    f.write_text(f"topics:\n  {good}:\n    partitions: 1\n    configs:\n      segment.ms: 600000\n"
-                 f"  {bad}:\n    partitions: 1\n    configs:\n      compression.gzip.level: 99\n"
-                 f"  {unique_topic}-new:\n    partitions: 1\n")
+    f.write_text(
+        f"topics:\n  {good}:\n    partitions: 1\n    configs:\n      segment.ms: 600000\n"
+        f"  {bad}:\n    partitions: 1\n    configs:\n      compression.gzip.level: 99\n"
+        f"  {unique_topic}-new:\n    partitions: 1\n"
+    )
     result = _run(cli, "--file", str(f), "-b", bootstrap)
     assert result.exit_code == 2, result.output
     assert f"{bad}: the broker refused the change" in result.stderr
@@ -331,8 +424,17 @@ def test_known_config_bounds_match_the_broker(bootstrap, unique_topic):
             checked.add(key)
     assert not broker_accepts("min.cleanable.dirty.ratio", "1.5") and broker_accepts("min.cleanable.dirty.ratio", "1")
     assert not broker_accepts("segment.bytes", str(2**31)) and broker_accepts("segment.bytes", str(2**31 - 1))
-    assert {"segment.bytes", "segment.ms", "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
-            "retention.ms", "min.insync.replicas", "cleanup.policy", "compression.type"} <= checked
+    assert {
+        "segment.bytes",
+        "segment.ms",
+        "delete.retention.ms",
+        "min.compaction.lag.ms",
+        "max.compaction.lag.ms",
+        "retention.ms",
+        "min.insync.replicas",
+        "cleanup.policy",
+        "compression.type",
+    } <= checked
 
 
 # ---------------------------------------------------------------- the jobs' declared topics
@@ -347,7 +449,9 @@ def test_applying_the_topics_file_after_a_run_changes_nothing(cli, bootstrap, tm
 
     produced = cli("produce-test-data", "leaderboard", "-b", bootstrap)
     assert produced.exit_code == 0, produced.stderr
-    run = cli("run", "leaderboard", "--available-now", "--checkpoint-dir", str(tmp_path / "leaderboard"), "-b", bootstrap)
+    run = cli(
+        "run", "leaderboard", "--available-now", "--checkpoint-dir", str(tmp_path / "leaderboard"), "-b", bootstrap
+    )
     assert run.exit_code == 0, run.stderr
     leaderboard = ["score-events", "players", "products", "high-scores", "leaderboard-dlq"]
     assert set(leaderboard) <= set(existing_topics(admin_client(bootstrap)))
@@ -358,7 +462,9 @@ def test_applying_the_topics_file_after_a_run_changes_nothing(cli, bootstrap, tm
         return {t["topic"]: t for t in json.loads(result.stdout)["topics"]}
 
     planned = dry_run()
-    assert {t: (planned[t]["create"], planned[t]["changes"]) for t in leaderboard} == {t: (None, []) for t in leaderboard}
+    assert {t: (planned[t]["create"], planned[t]["changes"]) for t in leaderboard} == {
+        t: (None, []) for t in leaderboard
+    }
 
     for _, config in shipped_configs():
         plan_job_topics(JOBS[config.job].topics(config), config.job, bootstrap).apply()

@@ -39,19 +39,39 @@ def test_a_real_runs_lag_moves_on_the_page(cli, bootstrap, tmp_path):
     topics, checkpoint, config_file = seeded.topics, seeded.checkpoint, seeded.config_file
     producer = fast_producer(bootstrap)
     for n in range(EVENTS):
-        producer.produce(topics["score_events"], value=json.dumps({"score": n, "product_id": 1, "player_id": 1}),
-                         partition=n % 2)
+        producer.produce(
+            topics["score_events"], value=json.dumps({"score": n, "product_id": 1, "player_id": 1}), partition=n % 2
+        )
         producer.poll(0)
     assert producer.flush(30) == 0
 
     home = tmp_path / "home"
     events = home / "events" / "leaderboard.jsonl"
-    served = _Served(Dashboard([UiJob("leaderboard", events, job="leaderboard", config=str(config_file),
-                                      checkpoint=str(checkpoint))]))
+    served = _Served(
+        Dashboard(
+            [UiJob("leaderboard", events, job="leaderboard", config=str(config_file), checkpoint=str(checkpoint))]
+        )
+    )
     env = {**os.environ, "STATECTL_HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1"}
-    run = subprocess.Popen([sys.executable, "-m", "statectl", "run", "leaderboard", "--config", str(config_file),
-                            "--available-now", "-b", bootstrap], cwd=tmp_path, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "statectl",
+            "run",
+            "leaderboard",
+            "--config",
+            str(config_file),
+            "--available-now",
+            "-b",
+            bootstrap,
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen: list[str] = []
     try:
         with sync_api.sync_playwright() as p:
@@ -75,7 +95,9 @@ def test_a_real_runs_lag_moves_on_the_page(cli, bootstrap, tmp_path):
             assert run.returncode == 0, err[-3000:]
             page.wait_for_function(
                 "n => JSON.parse(document.querySelector('path.series[data-key=records_behind]').dataset.points).length === n",
-                arg=len(_file_series(events, "records_behind")), timeout=10000)
+                arg=len(_file_series(events, "records_behind")),
+                timeout=10000,
+            )
             for key in ("records_behind", "processed_rows_per_second", "batch_duration_ms", "state_rows_total"):
                 got = json.loads(page.get_attribute(f'path.series[data-key="{key}"]', "data-points"))
                 assert got == _file_series(events, key), key

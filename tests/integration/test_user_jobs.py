@@ -84,13 +84,16 @@ def _job_dir(tmp_path: Path, input_topic: str, output_topic: str, params: str = 
     work = tmp_path / "my-project"
     work.mkdir()
     (work / "clicks.py").write_text(CLICKS)
-    (work / "clicks.yaml").write_text(textwrap.dedent(f"""\
+    (work / "clicks.yaml").write_text(
+        textwrap.dedent(f"""\
         job: ./clicks.py:build
-        checkpoint_dir: {tmp_path / 'checkpoint'}
+        checkpoint_dir: {tmp_path / "checkpoint"}
         params:
           input_topic: {input_topic}
           output_topic: {output_topic}
-        """) + params)
+        """)
+        + params
+    )
     return work
 
 
@@ -99,8 +102,9 @@ def test_a_file_job_runs_continues_and_writes_its_declared_topic(tmp_path, boots
     work = _job_dir(tmp_path, clicks, counts)
     _produce(bootstrap, clicks, ["home", "cart", "home", "about", "home"])
     # Run from another folder: ./clicks.py is found beside the YAML, not in the working directory.
-    first = run_statectl("run", "--config", str(work / "clicks.yaml"), "--available-now", "-b", bootstrap, "--json",
-                         cwd=tmp_path)
+    first = run_statectl(
+        "run", "--config", str(work / "clicks.yaml"), "--available-now", "-b", bootstrap, "--json", cwd=tmp_path
+    )
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
     assert (summary["job"], summary["status"], summary["input_rows"]) == ("clicks", "finished", 5)
@@ -110,8 +114,9 @@ def test_a_file_job_runs_continues_and_writes_its_declared_topic(tmp_path, boots
     assert _latest_counts(bootstrap, counts) == {"home": 3, "cart": 1, "about": 1}
 
     _produce(bootstrap, clicks, ["cart", "home"])
-    second = run_statectl("run", "--config", str(work / "clicks.yaml"), "--available-now", "-b", bootstrap, "--json",
-                          cwd=tmp_path)
+    second = run_statectl(
+        "run", "--config", str(work / "clicks.yaml"), "--available-now", "-b", bootstrap, "--json", cwd=tmp_path
+    )
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["input_rows"] == 2  # continued from its checkpoint
     assert _latest_counts(bootstrap, counts) == {"home": 4, "cart": 2, "about": 1}
@@ -121,11 +126,26 @@ def test_a_module_job_runs_from_the_command_line_without_a_yaml(tmp_path, bootst
     clicks, counts = f"{unique_topic}-clicks", f"{unique_topic}-counts"
     (tmp_path / "clicks_mod.py").write_text(CLICKS)
     _produce(bootstrap, clicks, ["a", "b", "a"])
-    done = run_statectl("run", "clicks_mod:build", "--available-now", "-b", bootstrap, "--json",
-                        "--set", f"params.input_topic={clicks}", "--set", f"params.output_topic={counts}",
-                        "--set", "params.sink=statectl", "--set", "sink.delivery=at-least-once",
-                        "--checkpoint-dir", str(tmp_path / "ck"), cwd=tmp_path,
-                        env={"PYTHONPATH": str(tmp_path)})
+    done = run_statectl(
+        "run",
+        "clicks_mod:build",
+        "--available-now",
+        "-b",
+        bootstrap,
+        "--json",
+        "--set",
+        f"params.input_topic={clicks}",
+        "--set",
+        f"params.output_topic={counts}",
+        "--set",
+        "params.sink=statectl",
+        "--set",
+        "sink.delivery=at-least-once",
+        "--checkpoint-dir",
+        str(tmp_path / "ck"),
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path)},
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["job"] == "clicks_mod"
     assert _latest_counts(bootstrap, counts) == {"a": 2, "b": 1}
@@ -145,11 +165,25 @@ def test_an_installed_entry_point_names_the_job(tmp_path, bootstrap, unique_topi
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: click-pkg\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[statectl.jobs]\nclick-count = click_pkg.jobs:build\n")
-    (tmp_path / "job.yaml").write_text(f"job: click-count\nparams:\n  input_topic: {clicks}\n  output_topic: {counts}\n")
+    (tmp_path / "job.yaml").write_text(
+        f"job: click-count\nparams:\n  input_topic: {clicks}\n  output_topic: {counts}\n"
+    )
     _produce(bootstrap, clicks, ["x"])
     env = {"PYTHONPATH": str(site)}
-    done = run_statectl("run", "click-count", "--config", str(tmp_path / "job.yaml"), "--available-now", "-b",
-                        bootstrap, "--json", "--checkpoint-dir", str(tmp_path / "ck"), cwd=tmp_path, env=env)
+    done = run_statectl(
+        "run",
+        "click-count",
+        "--config",
+        str(tmp_path / "job.yaml"),
+        "--available-now",
+        "-b",
+        bootstrap,
+        "--json",
+        "--checkpoint-dir",
+        str(tmp_path / "ck"),
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["job"] == "click-count"
     assert _latest_counts(bootstrap, counts) == {"x": 1}
@@ -160,8 +194,10 @@ def test_an_installed_entry_point_names_the_job(tmp_path, bootstrap, unique_topi
 
 BEFORE_SPARK = {
     "syntax": ("def build(ctx)\n    return None\n", r"clicks\.py:1: importing clicks\.py failed: SyntaxError"),
-    "import": ("import not_a_module_anywhere\n\ndef build(ctx):\n    return None\n",
-               r"clicks\.py:1: importing clicks\.py failed: ModuleNotFoundError: No module named 'not_a_module_anywhere'"),
+    "import": (
+        "import not_a_module_anywhere\n\ndef build(ctx):\n    return None\n",
+        r"clicks\.py:1: importing clicks\.py failed: ModuleNotFoundError: No module named 'not_a_module_anywhere'",
+    ),
     "no-function": ("def make(ctx):\n    return None\n", r"has no function 'build'; it defines make"),
 }
 
@@ -191,11 +227,17 @@ def test_params_that_do_not_fit_the_model_name_their_lines(tmp_path):
 
 
 BUILD_ERRORS = {
-    "raises": ("def build(ctx):\n    return helper(ctx.params)\n\ndef helper(params):\n    return params['nope']\n",
-               2, r"clicks\.py:5: build\(ctx\) failed: KeyError: 'nope'\nTraceback \(your code\):\n  File \".*clicks\.py\", "
-                  r"line 2, in build\n    return helper\(ctx\.params\)\n  File \".*clicks\.py\", line 5, in helper"),
-    "dataframe": ("def build(ctx):\n    return ctx.spark.readStream.format('rate').load()\n", 2,
-                  r"build\(ctx\) returned a streaming DataFrame, not its writer \(df\.writeStream\)"),
+    "raises": (
+        "def build(ctx):\n    return helper(ctx.params)\n\ndef helper(params):\n    return params['nope']\n",
+        2,
+        r"clicks\.py:5: build\(ctx\) failed: KeyError: 'nope'\nTraceback \(your code\):\n  File \".*clicks\.py\", "
+        r"line 2, in build\n    return helper\(ctx\.params\)\n  File \".*clicks\.py\", line 5, in helper",
+    ),
+    "dataframe": (
+        "def build(ctx):\n    return ctx.spark.readStream.format('rate').load()\n",
+        2,
+        r"build\(ctx\) returned a streaming DataFrame, not its writer \(df\.writeStream\)",
+    ),
 }
 
 
@@ -203,8 +245,9 @@ BUILD_ERRORS = {
 def test_a_build_function_that_fails_is_shown_in_the_users_frames(tmp_path, bootstrap, case):
     source, code, expected = BUILD_ERRORS[case]
     (tmp_path / "clicks.py").write_text(source)
-    done = run_statectl("run", "./clicks.py", "--available-now", "-b", bootstrap, "--checkpoint-dir",
-                        str(tmp_path / "ck"), cwd=tmp_path)
+    done = run_statectl(
+        "run", "./clicks.py", "--available-now", "-b", bootstrap, "--checkpoint-dir", str(tmp_path / "ck"), cwd=tmp_path
+    )
     assert done.returncode == code, done.stderr
     assert re.search(expected, done.stderr), done.stderr
     assert "py4j" not in done.stderr.lower() and "/statectl/" not in done.stderr
@@ -215,9 +258,20 @@ def test_an_undeclared_output_topic_that_does_not_exist_is_one_line_before_the_q
     _produce(bootstrap, clicks, ["a"])
     source = CLICKS.replace("def topics(params):", "def _unused(params):")
     (tmp_path / "clicks.py").write_text(source)
-    done = run_statectl("run", "./clicks.py", "--available-now", "-b", bootstrap, "--checkpoint-dir",
-                        str(tmp_path / "ck"), "--set", f"params.input_topic={clicks}",
-                        "--set", f"params.output_topic={unique_topic}-nowhere", cwd=tmp_path)
+    done = run_statectl(
+        "run",
+        "./clicks.py",
+        "--available-now",
+        "-b",
+        bootstrap,
+        "--checkpoint-dir",
+        str(tmp_path / "ck"),
+        "--set",
+        f"params.input_topic={clicks}",
+        "--set",
+        f"params.output_topic={unique_topic}-nowhere",
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
     assert f"the output topic '{unique_topic}-nowhere' does not exist: declare it" in done.stderr
     assert "kafka-topics.sh --create" in done.stderr
@@ -231,10 +285,12 @@ def test_a_udf_that_raises_in_batch_3_fails_the_run_with_the_users_line(tmp_path
     _produce(bootstrap, clicks, ["a", "b", "c", "d", "e", "f", "boom"])  # 2 a batch: boom is in batch 3
     done = run_statectl("run", "--config", str(work / "clicks.yaml"), "--available-now", "-b", bootstrap, cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    error = done.stderr[done.stderr.index("error: "):]
+    error = done.stderr[done.stderr.index("error: ") :]
     line = next(n for n, text in enumerate(CLICKS.splitlines(), 1) if "raise ValueError" in text)
-    assert error.startswith(f"error: the clicks query failed in batch 3: {work / 'clicks.py'}:{line}: "
-                            f"ValueError: cannot count page 'boom'\nTraceback (your code):"), error
+    assert error.startswith(
+        f"error: the clicks query failed in batch 3: {work / 'clicks.py'}:{line}: "
+        f"ValueError: cannot count page 'boom'\nTraceback (your code):"
+    ), error
     assert "raise ValueError" in error and "py4j" not in error.lower() and "pyspark/" not in error
 
 
@@ -247,17 +303,31 @@ def test_statectl_new_job_writes_a_job_whose_own_tests_pass(tmp_path, bootstrap)
     made = run_statectl("new", "job", "click-alerts", "--dir", str(tmp_path / "click-alerts"), "--json", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     files = {Path(f).relative_to(tmp_path / "click-alerts").as_posix() for f in json.loads(made.stdout)["files"]}
-    assert files == {"click_alerts.py", "click_alerts.yaml", "tests/test_click_alerts_processor.py",
-                     "tests/test_click_alerts_integration.py", "pytest.ini"}
+    assert files == {
+        "click_alerts.py",
+        "click_alerts.yaml",
+        "tests/test_click_alerts_processor.py",
+        "tests/test_click_alerts_integration.py",
+        "pytest.ini",
+    }
     module = (tmp_path / "click-alerts" / "click_alerts.py").read_text()
     assert not re.search(r"^\s*(import|from) statectl", module, re.M)  # a user job needs nothing of statectl
     again = run_statectl("new", "job", "click-alerts", "--dir", str(tmp_path / "click-alerts"), cwd=tmp_path)
     assert again.returncode == 2 and "exists" in again.stderr  # never overwritten without --force
 
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path / "click-alerts",
-                           capture_output=True, text=True, env=env, timeout=600)
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=tmp_path / "click-alerts",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
     assert re.search(r"\b3 passed\b", tests.stdout), tests.stdout[-500:]
 
@@ -275,17 +345,33 @@ def test_a_user_job_on_a_secured_cluster_gets_the_security_settings(tmp_path, se
         producer.produce(clicks, page.encode())
     assert producer.flush(30) == 0
     work = _job_dir(tmp_path, clicks, counts, params="  sink: statectl\n")
-    env = {"STATECTL_CLIENT_CONFIG": str(secure_broker.client_config),
-           "KAFKA_BOOTSTRAP_SERVERS": secure_broker.bootstrap_servers}
+    env = {
+        "STATECTL_CLIENT_CONFIG": str(secure_broker.client_config),
+        "KAFKA_BOOTSTRAP_SERVERS": secure_broker.bootstrap_servers,
+    }
     events = tmp_path / "events.jsonl"
-    done = run_statectl("run", "--config", str(work / "clicks.yaml"), "--available-now", "--events-file", str(events),
-                        "--json", env=env, cwd=tmp_path)
+    done = run_statectl(
+        "run",
+        "--config",
+        str(work / "clicks.yaml"),
+        "--available-now",
+        "--events-file",
+        str(events),
+        "--json",
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert _latest_counts(cluster, counts) == {"home": 2, "cart": 1}
     # ctx.kafka_sink wrote exactly once, over SASL_SSL: each record in a batch's transaction.
     assert {dict(r.headers).get("statectl.batch") is not None for r in read_topic(cluster, counts)} == {True}
-    secret = next(ln for ln in Path(secure_broker.client_config).read_text().splitlines()
-                  if ln.startswith("sasl.jaas.config")).split('password="', 1)[1].split('"', 1)[0]
+    secret = (
+        next(
+            ln for ln in Path(secure_broker.client_config).read_text().splitlines() if ln.startswith("sasl.jaas.config")
+        )
+        .split('password="', 1)[1]
+        .split('"', 1)[0]
+    )
     assert secret and secret not in done.stdout + done.stderr + events.read_text()
     checkpoint_bytes = b"".join(f.read_bytes() for f in (tmp_path / "checkpoint").rglob("*") if f.is_file())
     assert secret.encode() not in checkpoint_bytes

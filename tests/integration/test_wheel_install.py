@@ -44,17 +44,28 @@ class Installed:
     def bin(self) -> Path:
         return self.venv / "bin"
 
-    def run(self, cwd: Path, *args: str | Path, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self, cwd: Path, *args: str | Path, timeout: float = 120, env: dict | None = None
+    ) -> subprocess.CompletedProcess:
         """``args`` (a program of the venv's bin/ first) in ``cwd``, with STATECTL_HOME there."""
-        return subprocess.run([str(self.bin / str(args[0])), *map(str, args[1:])], cwd=cwd,
-                              env=clean_env(cwd, env), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [str(self.bin / str(args[0])), *map(str, args[1:])],
+            cwd=cwd,
+            env=clean_env(cwd, env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 def clean_env(cwd: Path, extra: dict | None = None) -> dict[str, str]:
     """This process's environment without what would point a command back at the checkout or
     the test environment's virtualenv; STATECTL_HOME in ``cwd``; a wide terminal for rich."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "STATECTL_DATA_DIR", "STATECTL_HOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "STATECTL_DATA_DIR", "STATECTL_HOME")
+    }
     return {**env, "STATECTL_HOME": str(cwd / ".statectl"), "COLUMNS": "200", **(extra or {})}
 
 
@@ -63,16 +74,22 @@ def installed(tmp_path_factory) -> Installed:
     root = tmp_path_factory.mktemp("wheel-install")
     dist = root / "dist"
     # With build isolation, as a release is built: setuptools comes from the index, not this venv.
-    done = subprocess.run([sys.executable, "-m", "build", "-o", str(dist), str(REPO)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "-o", str(dist), str(REPO)], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     assert len(list(dist.glob("statectl-*.tar.gz"))) == 1
     wheel = next(dist.glob("statectl-*.whl"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     started = time.monotonic()
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           str(wheel)], capture_output=True, text=True, timeout=900, env=clean_env(root))
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=clean_env(root),
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
     return Installed(venv, wheel, time.monotonic() - started)
 
@@ -93,8 +110,10 @@ def test_version_from_the_package_metadata(installed, empty):
 def test_the_light_install_has_no_pyspark_and_no_top_level_jobs(installed, empty):
     done = installed.run(empty, "python", "-c", "import pyspark")
     assert done.returncode == 1 and "No module named 'pyspark'" in done.stderr, done.stderr
-    code = ("import importlib.metadata as m, json, sysconfig; "
-            "print(json.dumps([sysconfig.get_path('purelib'), sorted(d.metadata['Name'].lower() for d in m.distributions())]))")
+    code = (
+        "import importlib.metadata as m, json, sysconfig; "
+        "print(json.dumps([sysconfig.get_path('purelib'), sorted(d.metadata['Name'].lower() for d in m.distributions())]))"
+    )
     done = installed.run(empty, "python", "-c", code)
     assert done.returncode == 0, done.stderr
     site, names = json.loads(done.stdout)
@@ -132,8 +151,14 @@ def test_kafka_up_and_down(installed, empty):
 
 
 def test_ui_serves_its_page_from_the_wheel(installed, empty):
-    proc = subprocess.Popen([str(installed.bin / "statectl"), "ui", "--port", "0"], cwd=empty, env=clean_env(empty),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(installed.bin / "statectl"), "ui", "--port", "0"],
+        cwd=empty,
+        env=clean_env(empty),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()  # the first line it writes: the URL, or the error that stopped it
         assert line.startswith("statectl ui on http://127.0.0.1:"), line
@@ -159,15 +184,34 @@ def test_pipx_installs_the_wheel(installed, tmp_path, empty):
     """pipx (installed from the index into a throwaway venv) puts the same wheel in a venv of its own."""
     tools = tmp_path / "pipx-venv"
     subprocess.run([sys.executable, "-m", "venv", str(tools)], check=True, timeout=300)
-    pip = subprocess.run([str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                          "pipx"], capture_output=True, text=True, timeout=600)
+    pip = subprocess.run(
+        [str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "pipx"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert pip.returncode == 0, pip.stderr[-2000:]
-    env = {"PIPX_HOME": str(tmp_path / "pipx-home"), "PIPX_BIN_DIR": str(tmp_path / "pipx-bin"),
-           "PIPX_MAN_DIR": str(tmp_path / "pipx-man")}
-    done = subprocess.run([str(tools / "bin" / "pipx"), "install", str(installed.wheel)], cwd=empty,
-                          env=clean_env(empty, env), capture_output=True, text=True, timeout=600)
+    env = {
+        "PIPX_HOME": str(tmp_path / "pipx-home"),
+        "PIPX_BIN_DIR": str(tmp_path / "pipx-bin"),
+        "PIPX_MAN_DIR": str(tmp_path / "pipx-man"),
+    }
+    done = subprocess.run(
+        [str(tools / "bin" / "pipx"), "install", str(installed.wheel)],
+        cwd=empty,
+        env=clean_env(empty, env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
-    version = subprocess.run([str(tmp_path / "pipx-bin" / "statectl"), "--version"], cwd=empty, env=clean_env(empty),
-                             capture_output=True, text=True, timeout=60)
+    version = subprocess.run(
+        [str(tmp_path / "pipx-bin" / "statectl"), "--version"],
+        cwd=empty,
+        env=clean_env(empty),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert version.returncode == 0, version.stderr
     assert version.stdout.strip() == f"statectl {installed.wheel.name.split('-')[1]}"

@@ -14,5 +14,7 @@ def pytest_terminal_summary(terminalreporter):
         codes = sorted({e["code"] for e in o.errors}) or [f"({w})" for w in o.warnings]
         verdict = f"exit {o.exit_code} {','.join(codes)}"
         agree = ("maybe" if o.may_fail else "yes") if o.agrees else "NO"
-        write(f"{o.case:34} {o.spark_version:7} {o.verdict_for:16} {verdict:44} {'ok' if o.restart_ok else 'fails':8} "
-              f"{agree:5}  {o.restart_error[:200]}")
+        write(
+            f"{o.case:34} {o.spark_version:7} {o.verdict_for:16} {verdict:44} {'ok' if o.restart_ok else 'fails':8} "
+            f"{agree:5}  {o.restart_error[:200]}"
+        )

@@ -81,8 +81,9 @@ def generate(spark, specs: list[tuple[str, Path, Path]]) -> list[dict]:
     out = []
     for kind, checkpoint, input_dir in specs:
         queries.generate(spark, kind, checkpoint, input_dir, runs=3, pause=1.0)
-        out.append({"kind": kind, "checkpoint": str(checkpoint),
-                    "state_metadata": _state_metadata(spark, checkpoint, kind)})
+        out.append(
+            {"kind": kind, "checkpoint": str(checkpoint), "state_metadata": _state_metadata(spark, checkpoint, kind)}
+        )
     return out
 
 
@@ -105,7 +106,10 @@ def restart(spark, specs: list[tuple[str, Path, Path]]) -> list[dict]:
                 retried = True
                 progress = queries.run_once(spark, kind, checkpoint, input_dir, timeout=180)
             if progress is None:
-                result = {"ok": False, "error": "no batch completed within 90 s, nor within 180 s after all tasks ended"}
+                result = {
+                    "ok": False,
+                    "error": "no batch completed within 90 s, nor within 180 s after all tasks ended",
+                }
             else:
                 result = {"ok": True, "batch_id": progress.get("batchId"), "retried": retried}
         except Exception as exc:  # noqa: BLE001 - the outcome under test
@@ -115,8 +119,9 @@ def restart(spark, specs: list[tuple[str, Path, Path]]) -> list[dict]:
             restore()
             for q in spark.streams.active:
                 q.stop()
-        result.update(kind=kind, checkpoint=str(checkpoint), seconds=round(time.monotonic() - started, 2),
-                      drained=_drain(spark))
+        result.update(
+            kind=kind, checkpoint=str(checkpoint), seconds=round(time.monotonic() - started, 2), drained=_drain(spark)
+        )
         out.append(result)
     return out
 
@@ -137,8 +142,10 @@ def _drain(spark, timeout: float = 180) -> float:
 
 
 #: What every failed restart's message starts with, before the exception the task died of.
-_WRAPPERS = re.compile(r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: |"
-                       r"^Job aborted due to stage failure: .*?most recent failure: Lost task .*?executor [^)]*\): ")
+_WRAPPERS = re.compile(
+    r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: |"
+    r"^Job aborted due to stage failure: .*?most recent failure: Lost task .*?executor [^)]*\): "
+)
 
 
 def _failure(exc: BaseException) -> str:

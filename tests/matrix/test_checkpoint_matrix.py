@@ -47,9 +47,11 @@ from statectl.checkpoint.decode.checksum import crc32c
 from statectl.checkpoint.reader import read_layout
 from statectl.checkpoint.restore import restore_plan
 from tests.checkpoint_factory import flip_byte, write
+
 # in-process: the matrix calls statectl about 180 times, and an interpreter start cost a second
 # apiece on a loaded CI machine
-from tests.conftest import REPO, statectl_in_process as _statectl
+from tests.conftest import REPO
+from tests.conftest import statectl_in_process as _statectl
 
 pytestmark = [pytest.mark.matrix, pytest.mark.integration]
 
@@ -71,8 +73,10 @@ OPERATORS = {
     "agg_v2": ("stateStoreSave", ["default"]),
     "agg_no_changelog": ("stateStoreSave", ["default"]),
     "dedup": ("dedupe", ["default"]),
-    "join": ("symmetricHashJoin", ["left-keyToNumValues", "left-keyWithIndexToValue",
-                                   "right-keyToNumValues", "right-keyWithIndexToValue"]),
+    "join": (
+        "symmetricHashJoin",
+        ["left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues", "right-keyWithIndexToValue"],
+    ),
     "session": ("sessionWindowStateStoreSaveExec", ["default"]),
     "apply_pandas": ("applyInPandasWithState", ["default"]),
     "tws": ("transformWithStateInPandasExec", ["default"]),
@@ -130,8 +134,9 @@ GENERATED = [*OPERATORS, "tws_moved", "tws_relocated", "tws_rows_moved", AFTER_F
 
 def _query_kind(kind: str) -> str:
     """The inspect_state_queries kind behind a checkpoint name (the moved ones are tws copies)."""
-    return {"tws_moved": "tws", "tws_relocated": "tws", "tws_rows_moved": "tws_rows",
-            AFTER_FORMAT_1: "agg_v2"}.get(kind, kind)
+    return {"tws_moved": "tws", "tws_relocated": "tws", "tws_rows_moved": "tws_rows", AFTER_FORMAT_1: "agg_v2"}.get(
+        kind, kind
+    )
 
 
 def _checkpoint_format(kind: str) -> int:
@@ -152,8 +157,9 @@ def _lacks(kind: str, version: str) -> str | None:
 def _spark_python(version: str) -> str:
     if version == "project":
         return sys.executable
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "spark-venv.sh"), version],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "spark-venv.sh"), version], capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.strip().splitlines()[-1]
 
@@ -163,8 +169,14 @@ def _worker(python: str, action: str, out: Path, specs: list[str], log: Path) ->
     env.pop("PYSPARK_PYTHON", None)
     env.pop("SPARK_HOME", None)
     with log.open("w") as sink:
-        proc = subprocess.run([python, "-m", "tests.matrix.spark_worker", action, str(out), *specs],
-                              cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, env=env, timeout=1200)
+        proc = subprocess.run(
+            [python, "-m", "tests.matrix.spark_worker", action, str(out), *specs],
+            cwd=REPO,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=1200,
+        )
     assert proc.returncode == 0, log.read_text()[-4000:]
     return json.loads(out.read_text())
 
@@ -227,11 +239,16 @@ def _generated_cache(version: str, kinds: list[str]) -> Path:
     import hashlib
 
     digest = hashlib.sha256()
-    for source in (REPO / "tests" / "matrix" / "spark_worker.py", REPO / "tests" / "integration" / "inspect_state_queries.py"):
+    for source in (
+        REPO / "tests" / "matrix" / "spark_worker.py",
+        REPO / "tests" / "integration" / "inspect_state_queries.py",
+    ):
         digest.update(source.read_bytes())
     digest.update(repr([[(k, _query_kind(k)) for k in jvm] for jvm in _generate_jvms(kinds)]).encode())
-    root = Path(os.environ.get("STATECTL_MATRIX_CACHE")
-                or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "statectl" / "matrix")
+    root = Path(
+        os.environ.get("STATECTL_MATRIX_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "statectl" / "matrix"
+    )
     return root / f"pyspark-{version}-{digest.hexdigest()[:16]}"
 
 
@@ -268,21 +285,28 @@ def test_layout_equals_state_metadata(generated, kind):
     proc = _statectl("inspect-state", str(generated.checkpoint(kind)), "--json")
     assert proc.exit_code == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    ours = sorted((op["operator_id"], op["name"], store, op["num_partitions"])
-                  for op in doc["operators"] for store in op["stores"])
+    ours = sorted(
+        (op["operator_id"], op["name"], store, op["num_partitions"])
+        for op in doc["operators"]
+        for store in op["stores"]
+    )
     name, stores = OPERATORS[kind]
 
     spark_rows = generated.state_metadata[kind]
     if spark_rows is None:
         # Spark 3.5 has no state-metadata source and writes no operator metadata, so nothing names
         # the operators: the stores and partitions must be the ones the query builds.
-        expected = ([(0, None, s, 2) for s in sorted(stores)] if name is not None
-                    else [(0, None, "default", 2), (1, None, "default", 2)])
+        expected = (
+            [(0, None, s, 2) for s in sorted(stores)]
+            if name is not None
+            else [(0, None, "default", 2), (1, None, "default", 2)]
+        )
         assert ours == expected, (generated.spark_version, kind)
     else:
         assert isinstance(spark_rows, list) and spark_rows, spark_rows
-        spark_view = sorted((r["operatorId"], r["operatorName"], r["stateStoreName"], r["numPartitions"])
-                            for r in spark_rows)
+        spark_view = sorted(
+            (r["operatorId"], r["operatorName"], r["stateStoreName"], r["numPartitions"]) for r in spark_rows
+        )
         assert ours == spark_view, (generated.spark_version, kind)
         if name is not None:
             assert spark_view == [(0, name, s, 2) for s in sorted(stores)]
@@ -453,8 +477,10 @@ class Outcome:
     def describe(self) -> str:
         """The case, the Spark version, statectl's verdict (with its error findings) and the
         restart's outcome."""
-        verdict = (f"inspect-state (for Spark {self.verdict_for}) exit {self.exit_code}, "
-                   f"errors {sorted({e['code'] for e in self.errors})}")
+        verdict = (
+            f"inspect-state (for Spark {self.verdict_for}) exit {self.exit_code}, "
+            f"errors {sorted({e['code'] for e in self.errors})}"
+        )
         if self.warnings:
             verdict += f", warnings {self.warnings}"
         restart = "restart ok" if self.restart_ok else f"restart failed: {self.restart_error}"
@@ -477,18 +503,28 @@ def outcomes(request, generated, tmp_path_factory) -> dict[str, Outcome]:
         doc = json.loads(proc.stdout)
         judged = doc.get("verdict_for") or {}
         release = ".".join(generated.spark_version.split(".")[:2])
-        maybe = sorted({f["code"] for f in doc["findings"]
-                        if release in ((f.get("spark_versions") or {}).get("may_fail") or [])})
-        verdicts[case] = (proc.exit_code, [f for f in doc["findings"] if f["severity"] == "error"],
-                          sorted({f["code"] for f in doc["findings"] if f["severity"] == "warning"}),
-                          f"{judged.get('version')}, {judged.get('source')}" if judged else "?", maybe)
+        maybe = sorted(
+            {f["code"] for f in doc["findings"] if release in ((f.get("spark_versions") or {}).get("may_fail") or [])}
+        )
+        verdicts[case] = (
+            proc.exit_code,
+            [f for f in doc["findings"] if f["severity"] == "error"],
+            sorted({f["code"] for f in doc["findings"] if f["severity"] == "warning"}),
+            f"{judged.get('version')}, {judged.get('source')}" if judged else "?",
+            maybe,
+        )
         specs[case] = f"{_query_kind(kind)}:{copy}:{generated.input_dir(kind)}"
     restarts = {}
     for fmt in (1, 2):
         jvm = [case for case, kind, _ in cases if _checkpoint_format(kind) == fmt]
         if jvm:
-            doc = _worker(generated.python, "restart", base / f"restarted-{fmt}.json", [specs[c] for c in jvm],
-                          base / f"restart-{fmt}.log")
+            doc = _worker(
+                generated.python,
+                "restart",
+                base / f"restarted-{fmt}.json",
+                [specs[c] for c in jvm],
+                base / f"restart-{fmt}.log",
+            )
             restarts.update(zip(jvm, doc["results"]))
     result = {}
     for case, _, damage in cases:
@@ -497,8 +533,9 @@ def outcomes(request, generated, tmp_path_factory) -> dict[str, Outcome]:
         detail = " / ".join(x for x in (restart.get("error", ""), restart.get("cause", "")) if x)
         detail = detail.replace(f"file:{base / case}/", "").replace(f"{base / case}/", "")  # paths in the copy
         detail = re.sub(r"\s*SQLSTATE: \w+", "", detail)
-        outcome = Outcome(case, generated.spark_version, code, errors, warnings, damage, restart["ok"], detail,
-                          judged, maybe)
+        outcome = Outcome(
+            case, generated.spark_version, code, errors, warnings, damage, restart["ok"], detail, judged, maybe
+        )
         result[case] = outcome
         # printed as the matrix at the end of the session (tests/matrix/conftest.py)
         request.config.__dict__.setdefault("statectl_matrix", []).append(outcome)
@@ -515,6 +552,7 @@ def test_verdict_equals_a_real_restart(generated, outcomes, case):
     if not outcome.restart_ok and not outcome.may_fail:
         assert outcome.errors and all(e["message"] for e in outcome.errors), outcome.describe()
         assert {e["code"] for e in outcome.errors} & CAUSES.get(outcome.damage, set()), (
-            f"{outcome.describe()}; an error finding must name one of {sorted(CAUSES.get(outcome.damage, set()))}")
+            f"{outcome.describe()}; an error finding must name one of {sorted(CAUSES.get(outcome.damage, set()))}"
+        )
     if outcome.damage in CONTROLS:
         assert outcome.restart_ok, f"a control must restart: {outcome.describe()}"

@@ -51,7 +51,7 @@ AFTER_RESET = [("about", 70), ("ignored", 71), ("home", 72)]
 
 #: What both jobs declare and their two changed versions: a filter (Spark restarts it) and a second
 #: source (Spark refuses it).
-TOPICS_AND_VERSIONS = '''
+TOPICS_AND_VERSIONS = """
 
 def topics(params):
     return [{"name": params["output_topic"], "partitions": 2, "output": True},
@@ -64,10 +64,10 @@ def build_v2(ctx):
 
 def build_v3(ctx):
     return build(ctx, second_source=True)
-'''
+"""
 
 #: Spark 3.5: an aggregation with a watermark (windows of 20 s of event time, counted per page).
-WINDOWED = '''
+WINDOWED = """
 from pyspark.sql import functions as F
 
 
@@ -87,10 +87,10 @@ def build(ctx, drop_ignored=False, second_source=False):
                         F.col("count").cast("string").alias("value"))
     return ctx.kafka_sink(out, topic=p["output_topic"]).outputMode("update")
 
-'''
+"""
 
 #: Spark 4.x: a Python transformWithState count per page.
-TWS = '''
+TWS = """
 import pandas as pd
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
@@ -126,7 +126,7 @@ def build(ctx, drop_ignored=False, second_source=False):
         timeMode="None")
     return ctx.kafka_sink(out, topic=p["output_topic"]).outputMode("update")
 
-'''
+"""
 
 
 def windowed_oracle(events: list[tuple[str, int]]) -> dict[str, int]:
@@ -142,8 +142,12 @@ def page_oracle(events: list[tuple[str, int]]) -> dict[str, int]:
 def wheel(tmp_path_factory) -> Path:
     """statectl's wheel, built from this tree once per session."""
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                           str(out), str(REPO)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return next(out.glob("statectl-*.whl"))
 
@@ -158,8 +162,9 @@ def install_wheel(python: str, wheel: Path, extra: str) -> None:
 
 
 def spark_venv(version: str) -> str:
-    done = subprocess.run(["bash", str(REPO / "scripts" / "spark-venv.sh"), version], capture_output=True,
-                          text=True, timeout=1800)
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "spark-venv.sh"), version], capture_output=True, text=True, timeout=1800
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip().splitlines()[-1]
 
@@ -170,8 +175,17 @@ def free_port() -> int:
     return port()
 
 
-NOT_INHERITED = ("PYTHONPATH", "VIRTUAL_ENV", "SPARK_HOME", "SPARK_REMOTE", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
-                 "STATECTL_SPARK_LOG", "STATECTL_STORAGE_CONFIG", "STATECTL_METRICS_TOKEN")
+NOT_INHERITED = (
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "SPARK_HOME",
+    "SPARK_REMOTE",
+    "PYSPARK_PYTHON",
+    "PYSPARK_DRIVER_PYTHON",
+    "STATECTL_SPARK_LOG",
+    "STATECTL_STORAGE_CONFIG",
+    "STATECTL_METRICS_TOKEN",
+)
 
 
 class Statectl:
@@ -189,8 +203,9 @@ class Statectl:
 
     def __call__(self, *args: str, kafka: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
         extra = ["-b", self.bootstrap] if kafka and self.bootstrap else []
-        return subprocess.run([self.bin, *args, *extra], cwd=self.work, env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(
+            [self.bin, *args, *extra], cwd=self.work, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
     def ok(self, *args: str, kafka: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
         done = self(*args, kafka=kafka, timeout=timeout)
@@ -223,15 +238,17 @@ def write_job(work: Path, release: tuple[int, int], names: dict[str, str]) -> di
     configs = {}
     for function in ("build", "build_v2", "build_v3"):
         path = work / f"pages-{function}.yaml"
-        path.write_text(textwrap.dedent(f"""\
+        path.write_text(
+            textwrap.dedent(f"""\
             job: ./pages.py:{function}
             name: pages
-            checkpoint_dir: {work / 'checkpoints' / 'pages'}
+            checkpoint_dir: {work / "checkpoints" / "pages"}
             params:
-              input_topic: {names['input']}
-              other_topic: {names['other']}
-              output_topic: {names['output']}
-            """))
+              input_topic: {names["input"]}
+              other_topic: {names["other"]}
+              output_topic: {names["output"]}
+            """)
+        )
         configs[function] = path
     return configs
 
@@ -253,8 +270,12 @@ def checkpoints() -> dict[str, tuple[Path, str, Path]]:
 def test_statectl_on_the_installed_spark(version, wheel, tmp_path, checkpoints):
     python = spark_venv(version)
     install_wheel(python, wheel, "[spark]")
-    installed = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('pyspark'))"],
-                               capture_output=True, text=True, timeout=60).stdout.strip()
+    installed = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; print(m.version('pyspark'))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
     assert installed == version, f"installing statectl[spark] changed PySpark {version} to {installed}"
     release = tuple(int(x) for x in version.split(".")[:2])
     work = tmp_path / f"spark-{version}"
@@ -289,8 +310,15 @@ def test_statectl_on_the_installed_spark(version, wheel, tmp_path, checkpoints):
     assert json.loads(inspect.stdout)["healthy"] is True, inspect.stdout[-3000:]
 
     # check-restart on two changes; a real restart of each agrees.
-    check = cli("check-restart", "--config", str(configs["build_v2"]), "--config", str(configs["build_v3"]),
-                "--json", timeout=900)
+    check = cli(
+        "check-restart",
+        "--config",
+        str(configs["build_v2"]),
+        "--config",
+        str(configs["build_v3"]),
+        "--json",
+        timeout=900,
+    )
     assert check.returncode == 1, f"exit {check.returncode}: {check.stdout[-2000:]} {check.stderr[-2000:]}"
     verdicts = json.loads(check.stdout)
     assert [v["restarts"] for v in verdicts] == [True, False], check.stdout[-3000:]
@@ -355,8 +383,9 @@ def test_the_light_install_operates_what_the_releases_wrote(wheel, tmp_path, che
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = str(venv / "bin" / "python")
     install_wheel(python, wheel, "")
-    assert subprocess.run([python, "-c", "import pyspark"], capture_output=True).returncode != 0, \
+    assert subprocess.run([python, "-c", "import pyspark"], capture_output=True).returncode != 0, (
         "the light install has PySpark"
+    )
     cli = Statectl(python, tmp_path)
     port = free_port()
     up = cli.ok("kafka", "up", "--port", str(port), "--data-dir", str(tmp_path / "kafka"), kafka=False, timeout=300)
@@ -366,13 +395,14 @@ def test_the_light_install_operates_what_the_releases_wrote(wheel, tmp_path, che
         assert "local" in cli.ok("context", "list", kafka=False).stdout
         cli.ok("produce-test-data", "leaderboard")
         assert "players" in cli.ok("topic-config", "players").stdout
-        for version, (checkpoint, bootstrap, events) in written.items():
+        for version, (checkpoint, bootstrap, _events) in written.items():
             inspect = cli("inspect-state", str(checkpoint), "--json", kafka=False)
             assert inspect.returncode == 0, f"{version}: {inspect.stderr[-2000:]}"
             assert json.loads(inspect.stdout)["healthy"] is True
             # Against the broker that release's runs used.
-            lag = json.loads(cli.ok("lag", "--checkpoint-dir", str(checkpoint), "-b", bootstrap, "--json",
-                                    kafka=False).stdout)
+            lag = json.loads(
+                cli.ok("lag", "--checkpoint-dir", str(checkpoint), "-b", bootstrap, "--json", kafka=False).stdout
+            )
             assert lag["lag"] == 0, f"{version}: {lag}"
             status = cli("status", str(checkpoint.parent), "-b", bootstrap, "--json", kafka=False)
             assert status.returncode == 0 and json.loads(status.stdout)[0]["ok"] is True, status.stdout + status.stderr

@@ -78,8 +78,9 @@ def existing_topics(admin: AdminClient, timeout: float = REACH_TIMEOUT) -> dict[
     return {name: len(t.partitions) for name, t in md.topics.items()}
 
 
-def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], bootstrap: Target | None = None,
-                          timeout: float = 15.0) -> list[str]:
+def create_missing_topics(
+    admin: AdminClient, specs: list[TopicSpec], bootstrap: Target | None = None, timeout: float = 15.0
+) -> list[str]:
     """Create the topics of ``specs`` that do not exist yet; returns the names created. A spec
     without a replication factor gets the cluster's default (:func:`default_replication`).
     ``bootstrap`` names the user in a refusal."""
@@ -88,9 +89,17 @@ def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], bootstrap:
     if not wanted:
         return []
     futures = admin.create_topics(
-        [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor,
-                  config={k: str(v) for k, v in s.configs.items()}) for s in wanted],
-        operation_timeout=timeout, request_timeout=timeout,
+        [
+            NewTopic(
+                s.name,
+                num_partitions=s.partitions,
+                replication_factor=s.replication_factor,
+                config={k: str(v) for k, v in s.configs.items()},
+            )
+            for s in wanted
+        ],
+        operation_timeout=timeout,
+        request_timeout=timeout,
     )
     created = []
     for name, fut in futures.items():
@@ -102,8 +111,9 @@ def create_missing_topics(admin: AdminClient, specs: list[TopicSpec], bootstrap:
             if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
             if err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
-                raise not_authorized(bootstrap or "", "CREATE", "topic", name,
-                                     "it does not exist yet: an admin can also create it") from None
+                raise not_authorized(
+                    bootstrap or "", "CREATE", "topic", name, "it does not exist yet: an admin can also create it"
+                ) from None
             raise OperationalError(f"could not create topic {name!r}: {err.str()}") from exc
     _wait_for_metadata(admin, created)
     return created
@@ -170,8 +180,12 @@ def _config_entry(entry) -> dict:
     # librdkafka hands synonyms over as a dict keyed by name, so two levels that share a name
     # (topic and cluster min.insync.replicas) keep only the last; the order is the broker's precedence.
     return {
-        "name": entry.name, "value": entry.value, "source": source(entry.source),
-        "is_default": entry.is_default, "is_sensitive": entry.is_sensitive, "is_read_only": entry.is_read_only,
+        "name": entry.name,
+        "value": entry.value,
+        "source": source(entry.source),
+        "is_default": entry.is_default,
+        "is_sensitive": entry.is_sensitive,
+        "is_read_only": entry.is_read_only,
         "synonyms": [(s.name, source(s.source), s.value) for s in (entry.synonyms or {}).values()],
     }
 
@@ -203,8 +217,16 @@ def _topic_configs(admin, names: list[str], timeout: float, bootstrap: Target) -
     from confluent_kafka.admin import ConfigResource
 
     out = {}
-    by_name = ask_while_leaders_move(admin, names, lambda pending: {res.name: fut for res, fut in admin.describe_configs(
-        [ConfigResource(ConfigResource.Type.TOPIC, n) for n in pending], request_timeout=timeout).items()})
+    by_name = ask_while_leaders_move(
+        admin,
+        names,
+        lambda pending: {
+            res.name: fut
+            for res, fut in admin.describe_configs(
+                [ConfigResource(ConfigResource.Type.TOPIC, n) for n in pending], request_timeout=timeout
+            ).items()
+        },
+    )
     for name, answer in by_name.items():
         if not isinstance(answer, KafkaException):
             out[ConfigResource(ConfigResource.Type.TOPIC, name)] = answer
@@ -218,8 +240,9 @@ def _topic_configs(admin, names: list[str], timeout: float, bootstrap: Target) -
     return out
 
 
-def alter_topic_configs(admin, changes: dict[str, list[tuple[str, str, str | None]]], validate_only: bool,
-                        timeout: float = 15.0) -> dict[str, tuple[str, str]]:
+def alter_topic_configs(
+    admin, changes: dict[str, list[tuple[str, str, str | None]]], validate_only: bool, timeout: float = 15.0
+) -> dict[str, tuple[str, str]]:
     """IncrementalAlterConfigs for ``{topic: [("set"|"delete", key, value)]}`` — only the named keys
     change (never the deprecated alter that resets the rest). Returns ``{topic: (error name, message)}``
     for the topics the broker refused; empty when every topic was accepted."""
@@ -227,11 +250,16 @@ def alter_topic_configs(admin, changes: dict[str, list[tuple[str, str, str | Non
 
     ops = {"set": AlterConfigOpType.SET, "delete": AlterConfigOpType.DELETE}
     resources = [
-        ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
-            ConfigEntry(key, value if op == "set" else None, incremental_operation=ops[op])
-            for op, key, value in entries
-        ])
-        for topic, entries in changes.items() if entries
+        ConfigResource(
+            ConfigResource.Type.TOPIC,
+            topic,
+            incremental_configs=[
+                ConfigEntry(key, value if op == "set" else None, incremental_operation=ops[op])
+                for op, key, value in entries
+            ],
+        )
+        for topic, entries in changes.items()
+        if entries
     ]
     if not resources:
         return {}
@@ -251,9 +279,18 @@ def validate_new_topics(admin, specs: list[TopicSpec], timeout: float = 15.0) ->
         return {}
     specs = _replicated(admin, specs)
     futures = admin.create_topics(
-        [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor,
-                  config={k: str(v) for k, v in s.configs.items()}) for s in specs],
-        validate_only=True, operation_timeout=timeout, request_timeout=timeout,
+        [
+            NewTopic(
+                s.name,
+                num_partitions=s.partitions,
+                replication_factor=s.replication_factor,
+                config={k: str(v) for k, v in s.configs.items()},
+            )
+            for s in specs
+        ],
+        validate_only=True,
+        operation_timeout=timeout,
+        request_timeout=timeout,
     )
     failures = {}
     for name, fut in futures.items():

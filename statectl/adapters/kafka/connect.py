@@ -25,9 +25,17 @@ REACH_TIMEOUT = 5.0
 LEADER_MOVE_TIMEOUT = 60.0
 #: The errors a request meets while that happens (a client also drops its handle of the dead
 #: broker: _DESTROY_BROKER).
-WHILE_LEADERS_MOVE = (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.LEADER_NOT_AVAILABLE,
-                      KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.NOT_CONTROLLER, KafkaError.UNKNOWN_CONTROLLER_ID,
-                      KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER, KafkaError._NODE_UPDATE)
+WHILE_LEADERS_MOVE = (
+    KafkaError._TIMED_OUT,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.NOT_CONTROLLER,
+    KafkaError.UNKNOWN_CONTROLLER_ID,
+    KafkaError._TRANSPORT,
+    KafkaError._DESTROY_BROKER,
+    KafkaError._NODE_UPDATE,
+)
 
 
 def refresh_metadata(client, timeout: float = REACH_TIMEOUT) -> None:
@@ -143,7 +151,8 @@ def login_refused(bootstrap: Target) -> AuthenticationFailed:
     how = f" ({settings.mechanism})" if settings.mechanism else ""
     return AuthenticationFailed(
         f"authentication failed for {who}{how} at {bootstrap}: the broker refused the credentials; check the "
-        f"user name and password in sasl.jaas.config (or sasl.username/sasl.password)")
+        f"user name and password in sasl.jaas.config (or sasl.username/sasl.password)"
+    )
 
 
 def protocol_mismatch(bootstrap: Target, tls_listener: bool) -> AuthenticationFailed:
@@ -151,10 +160,12 @@ def protocol_mismatch(bootstrap: Target, tls_listener: bool) -> AuthenticationFa
     if tls_listener:
         return AuthenticationFailed(
             f"the broker at {bootstrap} speaks TLS but this client uses {protocol}: set security.protocol "
-            f"(SSL or SASL_SSL) and a trust store in a client config (--client-config; see docs/security.md)")
+            f"(SSL or SASL_SSL) and a trust store in a client config (--client-config; see docs/security.md)"
+        )
     return AuthenticationFailed(
         f"the broker at {bootstrap} does not speak TLS but this client uses {protocol}: set security.protocol "
-        f"to the listener's (PLAINTEXT or SASL_PLAINTEXT)")
+        f"to the listener's (PLAINTEXT or SASL_PLAINTEXT)"
+    )
 
 
 def _first_address(bootstrap: Target) -> tuple[str, int] | None:
@@ -192,18 +203,22 @@ def tls_diagnosis(bootstrap: Target, timeout: float = 3.0) -> AuthenticationFail
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock, \
-                context.wrap_socket(sock, server_hostname=host):
+        with (
+            socket.create_connection((host, port), timeout=timeout) as sock,
+            context.wrap_socket(sock, server_hostname=host),
+        ):
             pass
     except ssl.SSLCertVerificationError as exc:
         if exc.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
             return AuthenticationFailed(
                 f"TLS hostname mismatch at {bootstrap}: the broker's certificate does not name {host!r}; connect "
                 f"by a name the certificate lists (for a test broker only, ssl.endpoint.identification.algorithm= "
-                f"turns the check off)")
+                f"turns the check off)"
+            )
         return AuthenticationFailed(
             f"the TLS certificate of the broker at {bootstrap} is not trusted ({exc.verify_message}): set "
-            f"ssl.truststore.location (or ssl.ca.location) to the CA that signed it")
+            f"ssl.truststore.location (or ssl.ca.location) to the CA that signed it"
+        )
     except ssl.SSLError:
         return protocol_mismatch(bootstrap, tls_listener=False) if uses_tls else None
     except (OSError, ValueError):
@@ -232,8 +247,9 @@ def cluster_answers(admin: AdminClient, timeout: float = 2.0) -> bool:
         return False
 
 
-def metadata(client, bootstrap: Target, errors: ConnectErrors, timeout: float = REACH_TIMEOUT,
-             topic: str | None = None):
+def metadata(
+    client, bootstrap: Target, errors: ConnectErrors, timeout: float = REACH_TIMEOUT, topic: str | None = None
+):
     """The cluster's metadata (or one topic's) through ``client``, whose ``error_cb`` is
     ``errors``: AuthenticationFailed as soon as the connection is refused for its credentials,
     certificate or protocol, BrokerUnavailable after ``timeout`` without an answer."""
@@ -273,11 +289,13 @@ def not_authorized(bootstrap: Target, operation: str, resource: str, name: str, 
     return NotAuthorized(
         f"{user_of(bootstrap)} is not allowed to {operation} {resource} {name!r} (the cluster's ACLs refuse it"
         f"{'; ' + detail if detail else ''}); an admin can grant it with: kafka-acls.sh --add --allow-principal "
-        f"{principal} --operation {operation} {flag}{target}")
+        f"{principal} --operation {operation} {flag}{target}"
+    )
 
 
-def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, str],
-                       timeout: float = REACH_TIMEOUT) -> None:
+def require_operations(
+    admin: AdminClient, bootstrap: Target, wanted: dict[str, str], timeout: float = REACH_TIMEOUT
+) -> None:
     """NotAuthorized naming each topic of ``wanted`` (topic -> Kafka operation: READ, WRITE,
     ALTER_CONFIGS, DESCRIBE_CONFIGS) the user may not do it on, before any work starts.
 
@@ -290,8 +308,13 @@ def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, 
 
     refused = []
     described = {}
-    answers = ask_while_leaders_move(admin, sorted(wanted), lambda pending: admin.describe_topics(
-        TopicCollection(pending), include_authorized_operations=True, request_timeout=timeout))
+    answers = ask_while_leaders_move(
+        admin,
+        sorted(wanted),
+        lambda pending: admin.describe_topics(
+            TopicCollection(pending), include_authorized_operations=True, request_timeout=timeout
+        ),
+    )
     for name, answer in sorted(answers.items()):
         if not isinstance(answer, KafkaException):
             described[name] = answer
@@ -318,9 +341,12 @@ def require_operations(admin: AdminClient, bootstrap: Target, wanted: dict[str, 
         grants = "; ".join(
             f"kafka-acls.sh --add --allow-principal {principal} --operation {op} "
             + " ".join(f"--topic {name}" for name, wanted_op in refused if wanted_op == op)
-            for op in dict.fromkeys(op for _, op in refused))
-        raise NotAuthorized(f"{user_of(bootstrap)} is not allowed to {listed} (the cluster's ACLs refuse it); "
-                            f"an admin can grant it with: {grants}")
+            for op in dict.fromkeys(op for _, op in refused)
+        )
+        raise NotAuthorized(
+            f"{user_of(bootstrap)} is not allowed to {listed} (the cluster's ACLs refuse it); "
+            f"an admin can grant it with: {grants}"
+        )
 
 
 def unreadable_topic(bootstrap: Target, topic: str, error) -> OperationalError | None:
@@ -333,7 +359,8 @@ def unreadable_topic(bootstrap: Target, topic: str, error) -> OperationalError |
 def unreachable(bootstrap: Target, client, errors: ConnectErrors, exc: KafkaException, what: str) -> OperationalError:
     """Why a consumer's call failed: a refused login or handshake if that is what it was."""
     return errors.explain(client, bootstrap, probe=True) or OperationalError(
-        f"{what} at {bootstrap}: {exc.args[0].str() if exc.args else exc}")
+        f"{what} at {bootstrap}: {exc.args[0].str() if exc.args else exc}"
+    )
 
 
 def refuse_if_nothing_listens(bootstrap: Target, timeout: float = 1.0) -> None:

@@ -9,8 +9,8 @@ client property can change it unnoticed."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -54,21 +54,29 @@ def isolation(read_committed: bool) -> dict[str, str]:
     return {"isolation.level": "read_committed" if read_committed else "read_uncommitted"}
 
 
-def read_topic(bootstrap: Target, topic: str, timeout: float = 10.0,
-               read_committed: bool = True) -> list[ConsumedRecord]:
+def read_topic(
+    bootstrap: Target, topic: str, timeout: float = 10.0, read_committed: bool = True
+) -> list[ConsumedRecord]:
     """Every record currently in ``topic``, from the beginning to the end offsets seen at the start
     (committed records only, unless ``read_committed`` is False)."""
     return list(iter_topic(bootstrap, topic, timeout=timeout, read_committed=read_committed))
 
 
-def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0,
-               read_committed: bool = True) -> Iterator[ConsumedRecord]:
+def iter_topic(
+    bootstrap: Target, topic: str, timeout: float = 10.0, read_committed: bool = True
+) -> Iterator[ConsumedRecord]:
     errors = ConnectErrors()
     consumer = Consumer(
         client_config(
-            bootstrap, error_cb=errors,
-            **{"group.id": "statectl-reader", "enable.auto.commit": False,
-               "auto.offset.reset": "earliest", "enable.partition.eof": False, **isolation(read_committed)},
+            bootstrap,
+            error_cb=errors,
+            **{
+                "group.id": "statectl-reader",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": False,
+                **isolation(read_committed),
+            },
         )
     )
     try:
@@ -96,10 +104,10 @@ def iter_topic(bootstrap: Target, topic: str, timeout: float = 10.0,
                     if msg.error().code() in (KafkaError._PARTITION_EOF, *_GROUP_ONLY):
                         continue
                     raise unreadable_topic(bootstrap, topic, msg.error()) or OperationalError(
-                        f"reading {topic!r} failed: {msg.error().str()}")
+                        f"reading {topic!r} failed: {msg.error().str()}"
+                    )
                 p = msg.partition()
-                yield ConsumedRecord(topic, p, msg.offset(), msg.key(), msg.value(),
-                                     msg.timestamp()[1], msg.headers())
+                yield ConsumedRecord(topic, p, msg.offset(), msg.key(), msg.value(), msg.timestamp()[1], msg.headers())
                 if p in ends and msg.offset() + 1 >= ends[p]:
                     del ends[p]
             # A transactional topic's last offsets are its transactions' markers (and an aborted
@@ -142,8 +150,15 @@ class TopicReader:
     last stable offset; False reads every record written, aborted transactions' too.
     """
 
-    def __init__(self, bootstrap: Target, topic: str, from_beginning: bool, group: str | None = None,
-                 ranges: dict[int, tuple[int, int]] | None = None, read_committed: bool = True):
+    def __init__(
+        self,
+        bootstrap: Target,
+        topic: str,
+        from_beginning: bool,
+        group: str | None = None,
+        ranges: dict[int, tuple[int, int]] | None = None,
+        read_committed: bool = True,
+    ):
         self.topic = topic
         self._bootstrap = bootstrap
         self._group = group
@@ -151,10 +166,16 @@ class TopicReader:
         refuse_if_nothing_listens(bootstrap)
         self._errors = ConnectErrors()
         self._consumer = Consumer(
-            client_config(bootstrap, error_cb=self._errors, **{"group.id": group or "statectl-consume",
-                                                                "enable.auto.commit": False,
-                                                                "enable.partition.eof": False,
-                                                                **isolation(read_committed)})
+            client_config(
+                bootstrap,
+                error_cb=self._errors,
+                **{
+                    "group.id": group or "statectl-consume",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": False,
+                    **isolation(read_committed),
+                },
+            )
         )
         try:
             self._starts, self._ends, self.start = self._assign(bootstrap, from_beginning)
@@ -235,21 +256,26 @@ class TopicReader:
         yielded is handled is it the place a group may be committed at: records are fetched in
         batches, and the position is past the whole batch."""
         tps = self._consumer.position([TopicPartition(self.topic, p) for p in self._starts])
-        return {tp.partition: min(max(tp.offset, self._starts[tp.partition]), self._ends[tp.partition])
-                for tp in tps if tp.offset >= 0}
+        return {
+            tp.partition: min(max(tp.offset, self._starts[tp.partition]), self._ends[tp.partition])
+            for tp in tps
+            if tp.offset >= 0
+        }
 
     def commit(self, positions: dict[int, int]) -> None:
         """Store ``{partition: next offset}`` as the group's committed offsets (needs ``group``)."""
         if not positions:
             return
         try:
-            self._consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in positions.items()],
-                                  asynchronous=False)
+            self._consumer.commit(
+                offsets=[TopicPartition(self.topic, p, o) for p, o in positions.items()], asynchronous=False
+            )
         except KafkaException as exc:
             raise OperationalError(f"committing group {self._group!r}'s offsets failed: {exc.args[0].str()}") from exc
 
-    def records(self, follow: bool, poll_seconds: float = 0.1,
-                stop: Callable[[], bool] = lambda: False) -> Iterator[ConsumedRecord]:
+    def records(
+        self, follow: bool, poll_seconds: float = 0.1, stop: Callable[[], bool] = lambda: False
+    ) -> Iterator[ConsumedRecord]:
         """The records from the start in each partition's offset order (partitions interleave): up
         to the end offsets seen when the reader opened, or with ``follow`` also every record that
         arrives later, until the caller stops iterating or ``stop()`` (asked after every poll)
@@ -263,13 +289,21 @@ class TopicReader:
                     if err.code() in (KafkaError._PARTITION_EOF, *_GROUP_ONLY):
                         continue
                     raise unreadable_topic(self._bootstrap, topic, err) or OperationalError(
-                        f"reading {topic!r} failed: {err.str()}")
+                        f"reading {topic!r} failed: {err.str()}"
+                    )
                 p, offset = msg.partition(), msg.offset()
                 if not follow and offset >= ends.get(p, 0):
                     continue  # arrived after the end this read stops at
                 ts_type, ts = msg.timestamp()
-                yield ConsumedRecord(topic, p, offset, msg.key(), msg.value(),
-                                     ts if ts_type != TIMESTAMP_NOT_AVAILABLE else None, msg.headers())
+                yield ConsumedRecord(
+                    topic,
+                    p,
+                    offset,
+                    msg.key(),
+                    msg.value(),
+                    ts if ts_type != TIMESTAMP_NOT_AVAILABLE else None,
+                    msg.headers(),
+                )
             if ends:
                 # The position, not the last record seen: it also passes offsets that hold no
                 # record for a consumer (transaction markers).
@@ -280,15 +314,22 @@ class TopicReader:
     def close(self) -> None:
         self._consumer.close()
 
-    def __enter__(self) -> "TopicReader":
+    def __enter__(self) -> TopicReader:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-def tail_topic(bootstrap: Target, topic: str, stop, poll_seconds: float = 0.05, on_caught_up=None,
-               on_reachable=None, probe_seconds: float = 1.0):
+def tail_topic(
+    bootstrap: Target,
+    topic: str,
+    stop,
+    poll_seconds: float = 0.05,
+    on_caught_up=None,
+    on_reachable=None,
+    probe_seconds: float = 1.0,
+):
     """Yield lists of (key, value) from the start of ``topic`` and then as records arrive, until ``stop`` is set.
 
     ``on_caught_up`` is called once the records present at the start have been read.
@@ -301,9 +342,17 @@ def tail_topic(bootstrap: Target, topic: str, stop, poll_seconds: float = 0.05, 
     # Assigned partitions, no consumer group: a user who may only READ the topic (no group ACL)
     # can serve it, and nothing is committed.
     consumer = Consumer(
-        client_config(bootstrap, **{"group.id": "statectl-view", "enable.auto.commit": False,
-                                    "enable.partition.eof": True, **isolation(True)})
+        client_config(
+            bootstrap,
+            **{
+                "group.id": "statectl-view",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                **isolation(True),
+            },
+        )
     )
+
     def partitions_now() -> list[int]:
         tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)
         if tmd is not None and unreadable_topic(bootstrap, topic, tmd.error):

@@ -6,17 +6,22 @@ starting offsets (the offsets kafka-streams-application-reset's --to-earliest, -
 from __future__ import annotations
 
 import time
-
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
-from confluent_kafka import (TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException,
-                             TopicPartition)
+from confluent_kafka import (
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from statectl.adapters.kafka.connect import (
-    WHILE_LEADERS_MOVE,
     REACH_TIMEOUT,
+    WHILE_LEADERS_MOVE,
     ConnectErrors,
     Target,
     ask_while_leaders_move,
@@ -27,7 +32,6 @@ from statectl.adapters.kafka.connect import (
     unreachable,
 )
 from statectl.errors import OperationalError
-
 
 #: Also asked again for watermarks: a new leader answers OFFSET_NOT_AVAILABLE ("Leader high watermark
 #: is not caught up") until its high watermark has caught up with the election, and a partition the
@@ -42,9 +46,15 @@ def watermarks(consumer: Consumer, topic: str, partitions) -> dict[int, tuple[in
     LEADER_MOVE_TIMEOUT (a run started while a broker of three is down waits for the new leader
     instead of failing; `lag` just after a broker came back waits for its watermark). Raises
     KafkaException when the brokers do not answer."""
-    answers = ask_while_leaders_move(consumer, sorted(partitions), lambda pending: {
-        p: _Asked(consumer.get_watermark_offsets, TopicPartition(topic, p), timeout=REACH_TIMEOUT) for p in pending},
-        again_on=_WATERMARKS_AGAIN, pause_s=0.2)  # a new leader's "not caught up" comes back at once
+    answers = ask_while_leaders_move(
+        consumer,
+        sorted(partitions),
+        lambda pending: {
+            p: _Asked(consumer.get_watermark_offsets, TopicPartition(topic, p), timeout=REACH_TIMEOUT) for p in pending
+        },
+        again_on=_WATERMARKS_AGAIN,
+        pause_s=0.2,
+    )  # a new leader's "not caught up" comes back at once
     for answer in answers.values():
         if isinstance(answer, KafkaException):
             raise answer
@@ -62,8 +72,9 @@ class _Asked:
 
 
 @contextmanager
-def _topic_watermarks(bootstrap: Target, topics: list[str], group: str, what: str,
-                      refuse_unauthorized: bool) -> Iterator[tuple[Consumer, dict[str, dict[int, tuple[int, int]]]]]:
+def _topic_watermarks(
+    bootstrap: Target, topics: list[str], group: str, what: str, refuse_unauthorized: bool
+) -> Iterator[tuple[Consumer, dict[str, dict[int, tuple[int, int]]]]]:
     """One short-lived consumer and ``{topic: {partition: (low, high)}}`` for the topics of
     ``topics`` that exist (the others are left out); a topic the user may not describe is refused
     with ``refuse_unauthorized``, else left out too. A failed call is explained (refused login,
@@ -104,8 +115,13 @@ def _offset_at_time(found: int, low: int, high: int) -> int:
 
 def end_offsets(bootstrap: Target, topics: list[str]) -> dict[str, dict[int, int]]:
     """``{topic: {partition: end offset}}`` for the topics that exist (the others are left out)."""
-    with _topic_watermarks(bootstrap, topics, "statectl-offsets", f"could not read the end offsets of {', '.join(topics)}",
-                           refuse_unauthorized=False) as (_, marks):
+    with _topic_watermarks(
+        bootstrap,
+        topics,
+        "statectl-offsets",
+        f"could not read the end offsets of {', '.join(topics)}",
+        refuse_unauthorized=False,
+    ) as (_, marks):
         return _ends(marks)
 
 
@@ -160,7 +176,9 @@ class GroupCommitter:
         self._consumer = Consumer(client_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
 
     def commit(self, offsets: dict[str, dict[int, int]], timeout: float = REACH_TIMEOUT) -> None:
-        parts = [TopicPartition(topic, int(p), int(o)) for topic, by_part in offsets.items() for p, o in by_part.items()]
+        parts = [
+            TopicPartition(topic, int(p), int(o)) for topic, by_part in offsets.items() for p, o in by_part.items()
+        ]
         if not parts:
             return
         try:
@@ -196,21 +214,31 @@ class RecordTimes:
 
     def __init__(self, bootstrap: Target):
         self.bootstrap = bootstrap
-        self._consumer = Consumer(client_config(bootstrap, **{
-            "group.id": "statectl-lag", "enable.auto.commit": False, "enable.auto.offset.store": False,
-            # an offset that is gone (retention) is an error here, never a silent jump to a later record
-            "auto.offset.reset": "error",
-            "enable.partition.eof": True,
-            # as Spark's Kafka source reads by default: a record of an open transaction is one the
-            # job has still to read (read_committed would stop at it and say "end of the log")
-            "isolation.level": "read_uncommitted",
-            # one record per partition is what is wanted: do not fetch megabytes ahead
-            "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 16, "queued.max.messages.kbytes": 1024,
-            "fetch.wait.max.ms": 100,
-        }))
+        self._consumer = Consumer(
+            client_config(
+                bootstrap,
+                **{
+                    "group.id": "statectl-lag",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    # an offset that is gone (retention) is an error here, never a silent jump to a later record
+                    "auto.offset.reset": "error",
+                    "enable.partition.eof": True,
+                    # as Spark's Kafka source reads by default: a record of an open transaction is one the
+                    # job has still to read (read_committed would stop at it and say "end of the log")
+                    "isolation.level": "read_uncommitted",
+                    # one record per partition is what is wanted: do not fetch megabytes ahead
+                    "fetch.max.bytes": 1 << 20,
+                    "max.partition.fetch.bytes": 1 << 16,
+                    "queued.max.messages.kbytes": 1024,
+                    "fetch.wait.max.ms": 100,
+                },
+            )
+        )
 
-    def read(self, positions: list[Position], timeout: float = RECORD_READ_TIMEOUT
-             ) -> tuple[dict[Position, tuple[int, bool] | None], list[str]]:
+    def read(
+        self, positions: list[Position], timeout: float = RECORD_READ_TIMEOUT
+    ) -> tuple[dict[Position, tuple[int, bool] | None], list[str]]:
         """``{position: (timestamp ms, whether it is LogAppendTime)}`` for the positions whose
         record could be read, ``None`` for those with no record left to read (only transaction
         markers between the offset and the log end: nothing is behind in time), and why the
@@ -255,11 +283,15 @@ class RecordTimes:
                             # asked below the log end, so what is left is control records (the
                             # markers a transactional producer writes): no record to wait for
                             found[wanted[key]] = None
-                            problems.append(f"{key[0]}-{key[1]}: no record after offset {wanted[key][2]}, only "
-                                            f"transaction markers (nothing left to read: 0 s)")
+                            problems.append(
+                                f"{key[0]}-{key[1]}: no record after offset {wanted[key][2]}, only "
+                                f"transaction markers (nothing left to read: 0 s)"
+                            )
                         elif error.code() == KafkaError._AUTO_OFFSET_RESET:
-                            problems.append(f"{key[0]}-{key[1]}: offset {wanted[key][2]} is no longer in the log "
-                                            f"(deleted by retention)")
+                            problems.append(
+                                f"{key[0]}-{key[1]}: offset {wanted[key][2]} is no longer in the log "
+                                f"(deleted by retention)"
+                            )
                         else:
                             continue
                         del wanted[key]
@@ -290,8 +322,9 @@ class RecordTimes:
         self._consumer.close()
 
 
-def ends_at_times(consumer: Consumer, marks: dict[str, dict[int, tuple[int, int]]], times_ms: list[int]
-                  ) -> tuple[dict[int, dict[str, dict[int, int]]], list[str]]:
+def ends_at_times(
+    consumer: Consumer, marks: dict[str, dict[int, tuple[int, int]]], times_ms: list[int]
+) -> tuple[dict[int, dict[str, dict[int, int]]], list[str]]:
     """The log end of each partition at each time: the first offset whose record's timestamp is at
     or after it (what ``offsetsForTimes`` answers), else today's end (every record is older);
     kept within the log's bounds. One request per time. When Kafka cannot answer one (a partition
@@ -302,8 +335,9 @@ def ends_at_times(consumer: Consumer, marks: dict[str, dict[int, tuple[int, int]
     wanted_base = [(topic, p) for topic, by_part in marks.items() for p in sorted(by_part)]
     for at in sorted(set(times_ms)):
         try:
-            found = consumer.offsets_for_times([TopicPartition(t, p, int(at)) for t, p in wanted_base],
-                                               timeout=REACH_TIMEOUT)
+            found = consumer.offsets_for_times(
+                [TopicPartition(t, p, int(at)) for t, p in wanted_base], timeout=REACH_TIMEOUT
+            )
         except KafkaException as exc:
             problems.append(f"the log ends at {at} ms and later could not be read: {exc.args[0].str()}")
             break
@@ -328,13 +362,23 @@ class LagLook:
     problems: list[str]
 
 
-def lag_look(bootstrap: Target, topics: list[str], positions: list[Position], times_ms: list[int],
-             read_timeout: float = RECORD_READ_TIMEOUT) -> LagLook:
+def lag_look(
+    bootstrap: Target,
+    topics: list[str],
+    positions: list[Position],
+    times_ms: list[int],
+    read_timeout: float = RECORD_READ_TIMEOUT,
+) -> LagLook:
     """End offsets of ``topics`` (those that exist); the timestamp of the record at each of
     ``positions`` still inside the log and before its end (a partition with lag); and the log
     ends at ``times_ms``. No consumer group is joined and nothing is committed."""
-    with _topic_watermarks(bootstrap, topics, "statectl-offsets", f"could not read the end offsets of {', '.join(topics)}",
-                           refuse_unauthorized=False) as (consumer, marks):
+    with _topic_watermarks(
+        bootstrap,
+        topics,
+        "statectl-offsets",
+        f"could not read the end offsets of {', '.join(topics)}",
+        refuse_unauthorized=False,
+    ) as (consumer, marks):
         ends = _ends(marks)
         ends_at, problems = ends_at_times(consumer, marks, times_ms) if times_ms else ({}, [])
     lagging = [(t, p, o) for t, p, o in positions if t in marks and p in marks[t] and o < marks[t][p][1]]

@@ -7,7 +7,6 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from statectl.adapters.kafka.connect import Target, client_config
 from statectl.errors import OperationalError
 
-
 #: The error librdkafka gives a message when its local queue is full (retry after a poll).
 QUEUE_FULL = KafkaError._QUEUE_FULL
 

@@ -66,7 +66,7 @@ class WrittenBatch:
         return json.dumps({"batch": self.batch, "at": self.at}, separators=(",", ":"))
 
     @classmethod
-    def from_commit(cls, offset: int, metadata: str | None) -> "WrittenBatch | None":
+    def from_commit(cls, offset: int, metadata: str | None) -> WrittenBatch | None:
         """The marker's committed offset (the next batch; librdkafka reports none as negative)
         and metadata; None when no batch was written, or the metadata is not a marker's."""
         if offset <= 0:
@@ -144,16 +144,23 @@ class BatchTransactions:
         self._transactions = GroupTransactions(cluster, transactional_id, timeout, TRANSACTION_TIMEOUT_MS)
         self._consumer = None
 
-    def open(self) -> "BatchTransactions":
+    def open(self) -> BatchTransactions:
         with self._as_a_run("starting its transactions"):
             self._transactions.open()
             # read_committed, and the fetch of a group with a commit still pending waits for it
             # (KIP-447): after the producer's start the marker is the last batch really committed.
-            self._consumer = Consumer(client_config(self.cluster, **{
-                "group.id": self.marker.group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
+            self._consumer = Consumer(
+                client_config(
+                    self.cluster,
+                    **{"group.id": self.marker.group, "enable.auto.commit": False, "isolation.level": "read_committed"},
+                )
+            )
             committed = self._transactions.call(
-                self._consumer.committed, [TopicPartition(self.marker.topic, self.marker.partition)], self.timeout,
-                what=f"reading its last batch (group {self.marker.group})")
+                self._consumer.committed,
+                [TopicPartition(self.marker.topic, self.marker.partition)],
+                self.timeout,
+                what=f"reading its last batch (group {self.marker.group})",
+            )
         self.last = WrittenBatch.from_commit(committed[0].offset, committed[0].metadata)
         return self
 
@@ -175,8 +182,12 @@ class BatchTransactions:
                     if hold:
                         self._transactions.flush()
                         time.sleep(hold)
-                    self._transactions.commit(self.marker.topic, {self.marker.partition: batch_id + 1},
-                                              self._consumer.consumer_group_metadata(), written.metadata())
+                    self._transactions.commit(
+                        self.marker.topic,
+                        {self.marker.partition: batch_id + 1},
+                        self._consumer.consumer_group_metadata(),
+                        written.metadata(),
+                    )
                 self.last = written
                 return len(records)
             except TransactionAborted:
@@ -198,9 +209,11 @@ class BatchTransactions:
         try:
             yield
         except Fenced:
-            raise Fenced(f"another run took over the transactional id {self.transactional_id} (the same checkpoint "
-                         f"started elsewhere) while this one was {what}: this run stops so that each batch is "
-                         f"written once") from None
+            raise Fenced(
+                f"another run took over the transactional id {self.transactional_id} (the same checkpoint "
+                f"started elsewhere) while this one was {what}: this run stops so that each batch is "
+                f"written once"
+            ) from None
 
 
 class GroupTransactions:
@@ -209,8 +222,9 @@ class GroupTransactions:
     are then the last ones really committed. ``produce`` queues records in the current transaction
     (begun with the first one); ``commit`` commits them with the group's offsets."""
 
-    def __init__(self, cluster: Target, transactional_id: str, timeout: float = 60.0,
-                 transaction_timeout_ms: int = 60_000):
+    def __init__(
+        self, cluster: Target, transactional_id: str, timeout: float = 60.0, transaction_timeout_ms: int = 60_000
+    ):
         self.cluster = cluster
         self.transactional_id = transactional_id
         self.timeout = timeout
@@ -221,15 +235,18 @@ class GroupTransactions:
         self._producer = None
         self._begun: float | None = None  # time.monotonic() of the current transaction's begin
 
-    def open(self) -> "GroupTransactions":
-        self._producer = fast_producer(self.cluster, **{
-            "transactional.id": self.transactional_id,
-            "transaction.timeout.ms": self.transaction_timeout_ms,
-            "message.timeout.ms": self.transaction_timeout_ms - 5_000,
-            # Records leave when their transaction commits (the commit flushes): lingering longer
-            # only delays every commit.
-            "linger.ms": 5,
-        })
+    def open(self) -> GroupTransactions:
+        self._producer = fast_producer(
+            self.cluster,
+            **{
+                "transactional.id": self.transactional_id,
+                "transaction.timeout.ms": self.transaction_timeout_ms,
+                "message.timeout.ms": self.transaction_timeout_ms - 5_000,
+                # Records leave when their transaction commits (the commit flushes): lingering longer
+                # only delays every commit.
+                "linger.ms": 5,
+            },
+        )
         self.call(self._producer.init_transactions, self.timeout, what="starting")
         return self
 
@@ -261,11 +278,18 @@ class GroupTransactions:
             return
         self._begin()
         try:
-            offsets = [TopicPartition(topic, p, o, metadata) if metadata is not None else TopicPartition(topic, p, o)
-                       for p, o in sorted(positions.items())]
+            offsets = [
+                TopicPartition(topic, p, o, metadata) if metadata is not None else TopicPartition(topic, p, o)
+                for p, o in sorted(positions.items())
+            ]
             if offsets:
-                self.call(self._producer.send_offsets_to_transaction, offsets, group_metadata, self.timeout,
-                          what="committing the group's offsets")
+                self.call(
+                    self._producer.send_offsets_to_transaction,
+                    offsets,
+                    group_metadata,
+                    self.timeout,
+                    what="committing the group's offsets",
+                )
             # The commit flushes the records first, and fails when one of them was not delivered.
             self.call(self._producer.commit_transaction, self.timeout, what="committing")
         except OperationalError:
@@ -324,14 +348,24 @@ class GroupTransactions:
     def _error(self, error: KafkaError, what: str) -> OperationalError:
         kind = failure_kind(error)
         if kind == FENCED:
-            return Fenced(f"another producer took over the transactional id {self.transactional_id} while this "
-                          f"one was {what}")
-        if error.code() in (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
-                            KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
-            return NotAuthorized(f"the transaction of {self.transactional_id} was refused while {what}: {error.str()} "
-                                 f"(it needs WRITE and DESCRIBE on that transactional id, READ on the consumer group "
-                                 f"and WRITE on the topics written)")
-        aborted = ("; it was aborted and the group not moved: run again to send its records once"
-                   if self._begun is not None else "")
+            return Fenced(
+                f"another producer took over the transactional id {self.transactional_id} while this one was {what}"
+            )
+        if error.code() in (
+            KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            KafkaError.GROUP_AUTHORIZATION_FAILED,
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        ):
+            return NotAuthorized(
+                f"the transaction of {self.transactional_id} was refused while {what}: {error.str()} "
+                f"(it needs WRITE and DESCRIBE on that transactional id, READ on the consumer group "
+                f"and WRITE on the topics written)"
+            )
+        aborted = (
+            "; it was aborted and the group not moved: run again to send its records once"
+            if self._begun is not None
+            else ""
+        )
         error_type = TransactionAborted if kind == ABORT else OperationalError
         return error_type(f"the transaction of {self.transactional_id} failed while {what}: {error.str()}{aborted}")

@@ -27,16 +27,16 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
-from statectl.errors import OperationalError, UsageError
-from statectl.paths import ONE_SHOT_JVM_OPTIONS, default_broker_dir, display_path, jdk_tool
 from statectl.adapters.local import broker_secure
 from statectl.adapters.local.jars import KAFKA_BROKER, cached_jars, ensure_bundle
 from statectl.adapters.local.processes import command_lines, read_state, runs, terminate
+from statectl.errors import OperationalError, UsageError
+from statectl.paths import ONE_SHOT_JVM_OPTIONS, default_broker_dir, display_path, jdk_tool
 from statectl.text import wait_until
 
 #: Told what ``broker_up`` is doing now, in a few words ("formatting the KRaft storage"); the
@@ -46,6 +46,7 @@ Step = Callable[[str], None]
 
 def _no_step(text: str) -> None:
     pass
+
 
 DEFAULT_PORT = 9092
 HOST = "127.0.0.1"
@@ -222,10 +223,12 @@ def _refuse_other_kind(data_dir: Path, secure: bool) -> None:
         raise UsageError(
             f"the broker data dir {data_dir} holds a plaintext broker; --secure does not convert it (its users "
             f"and ACLs are set up when the storage is formatted): use another --data-dir for a secured broker, "
-            f"or stop the broker and delete {data_dir} first")
+            f"or stop the broker and delete {data_dir} first"
+        )
     raise UsageError(
         f"the broker data dir {data_dir} holds a secured broker (started with --secure); start it with --secure, "
-        f"or use another --data-dir for a plaintext broker (or stop the broker and delete {data_dir} first)")
+        f"or use another --data-dir for a plaintext broker (or stop the broker and delete {data_dir} first)"
+    )
 
 
 def running_brokers() -> list[BrokerStatus]:
@@ -248,8 +251,9 @@ def running_brokers() -> list[BrokerStatus]:
 def broker_on_port(port: int) -> BrokerStatus | None:
     """The running statectl broker whose client listener (PLAINTEXT or SASL_SSL) is ``port``, or
     the cluster one of whose running nodes listens there, if there is one."""
-    return next((b for b in running_brokers()
-                 if b.port == port or any(n.port == port and n.running for n in b.nodes)), None)
+    return next(
+        (b for b in running_brokers() if b.port == port or any(n.port == port and n.running for n in b.nodes)), None
+    )
 
 
 def _owner_text(owner: BrokerStatus, port: int) -> str:
@@ -270,8 +274,7 @@ def _port_taken(port: int, detail: str = "") -> UsageError:
             f"or choose another --port"
         )
     return UsageError(
-        f"port {port}{detail} is already in use by another process; "
-        f"stop it or choose another port with --port"
+        f"port {port}{detail} is already in use by another process; stop it or choose another port with --port"
     )
 
 
@@ -280,9 +283,14 @@ def _kafka_uuid() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _server_properties(data_dir: Path, port: int, controller_port: int,
-                       security: list[str] | None = None, node_id: int = 1,
-                       voters: dict[int, int] | None = None) -> str:
+def _server_properties(
+    data_dir: Path,
+    port: int,
+    controller_port: int,
+    security: list[str] | None = None,
+    node_id: int = 1,
+    voters: dict[int, int] | None = None,
+) -> str:
     """The broker's config; ``security`` (a secured broker's listener, SASL, TLS and authorizer
     lines) replaces the PLAINTEXT listeners. ``voters`` (node id -> controller port): the static
     controller quorum of a cluster, whose internal topics are then replicated to three nodes."""
@@ -327,15 +335,18 @@ def _server_properties(data_dir: Path, port: int, controller_port: int,
 def _java() -> str:
     java = jdk_tool("java")
     if java is None:
-        raise OperationalError("no java found ($JAVA_HOME/bin/java, or on PATH without JAVA_HOME); the Kafka broker "
-                               "needs Java 17 or newer")
+        raise OperationalError(
+            "no java found ($JAVA_HOME/bin/java, or on PATH without JAVA_HOME); the Kafka broker needs Java 17 or newer"
+        )
     return str(java)
 
 
 def _classpath(step: Step = _no_step) -> str:
     if cached_jars(KAFKA_BROKER) is None:
-        step(f"fetching the Kafka {KAFKA_BROKER.version} broker jars from Maven Central into "
-             f"{display_path(KAFKA_BROKER.directory.parent)} (first use only)")
+        step(
+            f"fetching the Kafka {KAFKA_BROKER.version} broker jars from Maven Central into "
+            f"{display_path(KAFKA_BROKER.directory.parent)} (first use only)"
+        )
     jars = ensure_bundle(KAFKA_BROKER)
     return os.pathsep.join(str(j) for j in jars)
 
@@ -344,15 +355,29 @@ def _argfile_quote(arg: str) -> str:
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _format_command(data_dir: Path, java: str, classpath: str, secret_args: list[str] | None = None,
-                    cluster_id: str | None = None, standalone: bool = True) -> list[str]:
+def _format_command(
+    data_dir: Path,
+    java: str,
+    classpath: str,
+    secret_args: list[str] | None = None,
+    cluster_id: str | None = None,
+    standalone: bool = True,
+) -> list[str]:
     """The StorageTool command that formats ``data_dir/server.properties``'s log dirs. A single
     broker is a standalone (dynamic) quorum; a cluster's nodes share ``cluster_id`` and take their
     static voters from the config."""
     props = data_dir / "server.properties"
-    args = ["-cp", classpath, "kafka.tools.StorageTool", "format", *(["--standalone"] if standalone else []),
-            # "=" form: a random id may start with "-", which argparse would take for an option.
-            f"--cluster-id={cluster_id or _kafka_uuid()}", "-c", str(props)]
+    args = [
+        "-cp",
+        classpath,
+        "kafka.tools.StorageTool",
+        "format",
+        *(["--standalone"] if standalone else []),
+        # "=" form: a random id may start with "-", which argparse would take for an option.
+        f"--cluster-id={cluster_id or _kafka_uuid()}",
+        "-c",
+        str(props),
+    ]
     argfile = data_dir / ".format-args"
     if secret_args:
         # The SCRAM passwords go through a java @argfile (mode 0600, deleted after), so they are
@@ -379,9 +404,18 @@ def _format_storage(data_dir: Path, java: str, classpath: str, secret_args: list
 
 def _format_nodes(node_dirs: list[Path], java: str, classpath: str, cluster_id: str) -> None:
     """Format the storage of a cluster's nodes, all at once (each is a JVM start of its own)."""
-    procs = [(d, subprocess.Popen(_format_command(d, java, classpath, cluster_id=cluster_id, standalone=False),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-             for d in node_dirs]
+    procs = [
+        (
+            d,
+            subprocess.Popen(
+                _format_command(d, java, classpath, cluster_id=cluster_id, standalone=False),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        )
+        for d in node_dirs
+    ]
     failed = None
     for node_dir, proc in procs:
         try:
@@ -403,10 +437,22 @@ def _spawn(java: str, classpath: str, home: Path, heap: tuple[str, str] = ("256m
         log4j_copy = home / "log4j2.properties"
         shutil.copyfile(log4j_path, log4j_copy)
         return subprocess.Popen(
-            [java, f"-Xms{heap[0]}", f"-Xmx{heap[1]}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-             f"-Dlog4j2.configurationFile={log4j_copy}", f"-Dkafka.logs.dir={home}",
-             "-cp", classpath, "kafka.Kafka", str(home / "server.properties")],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                java,
+                f"-Xms{heap[0]}",
+                f"-Xmx{heap[1]}",
+                "-XX:+UseG1GC",
+                "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={log4j_copy}",
+                f"-Dkafka.logs.dir={home}",
+                "-cp",
+                classpath,
+                "kafka.Kafka",
+                str(home / "server.properties"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,  # survives Ctrl-C in the terminal that started it
             cwd=home,
         )
@@ -421,8 +467,15 @@ def _log_tail(log: Path, lines: int = 5) -> str:
     return " | ".join(ln.strip()[:300] for ln in interesting[-lines:])
 
 
-def broker_up(data_dir: Path, port: int | None = DEFAULT_PORT, timeout: float = 60.0, secure: bool = False,
-              brokers: int | None = None, node: int | None = None, on_step: Step | None = None) -> BrokerStatus:
+def broker_up(
+    data_dir: Path,
+    port: int | None = DEFAULT_PORT,
+    timeout: float = 60.0,
+    secure: bool = False,
+    brokers: int | None = None,
+    node: int | None = None,
+    on_step: Step | None = None,
+) -> BrokerStatus:
     """Start the broker in the background (formatting storage the first time) and wait until it answers.
 
     ``secure``: a SASL_SSL listener with SCRAM users ``admin`` and ``statectl``, a throwaway CA,
@@ -447,8 +500,9 @@ def _check_up(data_dir: Path, port: int | None, secure: bool, brokers: int | Non
     """How many brokers ``up`` is about: refuses combinations that mean nothing, and a data dir
     formatted for another kind of broker (nothing is ever reformatted)."""
     if brokers is not None and brokers not in BROKER_COUNTS:
-        raise UsageError(f"--brokers takes 1 (a single broker) or {CLUSTER_SIZE} (a cluster of {CLUSTER_SIZE}); "
-                         f"got {brokers}")
+        raise UsageError(
+            f"--brokers takes 1 (a single broker) or {CLUSTER_SIZE} (a cluster of {CLUSTER_SIZE}); got {brokers}"
+        )
     formatted = _formatted_brokers(data_dir, _read_state(data_dir))
     count = brokers or formatted or 1
     if node is not None:
@@ -456,7 +510,8 @@ def _check_up(data_dir: Path, port: int | None, secure: bool, brokers: int | Non
             raise UsageError(
                 f"--node starts one node of a {CLUSTER_SIZE}-broker cluster, and {data_dir} holds "
                 f"{'a single broker' if formatted == 1 else 'no cluster'}; start a cluster with "
-                f"statectl kafka up --brokers {CLUSTER_SIZE}")
+                f"statectl kafka up --brokers {CLUSTER_SIZE}"
+            )
         _check_node(node)
         if port is not None:
             raise UsageError("--node starts a node on the ports the cluster recorded for it; drop --port")
@@ -464,10 +519,13 @@ def _check_up(data_dir: Path, port: int | None, secure: bool, brokers: int | Non
         held = "a single broker" if formatted == 1 else f"a {formatted}-broker cluster"
         raise UsageError(
             f"the broker data dir {data_dir} holds {held}; --brokers {count} does not convert it: use another "
-            f"--data-dir, or stop it and delete {data_dir} first")
+            f"--data-dir, or stop it and delete {data_dir} first"
+        )
     if secure and count == CLUSTER_SIZE:
-        raise UsageError(f"--secure starts a single secured broker; a secured {CLUSTER_SIZE}-broker cluster is not "
-                         f"supported: drop --secure for a plaintext cluster, or --brokers for a secured broker")
+        raise UsageError(
+            f"--secure starts a single secured broker; a secured {CLUSTER_SIZE}-broker cluster is not "
+            f"supported: drop --secure for a plaintext cluster, or --brokers for a secured broker"
+        )
     return count
 
 
@@ -506,9 +564,15 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool, step: St
         secrets = broker_secure.load_or_create_secrets(data_dir)
         secure_files = broker_secure.ensure_tls(data_dir, secrets, java)
         broker_secure.write_client_configs(data_dir, bootstrap, secrets, secure_files)
-        broker_secure.write_private(props, _server_properties(
-            data_dir, port, controller_port,
-            broker_secure.server_properties(HOST, port, controller_port, secrets, secure_files)))
+        broker_secure.write_private(
+            props,
+            _server_properties(
+                data_dir,
+                port,
+                controller_port,
+                broker_secure.server_properties(HOST, port, controller_port, secrets, secure_files),
+            ),
+        )
     else:
         if not formatted:
             broker_secure.forget(data_dir)  # left by a secured start that never got to format
@@ -524,8 +588,12 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool, step: St
     proc = _spawn(java, classpath, data_dir)
     new_state = {"pid": proc.pid, "port": port, "controller_port": controller_port, "secure": secure}
     if secure_files is not None:
-        new_state.update(client_config=str(secure_files.client_config), admin_config=str(secure_files.admin_config),
-                         ca_file=str(secure_files.ca_file), acls=acls_done)
+        new_state.update(
+            client_config=str(secure_files.client_config),
+            admin_config=str(secure_files.admin_config),
+            ca_file=str(secure_files.ca_file),
+            acls=acls_done,
+        )
     _state_file(data_dir).write_text(json.dumps(new_state))
     # A secured listener answers only a client that logs in over TLS: the probe is admin.
     target = broker_secure.admin_cluster(bootstrap, secure_files) if secure_files is not None else bootstrap
@@ -557,9 +625,7 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool, step: St
         status.ready_seconds = round(time.monotonic() - started, 2)
         return status
     _terminate(proc.pid, 10)
-    raise OperationalError(
-        f"the Kafka broker did not become ready within {timeout:.0f} s; see {log_file}"
-    )
+    raise OperationalError(f"the Kafka broker did not become ready within {timeout:.0f} s; see {log_file}")
 
 
 def _answers(target) -> bool:
@@ -573,8 +639,9 @@ def _terminate(pid: int, timeout: float) -> bool:
     return terminate(pid, timeout, _pid_is_broker)
 
 
-def broker_down(data_dir: Path | None, port: int | None = None, timeout: float = 30.0,
-                node: int | None = None) -> BrokerStatus:
+def broker_down(
+    data_dir: Path | None, port: int | None = None, timeout: float = 30.0, node: int | None = None
+) -> BrokerStatus:
     """Stop the broker of ``data_dir`` (controlled shutdown, then a kill if it hangs).
 
     With ``port``, the broker listening there, whatever its data dir (for a cluster: the cluster
@@ -590,9 +657,11 @@ def broker_down(data_dir: Path | None, port: int | None = None, timeout: float =
     if status.is_cluster:
         return _cluster_down(data_dir, status, timeout, node)
     if node is not None:
-        raise UsageError(f"--node stops one node of a {CLUSTER_SIZE}-broker cluster, and {data_dir} holds "
-                         f"{'a single broker' if _formatted_brokers(data_dir) == 1 else 'no cluster'}; "
-                         "nothing was stopped (drop --node to stop the broker)")
+        raise UsageError(
+            f"--node stops one node of a {CLUSTER_SIZE}-broker cluster, and {data_dir} holds "
+            f"{'a single broker' if _formatted_brokers(data_dir) == 1 else 'no cluster'}; "
+            "nothing was stopped (drop --node to stop the broker)"
+        )
     if status.running and status.pid:
         _terminate(status.pid, timeout)
     state = _read_state(data_dir)
@@ -606,12 +675,15 @@ def _down_on_port(port: int, data_dir: Path | None, timeout: float, node: int | 
     owner = broker_on_port(port)
     if owner is None:
         if port_in_use(port):
-            raise UsageError(f"port {port} is in use by a process that is not a broker statectl started; "
-                             "nothing was stopped")
+            raise UsageError(
+                f"port {port} is in use by a process that is not a broker statectl started; nothing was stopped"
+            )
         return BrokerStatus(running=False, data_dir=str(data_dir.resolve()) if data_dir else "", port=port)
     if data_dir is not None and Path(owner.data_dir) != data_dir.resolve():
-        raise UsageError(f"port {port} is served by the broker of {owner.data_dir}, not of {data_dir.resolve()}; "
-                         "nothing was stopped (drop --data-dir to stop it)")
+        raise UsageError(
+            f"port {port} is served by the broker of {owner.data_dir}, not of {data_dir.resolve()}; "
+            "nothing was stopped (drop --data-dir to stop it)"
+        )
     return broker_down(Path(owner.data_dir), timeout=timeout, node=node)
 
 
@@ -627,8 +699,17 @@ def _cluster_status(data_dir: Path, state: dict | None) -> BrokerStatus:
         node_id, pid = int(entry["node_id"]), entry.get("pid")
         home = _node_dir(data_dir, node_id)
         running = pid is not None and _pid_is_broker(int(pid), home / "server.properties")
-        nodes.append(NodeStatus(node_id, running, int(entry["port"]), int(entry["controller_port"]),
-                                int(pid) if running else None, str(home), str(home / "broker.log")))
+        nodes.append(
+            NodeStatus(
+                node_id,
+                running,
+                int(entry["port"]),
+                int(entry["controller_port"]),
+                int(pid) if running else None,
+                str(home),
+                str(home / "broker.log"),
+            )
+        )
     running = any(n.running for n in nodes)
     return BrokerStatus(
         running=running,
@@ -648,8 +729,12 @@ def cluster_ports(port: int) -> dict[int, int]:
 
 def _controller_ports(recorded: dict[int, int], taken: set[int]) -> dict[int, int]:
     """The recorded controller ports when every one is still free, else new free ones for all."""
-    if len(recorded) == CLUSTER_SIZE and len(set(recorded.values())) == CLUSTER_SIZE \
-            and not set(recorded.values()) & taken and not any(port_in_use(p) for p in recorded.values()):
+    if (
+        len(recorded) == CLUSTER_SIZE
+        and len(set(recorded.values())) == CLUSTER_SIZE
+        and not set(recorded.values()) & taken
+        and not any(port_in_use(p) for p in recorded.values())
+    ):
         return dict(recorded)
     ports: dict[int, int] = {}
     while len(ports) < CLUSTER_SIZE:
@@ -659,8 +744,9 @@ def _controller_ports(recorded: dict[int, int], taken: set[int]) -> dict[int, in
     return ports
 
 
-def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | None,
-                step: Step = _no_step) -> BrokerStatus:
+def _cluster_up(
+    data_dir: Path, port: int | None, timeout: float, node: int | None, step: Step = _no_step
+) -> BrokerStatus:
     """Start the nodes of the cluster that are not running (or only ``node``) and wait until the
     cluster's metadata lists each of them."""
     state = _read_state(data_dir) or {}
@@ -675,12 +761,16 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
     homes = {i: _node_dir(data_dir, i) for i in range(1, CLUSTER_SIZE + 1)}
     formatted = {i for i, home in homes.items() if (home / "logs" / "meta.properties").exists()}
     if node is not None and not running:
-        raise UsageError(f"no node of the cluster in {data_dir} is running, and one node alone has no controller "
-                         f"quorum: start the whole cluster with statectl kafka up --data-dir {data_dir}")
+        raise UsageError(
+            f"no node of the cluster in {data_dir} is running, and one node alone has no controller "
+            f"quorum: start the whole cluster with statectl kafka up --data-dir {data_dir}"
+        )
     if formatted and set(to_start) - formatted:
         missing = ", ".join(str(i) for i in sorted(set(to_start) - formatted))
-        raise OperationalError(f"the storage of node {missing} of the cluster in {data_dir} is missing (deleted?); "
-                               f"stop the cluster and delete {data_dir} to start over")
+        raise OperationalError(
+            f"the storage of node {missing} of the cluster in {data_dir} is missing (deleted?); "
+            f"stop the cluster and delete {data_dir} to start over"
+        )
     if running:
         # The others run: the nodes come back on the ports the cluster knows them by.
         clients = {i: int(recorded[i]["port"]) for i in recorded}
@@ -691,24 +781,31 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
             if port_in_use(controllers[i]):
                 raise OperationalError(
                     f"the controller port {controllers[i]} of node {i} is in use by another process; stop the "
-                    f"cluster (statectl kafka down --data-dir {data_dir}) and start it again to move it")
+                    f"cluster (statectl kafka down --data-dir {data_dir}) and start it again to move it"
+                )
     else:
         clients = cluster_ports(port or DEFAULT_PORT)
         if max(clients.values()) > 65535:
-            raise UsageError(f"a cluster needs {CLUSTER_SIZE} consecutive client ports from --port; "
-                             f"{port} leaves too few below 65536")
+            raise UsageError(
+                f"a cluster needs {CLUSTER_SIZE} consecutive client ports from --port; "
+                f"{port} leaves too few below 65536"
+            )
         span = f"{clients[1]}-{clients[CLUSTER_SIZE]}"
         for i, client_port in clients.items():
             if port_in_use(client_port):
-                raise _port_taken(client_port, f" (node {i}'s client port; a cluster on --port {clients[1]} takes {span})")
-        controllers = _controller_ports({i: int(n["controller_port"]) for i, n in recorded.items()},
-                                        set(clients.values()))
+                raise _port_taken(
+                    client_port, f" (node {i}'s client port; a cluster on --port {clients[1]} takes {span})"
+                )
+        controllers = _controller_ports(
+            {i: int(n["controller_port"]) for i, n in recorded.items()}, set(clients.values())
+        )
     java = _java()
     classpath = _classpath(step)
     for i in to_start:
         homes[i].mkdir(parents=True, exist_ok=True)
         homes[i].joinpath("server.properties").write_text(
-            _server_properties(homes[i], clients[i], controllers[i], node_id=i, voters=controllers))
+            _server_properties(homes[i], clients[i], controllers[i], node_id=i, voters=controllers)
+        )
     if not formatted:
         step(f"formatting the KRaft storage of {CLUSTER_SIZE} nodes in {display_path(data_dir)}")
         _format_nodes([homes[i] for i in to_start], java, classpath, _kafka_uuid())
@@ -732,15 +829,19 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
                 log = homes[i] / "broker.log"
                 raise OperationalError(
                     f"node {i} of the Kafka cluster exited during start-up (code {proc.returncode}): "
-                    f"{_log_tail(log)} — full log: {log}")
+                    f"{_log_tail(log)} — full log: {log}"
+                )
         listening = [i for i in to_start if port_in_use(clients[i])]
         if len(listening) < len(to_start):
-            step(f"waiting for {which} to listen ({len(listening)} of {len(to_start)} on "
-                 f"{', '.join(f'{HOST}:{clients[i]}' for i in to_start)})")
+            step(
+                f"waiting for {which} to listen ({len(listening)} of {len(to_start)} on "
+                f"{', '.join(f'{HOST}:{clients[i]}' for i in to_start)})"
+            )
             return False
         live = _live_brokers(bootstrap)
-        step(f"waiting for {which} to join the cluster ({len(set(to_start) & live)} of {len(to_start)} "
-             f"in its metadata)")
+        step(
+            f"waiting for {which} to join the cluster ({len(set(to_start) & live)} of {len(to_start)} in its metadata)"
+        )
         return set(to_start) <= live
 
     if wait_until(ready, started + timeout - time.monotonic(), interval=0.2):
@@ -752,7 +853,8 @@ def _cluster_up(data_dir: Path, port: int | None, timeout: float, node: int | No
         _terminate(proc.pid, 10)
     raise OperationalError(
         f"the Kafka cluster did not become ready within {timeout:.0f} s (nodes {', '.join(map(str, to_start))}); "
-        f"see {', '.join(str(homes[i] / 'broker.log') for i in to_start)}")
+        f"see {', '.join(str(homes[i] / 'broker.log') for i in to_start)}"
+    )
 
 
 def _nodes_text(ids: list[int]) -> str:

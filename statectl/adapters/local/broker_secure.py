@@ -81,8 +81,12 @@ def is_secure_dir(data_dir: Path) -> bool:
 
 
 def files_of(data_dir: Path) -> SecureFiles:
-    return SecureFiles(client_config=data_dir / CLIENT_CONFIG, admin_config=data_dir / ADMIN_CONFIG,
-                       ca_file=data_dir / TLS_DIR / CA_PEM, keystore=data_dir / TLS_DIR / BROKER_STORE)
+    return SecureFiles(
+        client_config=data_dir / CLIENT_CONFIG,
+        admin_config=data_dir / ADMIN_CONFIG,
+        ca_file=data_dir / TLS_DIR / CA_PEM,
+        keystore=data_dir / TLS_DIR / BROKER_STORE,
+    )
 
 
 def forget(data_dir: Path) -> None:
@@ -113,18 +117,32 @@ def load_or_create_secrets(data_dir: Path) -> Secrets:
     path = data_dir / SECRETS_FILE
     try:
         raw = json.loads(path.read_text())
-        found = Secrets(admin=raw["users"][ADMIN_USER], statectl=raw["users"][CLIENT_USER],
-                        controller=raw["controller"], keystore=raw["keystore"])
+        found = Secrets(
+            admin=raw["users"][ADMIN_USER],
+            statectl=raw["users"][CLIENT_USER],
+            controller=raw["controller"],
+            keystore=raw["keystore"],
+        )
     except FileNotFoundError:
         found = Secrets(*(_random.token_urlsafe(24) for _ in range(4)))
         # Key stores left from other secrets are locked with another password: made again.
         shutil.rmtree(data_dir / TLS_DIR, ignore_errors=True)
-        write_private(path, json.dumps({
-            "users": found.users(), "controller": found.controller, "keystore": found.keystore,
-        }, indent=2) + "\n")
+        write_private(
+            path,
+            json.dumps(
+                {
+                    "users": found.users(),
+                    "controller": found.controller,
+                    "keystore": found.keystore,
+                },
+                indent=2,
+            )
+            + "\n",
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OperationalError(f"cannot read the broker's secrets {path} ({exc}); "
-                               f"delete the data dir {data_dir} to start over") from None
+        raise OperationalError(
+            f"cannot read the broker's secrets {path} ({exc}); delete the data dir {data_dir} to start over"
+        ) from None
     redact.register(found.admin, found.statectl, found.controller, found.keystore)
     return found
 
@@ -138,8 +156,9 @@ def scram_format_args(secrets: Secrets) -> list[str]:
 def _keytool() -> str:
     found = jdk_tool("keytool")
     if found is None:
-        raise OperationalError("the JDK's keytool is not on PATH; `kafka up --secure` needs it to make the "
-                               "broker's TLS certificate")
+        raise OperationalError(
+            "the JDK's keytool is not on PATH; `kafka up --secure` needs it to make the broker's TLS certificate"
+        )
     return str(found)
 
 
@@ -148,8 +167,18 @@ def _run_keytool(keytool: str, steps: list[list[str]], cwd: Path, password: str)
     # Passwords come from the environment (-storepass:env), never the command line.
     env = {**os.environ, "STATECTL_KEYSTORE_PASS": password}
     fast = [f"-J{o}" for o in ONE_SHOT_JVM_OPTIONS]
-    procs = [subprocess.Popen([keytool, *fast, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for args in steps]
+    procs = [
+        subprocess.Popen(
+            [keytool, *fast, *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for args in steps
+    ]
     failed = []
     for args, proc in zip(steps, procs):
         try:
@@ -158,8 +187,9 @@ def _run_keytool(keytool: str, steps: list[list[str]], cwd: Path, password: str)
             for other in procs:
                 other.kill()
                 other.wait()
-            raise OperationalError(f"making the broker's TLS certificate failed: keytool {args[0]} "
-                                   f"did not finish within 120 s") from None
+            raise OperationalError(
+                f"making the broker's TLS certificate failed: keytool {args[0]} did not finish within 120 s"
+            ) from None
         if proc.returncode != 0:
             last = (output.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
             failed.append(f"keytool {args[0]}: {last}")
@@ -182,27 +212,102 @@ def ensure_tls(data_dir: Path, secrets: Secrets, java: str) -> SecureFiles:
         store = ["-storetype", "PKCS12", "-storepass:env", "STATECTL_KEYSTORE_PASS"]
         key = ["-keypass:env", "STATECTL_KEYSTORE_PASS", "-keyalg", "EC", "-groupname", "secp256r1"]
         ca_name = f"CN=statectl local CA {uuid.uuid4().hex[:8]}, O=statectl"
-        _run_keytool(keytool, [
-            ["-genkeypair", "-alias", "ca", *key, "-dname", ca_name, "-validity", "3650",
-             "-ext", "bc:c", "-ext", "KU:c=keyCertSign,cRLSign", "-keystore", CA_STORE, *store],
-            ["-genkeypair", "-alias", "broker", *key, "-dname", "CN=localhost, O=statectl", "-validity", "825",
-             "-keystore", BROKER_STORE, *store],
-        ], work, secrets.keystore)
-        _run_keytool(keytool, [
-            ["-exportcert", "-rfc", "-alias", "ca", "-keystore", CA_STORE, *store, "-file", CA_PEM],
-            ["-certreq", "-alias", "broker", "-keystore", BROKER_STORE, *store, "-file", "broker.csr"],
-        ], work, secrets.keystore)
-        _run_keytool(keytool, [
-            ["-gencert", "-rfc", "-alias", "ca", "-keystore", CA_STORE, *store, "-infile", "broker.csr",
-             "-outfile", "broker.crt", "-validity", "825", "-ext", f"SAN={SAN}",
-             "-ext", "KU:c=digitalSignature,keyEncipherment,keyAgreement", "-ext", "EKU=serverAuth,clientAuth"],
-        ], work, secrets.keystore)
+        _run_keytool(
+            keytool,
+            [
+                [
+                    "-genkeypair",
+                    "-alias",
+                    "ca",
+                    *key,
+                    "-dname",
+                    ca_name,
+                    "-validity",
+                    "3650",
+                    "-ext",
+                    "bc:c",
+                    "-ext",
+                    "KU:c=keyCertSign,cRLSign",
+                    "-keystore",
+                    CA_STORE,
+                    *store,
+                ],
+                [
+                    "-genkeypair",
+                    "-alias",
+                    "broker",
+                    *key,
+                    "-dname",
+                    "CN=localhost, O=statectl",
+                    "-validity",
+                    "825",
+                    "-keystore",
+                    BROKER_STORE,
+                    *store,
+                ],
+            ],
+            work,
+            secrets.keystore,
+        )
+        _run_keytool(
+            keytool,
+            [
+                ["-exportcert", "-rfc", "-alias", "ca", "-keystore", CA_STORE, *store, "-file", CA_PEM],
+                ["-certreq", "-alias", "broker", "-keystore", BROKER_STORE, *store, "-file", "broker.csr"],
+            ],
+            work,
+            secrets.keystore,
+        )
+        _run_keytool(
+            keytool,
+            [
+                [
+                    "-gencert",
+                    "-rfc",
+                    "-alias",
+                    "ca",
+                    "-keystore",
+                    CA_STORE,
+                    *store,
+                    "-infile",
+                    "broker.csr",
+                    "-outfile",
+                    "broker.crt",
+                    "-validity",
+                    "825",
+                    "-ext",
+                    f"SAN={SAN}",
+                    "-ext",
+                    "KU:c=digitalSignature,keyEncipherment,keyAgreement",
+                    "-ext",
+                    "EKU=serverAuth,clientAuth",
+                ],
+            ],
+            work,
+            secrets.keystore,
+        )
         # The reply with its chain (broker, then CA) installs without trusting the CA first.
         (work / "chain.pem").write_text((work / "broker.crt").read_text() + (work / CA_PEM).read_text())
-        _run_keytool(keytool, [
-            ["-importcert", "-noprompt", "-alias", "broker", "-file", "chain.pem", "-keystore", BROKER_STORE,
-             *store, "-keypass:env", "STATECTL_KEYSTORE_PASS"],
-        ], work, secrets.keystore)
+        _run_keytool(
+            keytool,
+            [
+                [
+                    "-importcert",
+                    "-noprompt",
+                    "-alias",
+                    "broker",
+                    "-file",
+                    "chain.pem",
+                    "-keystore",
+                    BROKER_STORE,
+                    *store,
+                    "-keypass:env",
+                    "STATECTL_KEYSTORE_PASS",
+                ],
+            ],
+            work,
+            secrets.keystore,
+        )
         for name in ("broker.csr", "broker.crt", "chain.pem"):
             (work / name).unlink()
         for name in (CA_STORE, BROKER_STORE):
@@ -229,15 +334,17 @@ def _prop(value: str) -> str:
             out.append(ch)
         else:
             encoded = ch.encode("utf-16-be")
-            out += [f"\\u{int.from_bytes(encoded[i:i + 2], 'big'):04x}" for i in range(0, len(encoded), 2)]
+            out += [f"\\u{int.from_bytes(encoded[i : i + 2], 'big'):04x}" for i in range(0, len(encoded), 2)]
     return "".join(out)
 
 
 def server_properties(host: str, port: int, controller_port: int, secrets: Secrets, files: SecureFiles) -> list[str]:
     """The listener, SASL, TLS and authorizer lines of a secured broker's server.properties."""
-    controller_jaas = (f"org.apache.kafka.common.security.plain.PlainLoginModule required "
-                       f"username={_jaas(CONTROLLER_USER)} password={_jaas(secrets.controller)} "
-                       f"user_{CONTROLLER_USER}={_jaas(secrets.controller)};")
+    controller_jaas = (
+        f"org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f"username={_jaas(CONTROLLER_USER)} password={_jaas(secrets.controller)} "
+        f"user_{CONTROLLER_USER}={_jaas(secrets.controller)};"
+    )
     return [
         f"listeners={PROTOCOL}://{host}:{port},CONTROLLER://{host}:{controller_port}",
         f"advertised.listeners={PROTOCOL}://{host}:{port}",
@@ -272,17 +379,22 @@ def write_client_configs(data_dir: Path, bootstrap: str, secrets: Secrets, files
         (files.client_config, CLIENT_USER, secrets.statectl, "the ACLs of a statectl tour"),
         (files.admin_config, ADMIN_USER, secrets.admin, "super user"),
     ):
-        write_private(path, "\n".join([
-            f"# statectl's local secured Kafka broker ({_prop(str(data_dir))}): user {user} ({what}).",
-            "# Use it with statectl's --client-config or $STATECTL_CLIENT_CONFIG, or Kafka's --command-config.",
-            f"security.protocol={PROTOCOL}",
-            f"sasl.mechanism={MECHANISM}",
-            f"sasl.jaas.config={_prop(jaas_config(MECHANISM, user, password))}",
-            "ssl.truststore.type=PEM",
-            f"ssl.truststore.location={_prop(str(files.ca_file))}",
-            f"bootstrap.servers={bootstrap}",
-            "",
-        ]))
+        write_private(
+            path,
+            "\n".join(
+                [
+                    f"# statectl's local secured Kafka broker ({_prop(str(data_dir))}): user {user} ({what}).",
+                    "# Use it with statectl's --client-config or $STATECTL_CLIENT_CONFIG, or Kafka's --command-config.",
+                    f"security.protocol={PROTOCOL}",
+                    f"sasl.mechanism={MECHANISM}",
+                    f"sasl.jaas.config={_prop(jaas_config(MECHANISM, user, password))}",
+                    "ssl.truststore.type=PEM",
+                    f"ssl.truststore.location={_prop(str(files.ca_file))}",
+                    f"bootstrap.servers={bootstrap}",
+                    "",
+                ]
+            ),
+        )
 
 
 def admin_cluster(bootstrap: str, files: SecureFiles) -> Cluster:
@@ -293,26 +405,37 @@ def admin_cluster(bootstrap: str, files: SecureFiles) -> Cluster:
 # ---------------------------------------------------------------- ACLs of the statectl user
 def statectl_acls():
     """The ACL bindings of ``User:statectl``: what the statectl tour needs on a secured cluster."""
-    from confluent_kafka.admin import AclBinding, AclOperation as Op, AclPermissionType, ResourcePatternType
+    from confluent_kafka.admin import AclBinding, AclPermissionType, ResourcePatternType
+    from confluent_kafka.admin import AclOperation as Op
     from confluent_kafka.admin import ResourceType as Rt
 
     def allow(resource, name: str, operation) -> AclBinding:
-        return AclBinding(resource, name, ResourcePatternType.LITERAL, f"User:{CLIENT_USER}", "*", operation,
-                          AclPermissionType.ALLOW)
+        return AclBinding(
+            resource, name, ResourcePatternType.LITERAL, f"User:{CLIENT_USER}", "*", operation, AclPermissionType.ALLOW
+        )
 
-    return ([allow(Rt.BROKER, "kafka-cluster", op) for op in (Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS,
-                                                              Op.IDEMPOTENT_WRITE)]
-            + [allow(Rt.TOPIC, "*", Op.ALL)]
-            + [allow(Rt.GROUP, "*", op) for op in (Op.READ, Op.DESCRIBE)]
-            + [allow(Rt.TRANSACTIONAL_ID, "*", op) for op in (Op.WRITE, Op.DESCRIBE)])
+    return (
+        [
+            allow(Rt.BROKER, "kafka-cluster", op)
+            for op in (Op.CREATE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.IDEMPOTENT_WRITE)
+        ]
+        + [allow(Rt.TOPIC, "*", Op.ALL)]
+        + [allow(Rt.GROUP, "*", op) for op in (Op.READ, Op.DESCRIBE)]
+        + [allow(Rt.TRANSACTIONAL_ID, "*", op) for op in (Op.WRITE, Op.DESCRIBE)]
+    )
 
 
 def create_statectl_acls(cluster: Cluster, timeout: float) -> None:
     """Create the ACLs of ``statectl`` as ``admin`` and wait until the broker's authorizer has
     them (so the first request of the user right after ``kafka up`` is allowed)."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType
-    from confluent_kafka.admin import ResourceType
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     from statectl.adapters.kafka.connect import admin_client
 
@@ -320,8 +443,15 @@ def create_statectl_acls(cluster: Cluster, timeout: float) -> None:
     admin = admin_client(cluster)
     deadline = time.monotonic() + timeout
     problem = "no answer"
-    mine = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{CLIENT_USER}", None,
-                            AclOperation.ANY, AclPermissionType.ANY)
+    mine = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        f"User:{CLIENT_USER}",
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
     created = False
     while time.monotonic() < deadline:
         left = max(1.0, deadline - time.monotonic())

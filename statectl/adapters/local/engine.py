@@ -94,10 +94,18 @@ def engine_status(data_dir: Path) -> EngineStatus:
         return EngineStatus(running=False, data_dir=str(data_dir))
     pid, java_pid = int(state["pid"]), state.get("java_pid")
     return EngineStatus(
-        running=True, data_dir=str(data_dir), remote=f"sc://{HOST}:{state['port']}", pid=pid, java_pid=java_pid,
-        port=int(state["port"]), control_port=int(state["control_port"]), log_file=str(data_dir / "engine.log"),
-        spark_version=state.get("spark_version"), session_timeout_s=state.get("session_timeout_s"),
-        ready_seconds=state.get("ready_seconds"), rss_bytes=rss_bytes(pid) + rss_bytes(java_pid),
+        running=True,
+        data_dir=str(data_dir),
+        remote=f"sc://{HOST}:{state['port']}",
+        pid=pid,
+        java_pid=java_pid,
+        port=int(state["port"]),
+        control_port=int(state["control_port"]),
+        log_file=str(data_dir / "engine.log"),
+        spark_version=state.get("spark_version"),
+        session_timeout_s=state.get("session_timeout_s"),
+        ready_seconds=state.get("ready_seconds"),
+        rss_bytes=rss_bytes(pid) + rss_bytes(java_pid),
         uptime_s=round(time.time() - float(state.get("started_at", time.time())), 1),
     )
 
@@ -128,27 +136,37 @@ def engine_for_remote(remote: str) -> EngineStatus | None:
     return None
 
 
-def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
-              session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S, object_store: bool = False,
-              on_step: Step | None = None) -> EngineStatus:
+def engine_up(
+    data_dir: Path,
+    port: int | None = None,
+    timeout: float = 120.0,
+    session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
+    object_store: bool = False,
+    on_step: Step | None = None,
+) -> EngineStatus:
     """Start the engine of ``data_dir`` in the background and wait until Spark Connect answers.
     An engine already running there is left as it is (``already_running``). ``on_step`` is told
     what the wait is for as it changes (the engine's Python, its driver JVM, Spark Connect)."""
     from statectl.spark_support import require, require_pyspark
 
-    installed = require_pyspark("engine up")  # the engine is this Python's PySpark: one line now, not a dead child later
+    # The engine is this Python's PySpark: one line now, not a dead child later.
+    installed = require_pyspark("engine up")
     require("engine", installed)
     data_dir = data_dir.resolve()
     current = engine_status(data_dir)
     if current.running:
         if port is not None and port != current.port:
-            raise UsageError(f"the engine of {data_dir} already runs on port {current.port}, not {port}; "
-                             f"stop it first (statectl engine down) or pass another --data-dir")
+            raise UsageError(
+                f"the engine of {data_dir} already runs on port {current.port}, not {port}; "
+                f"stop it first (statectl engine down) or pass another --data-dir"
+            )
         current.already_running = True
         return current
     if session_timeout_s < 5:
-        raise UsageError(f"--session-timeout {session_timeout_s:g}: at least 5 seconds (a client polls its query "
-                         "every 0.2 s; a shorter time-out stops live runs under load)")
+        raise UsageError(
+            f"--session-timeout {session_timeout_s:g}: at least 5 seconds (a client polls its query "
+            "every 0.2 s; a shorter time-out stops live runs under load)"
+        )
     port = port or DEFAULT_PORT
     if port_in_use(port):
         raise UsageError(f"port {port} is in use on {HOST}; pass another --port")
@@ -158,15 +176,31 @@ def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
     log = data_dir / "engine.log"
     env = dict(os.environ, STATECTL_SPARK_LOG=str(log), PYTHONUNBUFFERED="1")
     env.pop("SPARK_REMOTE", None)  # the engine is a classic driver; a client setting must not make it a client
-    cmd = [sys.executable, "-m", "statectl.adapters.spark.engine_server", "--port", str(port),
-           "--state-file", str(state_file), "--session-timeout", str(session_timeout_s)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "statectl.adapters.spark.engine_server",
+        "--port",
+        str(port),
+        "--state-file",
+        str(state_file),
+        "--session-timeout",
+        str(session_timeout_s),
+    ]
     if object_store:
         cmd.append("--object-store")
     started = time.monotonic()
     offsets = {name: _size(data_dir / name) for name in ("engine.out", "engine.log")}
     with open(data_dir / "engine.out", "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                cwd=data_dir, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=data_dir,
+            start_new_session=True,
+        )
 
     step = on_step or (lambda text: None)
     remote = f"sc://{HOST}:{port}"
@@ -192,12 +226,15 @@ def engine_up(data_dir: Path, port: int | None = None, timeout: float = 120.0,
 
     wait_until(ready, timeout, interval=0.1)
     if proc.poll() is not None:
-        raise OperationalError(f"the engine exited with code {proc.returncode} before it answered: "
-                               f"{_last_error(data_dir, offsets)} (log: {log})")
+        raise OperationalError(
+            f"the engine exited with code {proc.returncode} before it answered: "
+            f"{_last_error(data_dir, offsets)} (log: {log})"
+        )
     if not state_file.exists():
         _terminate(proc.pid, 10.0)
-        raise OperationalError(f"the engine did not answer on port {port} within {timeout:.0f} s; stopped it "
-                               f"(log: {log})")
+        raise OperationalError(
+            f"the engine did not answer on port {port} within {timeout:.0f} s; stopped it (log: {log})"
+        )
     status = engine_status(data_dir)
     status.ready_seconds = round(time.monotonic() - started, 2)
     return status
@@ -214,8 +251,8 @@ def _java_children(pid: int) -> list[int]:
         except OSError:
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")".
-        comm = stat[stat.find("(") + 1:stat.rfind(")")]
-        fields = stat[stat.rfind(")") + 2:].split()
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2 :].split()
         if comm == "java" and len(fields) > 1 and fields[1] == str(pid):
             found.append(int(proc.name))
     return found

@@ -17,15 +17,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
-from statectl.errors import JarResolutionError, OperationalError, UsageError
+from statectl.errors import JarResolutionError, UsageError
 from statectl.paths import jar_cache
 from statectl.spark_support import (
-    GATES, SPARK_EXTRA, SUPPORTED_BELOW, SUPPORTED_FROM, InstalledSpark, installed_spark, require, text,
+    GATES,
+    SPARK_EXTRA,
+    SUPPORTED_BELOW,
+    SUPPORTED_FROM,
+    InstalledSpark,
+    installed_spark,
+    require,
+    text,
 )
 
 KAFKA_VERSION = "4.3.1"
@@ -41,18 +48,30 @@ AWS_SDK_FOR_HADOOP = {"3.4.1": "2.24.6", "3.4.2": "2.29.52", "3.5.0": "2.35.4"}
 #: The abortable-stream checkpoint file manager. Maven Central has no spark-hadoop-cloud for 4.2;
 #: the 4.1.2 jar alone (no dependencies) holds it and only uses Hadoop's public API.
 SPARK_HADOOP_CLOUD_VERSION = "4.1.2"
-_SDK_SHIPPED_BY_SPARK = (("io.netty", "*"), ("org.apache.httpcomponents", "*"), ("commons-codec", "*"),
-                         ("commons-logging", "*"), ("org.slf4j", "*"))
+_SDK_SHIPPED_BY_SPARK = (
+    ("io.netty", "*"),
+    ("org.apache.httpcomponents", "*"),
+    ("commons-codec", "*"),
+    ("commons-logging", "*"),
+    ("org.slf4j", "*"),
+)
 
 
 def shipped_by_spark(scala: str) -> tuple[tuple[str, str], ...]:
     """What PySpark's own jars already are (Hadoop, Scala, slf4j, lz4, snappy; spark-tags of its
     Scala version): a bundle leaves them out so no second, older copy lands on the classpath (or in
     the cache)."""
-    return (("org.apache.hadoop", "*"), ("org.slf4j", "*"), ("org.scala-lang", "*"),
-            ("org.scala-lang.modules", "*"), ("at.yawk.lz4", "*"), ("org.lz4", "*"),
-            ("org.xerial.snappy", "*"), ("com.google.code.findbugs", "*"),
-            ("org.apache.spark", f"spark-tags_{scala}"))
+    return (
+        ("org.apache.hadoop", "*"),
+        ("org.slf4j", "*"),
+        ("org.scala-lang", "*"),
+        ("org.scala-lang.modules", "*"),
+        ("at.yawk.lz4", "*"),
+        ("org.lz4", "*"),
+        ("org.xerial.snappy", "*"),
+        ("com.google.code.findbugs", "*"),
+        ("org.apache.spark", f"spark-tags_{scala}"),
+    )
 
 
 @dataclass(frozen=True)
@@ -64,8 +83,7 @@ class Artifact:
 
     def pom_xml(self) -> str:
         excl = "".join(
-            f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"
-            for g, a in self.exclusions
+            f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>" for g, a in self.exclusions
         )
         excl = f"<exclusions>{excl}</exclusions>" if excl else ""
         return (
@@ -79,8 +97,9 @@ class Artifact:
 
     def local_jar(self, repository: Path) -> Path:
         """Where Maven keeps this artifact's jar in the local ``repository``."""
-        return repository.joinpath(*self.group.split("."), self.artifact, self.version,
-                                   f"{self.artifact}-{self.version}.jar")
+        return repository.joinpath(
+            *self.group.split("."), self.artifact, self.version, f"{self.artifact}-{self.version}.jar"
+        )
 
 
 @dataclass(frozen=True)
@@ -148,16 +167,18 @@ def spark_kafka_bundle(spark: InstalledSpark) -> JarBundle:
         f"{spark.version}-{SPARK_BUNDLE_REVISION}",
         artifacts,
         releases,
-        unresolved=(f"the Kafka connector for Spark {spark.version} could not be resolved from Maven Central "
-                    f"({artifacts[0].coordinates}, nor an earlier {_line(releases[0])}); statectl runs jobs on "
-                    f"PySpark {text(SUPPORTED_FROM)} to {SUPPORTED_BELOW[0]}.{SUPPORTED_BELOW[1] - 1}"),
+        unresolved=(
+            f"the Kafka connector for Spark {spark.version} could not be resolved from Maven Central "
+            f"({artifacts[0].coordinates}, nor an earlier {_line(releases[0])}); statectl runs jobs on "
+            f"PySpark {text(SUPPORTED_FROM)} to {SUPPORTED_BELOW[0]}.{SUPPORTED_BELOW[1] - 1}"
+        ),
     )
 
 
 def installed_hadoop(jars_dir: Path) -> str | None:
     """The Hadoop release PySpark ships, from ``hadoop-client-api-<version>.jar`` in its jars."""
     for jar in sorted(jars_dir.glob("hadoop-client-api-*.jar")):
-        return jar.name[len("hadoop-client-api-"):-len(".jar")]
+        return jar.name[len("hadoop-client-api-") : -len(".jar")]
     return None
 
 
@@ -169,20 +190,31 @@ def spark_s3_bundle(spark: InstalledSpark, hadoop: str) -> JarBundle:
     SDK v2; the gate ``s3a-checkpoints`` refuses older Sparks before this is asked."""
     sdk = AWS_SDK_FOR_HADOOP.get(hadoop)
     if sdk is None:
-        raise JarResolutionError(f"statectl knows no S3A connector for Hadoop {hadoop} (PySpark {spark.version}'s); "
-                                 f"s3a:// checkpoints need the Hadoop of PySpark 4.0, 4.1 or 4.2 "
-                                 f"({', '.join(AWS_SDK_FOR_HADOOP)})")
+        raise JarResolutionError(
+            f"statectl knows no S3A connector for Hadoop {hadoop} (PySpark {spark.version}'s); "
+            f"s3a:// checkpoints need the Hadoop of PySpark 4.0, 4.1 or 4.2 "
+            f"({', '.join(AWS_SDK_FOR_HADOOP)})"
+        )
     return JarBundle(
         "spark-s3",
         f"{spark.version}-{hadoop}-{sdk}",
         (
-            Artifact("org.apache.hadoop", "hadoop-aws", hadoop,
-                     exclusions=(("software.amazon.awssdk", "bundle"), ("org.wildfly.openssl", "*"),
-                                 *_SDK_SHIPPED_BY_SPARK)),
-            *(Artifact("software.amazon.awssdk", name, sdk, exclusions=_SDK_SHIPPED_BY_SPARK)
-              for name in ("s3", "s3-transfer-manager", "sts")),
-            Artifact("org.apache.spark", f"spark-hadoop-cloud_{spark.scala}", SPARK_HADOOP_CLOUD_VERSION,
-                     exclusions=(("*", "*"),)),
+            Artifact(
+                "org.apache.hadoop",
+                "hadoop-aws",
+                hadoop,
+                exclusions=(("software.amazon.awssdk", "bundle"), ("org.wildfly.openssl", "*"), *_SDK_SHIPPED_BY_SPARK),
+            ),
+            *(
+                Artifact("software.amazon.awssdk", name, sdk, exclusions=_SDK_SHIPPED_BY_SPARK)
+                for name in ("s3", "s3-transfer-manager", "sts")
+            ),
+            Artifact(
+                "org.apache.spark",
+                f"spark-hadoop-cloud_{spark.scala}",
+                SPARK_HADOOP_CLOUD_VERSION,
+                exclusions=(("*", "*"),),
+            ),
         ),
     )
 
@@ -315,8 +347,9 @@ def first_versions(bundle: JarBundle, repository: Path, now: float | None = None
     Maven has not failed to find within the day (passed over without a Maven run)."""
     versions = {a.artifact: a.version for a in bundle.artifacts if a.version in bundle.releases}
     while True:
-        missing = {a.artifact for a in bundle.at(versions)
-                   if a.artifact in versions and known_missing(a, repository, now)}
+        missing = {
+            a.artifact for a in bundle.at(versions) if a.artifact in versions and known_missing(a, repository, now)
+        }
         if not missing:
             return versions
         after = next_versions(bundle, versions, missing)
@@ -354,8 +387,10 @@ def ensure_bundle(bundle: JarBundle, timeout: float = 900.0, max_runs: int = MAX
         if ok:
             main = bundle.artifacts[0]
             if artifacts[0].version != main.version:
-                _notice(f"note: Maven Central has no {main.coordinates}; Spark {main.version} runs with "
-                        f"{artifacts[0].version}, the newest {_line(main.version)} release it has")
+                _notice(
+                    f"note: Maven Central has no {main.coordinates}; Spark {main.version} runs with "
+                    f"{artifacts[0].version}, the newest {_line(main.version)} release it has"
+                )
             jars = cached_jars(bundle)
             assert jars is not None
             return jars
@@ -372,8 +407,9 @@ def _line(version: str) -> str:
     return ".".join(version.split(".")[:2]) + ".x"
 
 
-def _resolve(mvn: str, bundle: JarBundle, artifacts: tuple[Artifact, ...], offline: bool,
-             timeout: float) -> tuple[bool, str]:
+def _resolve(
+    mvn: str, bundle: JarBundle, artifacts: tuple[Artifact, ...], offline: bool, timeout: float
+) -> tuple[bool, str]:
     """One Maven run for ``artifacts``; ``(True, "")`` once their jars and manifest are in the
     bundle's directory, else ``(False, Maven's line saying why)``."""
     staging = Path(tempfile.mkdtemp(prefix=f".{bundle.name}-", dir=bundle.directory.parent))
@@ -382,8 +418,16 @@ def _resolve(mvn: str, bundle: JarBundle, artifacts: tuple[Artifact, ...], offli
         settings = resources.files("statectl.resources").joinpath("maven/settings.xml")
         with resources.as_file(settings) as settings_path:
             cmd = [
-                mvn, "-B", "-q", *(["-o"] if offline else []), "-s", str(settings_path),
-                "-f", str(staging / "pom.xml"), "dependency:copy-dependencies", "-DincludeScope=runtime",
+                mvn,
+                "-B",
+                "-q",
+                *(["-o"] if offline else []),
+                "-s",
+                str(settings_path),
+                "-f",
+                str(staging / "pom.xml"),
+                "dependency:copy-dependencies",
+                "-DincludeScope=runtime",
                 f"-DoutputDirectory={staging / 'jars'}",
             ]
             try:
@@ -415,8 +459,13 @@ def _resolve(mvn: str, bundle: JarBundle, artifacts: tuple[Artifact, ...], offli
 def manifest(bundle: JarBundle, artifacts: tuple[Artifact, ...], names: list[str]) -> dict:
     """A resolved bundle's manifest: its jars and the release its main artifact is of (later runs
     read that, offline and quietly)."""
-    return {"bundle": bundle.name, "version": bundle.version, "release": artifacts[0].version,
-            "artifacts": [a.coordinates for a in artifacts], "jars": names}
+    return {
+        "bundle": bundle.name,
+        "version": bundle.version,
+        "release": artifacts[0].version,
+        "artifacts": [a.coordinates for a in artifacts],
+        "jars": names,
+    }
 
 
 def pyspark_jars_dir() -> Path:

@@ -98,8 +98,13 @@ def build_archive(jars_dir: Path, timeout: float = 600.0, force: bool = False) -
         log = Path(work) / "spark.log"
         env = {**os.environ, DUMP_ENV: str(partial), "STATECTL_SPARK_LOG": str(log)}
         try:
-            proc = subprocess.run([sys.executable, "-m", "statectl.adapters.local.jvm_archive_training", work], env=env,
-                                  capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(
+                [sys.executable, "-m", "statectl.adapters.local.jvm_archive_training", work],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired as exc:
             partial.unlink(missing_ok=True)
             raise OperationalError(f"the JVM archive's training run took longer than {timeout:.0f} s") from exc

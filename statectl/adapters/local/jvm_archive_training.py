@@ -15,8 +15,9 @@ def _training_processor():
     class CountPerKey(StatefulProcessor):
         def init(self, handle):
             self.count = handle.getValueState("count", StructType([StructField("n", LongType())]))
-            self.seen = handle.getMapState("seen", StructType([StructField("v", LongType())]),
-                                           StructType([StructField("n", LongType())]))
+            self.seen = handle.getMapState(
+                "seen", StructType([StructField("v", LongType())]), StructType([StructField("n", LongType())])
+            )
 
         def handleInputRows(self, key, rows, timerValues):
             import pandas as pd
@@ -52,29 +53,51 @@ def _train(work: Path) -> None:
     raw = spark.readStream.format("text").load(str(source))
     # The expressions statectl's jobs parse Kafka records with (typed JSON, checks, dead-letter
     # text), so that their classes and code generation are in the archive too.
-    parsed = raw.select(F.from_json("value", "k LONG, v LONG, name STRING, _corrupt STRING",
-                                    {"columnNameOfCorruptRecord": "_corrupt"}).alias("s"), "value")
+    parsed = raw.select(
+        F.from_json(
+            "value", "k LONG, v LONG, name STRING, _corrupt STRING", {"columnNameOfCorruptRecord": "_corrupt"}
+        ).alias("s"),
+        "value",
+    )
     s = F.col("s")
-    ok = F.coalesce((s["k"] >= 0) & s["v"].isNotNull() & ~F.isnan(s["v"].cast("double"))
-                    & (F.abs(s["v"].cast("double")) != float("inf")), F.lit(False))
-    rows = parsed.select(
-        F.when(ok, F.element_at(F.array(F.lit(2), F.lit(9)), F.pmod(s["k"], F.lit(2)).cast("int") + 1))
-        .otherwise(F.lit(-1)).cast("bigint").alias("k"),
-        s["v"].alias("v"),
-        F.when(F.length("value") <= 1024, F.col("value")).otherwise(F.substring("value", 1, 64)).alias("raw"),
-        F.to_json(F.struct(F.col("value").rlike("^[0-9]+$").alias("numeric"), F.length("value").alias("bytes")))
-        .alias("text"),
-    ).withColumn("copies", F.explode(F.array(F.lit(1), F.lit(2)))).drop("copies")
+    ok = F.coalesce(
+        (s["k"] >= 0)
+        & s["v"].isNotNull()
+        & ~F.isnan(s["v"].cast("double"))
+        & (F.abs(s["v"].cast("double")) != float("inf")),
+        F.lit(False),
+    )
+    rows = (
+        parsed.select(
+            F.when(ok, F.element_at(F.array(F.lit(2), F.lit(9)), F.pmod(s["k"], F.lit(2)).cast("int") + 1))
+            .otherwise(F.lit(-1))
+            .cast("bigint")
+            .alias("k"),
+            s["v"].alias("v"),
+            F.when(F.length("value") <= 1024, F.col("value")).otherwise(F.substring("value", 1, 64)).alias("raw"),
+            F.to_json(
+                F.struct(F.col("value").rlike("^[0-9]+$").alias("numeric"), F.length("value").alias("bytes"))
+            ).alias("text"),
+        )
+        .withColumn("copies", F.explode(F.array(F.lit(1), F.lit(2))))
+        .drop("copies")
+    )
     rows = rows.unionByName(rows.where("k < 0"))
     tws = installed_spark().release >= GATES["transformWithState"].since
     for batch in range(2):  # the second batch loads state the first committed
         if tws:
-            counted = rows.groupBy("k").transformWithStateInPandas(_training_processor(), "k long, n long", "Update",
-                                                                   "None")
+            counted = rows.groupBy("k").transformWithStateInPandas(
+                _training_processor(), "k long, n long", "Update", "None"
+            )
         else:  # Spark 3.5: no Python transformWithState; a streaming aggregation loads the state store's classes
             counted = rows.groupBy("k").agg(F.count(F.lit(1)).alias("n"))
-        query = (counted.writeStream.format("noop").outputMode("update")
-                 .option("checkpointLocation", str(work / "checkpoint")).trigger(availableNow=True).start())
+        query = (
+            counted.writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", str(work / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
         query.awaitTermination(300)
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))

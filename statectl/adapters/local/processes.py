@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from statectl.text import wait_until
 

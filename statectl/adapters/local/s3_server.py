@@ -69,9 +69,14 @@ class LocalS3:
     @property
     def properties(self) -> dict[str, str]:
         """The fs.s3a.* settings of this server (what a --storage-config file holds)."""
-        return {"fs.s3a.endpoint": self.endpoint, "fs.s3a.path.style.access": "true",
-                "fs.s3a.access.key": self.access_key, "fs.s3a.secret.key": self.secret_key,
-                "fs.s3a.endpoint.region": REGION, "fs.s3a.connection.ssl.enabled": "false"}
+        return {
+            "fs.s3a.endpoint": self.endpoint,
+            "fs.s3a.path.style.access": "true",
+            "fs.s3a.access.key": self.access_key,
+            "fs.s3a.secret.key": self.secret_key,
+            "fs.s3a.endpoint.region": REGION,
+            "fs.s3a.connection.ssl.enabled": "false",
+        }
 
     def write_properties(self, path: Path) -> Path:
         path.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()), encoding="utf-8")
@@ -80,8 +85,13 @@ class LocalS3:
     def client(self):
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
-                            aws_secret_access_key=self.secret_key, region_name=REGION)
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name=REGION,
+        )
 
     def create_bucket(self, name: str) -> str:
         self.client().create_bucket(Bucket=name)
@@ -98,7 +108,7 @@ class LocalS3:
         return self._mark
 
     def requests_since(self, mark: int | None = None) -> list[Request]:
-        return self.requests()[self._mark if mark is None else mark:]
+        return self.requests()[self._mark if mark is None else mark :]
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -116,12 +126,21 @@ def start_local_s3(workdir: Path, port: int | None = None, timeout: float = 30.0
     workdir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     log = workdir / "s3-server.log"
-    env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true", "PYTHONUNBUFFERED": "1",
-           "INITIAL_NO_AUTH_ACTION_COUNT": str(_SETUP_REQUESTS)}
+    env = {
+        **os.environ,
+        "MOTO_ALLOW_NONEXISTENT_REGION": "true",
+        "PYTHONUNBUFFERED": "1",
+        "INITIAL_NO_AUTH_ACTION_COUNT": str(_SETUP_REQUESTS),
+    }
     with open(log, "ab") as out:
-        process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -143,8 +162,9 @@ def _make_user(endpoint: str) -> tuple[str, str]:
     """The one user the server knows, allowed everything: (access key, secret key)."""
     import boto3
 
-    iam = boto3.client("iam", endpoint_url=endpoint, aws_access_key_id="setup", aws_secret_access_key="setup",
-                       region_name=REGION)
+    iam = boto3.client(
+        "iam", endpoint_url=endpoint, aws_access_key_id="setup", aws_secret_access_key="setup", region_name=REGION
+    )
     iam.create_user(UserName="statectl")
     iam.put_user_policy(UserName="statectl", PolicyName="everything", PolicyDocument=_ALLOW_ALL)
     key = iam.create_access_key(UserName="statectl")["AccessKey"]

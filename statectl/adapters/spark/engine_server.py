@@ -98,9 +98,13 @@ class Engine:
     def health(self) -> dict:
         from statectl.adapters.local.engine import rss_bytes
 
-        return {"pid": os.getpid(), "java_pid": self.java_pid, "uptime_s": round(time.time() - self.started, 1),
-                "rss_bytes": rss_bytes(os.getpid()) + rss_bytes(self.java_pid),
-                "spark_version": self.spark.version}
+        return {
+            "pid": os.getpid(),
+            "java_pid": self.java_pid,
+            "uptime_s": round(time.time() - self.started, 1),
+            "rss_bytes": rss_bytes(os.getpid()) + rss_bytes(self.java_pid),
+            "spark_version": self.spark.version,
+        }
 
 
 def _handler(engine: Engine):
@@ -135,8 +139,12 @@ def _handler(engine: Engine):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if url.path == "/stop":
-                    self._answer(200, engine.stop_between_batches(str(body["query_id"]), str(body["run_id"]),
-                                                                  float(body.get("patience", 600))))
+                    self._answer(
+                        200,
+                        engine.stop_between_batches(
+                            str(body["query_id"]), str(body["run_id"]), float(body.get("patience", 600))
+                        ),
+                    )
                 elif url.path == "/repartition":
                     settings = {str(k): str(v) for k, v in dict(body.get("settings") or {}).items()}
                     self._answer(200, engine.repartition(str(body["path"]), int(body["partitions"]), settings))
@@ -195,10 +203,18 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    state = {"pid": os.getpid(), "java_pid": engine.java_pid, "port": port, "control_port": control.server_address[1],
-             "started_at": time.time(), "ready_seconds": round(time.monotonic() - started, 2),
-             "spark_version": spark.version, "session_timeout_s": session_timeout_s, "object_store": object_store,
-             "master": master}
+    state = {
+        "pid": os.getpid(),
+        "java_pid": engine.java_pid,
+        "port": port,
+        "control_port": control.server_address[1],
+        "started_at": time.time(),
+        "ready_seconds": round(time.monotonic() - started, 2),
+        "spark_version": spark.version,
+        "session_timeout_s": session_timeout_s,
+        "object_store": object_store,
+        "master": master,
+    }
     tmp = state_file.with_name(f".{state_file.name}.{os.getpid()}")
     tmp.write_text(json.dumps(state))
     os.chmod(tmp, 0o600)
@@ -212,7 +228,8 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
     control.shutdown()
     try:
         jvm.org.apache.spark.sql.connect.service.SparkConnectService.stop(
-            jvm.scala.Option.apply(None), jvm.scala.Option.apply(None))
+            jvm.scala.Option.apply(None), jvm.scala.Option.apply(None)
+        )
     except Exception:
         pass
     for query in spark.streams.active:

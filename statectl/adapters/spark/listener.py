@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def make_listener(submit: Callable[[tuple], None]):
@@ -42,8 +42,16 @@ def make_listener(submit: Callable[[tuple], None]):
             submit(("idle", time.time(), str(event.id), str(event.runId)))
 
         def onQueryTerminated(self, event) -> None:
-            submit(("terminated", time.time(), str(event.id), str(event.runId), event.exception,
-                    event.errorClassOnException))
+            submit(
+                (
+                    "terminated",
+                    time.time(),
+                    str(event.id),
+                    str(event.runId),
+                    event.exception,
+                    event.errorClassOnException,
+                )
+            )
 
     return RunListener()
 

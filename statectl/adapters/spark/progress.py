@@ -27,11 +27,18 @@ class StagePoller:
 
     def __call__(self, run_id: str) -> list[dict]:
         out = []
-        for job_id in sorted(self.tracker.getJobIdsForGroup(run_id))[-self.max_jobs:]:
+        for job_id in sorted(self.tracker.getJobIdsForGroup(run_id))[-self.max_jobs :]:
             job = self.tracker.getJobInfo(job_id)
             for stage_id in job.stageIds if job else []:
                 stage = self.tracker.getStageInfo(stage_id)
                 if stage is not None and stage.numTasks:
-                    out.append({"stage_id": stage_id, "tasks": stage.numTasks, "completed": stage.numCompletedTasks,
-                                "active": stage.numActiveTasks, "failed": stage.numFailedTasks})
+                    out.append(
+                        {
+                            "stage_id": stage_id,
+                            "tasks": stage.numTasks,
+                            "completed": stage.numCompletedTasks,
+                            "active": stage.numActiveTasks,
+                            "failed": stage.numFailedTasks,
+                        }
+                    )
         return out

@@ -14,9 +14,17 @@ import time
 from statectl.cluster import Cluster, as_cluster
 
 
-def kafka_sink_writer(output, reasons: list[str], output_topics: list[str], bootstrap: Cluster | str,
-                      checkpoint: str, query_name: str, available_now: bool, processing_time: str,
-                      batch_writer=None):
+def kafka_sink_writer(
+    output,
+    reasons: list[str],
+    output_topics: list[str],
+    bootstrap: Cluster | str,
+    checkpoint: str,
+    query_name: str,
+    available_now: bool,
+    processing_time: str,
+    batch_writer=None,
+):
     """A DataStreamWriter of ``output`` (columns topic, key, value, reason) to Kafka, connected
     with the cluster's client settings: through ``batch_writer`` (a ``foreachBatch`` function:
     the exactly-once writer, statectl/run/exactly_once.py) when one is given, else Spark's Kafka
@@ -55,9 +63,11 @@ def key_value_sink(df, topic: str | None, kafka_options: dict[str, str], batch_w
         raise ValueError(f"kafka_sink writes a DataFrame with a 'value' column; this one has {sorted(columns)}")
     if topic is None and "topic" not in columns:
         raise ValueError("kafka_sink needs topic= or a 'topic' column")
-    rows = df.select(F.lit(topic).alias("topic") if topic else F.col("topic"),
-                     F.col("key") if "key" in columns else F.lit(None).cast("string").alias("key"),
-                     F.col("value"))
+    rows = df.select(
+        F.lit(topic).alias("topic") if topic else F.col("topic"),
+        F.col("key") if "key" in columns else F.lit(None).cast("string").alias("key"),
+        F.col("value"),
+    )
     return _writer(rows, kafka_options, batch_writer)
 
 
@@ -68,8 +78,12 @@ def _writer(rows, kafka_options: dict[str, str], batch_writer=None):
         return rows.select("*", batch_at()).writeStream.foreachBatch(batch_writer)
     # An idempotent producer that waits for every in-sync replica: a retry after a broker of a
     # cluster goes down neither duplicates nor reorders a record. The client config may override.
-    return (rows.writeStream.format("kafka").option("kafka.acks", "all").option("kafka.enable.idempotence", "true")
-            .options(**kafka_options))
+    return (
+        rows.writeStream.format("kafka")
+        .option("kafka.acks", "all")
+        .option("kafka.enable.idempotence", "true")
+        .options(**kafka_options)
+    )
 
 
 def ended_within(query, seconds: float) -> bool:

@@ -37,8 +37,9 @@ def import_client_in_background() -> None:
     import threading
 
     global _importing
-    _importing = threading.Thread(target=importlib.import_module, args=("pyspark.sql.connect.session",),
-                                  name="import-spark-connect", daemon=True)
+    _importing = threading.Thread(
+        target=importlib.import_module, args=("pyspark.sql.connect.session",), name="import-spark-connect", daemon=True
+    )
     _importing.start()
 
 
@@ -50,8 +51,10 @@ def parse_remote(remote: str) -> tuple[str, int]:
     text = remote.strip()
     match = _REMOTE.fullmatch(text)
     if not match:
-        raise UsageError(f"--remote {remote!r}: expected sc://HOST:PORT (a Spark Connect endpoint, e.g. "
-                         f"sc://localhost:15002), or 'none' for a Spark driver in this process")
+        raise UsageError(
+            f"--remote {remote!r}: expected sc://HOST:PORT (a Spark Connect endpoint, e.g. "
+            f"sc://localhost:15002), or 'none' for a Spark driver in this process"
+        )
     port = int(match["port"] or 15002)
     if not 0 < port < 65536:
         raise UsageError(f"--remote {remote!r}: port {port} is not a port")
@@ -78,8 +81,9 @@ class EngineLink:
 
     def _call(self, path: str, body: dict | None = None, timeout: float = 10.0):
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.control_url + path, data=data,
-                                         headers={"Content-Type": "application/json"} if data else {})
+        request = urllib.request.Request(
+            self.control_url + path, data=data, headers={"Content-Type": "application/json"} if data else {}
+        )
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             return json.loads(answer.read() or b"null")
 
@@ -94,8 +98,9 @@ class EngineLink:
     def repartition(self, path: str, partitions: int, settings: dict[str, str]) -> dict:
         """Spark's offline repartitioning, run by the engine in a session of its own."""
         try:
-            return self._call("/repartition", {"path": path, "partitions": partitions, "settings": settings},
-                              timeout=3600)
+            return self._call(
+                "/repartition", {"path": path, "partitions": partitions, "settings": settings}, timeout=3600
+            )
         except urllib.error.HTTPError as exc:
             try:
                 return json.loads(exc.read() or b"{}")
@@ -132,15 +137,18 @@ def remote_session(remote: str, conf: dict[str, str], app_name: str = "statectl"
     from statectl.adapters.spark.session import BASE_CONF
 
     require_remote(remote)
-    settings = runtime_settings({**BASE_CONF, "spark.sql.shuffle.partitions": str(_engine_shuffle_partitions()),
-                                 **conf})
+    settings = runtime_settings(
+        {**BASE_CONF, "spark.sql.shuffle.partitions": str(_engine_shuffle_partitions()), **conf}
+    )
     try:
         spark = SparkSession.builder.remote(remote).appName(app_name).create()
         spark.conf._set_all(settings, silent=False)
     except Exception as exc:
         from statectl.adapters.spark.session import failure_line
 
-        raise OperationalError(f"the Spark Connect engine at {remote} refused the session: {failure_line(exc)}") from exc
+        raise OperationalError(
+            f"the Spark Connect engine at {remote} refused the session: {failure_line(exc)}"
+        ) from exc
     return spark
 
 
@@ -170,8 +178,10 @@ def ship_python(spark, folders: list[str], name: str) -> None:
                 continue
             files.append((path, path.relative_to(root)))
             if len(files) > MAX_SHIPPED_FILES:
-                raise UsageError(f"the job's folder {root} holds more than {MAX_SHIPPED_FILES} Python files, all of "
-                                 "which a run on an engine would send: keep the job's code in a folder of its own")
+                raise UsageError(
+                    f"the job's folder {root} holds more than {MAX_SHIPPED_FILES} Python files, all of "
+                    "which a run on an engine would send: keep the job's code in a folder of its own"
+                )
     with tempfile.TemporaryDirectory(prefix="statectl-code-") as tmp:
         archive = Path(tmp) / f"{name}.zip"
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -275,9 +285,11 @@ class ClientWatch:
             return
         silent = now - self._seen_at
         if silent > self._timeout_s:
-            raise OperationalError(f"the run's client has not been heard from for {silent:.0f} s (the engine's "
-                                   f"session time-out is {self._timeout_s:g} s): it was killed or lost, so its "
-                                   "query stops here; the next run continues the checkpoint")
+            raise OperationalError(
+                f"the run's client has not been heard from for {silent:.0f} s (the engine's "
+                f"session time-out is {self._timeout_s:g} s): it was killed or lost, so its "
+                "query stops here; the next run continues the checkpoint"
+            )
 
 
 def spark_remote_from_env() -> str | None:

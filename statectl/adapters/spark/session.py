@@ -12,10 +12,10 @@ import os
 import re
 import socket
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
 
 from statectl.errors import OperationalError, UsageError
 from statectl.text import first_error_line
@@ -34,7 +34,7 @@ BASE_CONF = {
     # Kafka client settings reach Spark as source and sink options; these hide the values of the
     # secret ones (the JAAS config, passwords, PEM keys) wherever Spark shows a plan's options.
     "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|secret|token|ssl\.key|keystore\.key|"
-                                         r"keystore\.certificate|truststore\.certificates",
+    r"keystore\.certificate|truststore\.certificates",
     "spark.redaction.regex": r"(?i)secret|password|token|access[.]key|jaas",
 }
 
@@ -128,10 +128,15 @@ def spark_session(
         from statectl.adapters.local.jvm_archive import driver_java_options
 
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j_path} -Dstatectl.spark.log={log_file}"
-        driver_opts = (java_opts, driver_java_options(pyspark_jars_dir()), settings.get("spark.driver.extraJavaOptions"))
+        driver_opts = (
+            java_opts,
+            driver_java_options(pyspark_jars_dir()),
+            settings.get("spark.driver.extraJavaOptions"),
+        )
         executor_opts = (java_opts, settings.get("spark.executor.extraJavaOptions"))
         options = {
-            "spark.app.name": app_name, "spark.master": master,
+            "spark.app.name": app_name,
+            "spark.master": master,
             "spark.jars": ",".join(str(j) for j in connector_jars(object_store)),
             **settings,
             # A job's own JVM options come after statectl's (logging, the class-data archive), not instead.
@@ -344,7 +349,7 @@ def require_master(master: str, timeout: float = 3.0) -> None:
     if not text.startswith("spark://"):
         raise UsageError(f"Spark master {master!r}: {expected}")
     addresses = []
-    for part in text[len("spark://"):].split(","):
+    for part in text[len("spark://") :].split(","):
         host, _, port = part.rpartition(":")
         host = host.strip("[]")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -357,19 +362,27 @@ def require_master(master: str, timeout: float = 3.0) -> None:
                 return
         except OSError as exc:
             problems.append(f"{host}:{port}: {exc.strerror or exc}")
-    raise OperationalError(f"no Spark master answers at {master} ({'; '.join(problems)}); start it, or pass "
-                           f"another --master (local[*] runs Spark inside statectl)")
+    raise OperationalError(
+        f"no Spark master answers at {master} ({'; '.join(problems)}); start it, or pass "
+        f"another --master (local[*] runs Spark inside statectl)"
+    )
 
 
 _KAFKA_REFUSALS = (
-    (re.compile(r"TopicAuthorizationException: Not authorized to access topics: \[([^\]]*)\]"),
-     "the cluster's ACLs refuse this user topic(s) {0} (a job needs READ on the topics it reads and WRITE on "
-     "those it writes)"),
-    (re.compile(r"GroupAuthorizationException: Not authorized to access group: (\S+)"),
-     "the cluster's ACLs refuse this user the consumer group {0} (READ on the group)"),
+    (
+        re.compile(r"TopicAuthorizationException: Not authorized to access topics: \[([^\]]*)\]"),
+        "the cluster's ACLs refuse this user topic(s) {0} (a job needs READ on the topics it reads and WRITE on "
+        "those it writes)",
+    ),
+    (
+        re.compile(r"GroupAuthorizationException: Not authorized to access group: (\S+)"),
+        "the cluster's ACLs refuse this user the consumer group {0} (READ on the group)",
+    ),
     (re.compile(r"ClusterAuthorizationException: ([^\n]*)"), "the cluster's ACLs refuse this user: {0}"),
-    (re.compile(r"SaslAuthenticationException: ([^\n]*)"),
-     "Kafka authentication failed: {0} (check the user name and password in the client config)"),
+    (
+        re.compile(r"SaslAuthenticationException: ([^\n]*)"),
+        "Kafka authentication failed: {0} (check the user name and password in the client config)",
+    ),
     (re.compile(r"SSLHandshakeException: ([^\n]*)"), "the TLS handshake with Kafka failed: {0}"),
 )
 

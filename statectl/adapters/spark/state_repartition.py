@@ -20,9 +20,15 @@ from statectl.text import first_error_line
 FORMAT_VERSION_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
 
-def repartition_checkpoint(path: str, partitions: int, format_version: int, master: str = "local[*]",
-                           conf: dict[str, str] | None = None, object_store: bool = False,
-                           remote: str | None = None) -> None:
+def repartition_checkpoint(
+    path: str,
+    partitions: int,
+    format_version: int,
+    master: str = "local[*]",
+    conf: dict[str, str] | None = None,
+    object_store: bool = False,
+    remote: str | None = None,
+) -> None:
     """Repartition the stopped query's checkpoint at ``path`` to ``partitions`` state partitions.
 
     Always with ``enforceExactlyOnceSink``: Spark refuses a checkpoint whose last batch did not
@@ -45,8 +51,10 @@ def repartition_in_session(spark, path: str, partitions: int) -> None:
     if manager is None:
         import pyspark
 
-        raise OperationalError(f"PySpark {pyspark.__version__} has no offline state repartitioning "
-                               "(StreamingCheckpointManager.repartition comes with Spark 4.2)")
+        raise OperationalError(
+            f"PySpark {pyspark.__version__} has no offline state repartitioning "
+            "(StreamingCheckpointManager.repartition comes with Spark 4.2)"
+        )
     # The state data source Spark reads the state with talks to the StateStoreCoordinator,
     # which Spark registers with the streaming query manager: touch it first.
     _ = spark.streams.active
@@ -66,9 +74,11 @@ def require_repartitioning_engine(remote: str):
     require_remote(remote)
     link = engine_link(remote)
     if link is None:
-        raise UsageError(f"repartition-state on {remote}: Spark Connect 4.2 has no offline state repartitioning "
-                         "(no StreamingCheckpointManager); use statectl's engine (statectl engine up) or "
-                         "--remote none; nothing was changed")
+        raise UsageError(
+            f"repartition-state on {remote}: Spark Connect 4.2 has no offline state repartitioning "
+            "(no StreamingCheckpointManager); use statectl's engine (statectl engine up) or "
+            "--remote none; nothing was changed"
+        )
     return link
 
 

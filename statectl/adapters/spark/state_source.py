@@ -43,9 +43,11 @@ def read_state_rows(request: StateSourceRead, master: str = "local[*]", remote: 
 
         host, _ = parse_remote(remote)
         if host not in ("localhost", "127.0.0.1", "::1"):
-            raise UsageError(f"inspect-state --rows --remote {remote}: the engine reads a copy of the checkpoint "
-                             "statectl makes on this machine, so it must run here (sc://localhost:PORT); use "
-                             "--remote none for a driver in this process")
+            raise UsageError(
+                f"inspect-state --rows --remote {remote}: the engine reads a copy of the checkpoint "
+                "statectl makes on this machine, so it must run here (sc://localhost:PORT); use "
+                "--remote none for a driver in this process"
+            )
         spark = remote_session(remote, request.conf, app_name="statectl-inspect-state")
         try:
             return _read(spark, request)
@@ -71,10 +73,14 @@ def _read(spark, request: StateSourceRead) -> StateSourceRows:
             reader = reader.option(key, value)
         df = reader.load(path)
         result.columns = list(df.columns)
-        result.rows = [_plain(r.asDict(recursive=True)) for r in df.limit(request.limit).collect()] if request.limit else []
+        result.rows = (
+            [_plain(r.asDict(recursive=True)) for r in df.limit(request.limit).collect()] if request.limit else []
+        )
         result.total = df.count()
     except Exception as exc:  # py4j/analysis errors come in many types; one sentence for the user
-        raise OperationalError(f"Spark could not read the state ({request.description}): {first_error_line(exc, 400)}") from exc
+        raise OperationalError(
+            f"Spark could not read the state ({request.description}): {first_error_line(exc, 400)}"
+        ) from exc
     return result
 
 

@@ -55,7 +55,12 @@ def _plain(arrow_type) -> bool:
     """An Arrow type pyarrow's ``to_pandas`` converts as PySpark's converter does: ints, floats, strings."""
     import pyarrow.types as t
 
-    return t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_string(arrow_type) or t.is_large_string(arrow_type)
+    return (
+        t.is_integer(arrow_type)
+        or t.is_floating(arrow_type)
+        or t.is_string(arrow_type)
+        or t.is_large_string(arrow_type)
+    )
 
 
 def grouped_load_stream(self, stream):
@@ -103,9 +108,9 @@ def grouped_load_stream(self, stream):
                 step = min(step, max(1, math.ceil(self.arrow_max_bytes_per_batch / self.average_arrow_row_size)))
             for start, end in zip(starts, ends):
                 # Python values as pandas gives them (ints, str, Timestamp), like the row path's.
-                key = tuple(column.iloc[start:start + 1].tolist()[0] for column in key_columns)
+                key = tuple(column.iloc[start : start + 1].tolist()[0] for column in key_columns)
                 for lo in range(start, end, step):
-                    yield key, pdf.iloc[lo:min(lo + step, end)].reset_index(drop=True)
+                    yield key, pdf.iloc[lo : min(lo + step, end)].reset_index(drop=True)
 
     for key, group in groupby(frames(), key=lambda x: x[0]):
         yield (Mode.PROCESS_DATA, key, group)

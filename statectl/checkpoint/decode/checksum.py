@@ -64,7 +64,9 @@ def verify_hadoop_crc(data: bytes, crc_file: bytes) -> ChecksumResult:
         chunk = data[i * bytes_per_checksum : (i + 1) * bytes_per_checksum]
         (want,) = struct.unpack_from(">I", sums, i * 4)
         if zlib.crc32(chunk) != want:
-            return ChecksumResult(MISMATCH, f"CRC32 of bytes {i * bytes_per_checksum:,}.. differs from the .crc sidecar")
+            return ChecksumResult(
+                MISMATCH, f"CRC32 of bytes {i * bytes_per_checksum:,}.. differs from the .crc sidecar"
+            )
     return ChecksumResult(OK)
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from statectl.checkpoint.layout import DEFAULT_STORE, HDFS, ROCKSDB, CommitEntry, OffsetEntry
 
-
 STATE_EXTENSIONS = {"zip": ROCKSDB, "changelog": ROCKSDB, "snapshot": HDFS, "delta": HDFS}
 
 
@@ -54,8 +53,9 @@ def parse_commit_entry(batch: int, text: str) -> CommitEntry:
     unique_ids = None
     if isinstance(ids, dict) and ids:
         unique_ids = {int(op): [[str(x) for x in part] for part in parts] for op, parts in ids.items()}
-    return CommitEntry(batch=batch, version=version, next_watermark_ms=doc.get("nextBatchWatermarkMs"),
-                       state_unique_ids=unique_ids)
+    return CommitEntry(
+        batch=batch, version=version, next_watermark_ms=doc.get("nextBatchWatermarkMs"), state_unique_ids=unique_ids
+    )
 
 
 def source_kind(offset: Any) -> str | None:
@@ -67,7 +67,9 @@ def source_kind(offset: Any) -> str | None:
     if isinstance(offset, dict):
         if "logOffset" in offset:
             return "file source"
-        if offset and all(isinstance(v, dict) and all(str(k).lstrip("-").isdigit() for k in v) for v in offset.values()):
+        if offset and all(
+            isinstance(v, dict) and all(str(k).lstrip("-").isdigit() for k in v) for v in offset.values()
+        ):
             return "Kafka"
         return "custom source"
     return "custom source"
@@ -105,8 +107,11 @@ class ColumnFamilySchema:
         """The columns withWatermark marked (Spark keeps ``spark.watermarkDelayMs`` in the field's
         metadata, and a window over such a column carries it too)."""
         schema = self.key_schema if which == "key" else self.value_schema
-        return [str(f.get("name")) for f in schema.get("fields", [])
-                if isinstance(f.get("metadata"), dict) and WATERMARK_DELAY_KEY in f["metadata"]]
+        return [
+            str(f.get("name"))
+            for f in schema.get("fields", [])
+            if isinstance(f.get("metadata"), dict) and WATERMARK_DELAY_KEY in f["metadata"]
+        ]
 
 
 def parse_state_schema(data: bytes) -> list[ColumnFamilySchema]:

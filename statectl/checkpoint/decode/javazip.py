@@ -46,7 +46,7 @@ def read_entries(data: bytes) -> list[ZipEntry]:
     """Every file entry of the archive, in order; raises ZipDamage where ZipInputStream fails."""
     out: list[ZipEntry] = []
     pos, size = 0, len(data)
-    while pos + 30 <= size and data[pos:pos + 4] == LOCAL_HEADER:
+    while pos + 30 <= size and data[pos : pos + 4] == LOCAL_HEADER:
         flag, method = struct.unpack_from("<HH", data, pos + 6)
         crc, csize, usize, name_len, extra_len = struct.unpack_from("<IIIHH", data, pos + 14)
         name_at = pos + 30
@@ -54,7 +54,7 @@ def read_entries(data: bytes) -> list[ZipEntry]:
         if start > size:
             raise ZipDamage(TRUNCATED, "the archive ends inside a local entry header")
         try:
-            name = data[name_at:name_at + name_len].decode("utf-8")
+            name = data[name_at : name_at + name_len].decode("utf-8")
         except UnicodeDecodeError:
             raise ZipDamage(MALFORMED, f"the entry name at byte {pos:,} is not valid UTF-8") from None
         if flag & 1:
@@ -74,7 +74,7 @@ def read_entries(data: bytes) -> list[ZipEntry]:
             if flag & 8:
                 if end + 16 > size:
                     raise ZipDamage(TRUNCATED, "the archive ends inside its data descriptor", name)
-                if data[end:end + 4] == DATA_DESCRIPTOR:
+                if data[end : end + 4] == DATA_DESCRIPTOR:
                     crc, csize, usize = struct.unpack_from("<III", data, end + 4)
                     end += 16
                 else:
@@ -83,8 +83,9 @@ def read_entries(data: bytes) -> list[ZipEntry]:
             if usize != len(content):
                 raise ZipDamage(MALFORMED, f"invalid entry size (expected {usize} but got {len(content)} bytes)", name)
             if csize != used:
-                raise ZipDamage(MALFORMED, f"invalid entry compressed size (expected {csize} but got {used} bytes)",
-                                name)
+                raise ZipDamage(
+                    MALFORMED, f"invalid entry compressed size (expected {csize} but got {used} bytes)", name
+                )
         elif method == STORED:
             end = start + usize
             if end > size:

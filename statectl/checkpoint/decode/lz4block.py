@@ -120,15 +120,16 @@ def block_checksums(blocks: list[bytes]) -> list[int]:
         words[row, :count] = np.frombuffer(blocks[i], dtype="<u4", count=count)
     p1, p2 = np.uint32(_P1), np.uint32(_P2)
     s13, s19 = np.uint32(13), np.uint32(19)
-    lanes = np.tile(np.array([(SEED + _P1 + _P2) & _M, (SEED + _P2) & _M, SEED, (SEED - _P1) & _M],
-                             dtype=np.uint32), (n, 1))
+    lanes = np.tile(
+        np.array([(SEED + _P1 + _P2) & _M, (SEED + _P2) & _M, SEED, (SEED - _P1) & _M], dtype=np.uint32), (n, 1)
+    )
     sorted_stripes = stripes[order]
     active = n
     for j in range(width // 4):
         while active and sorted_stripes[active - 1] <= j:
             active -= 1
         v = lanes[:active]
-        v += words[:active, 4 * j:4 * j + 4] * p2  # uint32 arithmetic wraps, as XXH32 wants
+        v += words[:active, 4 * j : 4 * j + 4] * p2  # uint32 arithmetic wraps, as XXH32 wants
         v[:] = ((v << s13) | (v >> s19)) * p1
     out = [0] * n
     for row, i in enumerate(order):
@@ -213,7 +214,7 @@ def _decode_block(src: bytes, original_length: int, fill: bool) -> tuple[bytes, 
             literals, i = _extended_length(src, i, literals, "literal length")
         if i + literals > n:
             raise ValueError("literals run past the end of the block")
-        out += src[i:i + literals]
+        out += src[i : i + literals]
         i += literals
         if i == n:
             break  # the last sequence has literals only
@@ -237,7 +238,7 @@ def _decode_block(src: bytes, original_length: int, fill: bool) -> tuple[bytes, 
                 out.append(out[k] if k >= 0 else 0)
             filled += min(length, -start)
         elif offset >= length:
-            out += out[start:start + length]
+            out += out[start : start + length]
         else:  # overlapping copy: the match repeats the last `offset` bytes
             chunk = bytes(out[start:])
             reps, rest = divmod(length, offset)
@@ -269,8 +270,7 @@ class BlockStream:
     each such block to (the offset of its header, the bytes filled).
     """
 
-    def __init__(self, data: bytes, verify_checksums: bool = True, fast: bool = False,
-                 fill_before_start: bool = False):
+    def __init__(self, data: bytes, verify_checksums: bool = True, fast: bool = False, fill_before_start: bool = False):
         self.data = data
         self.offset = 0
         self.blocks = 0
@@ -288,17 +288,25 @@ class BlockStream:
             return None
         if len(data) - at < HEADER_LENGTH:
             raise StreamCorrupt(at, f"stream ends inside a block header ({len(data) - at} of {HEADER_LENGTH} bytes)")
-        if data[at:at + 8] != MAGIC:
+        if data[at : at + 8] != MAGIC:
             raise StreamCorrupt(at, "block header has no 'LZ4Block' magic")
         token = data[at + 8]
         method, level = token & 0xF0, LEVEL_BASE + (token & 0x0F)
         compressed, original, check = struct.unpack_from("<iii", data, at + 9)
         if method not in (METHOD_RAW, METHOD_LZ4):
             raise StreamCorrupt(at, f"block header has an unknown compression method 0x{method:02x}")
-        if (original > 1 << level or original < 0 or compressed < 0 or (original == 0) != (compressed == 0)
-                or (method == METHOD_RAW and original != compressed)):
-            raise StreamCorrupt(at, f"block header has impossible lengths (compressed {compressed:,}, "
-                                    f"original {original:,}, block size {1 << level:,})")
+        if (
+            original > 1 << level
+            or original < 0
+            or compressed < 0
+            or (original == 0) != (compressed == 0)
+            or (method == METHOD_RAW and original != compressed)
+        ):
+            raise StreamCorrupt(
+                at,
+                f"block header has impossible lengths (compressed {compressed:,}, "
+                f"original {original:,}, block size {1 << level:,})",
+            )
         if original == 0:
             if check != 0:
                 raise StreamCorrupt(at, "end-of-stream block has a non-zero checksum")
@@ -306,7 +314,7 @@ class BlockStream:
             self.ended = True
             return None
         body_at = at + HEADER_LENGTH
-        body = data[body_at:body_at + compressed]
+        body = data[body_at : body_at + compressed]
         if len(body) < compressed:
             raise StreamCorrupt(at, f"stream ends inside a block ({len(body):,} of {compressed:,} bytes)")
         if method == METHOD_LZ4:
@@ -339,7 +347,7 @@ def compress_raw(data: bytes, block_size: int = 1 << 16) -> bytes:
     level = max(0, (block_size - 1).bit_length() - LEVEL_BASE)
     out = bytearray()
     for i in range(0, len(data), block_size):
-        block = data[i:i + block_size]
+        block = data[i : i + block_size]
         out += MAGIC + bytes([METHOD_RAW | level]) + struct.pack("<iii", len(block), len(block), block_checksum(block))
         out += block
     return bytes(out + MAGIC + bytes([METHOD_RAW | level]) + bytes(12))

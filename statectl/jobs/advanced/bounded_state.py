@@ -29,7 +29,7 @@ Dead letters: a null or empty key, a null value, an oversized value.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pandas as pd
 from pyspark.sql import functions as F
@@ -37,12 +37,19 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from statectl.jobs.advanced.common import (
-    DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, in_order, output_rows,
-    read_records, record_detail,
+    DEAD_LETTERS,
+    RECORD_REASONS,
+    dead_letter_columns,
+    dead_letter_output,
+    group_key,
+    in_order,
+    output_rows,
+    read_records,
+    record_detail,
 )
-from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.jobs.advanced.rules import lru_apply
 from statectl.jobs.advanced.config import BoundedStateConfig
+from statectl.jobs.advanced.rules import lru_apply
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 
 REASONS = list(RECORD_REASONS)
 
@@ -121,19 +128,34 @@ def build(spark, config: BoundedStateConfig, bootstrap: str) -> JobPlan:
     rows = read_records(src, s.max_record_bytes)
     dlq = dead_letter_columns(record_detail(F.col("reason"), s.max_record_bytes), s.max_record_bytes)
     if s.variant == "lru":
-        output = rows.select(
-            group_key(F.lit(STORE_GROUP)).alias("store"), "key", "ts",
-            F.col("partition").alias("part"), F.col("offset").alias("off"), *dlq,
-        ).groupBy("store").transformWithStateInPandas(
-            statefulProcessor=LruCounts(s.max_keys, t.output, t.dlq),
-            outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
+        output = (
+            rows.select(
+                group_key(F.lit(STORE_GROUP)).alias("store"),
+                "key",
+                "ts",
+                F.col("partition").alias("part"),
+                F.col("offset").alias("off"),
+                *dlq,
+            )
+            .groupBy("store")
+            .transformWithStateInPandas(
+                statefulProcessor=LruCounts(s.max_keys, t.output, t.dlq),
+                outputStructType=OUTPUT_SCHEMA,
+                outputMode="Append",
+                timeMode="None",
+            )
         )
         what = f"counts of at most {s.max_keys} keys (LRU, a tombstone per eviction)"
     else:
-        output = rows.select(group_key(F.col("key")).alias("group"), *dlq).groupBy("group").transformWithStateInPandas(
-            statefulProcessor=KeyCounts(s.ttl_ms, t.output, t.dlq),
-            outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="ProcessingTime",
+        output = (
+            rows.select(group_key(F.col("key")).alias("group"), *dlq)
+            .groupBy("group")
+            .transformWithStateInPandas(
+                statefulProcessor=KeyCounts(s.ttl_ms, t.output, t.dlq),
+                outputStructType=OUTPUT_SCHEMA,
+                outputMode="Append",
+                timeMode="ProcessingTime",
+            )
         )
         what = f"counts per key, expiring {s.ttl} after the last update (state TTL)"
-    return JobPlan(output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
-                   description=f"{what} -> {t.output}")
+    return JobPlan(output=output, reasons=REASONS, output_topics=[t.output, t.dlq], description=f"{what} -> {t.output}")

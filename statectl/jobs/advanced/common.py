@@ -3,7 +3,7 @@ dead letters through the operators, putting one key's rows in processing order, 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame
@@ -35,12 +35,17 @@ def read_records(src: DataFrame, max_bytes: int, need_key: bool = True) -> DataF
     if need_key:
         reason = F.when(key.isNull() | (key == ""), "null_key").otherwise(reason)
     return src.select(
-        "topic", "partition", "offset",
+        "topic",
+        "partition",
+        "offset",
         key.alias("key"),
         F.unix_millis("timestamp").alias("ts"),
         F.when(small, as_text).alias("text"),
         reason.alias("reason"),
-        "timestamp", "headers", F.col("key").alias("key_bytes"), F.col("value").alias("value_bytes"),
+        "timestamp",
+        "headers",
+        F.col("key").alias("key_bytes"),
+        F.col("value").alias("value_bytes"),
     )
 
 
@@ -96,7 +101,15 @@ def in_order(rows: Iterable[pd.DataFrame]) -> pd.DataFrame:
     return pdf
 
 
-def output_rows(topic: str, keys: list[str], values: list[str | None], reasons: list[str | None] | None = None) -> pd.DataFrame:
+def output_rows(
+    topic: str, keys: list[str], values: list[str | None], reasons: list[str | None] | None = None
+) -> pd.DataFrame:
     """Output rows for the Kafka sink; a None value is a tombstone."""
-    return pd.DataFrame({"topic": [topic] * len(keys), "key": keys, "value": values,
-                         "reason": reasons if reasons is not None else [None] * len(keys)})
+    return pd.DataFrame(
+        {
+            "topic": [topic] * len(keys),
+            "key": keys,
+            "value": values,
+            "reason": reasons if reasons is not None else [None] * len(keys),
+        }
+    )

@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from statectl.jobs.advanced.rules import WindowSpec, duration_problem, parse_duration
 from statectl.config.model import Section, Text, text_mapping, topic_config_text
 from statectl.config.sections import JobConfig
+from statectl.jobs.advanced.rules import WindowSpec, duration_problem, parse_duration
 from statectl.topics.keys import value_problem
 
 
@@ -84,8 +84,9 @@ class WindowSettings(Section):
     @classmethod
     def _retention_covers_size_and_grace(cls, retention: str, info: ValidationInfo) -> str:
         if {"size", "grace"} <= info.data.keys():
-            spec = WindowSpec(parse_duration(info.data["size"]), parse_duration(info.data["grace"]),
-                              parse_duration(retention))
+            spec = WindowSpec(
+                parse_duration(info.data["size"]), parse_duration(info.data["grace"]), parse_duration(retention)
+            )
             reason = dict(spec.problems()).get("retention")
             if reason:
                 raise ValueError(reason)

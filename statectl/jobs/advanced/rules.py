@@ -8,20 +8,31 @@ make about that state is one of the functions here, so it is tested without a JV
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable
 
 from statectl.text import human_ms
 
 # ---------------------------------------------------------------- durations
 _DURATION = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
 _UNIT_MS = {
-    "ms": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "second": 1000, "seconds": 1000,
-    "min": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+    "ms": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1000,
+    "sec": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "min": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
 }
 
 
@@ -73,11 +84,16 @@ class WindowSpec:
         if self.grace_ms < 0:
             out.append(("grace", "must not be negative"))
         if self.retention_ms < self.size_ms + self.grace_ms:
-            out.append(("retention", (
-                f"{human_ms(self.retention_ms)} does not cover size + grace "
-                f"({human_ms(self.size_ms)} + {human_ms(self.grace_ms)} = {human_ms(self.size_ms + self.grace_ms)}); "
-                "a window would leave state before it closes"
-            )))
+            out.append(
+                (
+                    "retention",
+                    (
+                        f"{human_ms(self.retention_ms)} does not cover size + grace "
+                        f"({human_ms(self.size_ms)} + {human_ms(self.grace_ms)} = {human_ms(self.size_ms + self.grace_ms)}); "
+                        "a window would leave state before it closes"
+                    ),
+                )
+            )
         return out
 
     @property

@@ -30,7 +30,7 @@ a non-empty string), a negative value (``negative_value``).
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import pandas as pd
 from pyspark.sql import functions as F
@@ -38,12 +38,18 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StructField, StructType
 
 from statectl.jobs.advanced.common import (
-    DEAD_LETTERS, dead_letter_columns, dead_letter_output, group_key, in_order, output_rows, read_records,
+    DEAD_LETTERS,
+    dead_letter_columns,
+    dead_letter_output,
+    group_key,
+    in_order,
+    output_rows,
+    read_records,
     record_detail,
 )
-from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.jobs.advanced.rules import threshold_apply
 from statectl.jobs.advanced.config import SalesThresholdConfig
+from statectl.jobs.advanced.rules import threshold_apply
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 
 REASONS = ["null_value", "oversized", "malformed_json", "missing_field", "mistyped_field", "negative_value"]
 
@@ -57,8 +63,9 @@ def sale_json(product: str, value: int) -> str:
 class SalesTotals(StatefulProcessor):
     """Keyed by product: the running total; notifications when it reaches the threshold."""
 
-    def __init__(self, threshold: int, reset_after_notify: bool, notifications_topic: str, totals_topic: str,
-                 dlq_topic: str):
+    def __init__(
+        self, threshold: int, reset_after_notify: bool, notifications_topic: str, totals_topic: str, dlq_topic: str
+    ):
         self.threshold = threshold
         self.reset_after_notify = reset_after_notify
         self.notifications_topic = notifications_topic
@@ -78,8 +85,11 @@ class SalesTotals(StatefulProcessor):
         before = int(stored[0]) if stored is not None else 0
         result = threshold_apply(before, pdf["amount"].tolist(), self.threshold, self.reset_after_notify)
         if result.notifications:
-            yield output_rows(self.notifications_topic, [product] * len(result.notifications),
-                              [sale_json(product, v) for v in result.notifications])
+            yield output_rows(
+                self.notifications_topic,
+                [product] * len(result.notifications),
+                [sale_json(product, v) for v in result.notifications],
+            )
         if result.total > 0:
             self.total.update((result.total,))
             yield output_rows(self.totals_topic, [product], [sale_json(product, result.total)])
@@ -99,12 +109,13 @@ def build(spark, config: SalesThresholdConfig, bootstrap: str) -> JobPlan:
     src = kafka_source(spark, bootstrap, [t.input], k.starting_offsets, k.max_offsets_per_trigger, k.min_partitions)
     records = read_records(src, s.max_record_bytes, need_key=False)
     typed = F.from_json(F.col("text"), "product STRING, value LONG")
-    text = F.from_json(F.col("text"), "product STRING, value STRING, _corrupt STRING",
-                       {"columnNameOfCorruptRecord": "_corrupt"})
+    text = F.from_json(
+        F.col("text"), "product STRING, value STRING, _corrupt STRING", {"columnNameOfCorruptRecord": "_corrupt"}
+    )
     parsed = records.select("*", typed.alias("s"), text.alias("j"))
     s_, j = F.col("s"), F.col("j")
     is_object = F.trim(F.col("text")).startswith("{")
-    product_ok = s_["product"].isNotNull() & (F.trim(s_["product"]) != "") & F.trim(j["product"]).rlike(r'^[^{\[]')
+    product_ok = s_["product"].isNotNull() & (F.trim(s_["product"]) != "") & F.trim(j["product"]).rlike(r"^[^{\[]")
     reason = (
         F.when(F.col("reason").isNotNull(), F.col("reason"))
         .when(~is_object | j.isNull() | j["_corrupt"].isNotNull(), "malformed_json")
@@ -117,20 +128,29 @@ def build(spark, config: SalesThresholdConfig, bootstrap: str) -> JobPlan:
     missing = F.concat_ws(", ", *[F.when(j[c].isNull(), F.lit(c)) for c in ("product", "value")])
     detail = F.coalesce(
         record_detail(r, s.max_record_bytes),
-        F.when(r == "malformed_json", F.lit("expected a JSON object like {\"product\": \"p1\", \"value\": 100}"))
+        F.when(r == "malformed_json", F.lit('expected a JSON object like {"product": "p1", "value": 100}'))
         .when(r == "missing_field", F.concat(F.lit("missing "), missing))
         .when(r == "mistyped_field", F.lit("product must be a non-empty string and value a JSON integer"))
         .when(r == "negative_value", F.lit("a sale's value must not be negative")),
     )
     sales = rows.select(
-        group_key(s_["product"]).alias("product"), F.when(r.isNull(), s_["value"]).alias("amount"), "ts",
-        F.col("partition").alias("part"), F.col("offset").alias("off"), *dead_letter_columns(detail, s.max_record_bytes),
+        group_key(s_["product"]).alias("product"),
+        F.when(r.isNull(), s_["value"]).alias("amount"),
+        "ts",
+        F.col("partition").alias("part"),
+        F.col("offset").alias("off"),
+        *dead_letter_columns(detail, s.max_record_bytes),
     )
     output = sales.groupBy("product").transformWithStateInPandas(
         statefulProcessor=SalesTotals(s.threshold, s.reset_after_notify, t.notifications, t.totals, t.dlq),
-        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
+        outputStructType=OUTPUT_SCHEMA,
+        outputMode="Append",
+        timeMode="None",
     )
     mode = "reset after each notification" if s.reset_after_notify else "once per product"
-    return JobPlan(output=output, reasons=REASONS,
-                   output_topics=[t.notifications, t.totals, t.dlq],
-                   description=f"sales per product; notify at {s.threshold} ({mode}) -> {t.notifications}")
+    return JobPlan(
+        output=output,
+        reasons=REASONS,
+        output_topics=[t.notifications, t.totals, t.dlq],
+        description=f"sales per product; notify at {s.threshold} ({mode}) -> {t.notifications}",
+    )

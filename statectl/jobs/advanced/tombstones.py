@@ -19,7 +19,7 @@ value (``oversized``), a blank event (``empty_value``).
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import pandas as pd
 from pyspark.sql import functions as F
@@ -27,23 +27,35 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from statectl.jobs.advanced.common import (
-    DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, in_order, output_rows,
-    read_records, record_detail,
+    DEAD_LETTERS,
+    RECORD_REASONS,
+    dead_letter_columns,
+    dead_letter_output,
+    group_key,
+    in_order,
+    output_rows,
+    read_records,
+    record_detail,
 )
-from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
-from statectl.jobs.advanced.rules import Visit, visits_apply
 from statectl.jobs.advanced.config import TombstonesConfig
+from statectl.jobs.advanced.rules import Visit, visits_apply
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 
 REASONS = RECORD_REASONS + ["empty_value"]
 
 VISIT_STATE = StructType(
-    [StructField("events", LongType()), StructField("first_event", StringType()), StructField("last_event", StringType())]
+    [
+        StructField("events", LongType()),
+        StructField("first_event", StringType()),
+        StructField("last_event", StringType()),
+    ]
 )
 
 
 def visit_json(patient: str, visit: Visit) -> str:
-    return json.dumps({"patient": patient, "events": visit.events, "first_event": visit.first_event,
-                       "last_event": visit.last_event})
+    return json.dumps(
+        {"patient": patient, "events": visit.events, "first_event": visit.first_event, "last_event": visit.last_event}
+    )
 
 
 class PatientVisits(StatefulProcessor):
@@ -85,15 +97,27 @@ def build(spark, config: TombstonesConfig, bootstrap: str) -> JobPlan:
     records = read_records(src, s.max_record_bytes)
     reason = F.coalesce(F.col("reason"), F.when(F.trim(F.col("text")) == "", F.lit("empty_value")))
     rows = records.withColumn("reason", reason)
-    detail = F.coalesce(record_detail(F.col("reason"), s.max_record_bytes),
-                        F.when(F.col("reason") == "empty_value", F.lit("the event text is blank")))
+    detail = F.coalesce(
+        record_detail(F.col("reason"), s.max_record_bytes),
+        F.when(F.col("reason") == "empty_value", F.lit("the event text is blank")),
+    )
     events = rows.select(
-        group_key(F.col("key")).alias("patient"), F.col("text").alias("event"), "ts",
-        F.col("partition").alias("part"), F.col("offset").alias("off"), *dead_letter_columns(detail, s.max_record_bytes),
+        group_key(F.col("key")).alias("patient"),
+        F.col("text").alias("event"),
+        "ts",
+        F.col("partition").alias("part"),
+        F.col("offset").alias("off"),
+        *dead_letter_columns(detail, s.max_record_bytes),
     )
     output = events.groupBy("patient").transformWithStateInPandas(
         statefulProcessor=PatientVisits(s.checkout_event, t.output, t.dlq),
-        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
+        outputStructType=OUTPUT_SCHEMA,
+        outputMode="Append",
+        timeMode="None",
     )
-    return JobPlan(output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
-                   description=f"patient visits -> {t.output}; {s.checkout_event!r} deletes the state and writes a tombstone")
+    return JobPlan(
+        output=output,
+        reasons=REASONS,
+        output_topics=[t.output, t.dlq],
+        description=f"patient visits -> {t.output}; {s.checkout_event!r} deletes the state and writes a tombstone",
+    )

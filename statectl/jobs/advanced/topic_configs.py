@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 
 from statectl.jobs.advanced.bounded_state import KeyCounts
 from statectl.jobs.advanced.common import RECORD_REASONS, dead_letter_columns, group_key, read_records, record_detail
-from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 from statectl.jobs.advanced.config import TopicConfigsConfig
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 
 REASONS = list(RECORD_REASONS)
 
@@ -31,9 +31,16 @@ def build(spark, config: TopicConfigsConfig, bootstrap: str) -> JobPlan:
     src = kafka_source(spark, bootstrap, [t.input], k.starting_offsets, k.max_offsets_per_trigger, k.min_partitions)
     rows = read_records(src, o.max_record_bytes)
     dlq = dead_letter_columns(record_detail(F.col("reason"), o.max_record_bytes), o.max_record_bytes)
-    output = rows.select(group_key(F.col("key")).alias("group"), *dlq).groupBy("group").transformWithStateInPandas(
-        statefulProcessor=KeyCounts(None, t.output, t.dlq),
-        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None",
+    output = (
+        rows.select(group_key(F.col("key")).alias("group"), *dlq)
+        .groupBy("group")
+        .transformWithStateInPandas(
+            statefulProcessor=KeyCounts(None, t.output, t.dlq),
+            outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append",
+            timeMode="None",
+        )
     )
-    return JobPlan(output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
-                   description=f"counts per key -> {t.output}")
+    return JobPlan(
+        output=output, reasons=REASONS, output_topics=[t.output, t.dlq], description=f"counts per key -> {t.output}"
+    )

@@ -28,7 +28,7 @@ a late record (``late``).
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import pandas as pd
 from pyspark.sql import functions as F
@@ -36,13 +36,20 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from statectl.jobs.advanced.common import (
-    DEAD_LETTERS, RECORD_REASONS, dead_letter_columns, dead_letter_output, group_key, original_record, output_rows,
-    read_records, record_detail,
+    DEAD_LETTERS,
+    RECORD_REASONS,
+    dead_letter_columns,
+    dead_letter_output,
+    group_key,
+    original_record,
+    output_rows,
+    read_records,
+    record_detail,
 )
-from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_from_record, kafka_source
-from statectl.jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
-from statectl.text import human_ms
 from statectl.jobs.advanced.config import WindowedRetentionConfig
+from statectl.jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_from_record, kafka_source
+from statectl.text import human_ms
 
 REASONS = RECORD_REASONS + ["malformed_json", "missing_field", "invalid_timestamp", "late"]
 
@@ -51,8 +58,15 @@ WINDOW_VALUE = StructType([StructField("count", LongType()), StructField("closed
 
 
 def count_json(patient: str, spec: WindowSpec, start: int, count: int, final: bool) -> str:
-    return json.dumps({"patient": patient, "window_start": iso_ms(start), "window_end": iso_ms(start + spec.size_ms),
-                       "count": int(count), "final": final})
+    return json.dumps(
+        {
+            "patient": patient,
+            "window_start": iso_ms(start),
+            "window_end": iso_ms(start + spec.size_ms),
+            "count": int(count),
+            "final": final,
+        }
+    )
 
 
 class WindowCounts(StatefulProcessor):
@@ -114,8 +128,10 @@ class WindowCounts(StatefulProcessor):
 
     def _late(self, patient: str, late: pd.DataFrame, watermark: int) -> pd.DataFrame:
         stream_time = watermark + self.spec.watermark_delay_ms
-        detail = (f"its window closed: stream time {iso_ms(stream_time)} passed the window's end + grace "
-                  f"({human_ms(self.spec.grace_ms)})")
+        detail = (
+            f"its window closed: stream time {iso_ms(stream_time)} passed the window's end + grace "
+            f"({human_ms(self.spec.grace_ms)})"
+        )
         values = [dead_letter_from_record("late", detail, record) for record in late["raw"]]
         return output_rows(self.dlq_topic, [patient] * len(values), values, ["late"] * len(values))
 
@@ -133,7 +149,8 @@ def build(spark, config: WindowedRetentionConfig, bootstrap: str) -> JobPlan:
     j = F.col("j")
     ts_text = F.trim(j["timestamp"])
     event_ms = F.when(ts_text.rlike(r"^[0-9]{1,15}$"), ts_text.try_cast("long")).otherwise(
-        F.unix_millis(ts_text.try_cast("timestamp")))
+        F.unix_millis(ts_text.try_cast("timestamp"))
+    )
     reason = (
         F.when(F.col("reason").isNotNull(), F.col("reason"))
         .when(~F.trim(F.col("text")).startswith("{") | j.isNull() | j["_corrupt"].isNotNull(), "malformed_json")
@@ -154,8 +171,10 @@ def build(spark, config: WindowedRetentionConfig, bootstrap: str) -> JobPlan:
             group_key(F.col("key")).alias("patient"),
             F.when(good, F.col("event_ms")).alias("event_ms"),
             F.timestamp_millis(F.when(good, F.col("event_ms"))).alias("event_time"),
-            F.col("partition").alias("part"), F.col("offset").alias("off"),
-            F.when(good, original_record(w.max_record_bytes)).alias("raw"), *dead_letter_columns(detail, w.max_record_bytes),
+            F.col("partition").alias("part"),
+            F.col("offset").alias("off"),
+            F.when(good, original_record(w.max_record_bytes)).alias("raw"),
+            *dead_letter_columns(detail, w.max_record_bytes),
         )
         .withWatermark("event_time", f"{spec.watermark_delay_ms} milliseconds")
         # Without the watermarked column the operator gets late rows too, and can say so.
@@ -163,10 +182,16 @@ def build(spark, config: WindowedRetentionConfig, bootstrap: str) -> JobPlan:
     )
     output = pulses.groupBy("patient").transformWithStateInPandas(
         statefulProcessor=WindowCounts(spec, w.emit, t.output, t.dlq),
-        outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime",
+        outputStructType=OUTPUT_SCHEMA,
+        outputMode="Append",
+        timeMode="EventTime",
     )
     return JobPlan(
-        output=output, reasons=REASONS, output_topics=[t.output, t.dlq],
-        description=(f"pulses per patient in {w.size} windows (grace {w.grace}, retention {w.retention}, "
-                     f"emit {w.emit}) -> {t.output}"),
+        output=output,
+        reasons=REASONS,
+        output_topics=[t.output, t.dlq],
+        description=(
+            f"pulses per patient in {w.size} windows (grace {w.grace}, retention {w.retention}, "
+            f"emit {w.emit}) -> {t.output}"
+        ),
     )

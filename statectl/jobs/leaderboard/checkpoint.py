@@ -23,23 +23,28 @@ def check_checkpoint(layout, config=None) -> str | None:
         written_by = "0.3, which kept the players and games tables one state entry per id"
     else:
         return _other_layout(layout, config)
-    return (f"checkpoint {layout.root} was written by statectl {written_by}; this version keeps its state "
-            "in one operator keyed by game bucket, the tables in pages of 256 ids, and cannot continue it. "
-            "Start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read again "
-            "from the beginning")
+    return (
+        f"checkpoint {layout.root} was written by statectl {written_by}; this version keeps its state "
+        "in one operator keyed by game bucket, the tables in pages of 256 ids, and cannot continue it. "
+        "Start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read again "
+        "from the beginning"
+    )
 
 
 def _other_layout(layout, config) -> str | None:
     """The checkpoint's ``leaderboard.layout`` when it is not the config's."""
-    with_tables = [oid for oid, op in layout.operators.items()
-                   if any(v.name == "player_pages" for v in op.state_variables)]
+    with_tables = [
+        oid for oid, op in layout.operators.items() if any(v.name == "player_pages" for v in op.state_variables)
+    ]
     if not with_tables:
         return None  # a new checkpoint (or one without the leaderboard's state)
     written = "buckets" if any(v.name == "top" for v in layout.operators[with_tables[0]].state_variables) else "sharded"
     wanted = config.leaderboard.layout if config is not None else "buckets"
     if written == wanted:
         return None
-    return (f"checkpoint {layout.root} was written with leaderboard.layout: {written} and this run asks for "
-            f"{wanted}; a checkpoint keeps its layout for life. Set leaderboard.layout: {written} to continue it, "
-            "or start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read again "
-            "from the beginning")
+    return (
+        f"checkpoint {layout.root} was written with leaderboard.layout: {written} and this run asks for "
+        f"{wanted}; a checkpoint keeps its layout for life. Set leaderboard.layout: {written} to continue it, "
+        "or start a new checkpoint (--checkpoint-dir, or delete this one): the topics are read again "
+        "from the beginning"
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -39,17 +39,38 @@ def record_meta(text: str | None) -> tuple[bytes | None, list[tuple[str, bytes |
         return None, []
     meta = json.loads(text)
     key = meta.get("k")
-    headers = [(h["key"], None if h.get("value") is None else base64.b64decode(h["value"])) for h in meta.get("h") or ()]
+    headers = [
+        (h["key"], None if h.get("value") is None else base64.b64decode(h["value"])) for h in meta.get("h") or ()
+    ]
     return (None if key is None else base64.b64decode(key)), headers
 
 
-def score_letter(reason: str, detail: str, topic: str, part: int, off: int, ts: int, meta: str | None,
-                 raw: bytes | None, max_bytes: int | None = None) -> str:
+def score_letter(
+    reason: str,
+    detail: str,
+    topic: str,
+    part: int,
+    off: int,
+    ts: int,
+    meta: str | None,
+    raw: bytes | None,
+    max_bytes: int | None = None,
+) -> str:
     """The dead letter of a score event: ``reason`` and ``detail``, and the original record (its
     key and headers from ``meta``, its value ``raw``, where it was and its timestamp)."""
     key, headers = record_meta(meta)
-    return dead_letter_json(reason, detail, topic, int(part), int(off), int(ts), key,
-                            None if raw is None else bytes(raw), headers, max_bytes)
+    return dead_letter_json(
+        reason,
+        detail,
+        topic,
+        int(part),
+        int(off),
+        int(ts),
+        key,
+        None if raw is None else bytes(raw),
+        headers,
+        max_bytes,
+    )
 
 
 def dead_letter(reason: str, detail: str, topic: str, row) -> str:
@@ -105,8 +126,9 @@ def _non_finite(score) -> bool:
     return False
 
 
-def bad_score_letter(meta: str | None, raw: bytes | None, score_topic: str, part: int, off: int, ts: int,
-                     max_bytes: int) -> tuple[str, str]:
+def bad_score_letter(
+    meta: str | None, raw: bytes | None, score_topic: str, part: int, off: int, ts: int, max_bytes: int
+) -> tuple[str, str]:
     """A ``KIND_BAD_SCORE`` row's dead letter and reason: ``meta`` its key and headers
     (``record_meta``), ``raw`` its value's bytes (None: a null value)."""
     value = None if raw is None else bytes(raw)
@@ -119,8 +141,14 @@ def parse_dead_letters(pdf: pd.DataFrame, score_topic: str, max_bytes: int) -> t
     """The dead letters of parsing (rows of kinds ``KIND_DEAD_LETTER`` and ``KIND_BAD_SCORE``), in
     the frame's order: ``(letters, reasons)``."""
     letters, reasons = [], []
-    rows = zip(pdf["kind"].tolist(), pdf["text"].tolist(), pdf["raw"].tolist(), pdf["part"].tolist(),
-               pdf["off"].tolist(), pdf["ts"].tolist())
+    rows = zip(
+        pdf["kind"].tolist(),
+        pdf["text"].tolist(),
+        pdf["raw"].tolist(),
+        pdf["part"].tolist(),
+        pdf["off"].tolist(),
+        pdf["ts"].tolist(),
+    )
     for kind, text, raw, part, off, ts in rows:
         if kind == KIND_BAD_SCORE:
             text, reason = bad_score_letter(text, raw, score_topic, part, off, ts, max_bytes)
@@ -148,8 +176,9 @@ def contenders(joined: pd.DataFrame, top_n: int) -> pd.DataFrame:
     game = joined["product_id"].to_numpy()
     score = joined["score"].to_numpy()
     player = joined["player_id"].to_numpy()
-    order = np.lexsort((joined["off"].to_numpy(), joined["part"].to_numpy(), joined["ts"].to_numpy(), player,
-                        -score, game))
+    order = np.lexsort(
+        (joined["off"].to_numpy(), joined["part"].to_numpy(), joined["ts"].to_numpy(), player, -score, game)
+    )
     g, sc, p = game[order], score[order], player[order]
     first = np.r_[True, (g[1:] != g[:-1]) | (sc[1:] != sc[:-1]) | (p[1:] != p[:-1])]
     order, g, sc = order[first], g[first], sc[first]
@@ -302,10 +331,12 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None
     cols = {c: pdf[c].to_numpy() for c in (*SCORE_COLUMNS, "text", "raw")}
     scores = np.flatnonzero(kind == KIND_SCORE)
     # Per score an index into a pool of names (and whether that name is known), per table.
-    name_at, names, name_known, player_finals = _as_of_sources(kind, cols, scores, "player_id", KIND_PLAYER,
-                                                               KIND_PLAYER_DELETE, stored_names)
-    game_at, games, game_known, game_finals = _as_of_sources(kind, cols, scores, "product_id", KIND_PRODUCT,
-                                                             KIND_PRODUCT_DELETE, stored_games)
+    name_at, names, name_known, player_finals = _as_of_sources(
+        kind, cols, scores, "player_id", KIND_PLAYER, KIND_PLAYER_DELETE, stored_names
+    )
+    game_at, games, game_known, game_finals = _as_of_sources(
+        kind, cols, scores, "product_id", KIND_PRODUCT, KIND_PRODUCT_DELETE, stored_games
+    )
     has_player, has_game = name_known[name_at], game_known[game_at]
 
     def rows(selected, **extra) -> pd.DataFrame:

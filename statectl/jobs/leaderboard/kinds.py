@@ -6,6 +6,7 @@ topology that makes the rows, the operator that receives them and its batch logi
 #: ``KIND_DEAD_LETTER``: a finished dead letter (``text``); ``KIND_BAD_SCORE``: a score event Spark
 #: could not parse into valid ids and a finite score, raw (``text``: JSON of its key, value, size),
 #: which the processor explains and turns into a dead letter.
-(KIND_SCORE, KIND_PLAYER, KIND_PLAYER_DELETE, KIND_PRODUCT, KIND_PRODUCT_DELETE, KIND_DEAD_LETTER,
- KIND_BAD_SCORE) = range(7)
+(KIND_SCORE, KIND_PLAYER, KIND_PLAYER_DELETE, KIND_PRODUCT, KIND_PRODUCT_DELETE, KIND_DEAD_LETTER, KIND_BAD_SCORE) = (
+    range(7)
+)
 KIND_NAMES = ("score", "player", "player_delete", "product", "product_delete", "dead_letter", "bad_score")

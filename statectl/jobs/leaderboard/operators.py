@@ -9,10 +9,20 @@ on the driver, once per operator and query start, only to learn the state variab
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, ByteType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    ByteType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from statectl.adapters.spark import tws as spark_tws
 from statectl.jobs.leaderboard.rules import ScoreEntry, encode_top, merge_top
@@ -64,8 +74,40 @@ GAME_BUCKET_KEYS = (2, 9, 14, 3, 4, 0, 16, 13)
 #: the game buckets are: Spark's hash puts exactly 32/P of them in each of P = 1, 2, 4, 8, 16 or
 #: 32 shuffle partitions (and some in each of 3 or 6), so both stateful stages run P non-empty
 #: tasks. Fixed for a checkpoint's life: they decide which state holds a player and a game.
-SHARD_KEYS = (33, 49, 17, 45, 61, 6, 46, 20, 73, 40, 50, 7, 5, 119, 44, 113,
-              28, 11, 63, 78, 19, 80, 24, 39, 12, 22, 27, 71, 15, 1, 18, 21)
+SHARD_KEYS = (
+    33,
+    49,
+    17,
+    45,
+    61,
+    6,
+    46,
+    20,
+    73,
+    40,
+    50,
+    7,
+    5,
+    119,
+    44,
+    113,
+    28,
+    11,
+    63,
+    78,
+    19,
+    80,
+    24,
+    39,
+    12,
+    22,
+    27,
+    71,
+    15,
+    1,
+    18,
+    21,
+)
 #: The players and games tables are stored one page of ids per map-state entry: page
 #: ``id >> PAGE_BITS`` holds the names of its 256 ids as JSON. A batch reads and writes each page
 #: it touches once. One entry per id cost one state-server call per id read or written: loading
@@ -141,8 +183,15 @@ class _TableJoin(StatefulProcessor):
     and game as known when it is processed, the others turned into dead letters
     (``unknown_player``, else ``unknown_product``), the tables' bootstrap (``table_ends``)."""
 
-    def __init__(self, top_n: int, score_topic: str, high_scores_topic: str, dlq_topic: str, max_record_bytes: int,
-                 table_ends: dict | None = None):
+    def __init__(
+        self,
+        top_n: int,
+        score_topic: str,
+        high_scores_topic: str,
+        dlq_topic: str,
+        max_record_bytes: int,
+        table_ends: dict | None = None,
+    ):
         self.top_n = top_n
         self.score_topic = score_topic
         self.high_scores_topic = high_scores_topic
@@ -167,14 +216,25 @@ class _TableJoin(StatefulProcessor):
             if len(early) and not (self.player_pages.exists() or self.game_pages.exists()):
                 pdf = lf.known_from_the_start(pdf, early)
         players, games = PagedTable(self.player_pages), PagedTable(self.game_pages)
-        joined, no_player, no_game, player_finals, game_finals = lf.join_scores(pdf, players.names, games.names,
-                                                                                self.top_n)
+        joined, no_player, no_game, player_finals, game_finals = lf.join_scores(
+            pdf, players.names, games.names, self.top_n
+        )
         players.apply(player_finals)
         games.apply(game_finals)
-        unknown = [lf.unjoined(no_player, "unknown_player",
-                               "no player with this id was known when the score was processed", self.score_topic),
-                   lf.unjoined(no_game, "unknown_product",
-                               "no product with this id was known when the score was processed", self.score_topic)]
+        unknown = [
+            lf.unjoined(
+                no_player,
+                "unknown_player",
+                "no player with this id was known when the score was processed",
+                self.score_topic,
+            ),
+            lf.unjoined(
+                no_game,
+                "unknown_product",
+                "no product with this id was known when the score was processed",
+                self.score_topic,
+            ),
+        ]
         unknown = [u for u in unknown if len(u)]
         letters = lf.in_processing_order(pd.concat(unknown, ignore_index=True)) if unknown else None
         return joined, letters
@@ -190,20 +250,35 @@ def merge_contenders(top_state, contenders: pd.DataFrame, top_n: int) -> list[tu
     changed = []
     if not len(contenders):
         return changed
-    columns = zip(contenders["product_id"].tolist(), contenders["player_id"].tolist(), contenders["name"].tolist(),
-                  contenders["game_name"].tolist(), contenders["score"].tolist(), contenders["ts"].tolist(),
-                  contenders["part"].tolist(), contenders["off"].tolist())
+    columns = zip(
+        contenders["product_id"].tolist(),
+        contenders["player_id"].tolist(),
+        contenders["name"].tolist(),
+        contenders["game_name"].tolist(),
+        contenders["score"].tolist(),
+        contenders["ts"].tolist(),
+        contenders["part"].tolist(),
+        contenders["off"].tolist(),
+    )
     by_game: dict[int, list[ScoreEntry]] = {}
     for g, p, pn, gn, sc, ts, pt, of in columns:
         by_game.setdefault(g, []).append(ScoreEntry(p, g, pn, gn, sc, ts, pt, of))
     for product_id, candidates in by_game.items():
         stored = top_state.getValue((product_id,))
-        current = [ScoreEntry(p, product_id, pn, gn, sc, ts, pt, of)
-                   for p, pn, gn, sc, ts, pt, of in (json.loads(stored[0]) if stored else [])]
+        current = [
+            ScoreEntry(p, product_id, pn, gn, sc, ts, pt, of)
+            for p, pn, gn, sc, ts, pt, of in (json.loads(stored[0]) if stored else [])
+        ]
         top = merge_top(current, candidates, top_n)
         if top != current:
-            top_state.updateValue((product_id,), (json.dumps(
-                [[e.player_id, e.player_name, e.game_name, e.score, e.ts, e.partition, e.offset] for e in top]),))
+            top_state.updateValue(
+                (product_id,),
+                (
+                    json.dumps(
+                        [[e.player_id, e.player_name, e.game_name, e.score, e.ts, e.partition, e.offset] for e in top]
+                    ),
+                ),
+            )
             changed.append((product_id, top))
     return changed
 
@@ -237,8 +312,9 @@ class Leaderboard(_TableJoin):
 
         pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:  # the dead letters of parsing
-            letters, reasons = lf.parse_dead_letters(lf.in_processing_order(pdf), self.score_topic,
-                                                     self.max_record_bytes)
+            letters, reasons = lf.parse_dead_letters(
+                lf.in_processing_order(pdf), self.score_topic, self.max_record_bytes
+            )
             yield pd.DataFrame({"topic": self.dlq_topic, "key": None, "value": letters, "reason": reasons})
             return
         joined, letters = self._join(pdf)
@@ -285,13 +361,19 @@ class PlayerShard(_TableJoin):
         contenders = lf.contenders(joined, self.top_n)
         if len(contenders):
             game = contenders["product_id"].to_numpy()
-            yield pd.DataFrame({
-                "slot": np.asarray(SHARD_KEYS, dtype=np.int64)[game % len(SHARD_KEYS)],
-                "player_id": contenders["player_id"].to_numpy(), "product_id": game,
-                "score": contenders["score"].to_numpy(), "name": contenders["name"].to_numpy(),
-                "game_name": contenders["game_name"].to_numpy(), "ts": contenders["ts"].to_numpy(),
-                "part": contenders["part"].to_numpy().astype(np.int32), "off": contenders["off"].to_numpy(),
-            })
+            yield pd.DataFrame(
+                {
+                    "slot": np.asarray(SHARD_KEYS, dtype=np.int64)[game % len(SHARD_KEYS)],
+                    "player_id": contenders["player_id"].to_numpy(),
+                    "product_id": game,
+                    "score": contenders["score"].to_numpy(),
+                    "name": contenders["name"].to_numpy(),
+                    "game_name": contenders["game_name"].to_numpy(),
+                    "ts": contenders["ts"].to_numpy(),
+                    "part": contenders["part"].to_numpy().astype(np.int32),
+                    "off": contenders["off"].to_numpy(),
+                }
+            )
 
 
 def _routed_letters(letters: list[str], reasons: list[str], rows: pd.DataFrame) -> pd.DataFrame:
@@ -301,12 +383,19 @@ def _routed_letters(letters: list[str], reasons: list[str], rows: pd.DataFrame) 
     import pandas as pd
 
     n = len(letters)
-    return pd.DataFrame({
-        "slot": np.full(n, PASS_THROUGH, dtype=np.int64), "player_id": np.full(n, PASS_THROUGH, dtype=np.int64),
-        "product_id": np.full(n, PASS_THROUGH, dtype=np.int64), "score": np.full(n, np.nan),
-        "name": letters, "game_name": reasons, "ts": rows["ts"].to_numpy(),
-        "part": rows["part"].to_numpy().astype(np.int32), "off": rows["off"].to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "slot": np.full(n, PASS_THROUGH, dtype=np.int64),
+            "player_id": np.full(n, PASS_THROUGH, dtype=np.int64),
+            "product_id": np.full(n, PASS_THROUGH, dtype=np.int64),
+            "score": np.full(n, np.nan),
+            "name": letters,
+            "game_name": reasons,
+            "ts": rows["ts"].to_numpy(),
+            "part": rows["part"].to_numpy().astype(np.int32),
+            "off": rows["off"].to_numpy(),
+        }
+    )
 
 
 class GameRanking(StatefulProcessor):
@@ -331,13 +420,25 @@ class GameRanking(StatefulProcessor):
         pdf = lf.one_frame(rows)
         if key[0] == PASS_THROUGH:
             letters = lf.in_processing_order(pdf)
-            yield pd.DataFrame({"topic": self.dlq_topic, "key": None, "value": letters["name"].tolist(),
-                                "reason": letters["game_name"].tolist()})
+            yield pd.DataFrame(
+                {
+                    "topic": self.dlq_topic,
+                    "key": None,
+                    "value": letters["name"].tolist(),
+                    "reason": letters["game_name"].tolist(),
+                }
+            )
             return
         changed = merge_contenders(self.top, pdf, self.top_n)
         if changed:
-            yield pd.DataFrame({"topic": self.high_scores_topic, "key": [str(g) for g, _ in changed],
-                                "value": [encode_top(top) for _, top in changed], "reason": None})
+            yield pd.DataFrame(
+                {
+                    "topic": self.high_scores_topic,
+                    "key": [str(g) for g, _ in changed],
+                    "value": [encode_top(top) for _, top in changed],
+                    "reason": None,
+                }
+            )
 
     def close(self) -> None:
         pass

@@ -12,8 +12,8 @@ Ranking rules (chapter 4's reference topology, made precise):
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True)

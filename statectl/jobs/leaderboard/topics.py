@@ -19,14 +19,40 @@ DLQ_RETENTION_MS = str(7 * 24 * 3600 * 1000)
 def declared_topics(config: LeaderboardConfig) -> list[DeclaredTopic]:
     t = config.topics
     return [
-        DeclaredTopic(t.score_events, 4, key="topics.score_events",
-                      about="score events in: an unkeyed stream of {player_id, product_id, score}"),
-        DeclaredTopic(t.players, 2, configs=dict(TABLE_TOPIC_CONFIGS), key="topics.players",
-                      about="the players table in (key: player id, value: {name}; a null value deletes)"),
-        DeclaredTopic(t.products, 2, configs=dict(TABLE_TOPIC_CONFIGS), key="topics.products",
-                      about="the products (games) table in (key: product id, value: {name}; a null value deletes)"),
-        DeclaredTopic(t.high_scores, 4, configs=dict(TABLE_TOPIC_CONFIGS), key="topics.high_scores", output=True,
-                      about="the top list per game out (key: product id); only a game's newest list matters"),
-        DeclaredTopic(t.dlq, 1, configs={"retention.ms": DLQ_RETENTION_MS}, key="topics.dlq", output=True,
-                      about="dead letters out: each rejected record with its reason"),
+        DeclaredTopic(
+            t.score_events,
+            4,
+            key="topics.score_events",
+            about="score events in: an unkeyed stream of {player_id, product_id, score}",
+        ),
+        DeclaredTopic(
+            t.players,
+            2,
+            configs=dict(TABLE_TOPIC_CONFIGS),
+            key="topics.players",
+            about="the players table in (key: player id, value: {name}; a null value deletes)",
+        ),
+        DeclaredTopic(
+            t.products,
+            2,
+            configs=dict(TABLE_TOPIC_CONFIGS),
+            key="topics.products",
+            about="the products (games) table in (key: product id, value: {name}; a null value deletes)",
+        ),
+        DeclaredTopic(
+            t.high_scores,
+            4,
+            configs=dict(TABLE_TOPIC_CONFIGS),
+            key="topics.high_scores",
+            output=True,
+            about="the top list per game out (key: product id); only a game's newest list matters",
+        ),
+        DeclaredTopic(
+            t.dlq,
+            1,
+            configs={"retention.ms": DLQ_RETENTION_MS},
+            key="topics.dlq",
+            output=True,
+            about="dead letters out: each rejected record with its reason",
+        ),
     ]

@@ -62,6 +62,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from statectl.jobs.common import INT_PATTERN, OUTPUT_SCHEMA, JobPlan, dlq_value, kafka_source
+from statectl.jobs.leaderboard.config import LeaderboardConfig
 from statectl.jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
@@ -82,11 +83,19 @@ from statectl.jobs.leaderboard.operators import (
     Leaderboard,
     PlayerShard,
 )
-from statectl.jobs.leaderboard.config import LeaderboardConfig
 
 REASONS = [
-    "null_value", "oversized", "malformed_json", "missing_field", "mistyped_field", "non_finite_score",
-    "invalid_key", "malformed_player", "malformed_product", "unknown_player", "unknown_product",
+    "null_value",
+    "oversized",
+    "malformed_json",
+    "missing_field",
+    "mistyped_field",
+    "non_finite_score",
+    "invalid_key",
+    "malformed_player",
+    "malformed_product",
+    "unknown_player",
+    "unknown_product",
 ]
 
 # ---------------------------------------------------------------- parsing (Spark SQL, no Python)
@@ -148,16 +157,28 @@ def _parse_scores(src: DataFrame, max_bytes: int, routing: Routing) -> DataFrame
     key and headers (``_record_meta``).
     """
     small = F.length("value") <= max_bytes
-    typed = src.select("key", "value", "headers", "partition", "offset", F.unix_millis("timestamp").alias("ts"),
-                       F.from_json(F.when(small, F.col("value").cast("string")), SCORE_SCHEMA).alias("s"))
+    typed = src.select(
+        "key",
+        "value",
+        "headers",
+        "partition",
+        "offset",
+        F.unix_millis("timestamp").alias("ts"),
+        F.from_json(F.when(small, F.col("value").cast("string")), SCORE_SCHEMA).alias("s"),
+    )
     s = F.col("s")
     ok = F.coalesce(
-        (s["player_id"] >= 0) & (s["product_id"] >= 0) & s["score"].isNotNull() & ~F.isnan(s["score"])
+        (s["player_id"] >= 0)
+        & (s["product_id"] >= 0)
+        & s["score"].isNotNull()
+        & ~F.isnan(s["score"])
         & (F.abs(s["score"]) != float("inf")),
         F.lit(False),  # not parsed at all
     )
     return typed.select(
-        F.when(ok, routing.score(s["player_id"], s["product_id"])).otherwise(F.lit(PASS_THROUGH)).cast("bigint")
+        F.when(ok, routing.score(s["player_id"], s["product_id"]))
+        .otherwise(F.lit(PASS_THROUGH))
+        .cast("bigint")
         .alias("bucket"),
         F.when(ok, F.lit(KIND_SCORE)).otherwise(F.lit(KIND_BAD_SCORE)).cast("byte").alias("kind"),
         F.when(ok, s["player_id"]).otherwise(F.lit(PASS_THROUGH)).cast("long").alias("player_id"),
@@ -179,10 +200,19 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int, routing: Routing) -
     small = F.length("value") <= max_bytes
     rkey = F.col("key").cast("string")
     parsed = src.select(
-        "key", "value", "headers", "topic", "partition", "offset", "timestamp",
+        "key",
+        "value",
+        "headers",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
         F.unix_millis("timestamp").alias("ts"),
-        F.from_json(F.when(small, F.col("value").cast("string")), "name STRING, _corrupt STRING",
-                    {"columnNameOfCorruptRecord": "_corrupt"}).alias("t"),
+        F.from_json(
+            F.when(small, F.col("value").cast("string")),
+            "name STRING, _corrupt STRING",
+            {"columnNameOfCorruptRecord": "_corrupt"},
+        ).alias("t"),
     )
     t = F.col("t")
     is_null = F.col("value").isNull()
@@ -221,8 +251,9 @@ def _parse_table(src: DataFrame, table: str, max_bytes: int, routing: Routing) -
         rows = rows.withColumn("bucket", F.explode(buckets))
     else:
         table_id = F.col("player_id" if table == "player" else "product_id")
-        rows = rows.withColumn("bucket", F.when(dead, F.lit(PASS_THROUGH)).otherwise(routing.score(table_id, table_id))
-                               .cast("bigint"))
+        rows = rows.withColumn(
+            "bucket", F.when(dead, F.lit(PASS_THROUGH)).otherwise(routing.score(table_id, table_id)).cast("bigint")
+        )
     return rows.select("bucket", *COLUMNS)
 
 
@@ -233,17 +264,20 @@ def bucketed_rows(spark, config: LeaderboardConfig, bootstrap: str) -> DataFrame
     # Separate sources so that max_offsets_per_trigger throttles only the score events: table
     # updates produced before a score always arrive in the same or an earlier micro-batch, which
     # keeps the result independent of how the input was cut into batches (restarts included).
-    scores = kafka_source(spark, bootstrap, [t.score_events], k.starting_offsets, k.max_offsets_per_trigger,
-                          k.min_partitions)
+    scores = kafka_source(
+        spark, bootstrap, [t.score_events], k.starting_offsets, k.max_offsets_per_trigger, k.min_partitions
+    )
     # A table is read from its beginning to bootstrap it, whatever the score events start from.
     table_start = "earliest" if config.leaderboard.tables == "bootstrap" else k.starting_offsets
     players, products = (kafka_source(spark, bootstrap, [name], table_start) for name in (t.players, t.products))
     # Each source is parsed on its own: the score events, nearly every row, take the short path.
     max_bytes = config.leaderboard.max_record_bytes
     routing = Routing(config.leaderboard.layout)
-    return (_parse_scores(scores, max_bytes, routing)
-            .unionByName(_parse_table(players, "player", max_bytes, routing))
-            .unionByName(_parse_table(products, "product", max_bytes, routing)))
+    return (
+        _parse_scores(scores, max_bytes, routing)
+        .unionByName(_parse_table(players, "player", max_bytes, routing))
+        .unionByName(_parse_table(products, "product", max_bytes, routing))
+    )
 
 
 def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
@@ -255,18 +289,37 @@ def build(spark, config: LeaderboardConfig, bootstrap: str) -> JobPlan:
 
         ends = end_offsets(bootstrap, [t.players, t.products])
         table_ends = {"players": ends.get(t.players, {}), "products": ends.get(t.products, {})}
-    settings = (config.leaderboard.top_n, t.score_events, t.high_scores, t.dlq, config.leaderboard.max_record_bytes,
-                table_ends)
+    settings = (
+        config.leaderboard.top_n,
+        t.score_events,
+        t.high_scores,
+        t.dlq,
+        config.leaderboard.max_record_bytes,
+        table_ends,
+    )
     if config.leaderboard.layout == "sharded":
         routed = rows.groupBy("bucket").transformWithStateInPandas(
-            statefulProcessor=PlayerShard(*settings), outputStructType=ROUTED_SCHEMA, outputMode="Append",
-            timeMode="None")
+            statefulProcessor=PlayerShard(*settings),
+            outputStructType=ROUTED_SCHEMA,
+            outputMode="Append",
+            timeMode="None",
+        )
         output = routed.groupBy("slot").transformWithStateInPandas(
             statefulProcessor=GameRanking(config.leaderboard.top_n, t.high_scores, t.dlq),
-            outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="None")
+            outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append",
+            timeMode="None",
+        )
     else:
         output = rows.groupBy("bucket").transformWithStateInPandas(
-            statefulProcessor=Leaderboard(*settings), outputStructType=OUTPUT_SCHEMA, outputMode="Append",
-            timeMode="None")
-    return JobPlan(output=output, reasons=REASONS, output_topics=[t.high_scores, t.dlq],
-                   description=f"top {config.leaderboard.top_n} scores per game -> {t.high_scores}")
+            statefulProcessor=Leaderboard(*settings),
+            outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append",
+            timeMode="None",
+        )
+    return JobPlan(
+        output=output,
+        reasons=REASONS,
+        output_topics=[t.high_scores, t.dlq],
+        description=f"top {config.leaderboard.top_n} scores per game -> {t.high_scores}",
+    )
