@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.object_storage import STATECTL, measure  # noqa: E402
-from statectl.adapters.local.s3_server import start_local_s3  # noqa: E402
 from tests.growth_checkpoint import Growing, build_growing  # noqa: E402
+from tests.s3_server import start_local_s3  # noqa: E402
 from tests.s3_support import upload_tree  # noqa: E402
 
 BATCHES = 10_000

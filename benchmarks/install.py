@@ -128,7 +128,8 @@ def main() -> None:
             print("  biggest: " + ", ".join(f"{n} {b / MIB:.1f}" for b, n in biggest[: args.top]) + " (MiB)")
         light, spark = rows[0], rows[1]
         print(
-            f"statectl[spark] / statectl: size {spark[1] / light[1]:.1f} x, warm install time {spark[2] / light[2]:.1f} x"
+            f"statectl[spark] / statectl: size {spark[1] / light[1]:.1f} x, "
+            f"warm install time {spark[2] / light[2]:.1f} x"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

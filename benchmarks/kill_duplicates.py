@@ -9,10 +9,11 @@ time a product's total reaches 2,000, then reset) is SIGKILLed at the seed's ran
 batches after a commit, 0-1.2 s later; the same points for both deliveries as far as timing
 allows) and, last, once mid-write: as soon as an output topic's high watermark moves while the
 batch that writes it has no commit yet (at least once: the sink sent part of its records;
-exactly once: the transaction holds them, committed or not), then run to the end. Its notifications are counted against the oracle (plain Python):
-lost, duplicates, and the bound an at-least-once sink can repeat (the notifications of the batches
-that ran when a kill came, from the offset log). The harness is the fault tests'
-(tests/integration/test_faults.py); the broker is a throwaway one.
+exactly once: the transaction holds them, committed or not), then run to the end. Its
+notifications are counted against the oracle (plain Python): lost, duplicates, and the bound an
+at-least-once sink can repeat (the notifications of the batches that ran when a kill came, from
+the offset log). The harness is the fault tests' (tests/integration/test_faults.py); the broker is
+a throwaway one.
 """
 
 from __future__ import annotations

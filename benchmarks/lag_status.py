@@ -133,7 +133,8 @@ def main() -> int:
             f"x 2 partitions); Kafka: 3 topics, 8 partitions, lag {expected} records"
         )
         print(
-            f"statectl lag --json (subprocess)       : {t_lag:6.3f} s   target < 1 s   {'ok' if t_lag < 1 else 'MISSED'}"
+            f"statectl lag --json (subprocess)       : {t_lag:6.3f} s   target < 1 s   "
+            f"{'ok' if t_lag < 1 else 'MISSED'}"
         )
         print(
             f"statectl status --json (subprocess)    : {t_status:6.3f} s   target < 1 s   "

@@ -156,11 +156,13 @@ if mode == "realtime":
     records = read_records(src, 1 << 20, need_key=False).where(F.col("reason").isNull())
     events = records.select(F.from_json(F.col("text"), "score double, product_id int").alias("e")).select("e.*")
 else:
-    events = src.select(F.from_json(F.col("value").cast("string"), "score double, product_id int").alias("e")).select("e.*")
+    events = (src.select(F.from_json(F.col("value").cast("string"), "score double, product_id int").alias("e"))
+              .select("e.*"))
 if mode == "tws":
     events = events.groupBy("product_id").transformWithStateInPandas(LastPerGame(), "score double, product_id int",
                                                                      "append", "None")
-out = events.select(F.col("product_id").cast("string").alias("key"), F.to_json(F.array(F.struct("score"))).alias("value"))
+out = events.select(F.col("product_id").cast("string").alias("key"),
+                    F.to_json(F.array(F.struct("score"))).alias("value"))
 writer = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", out_topic)
           .option("checkpointLocation", checkpoint))
 if mode == "realtime":
@@ -574,7 +576,8 @@ def report(results: list[Result]) -> None:
     for r in results:
         print(
             f"{r.rate:>7,}  {r.system:<18}{r.outputs:>10,}  {fmt_ms(pct(r.output, 0.5)):>10}"
-            f"{fmt_ms(pct(r.output, 0.95)):>9}{fmt_ms(pct(r.output, 0.99)):>9}{fmt_ms(max(r.output, default=None)):>9}  "
+            f"{fmt_ms(pct(r.output, 0.95)):>9}{fmt_ms(pct(r.output, 0.99)):>9}"
+            f"{fmt_ms(max(r.output, default=None)):>9}  "
             f"{fmt_ms(pct(r.event, 0.5)):>10}{fmt_ms(pct(r.event, 0.95)):>9}{fmt_ms(pct(r.event, 0.99)):>9}"
             f"{fmt_ms(max(r.event, default=None)):>9}{r.unseen:>9,}  {fmt_ms(pct(r.wait, 0.5)):>8}"
             f"{fmt_ms(pct(r.wait, 0.99)):>7}  {r.load[0]:.2f}{'  ' + r.note if r.note else ''}"

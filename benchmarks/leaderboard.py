@@ -207,7 +207,8 @@ def main() -> None:
     print(f"medians of {len(rounds)} rounds")
     print(f"{'baseline: read, parse, count':<34}{base_rows:>12,}{base_s:>10.1f}{base_rate:>12,.0f}{mib(base_peak):>14}")
     print(
-        f"{'statectl run leaderboard':<34}{summary.input_rows:>12,}{summary.seconds:>10.1f}{job_rate:>12,.0f}{mib(job_peak):>14}"
+        f"{'statectl run leaderboard':<34}{summary.input_rows:>12,}{summary.seconds:>10.1f}"
+        f"{job_rate:>12,.0f}{mib(job_peak):>14}"
     )
     print(
         f"{'floor: same shape, read-only op':<34}{summary.input_rows:>12,}{floor_s:>10.1f}"

@@ -33,8 +33,8 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks._common import throwaway_broker  # noqa: E402
 from benchmarks.lag_status import fill_topics  # noqa: E402
-from statectl.adapters.local.s3_server import start_local_s3  # noqa: E402
 from tests.lag_checkpoint import build_kafka_checkpoint  # noqa: E402
+from tests.s3_server import start_local_s3  # noqa: E402
 from tests.s3_support import upload_tree  # noqa: E402
 
 STATECTL = [sys.executable, "-m", "statectl"]
@@ -118,7 +118,8 @@ def main() -> int:
             fill_topics(bootstrap, sources, BATCHES)
             print(f"load: {os.getloadavg()[0]:.1f} (1 min); {os.cpu_count()} cores")
             print(
-                f"{'command':44} {'partitions':>10} {'objects':>8} {'requests':>9} {'S3 s':>7} {'disk s':>7}  by operation"
+                f"{'command':44} {'partitions':>10} {'objects':>8} {'requests':>9} {'S3 s':>7} {'disk s':>7}  "
+                "by operation"
             )
             for partitions in (2, 200):
                 local = build_kafka_checkpoint(
@@ -156,7 +157,8 @@ def main() -> int:
                         verdict = "ok" if good else "MISSED"
                     shown = ", ".join(f"{k} {v}" for k, v in sorted(ops.items()))
                     print(
-                        f"{name:44} {partitions:>10} {objects:>8,} {n:>9} {t_s3:>7.2f} {t_disk:>7.2f}  {shown} {verdict}"
+                        f"{name:44} {partitions:>10} {objects:>8,} {n:>9} {t_s3:>7.2f} {t_disk:>7.2f}  "
+                        f"{shown} {verdict}"
                     )
                     if name == "status":
                         from statectl.checkpoint.progress import STATE_SIZE_PAGES

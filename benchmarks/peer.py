@@ -758,6 +758,18 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
         return sorted(rs, key=lambda r: r.wall)[len(rs) // 2]
 
     rows = {s: median_run(rs) for s, rs in by_system.items()}
+    _print_speed(rows, by_system, events, load_before, load_after)
+    _print_twin_settings(rows)
+    _print_statectl_against_twins(rows)
+    guarantee_costs(rows)
+    print()
+    _print_correctness(results, by_system.get("statectl", []), o, top_n)
+
+
+def _print_speed(
+    rows: dict[str, Result], by_system: dict[str, list[Result]], events: int, load_before, load_after
+) -> None:
+    """The table of each system's median run, and every round's wall time when there were several."""
     rounds = max(len(rs) for rs in by_system.values())
     print()
     print(
@@ -786,18 +798,30 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
             + "; ".join(f"{s} " + ", ".join(f"{r.wall:.1f}" for r in by_system[s]) for s in SYSTEMS if s in by_system)
         )
     print("(CPU s/M ev: the tree's CPU seconds plus the broker's, per million score events)")
+
+
+def _print_twin_settings(rows: dict[str, Result]) -> None:
+    """How each Kafka Streams twin was configured, and what finished its run."""
     for s in TWIN_VARIANTS:
         r = rows.get(s)
         if r and r.twin:
+            done_by = (
+                "a regular commit"
+                if r.twin.get("finished_by") == "commit"
+                else "the commit of its close once caught up"
+            )
             print(
                 f"{s}: statestore.cache.max.bytes={r.twin.get('statestore_cache_max_bytes')}, "
                 f"commit.interval.ms={r.twin.get('commit_interval_ms')}, "
                 f"num.stream.threads={r.twin.get('num_stream_threads')}, "
-                f"processing.guarantee={r.twin.get('processing_guarantee', '?')}; done by "
-                f"{'a regular commit' if r.twin.get('finished_by') == 'commit' else 'the commit of its close once caught up'}"
+                f"processing.guarantee={r.twin.get('processing_guarantee', '?')}; done by {done_by}"
                 f" at {r.twin.get('seconds_to_done', 0):.1f} s, {r.twin.get('records_processed', 0):,} records "
                 f"processed (scores, players, both repartition topics)"
             )
+
+
+def _print_statectl_against_twins(rows: dict[str, Result]) -> None:
+    """Each statectl system's run summary and its ratios to every twin's median run."""
     twins = {s: r for s, r in rows.items() if not is_statectl(s)}
     best = min(twins, key=lambda s: twins[s].wall) if twins else None
     for name in (s for s in SYSTEMS if is_statectl(s)):
@@ -817,8 +841,11 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
                 f"CPU s with the broker's {(st.cpu + st.broker_cpu) / (r.cpu + r.broker_cpu):.2f}, "
                 f"peak RSS {st.peak_rss / max(r.peak_rss, 1):.2f}"
             )
-    guarantee_costs(rows)
-    print()
+
+
+def _print_correctness(results: list[Result], statectl_runs: list[Result], o: Oracle, top_n: int) -> None:
+    """The oracle, how each run's top lists agree with it (by its own rule), and how the twins'
+    lists differ from the first ``statectl`` run's game by game."""
     games = sorted(set(o.full) | {g for r in results for g in r.view}, key=lambda g: (len(g), g))
     tied = sum(has_tie(o, g) for g in o.full)
     shorter = sum(book_differs_from_full(o, g) for g in o.full)
@@ -829,38 +856,53 @@ def report(results: list[Result], events: int, o: Oracle, top_n: int, load_befor
     )
     for r in results:
         if is_statectl(r.system):
-            counts = {"agree": 0, "tie-order": 0, "disagree": 0}
-            for g in games:
-                counts[check_full(r.view.get(g), o, g)] += 1
-            print(
-                f"  {r.system} (round {r.round + 1}): {counts['agree']} of {len(games)} games agree with the oracle"
-                f" (statectl's rule){', ' + str(counts['tie-order']) + ' differ only in the order of tied players' if counts['tie-order'] else ''}"
-                f", {counts['disagree']} disagree"
-            )
+            _print_statectl_agreement(r, games, o)
         else:
-            agree = sum(check_book(r.view.get(g), o, g) == "agree" for g in games)
-            tie_games = sum(check_book(r.view.get(g), o, g) == "agree" and has_tie(o, g) for g in games)
-            print(
-                f"  {r.system} (round {r.round + 1}): {agree} of {len(games)} games agree with the oracle (the "
-                f"book's rule; {tie_games} of them with a tie), {len(games) - agree} disagree"
-            )
-    st_runs = by_system.get("statectl", [])
+            _print_twin_agreement(r, games, o)
     for r in results:
-        if is_statectl(r.system) or not st_runs:
+        if is_statectl(r.system) or not statectl_runs:
             continue
-        st_view = st_runs[0].view
-        same = sum(_entries(st_view.get(g, [])) == _entries(r.view.get(g, [])) for g in games)
-        tie_only = sum(
-            _entries(st_view.get(g, [])) != _entries(r.view.get(g, []))
-            and has_tie(o, g)
-            and check_full(st_view.get(g), o, g) != "disagree"
-            and check_book(r.view.get(g), o, g) == "agree"
-            for g in games
-        )
-        print(
-            f"  statectl vs {r.system} (round {r.round + 1}), game by game: {same} identical, {tie_only} differ only "
-            f"by a tie (each right by its own rule), {len(games) - same - tie_only} differ otherwise"
-        )
+        _print_game_by_game(statectl_runs[0], r, games, o)
+
+
+def _print_statectl_agreement(r: Result, games: list[str], o: Oracle) -> None:
+    """A statectl run's top lists against the oracle by statectl's rule."""
+    counts = {"agree": 0, "tie-order": 0, "disagree": 0}
+    for g in games:
+        counts[check_full(r.view.get(g), o, g)] += 1
+    tie_order = f", {counts['tie-order']} differ only in the order of tied players" if counts["tie-order"] else ""
+    print(
+        f"  {r.system} (round {r.round + 1}): {counts['agree']} of {len(games)} games agree with the oracle"
+        f" (statectl's rule){tie_order}"
+        f", {counts['disagree']} disagree"
+    )
+
+
+def _print_twin_agreement(r: Result, games: list[str], o: Oracle) -> None:
+    """A twin's run against the oracle by the book's rule."""
+    agree = sum(check_book(r.view.get(g), o, g) == "agree" for g in games)
+    tie_games = sum(check_book(r.view.get(g), o, g) == "agree" and has_tie(o, g) for g in games)
+    print(
+        f"  {r.system} (round {r.round + 1}): {agree} of {len(games)} games agree with the oracle (the "
+        f"book's rule; {tie_games} of them with a tie), {len(games) - agree} disagree"
+    )
+
+
+def _print_game_by_game(st: Result, r: Result, games: list[str], o: Oracle) -> None:
+    """How a twin's top lists differ from statectl's: not at all, only by a tie, or otherwise."""
+    st_view = st.view
+    same = sum(_entries(st_view.get(g, [])) == _entries(r.view.get(g, [])) for g in games)
+    tie_only = sum(
+        _entries(st_view.get(g, [])) != _entries(r.view.get(g, []))
+        and has_tie(o, g)
+        and check_full(st_view.get(g), o, g) != "disagree"
+        and check_book(r.view.get(g), o, g) == "agree"
+        for g in games
+    )
+    print(
+        f"  statectl vs {r.system} (round {r.round + 1}), game by game: {same} identical, {tie_only} differ only "
+        f"by a tie (each right by its own rule), {len(games) - same - tie_only} differ otherwise"
+    )
 
 
 def guarantee_costs(rows: dict[str, Result]) -> None:
@@ -1011,7 +1053,8 @@ def main() -> None:
             o = oracle(bootstrap, config)
             if engine is not None and engine.status is not None:
                 print(
-                    f"engine: started in {engine.started_in:.1f} s, RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
+                    f"engine: started in {engine.started_in:.1f} s, "
+                    f"RSS idle {engine.status.rss_bytes / 2**20:,.0f} MiB, "
                     f"after the runs {engine.rss_now() / 2**20:,.0f} MiB",
                     flush=True,
                 )

@@ -203,7 +203,8 @@ def main() -> None:
     if engine_phases:
         print(
             f"on the engine: statectl {med['statectl-engine']:.2f} s against {med['statectl']:.2f} s in its own "
-            f"process ({med['statectl'] / med['statectl-engine']:.2f}x); the engine's floor {med['floor-engine']:.2f} s; "
+            f"process ({med['statectl'] / med['statectl-engine']:.2f}x); "
+            f"the engine's floor {med['floor-engine']:.2f} s; "
             f"statectl above it {med['statectl-engine'] - med['floor-engine']:.2f} s"
         )
         print("statectl's run on the engine, median per phase (s):")

@@ -378,9 +378,6 @@ def _leaderboard_config(work: Path, bootstrap: str) -> Path:
 
 
 def soak(args) -> dict:
-    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
-    from statectl.adapters.kafka.connect import require_broker
-    from statectl.adapters.kafka.consume import read_topic
     from statectl.adapters.local.broker import broker_down, broker_up, free_ports
 
     work = Path(tempfile.mkdtemp(prefix="statectl-soak-"))
@@ -389,34 +386,7 @@ def soak(args) -> dict:
     bootstrap = status.bootstrap_servers
     nodes = {n.node_id: n for n in status.nodes}
     config = _leaderboard_config(work, bootstrap)
-    topics = {
-        k: f"soak-{v}"
-        for k, v in {
-            "score_events": "score-events",
-            "players": "players",
-            "products": "products",
-            "high_scores": "high-scores",
-            "dlq": "leaderboard-dlq",
-        }.items()
-    }
-    admin = require_broker(bootstrap)
-    create_missing_topics(
-        admin,
-        [
-            TopicSpec(topics["score_events"], 4),
-            TopicSpec(topics["players"], 2, configs={"cleanup.policy": "compact"}),
-            TopicSpec(topics["products"], 2, configs={"cleanup.policy": "compact"}),
-        ],
-        bootstrap=bootstrap,
-    )
-    from statectl.adapters.kafka.produce import fast_producer
-
-    tables = fast_producer(bootstrap)
-    for p in range(PLAYERS):
-        tables.produce(topics["players"], key=str(p), value=json.dumps({"id": p, "name": f"P{p}"}))
-    for g in range(GAMES):
-        tables.produce(topics["products"], key=str(g), value=json.dumps({"id": g, "name": f"G{g}"}))
-    assert tables.flush(60) == 0
+    topics = _prepare_topics(bootstrap)
 
     oracle = Oracle()
     producer = SteadyProducer(bootstrap, topics["score_events"], args.rate, oracle)
@@ -463,12 +433,7 @@ def soak(args) -> dict:
                 next_poll += args.poll_every
                 _progress(samples[-1], producer, faults)
             if job.proc.poll() is not None:
-                last = job.texts()[-1].strip().splitlines()[-1:] if job.texts() else []
-                printed.append(
-                    f"the job exited by itself (exit {job.proc.returncode}) at {minutes():.1f} min "
-                    f"({last[0][:300] if last else 'no output'}); started again"
-                )
-                job.start()
+                _restart_exited_job(job, printed, minutes())
             time.sleep(0.5)
     finally:
         producer.stop.set()
@@ -482,19 +447,8 @@ def soak(args) -> dict:
     restores = restore_times(job.events_file)
 
     # Compare with the oracle.
-    high = {}
-    for record in read_topic(bootstrap, topics["high_scores"], timeout=120):
-        high[record.key.decode()] = [(e["playerName"], e["score"]) for e in json.loads(record.value)]
-    letters: dict[tuple, str] = {}
-    not_letters = records = 0
-    for record in read_topic(bootstrap, topics["dlq"], timeout=300):
-        records += 1
-        try:
-            letter = json.loads(record.value)
-            letters[(letter["sourceTopic"], letter["sourcePartition"], letter["sourceOffset"])] = letter["reason"]
-        except (ValueError, KeyError, TypeError):
-            not_letters += 1
-    dlq = Counter(letters.values())
+    high = _top_lists(bootstrap, topics["high_scores"])
+    dlq, not_letters, records = _dead_letters(bootstrap, topics["dlq"])
     expected = oracle.lists()
     lists_match = high == expected
     wrong_games = sorted(g for g in set(high) | set(expected) if high.get(g) != expected.get(g))
@@ -537,6 +491,79 @@ def soak(args) -> dict:
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return report
+
+
+def _prepare_topics(bootstrap: str) -> dict[str, str]:
+    """The leaderboard's topics by role, the input topics created and the players and games tables
+    the score events join filled before the first event."""
+    from statectl.adapters.kafka.admin import TopicSpec, create_missing_topics
+    from statectl.adapters.kafka.connect import require_broker
+    from statectl.adapters.kafka.produce import fast_producer
+
+    topics = {
+        k: f"soak-{v}"
+        for k, v in {
+            "score_events": "score-events",
+            "players": "players",
+            "products": "products",
+            "high_scores": "high-scores",
+            "dlq": "leaderboard-dlq",
+        }.items()
+    }
+    admin = require_broker(bootstrap)
+    create_missing_topics(
+        admin,
+        [
+            TopicSpec(topics["score_events"], 4),
+            TopicSpec(topics["players"], 2, configs={"cleanup.policy": "compact"}),
+            TopicSpec(topics["products"], 2, configs={"cleanup.policy": "compact"}),
+        ],
+        bootstrap=bootstrap,
+    )
+    tables = fast_producer(bootstrap)
+    for p in range(PLAYERS):
+        tables.produce(topics["players"], key=str(p), value=json.dumps({"id": p, "name": f"P{p}"}))
+    for g in range(GAMES):
+        tables.produce(topics["products"], key=str(g), value=json.dumps({"id": g, "name": f"G{g}"}))
+    assert tables.flush(60) == 0
+    return topics
+
+
+def _restart_exited_job(job: Job, printed: list[str], minute: float) -> None:
+    """Note how the job ended by itself (its last line of output) and start it again."""
+    last = job.texts()[-1].strip().splitlines()[-1:] if job.texts() else []
+    printed.append(
+        f"the job exited by itself (exit {job.proc.returncode}) at {minute:.1f} min "
+        f"({last[0][:300] if last else 'no output'}); started again"
+    )
+    job.start()
+
+
+def _top_lists(bootstrap: str, topic: str) -> dict[str, list[tuple[str, float]]]:
+    """Game -> its (player name, score) top list, as the job's output topic holds it last."""
+    from statectl.adapters.kafka.consume import read_topic
+
+    high = {}
+    for record in read_topic(bootstrap, topic, timeout=120):
+        high[record.key.decode()] = [(e["playerName"], e["score"]) for e in json.loads(record.value)]
+    return high
+
+
+def _dead_letters(bootstrap: str, topic: str) -> tuple[Counter, int, int]:
+    """(dead letters per reason, each source record counted once; records that are not a dead
+    letter; records in the topic)."""
+    from statectl.adapters.kafka.consume import read_topic
+
+    letters: dict[tuple, str] = {}
+    not_letters = records = 0
+    for record in read_topic(bootstrap, topic, timeout=300):
+        records += 1
+        try:
+            letter = json.loads(record.value)
+            letters[(letter["sourceTopic"], letter["sourcePartition"], letter["sourceOffset"])] = letter["reason"]
+        except (ValueError, KeyError, TypeError):
+            not_letters += 1
+    return Counter(letters.values()), not_letters, records
 
 
 def _node_pid(kafka_dir: Path, node: int, nodes: dict) -> int | None:

@@ -83,7 +83,8 @@ def main() -> None:
 
     helps = [wall([STATECTL, "--help"])[0] for _ in range(args.rounds)]
     print(
-        f"statectl --help: median {statistics.median(helps):.3f} s, max {max(helps):.3f} s over {args.rounds} runs (target < 0.3 s)"
+        f"statectl --help: median {statistics.median(helps):.3f} s, max {max(helps):.3f} s "
+        f"over {args.rounds} runs (target < 0.3 s)"
     )
     help_cpu(args.rounds)
     if args.help_only:

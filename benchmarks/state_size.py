@@ -119,7 +119,7 @@ def main() -> None:
                 run(bootstrap, prefix, layout, args.partitions, checkpoint, env)
                 results.append((players, layout, checkpoint))
         spark = spark_session(master="local[2]")
-        spark.streams.active  # the state reader needs the state store coordinator
+        _ = spark.streams.active  # the state reader needs the state store coordinator
         print(f"{args.events:,} score events, {args.products:,} games, {args.partitions} state partitions")
         print(f"{'players':>10} {'layout':8} {'on disk':>10}  state variable: rows (partitions holding state)")
         for players, layout, checkpoint in results:

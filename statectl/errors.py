@@ -1,18 +1,39 @@
-"""The one family of errors statectl raises; the CLI maps them to exit codes in one place."""
+"""The one family of errors statectl raises, and the one table of exit codes; the CLI maps errors to
+codes in one place."""
 
 from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Every code a statectl command exits with, each with its one-line meaning.
+    docs/commands/index.md prints this table (a test holds the two together)."""
+
+    OK = 0, "success: the command did what was asked, and what it checked is fine"
+    FAILURE = 1, "operational failure (Kafka, Spark, storage), or what the command checked is not fine"
+    USAGE = 2, "usage or config error: the command line, a config file or a path given cannot be used as asked"
+    INTERRUPTED = 130, "interrupted by Ctrl-C before the work was done (128 + SIGINT, as shells report it)"
+
+    meaning: str
+
+    def __new__(cls, code: int, meaning: str):
+        member = int.__new__(cls, code)
+        member._value_ = code
+        member.meaning = meaning
+        return member
 
 
 class StatectlError(Exception):
     """Something went wrong that a user can act on; the message says what and what to do."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILURE
 
 
 class UsageError(StatectlError):
     """The command line or a config file asks for something invalid."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class ConfigError(UsageError):

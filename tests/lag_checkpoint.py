@@ -18,7 +18,9 @@ from tests.checkpoint_factory import lz4_like, write
 LEADERBOARD_SOURCES = ({"score-events": 4}, {"players": 2}, {"products": 2})
 
 CONF = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
     "spark.sql.streaming.stateStore.rocksdb.formatVersion": "5",
     "spark.sql.streaming.stateStore.encodingFormat": "unsaferow",
     "spark.sql.streaming.multipleWatermarkPolicy": "min",

@@ -12,10 +12,16 @@ x``), resolved against the importing module's package.
 - **Jobs.** Only ``JOBS_IMPORTERS`` import ``statectl.jobs``.
 - **Adapters among themselves.** ``ADAPTER_PEERS`` says which adapter imports which; adapters sit
   above only ``statectl.cluster`` and the kernel, so they import nothing else of statectl.
-- **Heavy imports.** Inside ``statectl/``, only ``statectl/adapters/`` and the job topologies (``statectl/jobs/``) import PySpark, Py4J or
-  confluent-kafka.
+- **Heavy imports.** Inside ``statectl/``, only ``statectl/adapters/`` and the job topologies
+  (``statectl/jobs/``) import PySpark, Py4J or confluent-kafka.
 - **The checkpoint only reads.** No module of ``statectl/checkpoint/`` but its lock (``READING_ONLY``,
   ``WRITERS_ALLOWED``) calls a function that writes to a filesystem or an object store.
+- **The object store from storage.** Only ``statectl.storage`` (the object-store adapter)
+  imports boto3, botocore or fsspec.
+- **The JVM from the adapters.** Only ``statectl/adapters/`` touches PySpark's JVM handles
+  (``JVM_HANDLES``: ``_jvm``, ``_jsq``, ``_jwrite``...).
+- **Shared rules have one home.** A name of ``SHARED_HOMES`` (the event types, a dead letter's
+  fields, the endpoints' access checks, the job listing) is defined in its home module only.
 - **No cycles** between modules of ``statectl/`` (``statectl/jobs/`` among them).
 - The job catalogue and the command line's help load without PySpark.
 - ``docs/architecture.md`` names every package there is, only packages there are, and the layers
@@ -35,6 +41,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("statectl",)
 HEAVY = ("pyspark", "py4j", "confluent_kafka")
+#: The object-store clients and the one package that imports them: ``statectl.storage`` is the
+#: object-store adapter (docs/architecture.md), the rest of statectl reaches a store through it.
+OBJECT_STORE_CLIENTS = ("boto3", "botocore", "fsspec", "s3fs")
+OBJECT_STORE_ADAPTER = "statectl.storage"
 DOC = REPO / "docs" / "architecture.md"
 
 #: Top to bottom. A package is a top-level package of ``statectl/`` (``statectl.jobs`` among them, or a module
@@ -51,7 +61,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("statectl.topics",),
     ("statectl.checkpoint",),
     ("statectl.config",),
-    ("statectl.storage", "statectl.endpoints"),
+    ("statectl.storage", "statectl.endpoints", "statectl.formats"),
     ("statectl.adapters",),
     ("statectl.cluster", "statectl.spark_support"),
     (
@@ -220,7 +230,40 @@ def adapter_of(name: str) -> str:
     return ".".join(name.split(".")[:3])
 
 
-RULES = ("layers", "adapters", "jobs", "adapter-peers", "heavy", "checkpoint-reads")
+#: A rule the packages of layer 4 share lives in one module below them, and only there: a name
+#: defined at the top of any other module of ``statectl/`` is a copy (copies drifted before:
+#: the dashboard's list of event types, the metrics endpoint without the Host check).
+SHARED_HOMES = {
+    "EVENT_TYPES": "statectl.formats.events",
+    "DEAD_LETTER_FIELDS": "statectl.formats.dead_letters",
+    "HEADER_FIELDS": "statectl.formats.dead_letters",
+    "TRUNCATED_BYTES": "statectl.formats.dead_letters",
+    "parse_letter": "statectl.formats.dead_letters",
+    "dead_letter_json": "statectl.formats.dead_letters",
+    "is_loopback": "statectl.endpoints.access",
+    "token_for": "statectl.endpoints.access",
+    "host_header_ok": "statectl.endpoints.access",
+    "address_family": "statectl.endpoints.access",
+    "listen_error": "statectl.endpoints.access",
+    "in_context": "statectl.project.jobs",
+    "jobs_here": "statectl.project.jobs",
+}
+
+#: PySpark's handles on the JVM (Py4J objects behind a session, a query, a writer, a frame): only
+#: ``statectl/adapters/`` touches them, so a Spark whose internals differ breaks one package.
+JVM_HANDLES = frozenset({"_jvm", "_jsc", "_jsparkSession", "_jsq", "_jwrite", "_jdf", "_jreader", "_gateway"})
+
+RULES = (
+    "layers",
+    "adapters",
+    "jobs",
+    "adapter-peers",
+    "heavy",
+    "object-store",
+    "checkpoint-reads",
+    "shared-homes",
+    "jvm",
+)
 
 
 def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, str]]:
@@ -237,57 +280,7 @@ def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, s
             unplaced.add(mine)
             continue
         for imported, line in imports_of(name, path, known):
-            where = f"{rel}:{line}: {name} imports {imported}"
-            if (
-                _under(imported, HEAVY)
-                and name.startswith("statectl.")
-                and not _under(name, ["statectl.adapters", "statectl.jobs"])
-            ):
-                out.append(
-                    ("heavy", f"{where} (only statectl.adapters and statectl.jobs may import {imported.split('.')[0]})")
-                )
-            theirs = package_of(imported)
-            if theirs not in LAYER_OF or theirs == mine:
-                if theirs == mine == "statectl.adapters":
-                    a, b = adapter_of(name), adapter_of(imported)
-                    allowed = ADAPTER_PEERS.get(a, ())
-                    if b != "statectl.adapters" and a != b and b not in allowed:
-                        others = f"only {', '.join(allowed)}" if allowed else "none"
-                        out.append(("adapter-peers", f"{where} ({a} may import {others} of the other adapters)"))
-                continue
-            if LAYER_OF[theirs] <= LAYER_OF[mine]:
-                why = (
-                    "peers in a layer do not import each other"
-                    if LAYER_OF[theirs] == LAYER_OF[mine]
-                    else "imports go down the layers"
-                )
-                out.append(
-                    (
-                        "layers",
-                        f"{where} ({mine} (layer {LAYER_OF[mine]}) may not import {theirs} "
-                        f"(layer {LAYER_OF[theirs]}): {why})",
-                    )
-                )
-            if theirs == "statectl.adapters" and mine in NO_ADAPTERS:
-                if mine != "statectl.cli":
-                    out.append(
-                        (
-                            "adapters",
-                            f"{where} ({mine} never imports statectl.adapters: it reaches "
-                            "Kafka and Spark only through the domains)",
-                        )
-                    )
-                elif not _under(imported, [CLI_ADAPTERS]):
-                    out.append(
-                        (
-                            "adapters",
-                            f"{where} (statectl.cli imports no adapter but {CLI_ADAPTERS}, the "
-                            "local tools the CLI drives directly: the broker process, jar "
-                            "resolution, the JVM archive)",
-                        )
-                    )
-            if theirs == "statectl.jobs" and mine not in JOBS_IMPORTERS:
-                out.append(("jobs", f"{where} (only {', '.join(JOBS_IMPORTERS)} import statectl.jobs)"))
+            out += _import_violations(name, mine, imported, f"{rel}:{line}: {name} imports {imported}")
         if mine in READING_ONLY and not _under(name, READING_ONLY[mine]):
             for line, call in writing_calls(path):
                 out.append(
@@ -297,7 +290,93 @@ def violations(modules: dict[str, Path], root: Path = REPO) -> list[tuple[str, s
                         f"{', '.join(READING_ONLY[mine])} writes, its lock's files)",
                     )
                 )
+        out += [("shared-homes", f"{rel}:{line}") for line in _shared_copies(name, path)]
+        if not _under(name, ["statectl.adapters"]):
+            out += [("jvm", f"{rel}:{line}") for line in _jvm_handles(name, path)]
     return out
+
+
+def _import_violations(name: str, mine: str, imported: str, where: str) -> list[tuple[str, str]]:
+    """What one import (``where`` says it) of module ``name``, of package ``mine``, breaks."""
+    out = []
+    if (
+        _under(imported, HEAVY)
+        and name.startswith("statectl.")
+        and not _under(name, ["statectl.adapters", "statectl.jobs"])
+    ):
+        out.append(("heavy", f"{where} (only statectl.adapters and statectl.jobs may import {imported.split('.')[0]})"))
+    if _under(imported, OBJECT_STORE_CLIENTS) and not _under(name, [OBJECT_STORE_ADAPTER]):
+        out.append(("object-store", f"{where} (only {OBJECT_STORE_ADAPTER}, the object-store adapter, imports it)"))
+    theirs = package_of(imported)
+    if theirs not in LAYER_OF or theirs == mine:
+        if theirs == mine == "statectl.adapters":
+            a, b = adapter_of(name), adapter_of(imported)
+            allowed = ADAPTER_PEERS.get(a, ())
+            if b != "statectl.adapters" and a != b and b not in allowed:
+                others = f"only {', '.join(allowed)}" if allowed else "none"
+                out.append(("adapter-peers", f"{where} ({a} may import {others} of the other adapters)"))
+        return out
+    if LAYER_OF[theirs] <= LAYER_OF[mine]:
+        why = (
+            "peers in a layer do not import each other"
+            if LAYER_OF[theirs] == LAYER_OF[mine]
+            else "imports go down the layers"
+        )
+        out.append(
+            (
+                "layers",
+                f"{where} ({mine} (layer {LAYER_OF[mine]}) may not import {theirs} (layer {LAYER_OF[theirs]}): {why})",
+            )
+        )
+    if theirs == "statectl.adapters" and mine in NO_ADAPTERS:
+        if mine != "statectl.cli":
+            out.append(
+                (
+                    "adapters",
+                    f"{where} ({mine} never imports statectl.adapters: it reaches Kafka and Spark only through the "
+                    "domains)",
+                )
+            )
+        elif not _under(imported, [CLI_ADAPTERS]):
+            out.append(
+                (
+                    "adapters",
+                    f"{where} (statectl.cli imports no adapter but {CLI_ADAPTERS}, the local tools the CLI drives "
+                    "directly: the broker process, jar resolution, the JVM archive)",
+                )
+            )
+    if theirs == "statectl.jobs" and mine not in JOBS_IMPORTERS:
+        out.append(("jobs", f"{where} (only {', '.join(JOBS_IMPORTERS)} import statectl.jobs)"))
+    return out
+
+
+def _jvm_handles(name: str, path: Path) -> list[str]:
+    """``line: ...`` for each use of one of PySpark's JVM handles (``JVM_HANDLES``) in ``path``."""
+    return [
+        f"{node.lineno}: {name} reaches Spark's JVM through .{node.attr} (only statectl.adapters does)"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute) and node.attr in JVM_HANDLES
+    ]
+
+
+def _shared_copies(name: str, path: Path) -> list[str]:
+    """``line: ...`` for each name of ``SHARED_HOMES`` the module ``name`` defines at its top
+    level (a function, a class or an assignment) when it is not that name's home."""
+    found = []
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined = [node.name]
+        elif isinstance(node, ast.Assign):
+            defined = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defined = [node.target.id]
+        else:
+            continue
+        for shared in defined:
+            home = SHARED_HOMES.get(shared)
+            if home and home != name:
+                found.append(f"{node.lineno}: {name} defines {shared}, a shared rule whose one copy is in {home}")
+    return found
 
 
 def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
@@ -446,16 +525,17 @@ BROKEN = [
             "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (statectl.checkpoint "
             "(layer 9) may not import statectl.jobs (layer 7): imports go down the layers)",
             "statectl/checkpoint/x.py:1: statectl.checkpoint.x imports statectl.jobs.registry (only statectl.cli, "
-            "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import "
-            "statectl.jobs)",
+            "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs "
+            "import statectl.jobs)",
         ],
     ),
     (
         "render-jobs",
         {"statectl/render/x.py": "from statectl.jobs.registry import job_entry\n"},
         [
-            "statectl/render/x.py:1: statectl.render.x imports statectl.jobs.registry (only statectl.cli, statectl.run, "
-            "statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs import statectl.jobs)"
+            "statectl/render/x.py:1: statectl.render.x imports statectl.jobs.registry (only statectl.cli, "
+            "statectl.run, statectl.observe, statectl.maintenance, statectl.query, statectl.produce, statectl.jobs "
+            "import statectl.jobs)"
         ],
     ),
     (
@@ -478,8 +558,8 @@ BROKEN = [
         "heavy",
         {"statectl/run/x.py": "def f():\n    import pyspark.sql\n"},
         [
-            "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters and statectl.jobs may import "
-            "pyspark)"
+            "statectl/run/x.py:2: statectl.run.x imports pyspark.sql (only statectl.adapters and statectl.jobs may "
+            "import pyspark)"
         ],
     ),
     (
@@ -492,11 +572,37 @@ BROKEN = [
         [
             "statectl/checkpoint/x.py:3: statectl.checkpoint.x calls replace (statectl.checkpoint only reads; only "
             "statectl.checkpoint.lock writes, its lock's files)",
-            "statectl/checkpoint/x.py:4: statectl.checkpoint.x calls open(..., 'a') (statectl.checkpoint only reads; only "
-            "statectl.checkpoint.lock writes, its lock's files)",
+            "statectl/checkpoint/x.py:4: statectl.checkpoint.x calls open(..., 'a') (statectl.checkpoint only reads; "
+            "only statectl.checkpoint.lock writes, its lock's files)",
             "statectl/checkpoint/x.py:5: statectl.checkpoint.x calls copy2 (statectl.checkpoint only reads; only "
             "statectl.checkpoint.lock writes, its lock's files)",
         ],
+    ),
+    (
+        "shared-copy",
+        {"statectl/ui/x.py": "EVENT_TYPES = frozenset({'batch_progress'})\ndef token_for(host):\n    return None\n"},
+        [
+            "statectl/ui/x.py:1: statectl.ui.x defines EVENT_TYPES, a shared rule whose one copy is in "
+            "statectl.formats.events",
+            "statectl/ui/x.py:2: statectl.ui.x defines token_for, a shared rule whose one copy is in "
+            "statectl.endpoints.access",
+        ],
+    ),
+    (
+        "object-store",
+        {"statectl/observe/x.py": "def f():\n    import boto3\n", "statectl/storage/x.py": "import botocore\n"},
+        [
+            "statectl/observe/x.py:2: statectl.observe.x imports boto3 (only statectl.storage, the object-store "
+            "adapter, imports it)"
+        ],
+    ),
+    (
+        "jvm",
+        {
+            "statectl/run/x.py": "def f(query):\n    return query._jsq.streamingQuery()\n",
+            "statectl/adapters/spark/x.py": "def f(query):\n    return query._jsq.streamingQuery()\n",
+        },
+        ["statectl/run/x.py:2: statectl.run.x reaches Spark's JVM through ._jsq (only statectl.adapters does)"],
     ),
     (
         "no-layer",
@@ -534,14 +640,17 @@ def test_a_cycle_is_reported(tmp_path):
         {"statectl/adapters/local/x.py": "from statectl.adapters.kafka.connect import broker_answers\n"},
         {"statectl/adapters/spark/x.py": "from statectl.adapters.local import jars\nfrom statectl import errors\n"},
         {
-            "statectl/render/x.py": "from statectl.observe.lag import LagReport\nfrom statectl.checkpoint import layout\n"
+            "statectl/render/x.py": "from statectl.observe.lag import LagReport\n"
+            "from statectl.checkpoint import layout\n"
         },
         {
-            "statectl/run/x.py": "from statectl.jobs.registry import job_entry\nfrom statectl.adapters.spark import session\n"
+            "statectl/run/x.py": "from statectl.jobs.registry import job_entry\n"
+            "from statectl.adapters.spark import session\n"
         },
         {"statectl/ui/x.py": "from statectl.observe.status import project_jobs\n"},
         {
-            "statectl/checkpoint/x.py": "from . import layout\nfrom .decode import formats\nfrom ..config import sections\n"
+            "statectl/checkpoint/x.py": "from . import layout\nfrom .decode import formats\n"
+            "from ..config import sections\n"
         },
         {
             "statectl/checkpoint/x.py": "import dataclasses\ndef f(p, d):\n    open(p, 'rb')\n    p.read_text()\n"

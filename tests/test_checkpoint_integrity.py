@@ -530,7 +530,8 @@ RESTART_CASES = [
                 "warning",
                 "unparsable",
                 "state/0/0/4.zip",
-                "Spark 4.2 skips it (autoSnapshotRepair, on by default) and rebuilds version 5 from 2.zip and 3 changelog files",
+                "Spark 4.2 skips it (autoSnapshotRepair, on by default) and rebuilds version 5 from 2.zip "
+                "and 3 changelog files",
             )
         ],
     ),

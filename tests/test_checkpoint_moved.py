@@ -191,8 +191,8 @@ def test_a_moved_checkpoint_is_an_error_that_names_the_failure_and_the_fix(tmp_p
     assert [(f.severity, f.path, f.operator_id) for f in findings] == [("error", f"{META}/0", 0)]
     message = findings[0].message
     assert (
-        f"names its schema files at file:{orig}, where the checkpoint was before it was moved or copied, and they are not there any more"
-        in message
+        f"names its schema files at file:{orig}, where the checkpoint was before it was moved or copied, "
+        "and they are not there any more" in message
     )
     assert (
         f'a restart fails with "File file:{orig}/state/0/_stateSchema/default/{schema_name(moved)} does not exist"'

@@ -138,7 +138,11 @@ def test_properties_duplicate_keys_are_all_kept_in_order():
 
 
 def test_properties_origin_is_the_first_line_of_a_logical_line():
-    text = '# header\n\nsecurity.protocol=SASL_SSL\nsasl.jaas.config=Module required \\\n  username="a" \\\n  password="b";\n\r\nacks=all\n'
+    text = (
+        "# header\n\nsecurity.protocol=SASL_SSL\n"
+        'sasl.jaas.config=Module required \\\n  username="a" \\\n  password="b";\n'
+        "\r\nacks=all\n"
+    )
     assert [(p.key, p.origin) for p in parse_properties(text, "/etc/kafka/client.properties")] == [
         ("security.protocol", "/etc/kafka/client.properties:3"),
         ("sasl.jaas.config", "/etc/kafka/client.properties:4"),

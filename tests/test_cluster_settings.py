@@ -139,6 +139,35 @@ def test_resolve_value_missing_file(tmp_path):
     ]
 
 
+def test_resolve_value_from_a_binary_file_is_a_problem_not_a_crash(tmp_path):
+    """Bad input: a secret read with @FILE from a binary file (it raised UnicodeDecodeError)."""
+    (tmp_path / "secret.bin").write_bytes(b"\x98\xff\x00binary")
+    prop = Property("sasl.password", "@secret.bin", "job.yaml: kafka.properties")
+    with pytest.raises(ConfigError) as err:
+        resolve_value(prop, {}, tmp_path)
+    assert err.value.problems == [
+        f"job.yaml: kafka.properties: sasl.password: {tmp_path / 'secret.bin'} is not UTF-8 text"
+    ]
+
+
+def test_a_binary_certificate_or_key_file_is_a_problem_not_a_crash(tmp_path):
+    """Bad input: a DER certificate and key where librdkafka's PEM files belong (the key store's
+    inline PEM reads them as text; it raised UnicodeDecodeError)."""
+    der = tmp_path / "client.der"
+    der.write_bytes(b"\x30\x82\x03\x98\xff binary")
+    found = problems(
+        f"""
+        security.protocol=SSL
+        ssl.certificate.location={der}
+        ssl.key.location={der}
+        """
+    )
+    assert found == [
+        f"{SRC}:{line}: {key}: {der} is not PEM text (a binary file, DER perhaps: convert it to PEM with openssl)"
+        for line, key in ((3, "ssl.certificate.location"), (4, "ssl.key.location"))
+    ]
+
+
 def test_at_file_relative_to_the_properties_file_folder(tmp_path):
     """client_settings finds the folder of a property's file from its origin (the part before ":line")."""
     conf = tmp_path / "conf"
@@ -426,12 +455,14 @@ def test_jaas_quoting(jaas_options, username, password):
     "text, expected",
     [
         pytest.param(
-            f'security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config={SCRAM} required username="a" password="b";\n',
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            f'sasl.jaas.config={SCRAM} required username="a" password="b";\n',
             f"client.properties:3: sasl.jaas.config: {SCRAM} does not do PLAIN (use {PLAIN})",
             id="scram-module-for-plain",
         ),
         pytest.param(
-            f'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={PLAIN} required username="a" password="b";\n',
+            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+            f'sasl.jaas.config={PLAIN} required username="a" password="b";\n',
             f"client.properties:3: sasl.jaas.config: {PLAIN} does not do SCRAM-SHA-512 (use {SCRAM})",
             id="plain-module-for-scram",
         ),
@@ -492,8 +523,8 @@ def test_jaas_quoting(jaas_options, username, password):
         pytest.param(
             "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=a\nsasl.password=b\n"
             "sasl.login.refresh.window.factor=0.8\n",
-            "client.properties:5: sasl.login.refresh.window.factor: is a security setting statectl does not know; it is "
-            "refused rather than ignored (see docs/security.md for the supported ones)",
+            "client.properties:5: sasl.login.refresh.window.factor: is a security setting statectl does not know; "
+            "it is refused rather than ignored (see docs/security.md for the supported ones)",
             id="unknown-sasl-key",
         ),
         pytest.param(
@@ -564,7 +595,8 @@ def test_jaas_quoting(jaas_options, username, password):
             id="jaas-extra-options",
         ),
         pytest.param(
-            f'security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config={PLAIN} required username="a" password="b"\n',
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            f'sasl.jaas.config={PLAIN} required username="a" password="b"\n',
             "client.properties:3: sasl.jaas.config: is not a JAAS login module line "
             '(<LoginModule> required username="..." password="...";)',
             id="jaas-without-semicolon",
@@ -576,14 +608,16 @@ def test_jaas_quoting(jaas_options, username, password):
             id="conflict-mechanism-names",
         ),
         pytest.param(
-            f'security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config={PLAIN} required username="a" password="b";\n'
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            f'sasl.jaas.config={PLAIN} required username="a" password="b";\n'
             "sasl.username=a\n",
             "client.properties:4: sasl.username: set either sasl.jaas.config (Java name) or sasl.username "
             "(librdkafka name), not both",
             id="conflict-jaas-and-username",
         ),
         pytest.param(
-            f'security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config={PLAIN} required username="a" password="b";\n'
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            f'sasl.jaas.config={PLAIN} required username="a" password="b";\n'
             "sasl.password=b\n",
             "client.properties:4: sasl.password: set either sasl.jaas.config (Java name) or sasl.password "
             "(librdkafka name), not both",
@@ -686,8 +720,8 @@ def test_every_problem_is_reported_together_each_with_its_origin():
     assert err.value.problems == [
         "client.properties:7: sasl.password: ${KAFKA_PASSWORD} is not set in the environment",
         (
-            "client.properties:4: sasl.kerberos.service.name: is not supported by statectl: statectl supports PLAIN and "
-            "SCRAM, not GSSAPI (Kerberos)"
+            "client.properties:4: sasl.kerberos.service.name: is not supported by statectl: statectl supports "
+            "PLAIN and SCRAM, not GSSAPI (Kerberos)"
         ),
         (
             "client.properties:5: ssl.cipher.suites: is not supported by statectl: Java and OpenSSL name cipher suites "
@@ -698,8 +732,8 @@ def test_every_problem_is_reported_together_each_with_its_origin():
             "rather than ignored (see docs/security.md for the supported ones)"
         ),
         (
-            "client.properties:3: sasl.mechanism: 'GSSAPI' is not supported by statectl (supported: PLAIN, SCRAM-SHA-256, "
-            "SCRAM-SHA-512)"
+            "client.properties:3: sasl.mechanism: 'GSSAPI' is not supported by statectl (supported: PLAIN, "
+            "SCRAM-SHA-256, SCRAM-SHA-512)"
         ),
         "client.properties:8: ssl.endpoint.identification.algorithm: 'dns' is neither https nor empty (none)",
     ]
@@ -993,7 +1027,8 @@ def test_jks_keystore_refused_with_the_keytool_conversion(stores):
     ) == [
         (
             f"client.properties:2: ssl.keystore.location: {stores}/client.jks is a JKS key store, which statectl's "
-            f"librdkafka clients cannot read; convert it once with `keytool -importkeystore -srckeystore {stores}/client.jks "
+            "librdkafka clients cannot read; convert it once with "
+            f"`keytool -importkeystore -srckeystore {stores}/client.jks "
             f"-destkeystore {stores}/client.jks.p12 -deststoretype PKCS12` and point ssl.keystore.location at the .p12"
         )
     ]

@@ -153,7 +153,8 @@ def test_every_problem_across_nested_sections_at_once_in_file_order(tmp_path):
     problems = _problems(cfg)
     where = f"{cfg}:"
     assert problems == [
-        f"{where}3: kafka.starting_offsets: expected one of 'earliest', 'latest', found 'Latest' (did you mean 'latest'?)",
+        f"{where}3: kafka.starting_offsets: expected one of 'earliest', 'latest', found 'Latest' "
+        "(did you mean 'latest'?)",
         f"{where}4: kafka.min_partitions: must be at least 1, found 0",
         f"{where}5: kafka.max_offsets_per_trigger: expected an integer, found True",
         f"{where}7: spark.ui: expected true or false, found 'yes'",
@@ -168,7 +169,8 @@ def test_every_problem_across_nested_sections_at_once_in_file_order(tmp_path):
         f"{where}16: leaderboard.max_record_bytes: must be at least 64, found 10",
         f"{where}18: topics.dlq: expected a string, found ['a']",
         f"{where}19: topics.scores: unknown key (did you mean 'high_scores'?)",
-        f"{where}20: colour: unknown key (known keys: job, checkpoint_dir, kafka, spark, trigger, sink, topics, leaderboard)",
+        f"{where}20: colour: unknown key "
+        "(known keys: job, checkpoint_dir, kafka, spark, trigger, sink, topics, leaderboard)",
     ]
 
 

@@ -54,14 +54,14 @@ def assert_one_shape(text: str) -> dict:
 
 def original(letter: dict) -> tuple:
     """The original record a letter holds: ``(key bytes, value bytes, [(header, bytes)])``."""
-    from statectl.dlq.letters import parse_letter
+    from statectl.formats.dead_letters import parse_letter
 
     record = parse_letter(json.dumps(letter).encode())
     return record.key, record.value, record.headers
 
 
 def test_the_shape_is_the_documented_one():
-    from statectl.jobs.common import DEAD_LETTER_FIELDS, dead_letter_json
+    from statectl.formats.dead_letters import DEAD_LETTER_FIELDS, dead_letter_json
 
     assert list(DEAD_LETTER_FIELDS) == FIELDS
     assert dead_letter_json("r", None, "t", 1, 2, 5, None, None) == (
@@ -78,7 +78,7 @@ def test_the_shape_is_the_documented_one():
 
 
 def test_bytes_that_are_not_utf8_are_kept_as_base64_and_an_oversized_value_is_cut_and_flagged():
-    from statectl.jobs.common import dead_letter_json
+    from statectl.formats.dead_letters import dead_letter_json
 
     letter = assert_one_shape(dead_letter_json("r", "d", "t", 0, 0, 1, b"\x00\xfe", b"\xc3(" * 10))
     assert (letter["sourceKeyEncoding"], letter["valueEncoding"]) == ("base64", "base64")
@@ -90,7 +90,7 @@ def test_bytes_that_are_not_utf8_are_kept_as_base64_and_an_oversized_value_is_cu
 
 
 def test_a_letter_from_a_source_record_is_the_letter_built_at_once():
-    from statectl.jobs.common import dead_letter_from_record, dead_letter_json
+    from statectl.formats.dead_letters import dead_letter_from_record, dead_letter_json
 
     whole = dead_letter_json("late", "its window closed", "t", 3, 4, 9, b"p", b"{}", [("a", b"b")])
     record = "{" + whole.split(',"sourceTopic"', 1)[1]

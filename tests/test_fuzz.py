@@ -300,7 +300,8 @@ CLIENT_PROPERTIES = (
     "bootstrap.servers=broker-1:9093,broker-2:9093\n"
     "security.protocol=SASL_SSL\n"
     "sasl.mechanism=SCRAM-SHA-512\n"
-    f'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="{PASSWORD}";\n'
+    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+    f'username="app" password="{PASSWORD}";\n'
     "ssl.truststore.location=truststore.jks\n"
     f"ssl.truststore.password={PASSWORD}\n"
     "client.id=statectl-tests\n"

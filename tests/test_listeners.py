@@ -19,8 +19,9 @@ import pytest
 from rich.console import Console
 
 from statectl.adapters.spark.log_tail import LogTail
+from statectl.formats.events import EVENT_TYPES
 from statectl.run import lifecycle as ev
-from statectl.run.event_models import EVENT_TYPES, event_adapter
+from statectl.run.event_models import EVENT_MODELS, event_adapter, event_type
 from statectl.run.events_file import read_events, summarize, validate_event
 from statectl.run.lifecycle import CatchUp, Lifecycle, State, next_state
 from statectl.run.monitor import RunMonitor
@@ -527,8 +528,8 @@ def every_event_type() -> list[dict]:
 
 
 def test_the_models_cover_exactly_the_event_types():
-    assert EVENT_TYPES == ev.EVENT_TYPES
-    assert {e["type"] for e in every_event_type()} == set(ev.EVENT_TYPES)
+    assert tuple(event_type(m) for m in EVENT_MODELS) == EVENT_TYPES
+    assert {e["type"] for e in every_event_type()} == set(EVENT_TYPES)
 
 
 def test_every_event_validates_against_the_models():

@@ -238,8 +238,8 @@ REFUSALS = [
     pytest.param(
         _uncommitted,
         [
-            "the last batch (2) is in offsets/ but not committed: it failed or was stopped mid-batch. Run the job again "
-            "until it commits (e.g. with --available-now), then repartition"
+            "the last batch (2) is in offsets/ but not committed: it failed or was stopped mid-batch. "
+            "Run the job again until it commits (e.g. with --available-now), then repartition"
         ],
         id="last-batch-uncommitted",
     ),
@@ -298,8 +298,8 @@ REFUSALS = [
     pytest.param(
         unfinished_repartition,
         [
-            "batch 2 is an unfinished repartition to 4 partitions: retry with --partitions 4, or restore the checkpoint "
-            "from the backup taken before it"
+            "batch 2 is an unfinished repartition to 4 partitions: retry with --partitions 4, "
+            "or restore the checkpoint from the backup taken before it"
         ],
         id="unfinished-repartition-other-count",
     ),

@@ -19,8 +19,10 @@ from statectl.checkpoint.restart_check import (
 
 PLAN = """
 *(1) Project
-+- StreamingDeduplicate [page#2], state info [ checkpoint = file:/c/state, runId = 15, opId = 0, ver = 1, numPartitions = 2] stateStoreCkptIds = None, 0, 0
-   +- StreamingDeduplicate [user#3], state info [ checkpoint = file:/c/state, runId = 15, opId = 1, ver = 1, numPartitions = 2] stateStoreCkptIds = None, 0, 0
++- StreamingDeduplicate [page#2], state info [ checkpoint = file:/c/state, runId = 15, opId = 0, ver = 1, \
+numPartitions = 2] stateStoreCkptIds = None, 0, 0
+   +- StreamingDeduplicate [user#3], state info [ checkpoint = file:/c/state, runId = 15, opId = 1, ver = 1, \
+numPartitions = 2] stateStoreCkptIds = None, 0, 0
 """
 
 
@@ -48,8 +50,10 @@ def test_spark_refusals_are_said_in_words_with_sparks_first_line():
     cases = {
         "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match": "key schema changed",
         "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema": "value schema changed",
-        "[STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA] Streaming stateful operator name": "operators differ",
-        "assertion failed: There are [1] sources in the checkpoint offsets and now there are [2] sources requested": "different number of sources",
+        "[STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA] "
+        "Streaming stateful operator name": "operators differ",
+        "assertion failed: There are [1] sources in the checkpoint offsets "
+        "and now there are [2] sources requested": "different number of sources",
         "java.lang.RuntimeException: something else entirely": "fails on this checkpoint",
     }
     for error, words in cases.items():

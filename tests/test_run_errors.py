@@ -152,21 +152,27 @@ def test_an_unexpected_error_under_a_run_is_one_line():
 
 
 # Spark 4.2.0's log of a start against a standalone master that never answered (abridged), and
-# of spark-submit refusing a master URL before log4j was set up.
+# of spark-submit refusing a master URL before log4j was set up. A backslash at a line's end
+# continues that log line on the next one.
 MASTERS_UNRESPONSIVE = """\
-26/11/24 08:20:07.574 WARN appclient-register-master-threadpool-0 StandaloneAppClient$ClientEndpoint: Failed to connect to master 127.0.0.1:7777
-26/11/24 09:12:21.854 ERROR rpc-client-1-1 TransportResponseHandler: Still have 1 requests outstanding when connection from 127.0.0.1/127.0.0.1:48587 is closed
+26/11/24 08:20:07.574 WARN appclient-register-master-threadpool-0 StandaloneAppClient$ClientEndpoint: \
+Failed to connect to master 127.0.0.1:7777
+26/11/24 09:12:21.854 ERROR rpc-client-1-1 TransportResponseHandler: Still have 1 requests outstanding \
+when connection from 127.0.0.1/127.0.0.1:48587 is closed
 org.apache.spark.SparkException: Exception thrown in awaitResult:
 \tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:53)
 Caused by: java.io.IOException: Failed to connect to /127.0.0.1:7777
 26/11/24 08:21:07.539 WARN Thread-4 StandaloneSchedulerBackend: Application ID is not initialized yet.
-26/11/24 08:21:07.539 ERROR appclient-registration-retry-thread StandaloneSchedulerBackend: Application has been killed. Reason: All masters are unresponsive! Giving up.
-26/11/24 08:21:09.474 WARN dispatcher-event-loop-1 StandaloneAppClient$ClientEndpoint: Drop UnregisterApplication(null) because has not yet connected to master
+26/11/24 08:21:07.539 ERROR appclient-registration-retry-thread StandaloneSchedulerBackend: \
+Application has been killed. Reason: All masters are unresponsive! Giving up.
+26/11/24 08:21:09.474 WARN dispatcher-event-loop-1 StandaloneAppClient$ClientEndpoint: \
+Drop UnregisterApplication(null) because has not yet connected to master
 """.splitlines()
 SUBMIT_REFUSED = """\
 WARNING: Using incubator modules: jdk.incubator.vector
 26/11/24 08:22:53.159 WARN main Utils: Set SPARK_LOCAL_IP if you need to bind to another address
-Exception in thread "main" org.apache.spark.SparkException: Master must either be yarn or start with spark, k8s, or local
+Exception in thread "main" org.apache.spark.SparkException: \
+Master must either be yarn or start with spark, k8s, or local
 \tat org.apache.spark.deploy.SparkSubmit.error(SparkSubmit.scala:1068)
 """.splitlines()
 

@@ -19,7 +19,7 @@ def test_without_boto3_an_s3a_checkpoint_names_the_extra(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
     store = S3Store("bucket", S3Settings())
     with pytest.raises(UsageError) as caught:
-        store.client
+        _ = store.client  # the client is made on first access, and that is where boto3 is imported
     assert str(caught.value) == 's3a:// checkpoints need AWS\'s S3 client (boto3): pip install "statectl[s3]"'
     assert caught.value.exit_code == 2
 

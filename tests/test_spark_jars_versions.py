@@ -97,7 +97,10 @@ TOKEN_MISSING = (
     "statectl.adapters.local.jars:spark-kafka:pom:1: org.apache.spark:spark-token-provider-kafka-0-10_2.13"
     ":jar:4.0.4 was not found in https://repo.maven.apache.org/maven2 during a previous attempt."
 )
-NETWORK = "[ERROR] Failed to execute goal ... Could not transfer metadata: repo.maven.apache.org: Temporary failure in name resolution"
+NETWORK = (
+    "[ERROR] Failed to execute goal ... Could not transfer metadata: repo.maven.apache.org: "
+    "Temporary failure in name resolution"
+)
 
 
 @pytest.mark.parametrize(
@@ -163,20 +166,27 @@ def test_a_day_old_not_found_is_asked_again(tmp_path):
 FAKE_MVN = """#!/bin/sh
 # Central as this test has it: the jars of the versions in $FAKE_CENTRAL, nothing else.
 for a in "$@"; do
-  case $a in -f) next=pom ;; -DoutputDirectory=*) out=${a#-DoutputDirectory=} ;; *) [ "$next" = pom ] && pom=$a; next= ;; esac
+  case $a in
+    -f) next=pom ;;
+    -DoutputDirectory=*) out=${a#-DoutputDirectory=} ;;
+    *) [ "$next" = pom ] && pom=$a; next= ;;
+  esac
 done
 echo "$@" >> "$FAKE_LOG"
 [ -n "$FAKE_BROKEN" ] && { echo "[ERROR] Failed to execute goal: $FAKE_BROKEN"; exit 1; }
 missing=""
-for dep in $(sed 's#<dependency>#\\n#g' "$pom" | sed 1d | sed -n 's#.*<artifactId>\\([^<]*\\)</artifactId><version>\\([^<]*\\)</version>.*#\\1:\\2#p'); do
+for dep in $(sed 's#<dependency>#\\n#g' "$pom" | sed 1d |
+    sed -n 's#.*<artifactId>\\([^<]*\\)</artifactId><version>\\([^<]*\\)</version>.*#\\1:\\2#p'); do
   case " $FAKE_CENTRAL " in *" $dep "*) ;; *) missing="$missing org.apache.spark:${dep%%:*}:jar:${dep##*:}," ;; esac
 done
 if [ -n "$missing" ]; then
-  echo "[ERROR] Failed to execute goal on project x: Could not resolve dependencies for project y: The following artifacts could not be resolved:$missing was not found"
+  echo "[ERROR] Failed to execute goal on project x: Could not resolve dependencies for project y:" \\
+    "The following artifacts could not be resolved:$missing was not found"
   exit 1
 fi
 mkdir -p "$out"
-for dep in $(sed 's#<dependency>#\\n#g' "$pom" | sed 1d | sed -n 's#.*<artifactId>\\([^<]*\\)</artifactId><version>\\([^<]*\\)</version>.*#\\1-\\2#p'); do
+for dep in $(sed 's#<dependency>#\\n#g' "$pom" | sed 1d |
+    sed -n 's#.*<artifactId>\\([^<]*\\)</artifactId><version>\\([^<]*\\)</version>.*#\\1-\\2#p'); do
   : > "$out/$dep.jar"
 done
 """

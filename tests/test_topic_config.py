@@ -481,11 +481,13 @@ def test_topics_file_values_as_yaml_writes_them(tmp_path):
 def test_value_problems_in_a_file_carry_file_and_line(tmp_path):
     f = tmp_path / "topics.yaml"
     f.write_text(
-        "topics:\n  t:\n    partitions: 1\n    configs:\n      segment.bytes: 1000\n      min.cleanable.dirty.ratio: 1.5\n"
+        "topics:\n  t:\n    partitions: 1\n    configs:\n      segment.bytes: 1000\n"
+        "      min.cleanable.dirty.ratio: 1.5\n"
     )
     (req,) = load_topics_file(f).requests
     assert request_problems(req, None, None) == [
-        f"{f}:5: topics.t.configs.segment.bytes: must be at least 1048576 (1 MiB; the broker's minimum on Kafka 4.x), found 1000",
+        f"{f}:5: topics.t.configs.segment.bytes: must be at least 1048576 "
+        "(1 MiB; the broker's minimum on Kafka 4.x), found 1000",
         f"{f}:6: topics.t.configs.min.cleanable.dirty.ratio: must be between 0 and 1, found 1.5",
     ]
 

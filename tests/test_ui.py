@@ -834,6 +834,102 @@ def test_serve_without_a_token_refuses_a_rebound_host_name():
         httpd.server_close()
 
 
+def _bound_endpoint(kind: str, host: str, tmp_path, port: int = 0):
+    """One of the three endpoints bound on ``host`` (not yet serving): (server, path to GET)."""
+    from http.server import ThreadingHTTPServer
+
+    if kind == "ui":
+        from statectl.ui.server import make_server
+
+        return make_server(Dashboard([]), host, port).httpd, "/api/jobs"
+    if kind == "serve":
+        from statectl.query.server import bind
+
+        class View:
+            stale_since = None
+
+            def snapshot(self):
+                return {}
+
+        server = bind(View(), host, port, None, None)
+        assert isinstance(server, ThreadingHTTPServer)
+        return server, "/leaderboard/count"
+    from statectl.run.metrics import RunMetrics
+
+    return RunMetrics("leaderboard").serve(port, host)._server, "/metrics"
+
+
+def _ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("kind", ["ui", "serve", "metrics"])
+@pytest.mark.parametrize("host, url_host", [("::1", "[::1]"), ("[::1]", "[::1]"), ("127.0.0.1", "127.0.0.1")])
+def test_every_endpoint_binds_ipv4_and_ipv6_alike(kind, host, url_host, tmp_path, monkeypatch):
+    """Bad input before: `statectl serve --host ::1` failed ("Address family for hostname not
+    supported": it bound IPv4 only) while the dashboard bound IPv6."""
+    if ":" in host and not _ipv6_loopback():
+        pytest.fail("this machine has no IPv6 loopback (::1); the IPv6 binding cannot be tested here")
+    monkeypatch.delenv("STATECTL_METRICS_TOKEN", raising=False)
+    server, path = _bound_endpoint(kind, host, tmp_path)
+    if kind != "metrics":  # the metrics server serves from the start
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        assert access.url_host(server.server_address[0]) == url_host
+        assert _get(f"http://{url_host}:{server.server_address[1]}{path}")[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["ui", "serve", "metrics"])
+def test_every_endpoint_says_the_same_when_it_cannot_listen(kind, tmp_path, monkeypatch):
+    """Bad inputs: a name that does not resolve, a port in use. One line each, naming the flag to
+    change (the metrics endpoint: its own flags)."""
+    import socket
+
+    from statectl.errors import OperationalError
+
+    monkeypatch.setenv("STATECTL_METRICS_TOKEN", "metrics-token-1")  # off loopback the metrics need one
+    host_flag, port_flag = ("--metrics-host", "--metrics-port") if kind == "metrics" else ("--host", "--port")
+    with pytest.raises(UsageError, match=f"^{host_flag} no-such-host.invalid: not an address of this machine$"):
+        _bound_endpoint(kind, "no-such-host.invalid", tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OperationalError) as refused:
+            _bound_endpoint(kind, "127.0.0.1", tmp_path, port)
+    assert str(refused.value) == f"port {port} on 127.0.0.1 is in use; choose another {port_flag}"
+
+
+@pytest.mark.parametrize(
+    "host, family",
+    [
+        ("::1", "AF_INET6"),
+        ("[::1]", "AF_INET6"),
+        ("::", "AF_INET6"),
+        ("127.0.0.1", "AF_INET"),
+        ("0.0.0.0", "AF_INET"),
+        ("", "AF_INET"),
+        ("localhost", "AF_INET"),
+        ("fe80::1%lo", "AF_INET6"),
+        ("no-such-host.invalid", "AF_INET"),
+    ],
+)
+def test_the_address_family_follows_the_host(host, family):
+    import socket
+
+    assert access.address_family(host) == getattr(socket, family)
+
+
 # ---------------------------------------------------------------- the command line
 def test_run_refuses_a_non_loopback_metrics_host_without_a_token(cli, monkeypatch, tmp_path):
     monkeypatch.delenv("STATECTL_METRICS_TOKEN", raising=False)

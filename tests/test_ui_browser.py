@@ -207,7 +207,8 @@ def test_a_live_runs_lag_updates_on_the_page(open_page, served, job_files, reque
             f.flush()
             f.write(line[60:])
         p.page.wait_for_function(
-            f"() => JSON.parse(document.querySelector('path.series[data-key=records_behind]').dataset.points).length === {i + 1}",
+            "() => JSON.parse(document.querySelector('path.series[data-key=records_behind]')"
+            f".dataset.points).length === {i + 1}",
             timeout=10000,
         )
         assert p.page.inner_text("#card-lag-records") == _num(sum(behind))

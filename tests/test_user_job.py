@@ -76,7 +76,10 @@ def test_declared_topics_become_the_runs_topics(tmp_path):
     job, config = _job(
         tmp_path,
         """
-        TOPICS = ["clicks", {"name": "counts", "partitions": 3, "output": True, "configs": {"cleanup.policy": "compact"}}]
+        TOPICS = [
+            "clicks",
+            {"name": "counts", "partitions": 3, "output": True, "configs": {"cleanup.policy": "compact"}},
+        ]
         def build(ctx):
             return None
     """,

@@ -366,105 +366,150 @@ def _logs(layout: CheckpointLayout) -> list[Finding]:
 
 
 def _operator(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
-    out: list[Finding] = []
-    oid = op.operator_id
-    if op.metadata_version is None and not any(
+    out = _operator_metadata(layout, op)
+    n = op.declared_partitions or op.metadata_partitions
+    if n:
+        out += _partitions(layout, op, n)
+        out += _missing_stores(layout, op)
+    out += _schemas(layout, op)
+    for name in op.other_files:
+        out.append(
+            Finding(
+                INFO,
+                UNKNOWN_FILE,
+                f"{op.path}/{name} is not part of Spark's state layout",
+                f"{op.path}/{name}",
+                op.operator_id,
+            )
+        )
+    return out
+
+
+def _operator_metadata(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
+    """A missing ``_metadata``, unless the reader already reported that file as damaged."""
+    if op.metadata_version is not None or any(
         p.code in (UNPARSABLE, TRUNCATED, UNREADABLE) and p.path.startswith(f"{op.path}/_metadata")
         for p in layout.problems
     ):
+        return []
+    return [
+        Finding(
+            WARNING,
+            MISSING_FILE,
+            f"{op.path}/_metadata has no operator metadata: the state-metadata source cannot "
+            f"describe this operator until a batch rewrites it",
+            f"{op.path}/_metadata",
+            op.operator_id,
+        )
+    ]
+
+
+def _partitions(layout: CheckpointLayout, op: OperatorLayout, n: int) -> list[Finding]:
+    """The operator's ``n`` partitions against the directories present and the offset log's pinned count."""
+    out: list[Finding] = []
+    oid = op.operator_id
+    missing = [p for p in range(n) if p not in op.partitions]
+    if missing and layout.restore_version > 0:
+        out.append(
+            Finding(
+                ERROR,
+                MISSING_FILE,
+                f"operator {oid} declares {n} partitions but {plural(len(missing), 'partition directory')} "
+                f"{_fmt(missing)} {'is' if len(missing) == 1 else 'are'} missing: their state is gone",
+                f"{op.path}/{missing[0]}",
+                oid,
+                missing[0],
+            )
+        )
+    out += _stale_partitions(layout, op, n)
+    pinned = layout.pinned_partitions
+    if pinned is not None and n != pinned:
         out.append(
             Finding(
                 WARNING,
-                MISSING_FILE,
-                f"{op.path}/_metadata has no operator metadata: the state-metadata source cannot "
-                f"describe this operator until a batch rewrites it",
-                f"{op.path}/_metadata",
+                PARTITION_MISMATCH,
+                f"operator {oid} has {n} state partitions but the offset log pins "
+                f"spark.sql.shuffle.partitions={pinned}",
+                op.path,
                 oid,
             )
         )
-    n = op.declared_partitions or op.metadata_partitions
-    if n:
-        missing = [p for p in range(n) if p not in op.partitions]
-        if missing and layout.restore_version > 0:
+    return out
+
+
+def _missing_stores(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
+    """Partitions lacking a directory for one of the operator's stores (stale partitions are reported apart)."""
+    out: list[Finding] = []
+    oid = op.operator_id
+    wanted = set(op.store_names)
+    stale = set(op.stale_partitions)
+    for pid, part in sorted(op.partitions.items()):
+        lacking = sorted(wanted - set(part.stores))
+        if lacking and layout.restore_version > 0 and pid not in stale:
             out.append(
                 Finding(
                     ERROR,
                     MISSING_FILE,
-                    f"operator {oid} declares {n} partitions but {plural(len(missing), 'partition directory')} "
-                    f"{_fmt(missing)} {'is' if len(missing) == 1 else 'are'} missing: their state is gone",
-                    f"{op.path}/{missing[0]}",
+                    f"partition {pid} of operator {oid} has no directory for store"
+                    f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}",
+                    f"{part.path}/{lacking[0]}",
                     oid,
-                    missing[0],
+                    pid,
                 )
             )
-        out += _stale_partitions(layout, op, n)
-        pinned = layout.pinned_partitions
-        if pinned is not None and n != pinned:
-            out.append(
-                Finding(
-                    WARNING,
-                    PARTITION_MISMATCH,
-                    f"operator {oid} has {n} state partitions but the offset log pins "
-                    f"spark.sql.shuffle.partitions={pinned}",
-                    op.path,
-                    oid,
-                )
-            )
-        wanted = set(op.store_names)
-        stale = set(op.stale_partitions)
-        for pid, part in sorted(op.partitions.items()):
-            lacking = sorted(wanted - set(part.stores))
-            if lacking and layout.restore_version > 0 and pid not in stale:
+    return out
+
+
+def _schemas(layout: CheckpointLayout, op: OperatorLayout) -> list[Finding]:
+    # transformWithState keeps its schemas in _stateSchema/, every other operator in partition 0.
+    if op.name in _TWS_NAMES or op.metadata_version == 2:
+        return _state_schema_dir(op)
+    if 0 in op.partitions and layout.restore_version > 0:
+        return _partition_zero_schemas(op)
+    return []
+
+
+def _state_schema_dir(op: OperatorLayout) -> list[Finding]:
+    """Schema files the operator metadata names but ``_stateSchema/`` lacks."""
+    out: list[Finding] = []
+    present = {os.path.basename(p) for p in op.schema_files}
+    for store in op.stores:
+        for ref in store.schema_paths:
+            base = os.path.basename(ref)
+            if base not in present:
                 out.append(
                     Finding(
                         ERROR,
-                        MISSING_FILE,
-                        f"partition {pid} of operator {oid} has no directory for store"
-                        f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}",
-                        f"{part.path}/{lacking[0]}",
-                        oid,
-                        pid,
-                    )
-                )
-    # Schemas: transformWithState keeps them in _stateSchema/, everything else in partition 0.
-    if op.name in _TWS_NAMES or op.metadata_version == 2:
-        present = {os.path.basename(p) for p in op.schema_files}
-        for store in op.stores:
-            for ref in store.schema_paths:
-                base = os.path.basename(ref)
-                if base not in present:
-                    out.append(
-                        Finding(
-                            ERROR,
-                            SCHEMA_MISSING,
-                            f"{op.path}/_stateSchema/{store.name}/{base} (named by the operator metadata) is "
-                            f"missing: Spark cannot check or decode this operator's state",
-                            f"{op.path}/_stateSchema/{store.name}/{base}",
-                            oid,
-                        )
-                    )
-        if not op.schema_files and op.name in _TWS_NAMES:
-            out.append(Finding(ERROR, SCHEMA_MISSING, f"{op.path}/_stateSchema/ has no schema file", op.path, oid))
-    elif 0 in op.partitions and layout.restore_version > 0:
-        for name, store in sorted(op.partitions[0].stores.items()):
-            if store.versions and not store.schema_file:
-                out.append(
-                    Finding(
-                        WARNING,
                         SCHEMA_MISSING,
-                        f"{store.path}/_metadata/schema is missing: the next run cannot check that the "
-                        f"state's key/value schema still matches the query",
-                        f"{store.path}/_metadata/schema",
-                        oid,
-                        0,
+                        f"{op.path}/_stateSchema/{store.name}/{base} (named by the operator metadata) is "
+                        f"missing: Spark cannot check or decode this operator's state",
+                        f"{op.path}/_stateSchema/{store.name}/{base}",
+                        op.operator_id,
                     )
                 )
-    for name in op.other_files:
+    if not op.schema_files and op.name in _TWS_NAMES:
         out.append(
-            Finding(
-                INFO, UNKNOWN_FILE, f"{op.path}/{name} is not part of Spark's state layout", f"{op.path}/{name}", oid
-            )
+            Finding(ERROR, SCHEMA_MISSING, f"{op.path}/_stateSchema/ has no schema file", op.path, op.operator_id)
         )
+    return out
+
+
+def _partition_zero_schemas(op: OperatorLayout) -> list[Finding]:
+    """Stores of partition 0 holding state but no ``_metadata/schema``."""
+    out: list[Finding] = []
+    for _name, store in sorted(op.partitions[0].stores.items()):
+        if store.versions and not store.schema_file:
+            out.append(
+                Finding(
+                    WARNING,
+                    SCHEMA_MISSING,
+                    f"{store.path}/_metadata/schema is missing: the next run cannot check that the "
+                    f"state's key/value schema still matches the query",
+                    f"{store.path}/_metadata/schema",
+                    op.operator_id,
+                    0,
+                )
+            )
     return out
 
 

@@ -768,45 +768,80 @@ def _files_to_check(layout: CheckpointLayout, plan: RestorePlan, verify: str) ->
 def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, seen: set[str]) -> list[StateProblem]:
     """Play out one store instance's load by ``probe.spark``: the chosen snapshot, the fallback
     from it when it is bad (autoSnapshotRepair, 4.2+), then the replay."""
-    out: list[StateProblem] = []
-    where = {"path": "", "operator_id": r.operator_id, "partition": r.partition}
-    bad: list[tuple[StateFile, Damage]] = []
-    current = r
+    load = _play_load(probe, store, r, lineage_ids, seen)
     release = spark_versions.text(probe.spark)
-    repair = store.provider == HDFS or (store.provider == ROCKSDB and bool(store.changelogs))
-    why_not = "" if repair else "RocksDB without changelog checkpointing has no changelogs to rebuild from"
-    if not spark_versions.has_snapshot_repair(probe.spark):
-        repair = False
+    return (
+        _bad_snapshot_problems(store, r, load, release)
+        + _uncertain_problems(store, r, load.uncertain, release)
+        + _failed_replay_problems(store, r, load.failed_replay, release)
+    )
+
+
+@dataclass
+class _LoadOutcome:
+    """How one store instance's load by a release goes: what ``_restart`` reports on."""
+
+    current: StoreRestore  # the restore the load ends on: ``r`` itself, or the one it fell back to
+    bad: list[tuple[StateFile, Damage]]  # snapshots it fails loading, the chosen one first
+    uncertain: list[tuple[StateFile, Damage, str]]  # read or not by chance: (file, damage, "loading"|"replaying")
+    failed_replay: list[tuple[StateFile, Damage]]  # the replay file it fails on, if any
+    why_not: str  # why the release cannot step around a bad snapshot ("": it can)
+    ok: bool  # the release steps around the bad snapshots and the fallback works
+
+
+def _play_load(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, seen: set[str]) -> _LoadOutcome:
+    """Load ``r`` as ``probe.spark`` does, adding every file it reads to ``seen``."""
+    uncertain: list[tuple[StateFile, Damage, str]] = []
+    current, bad, why_not = _load_snapshot(
+        probe, store, r, lineage_ids, seen, _repair_blocker(store, probe.spark), uncertain
+    )
+    failed_replay: list[tuple[StateFile, Damage]] = []
+    fallback = bool(bad) and not why_not
+    if not bad or fallback:
+        failed_replay = _replay(probe, store, current, seen, uncertain)
+        if fallback:
+            why_not = _fallback_blocker(store, current, failed_replay)
+    ok = not why_not and (not bad or fallback)
+    if len(bad) > 1 and why_not:
         why_not = (
-            f"Spark {release} has no autoSnapshotRepair (it came with "
+            f"{', '.join(b.name for b, _ in bad[1:])} {'is' if len(bad) == 2 else 'are'} damaged too, and {why_not}"
+        )
+    return _LoadOutcome(current, bad, uncertain, failed_replay, why_not, ok)
+
+
+def _repair_blocker(store: StoreFiles, spark: Version) -> str:
+    """Why ``spark`` cannot step around a bad snapshot of ``store`` ("": it can)."""
+    if not spark_versions.has_snapshot_repair(spark):
+        return (
+            f"Spark {spark_versions.text(spark)} has no autoSnapshotRepair (it came with "
             f"{spark_versions.text(spark_versions.SNAPSHOT_REPAIR_SINCE)})"
         )
-    uncertain: list[tuple[StateFile, Damage, str]] = []  # read or not by chance: (file, damage, "loading"|"replaying")
+    if store.provider == HDFS or (store.provider == ROCKSDB and bool(store.changelogs)):
+        return ""
+    return "RocksDB without changelog checkpointing has no changelogs to rebuild from"
+
+
+def _load_snapshot(
+    probe: _Probe,
+    store: StoreFiles,
+    r: StoreRestore,
+    lineage_ids,
+    seen: set[str],
+    why_not: str,
+    uncertain: list[tuple[StateFile, Damage, str]],
+) -> tuple[StoreRestore, list[tuple[StateFile, Damage]], str]:
+    """The restore whose snapshot loads (falling back to older ones unless ``why_not`` says the
+    release cannot), the bad snapshots on the way, and why the fallback stops short if it does."""
+    current = r
+    bad: list[tuple[StateFile, Damage]] = []
     while current.snapshot is not None:
         snapshot = current.snapshot
         seen.add(f"{store.path}/{snapshot.name}")
-        damage = probe.check(store, snapshot)
-        if damage is not None and damage.maybe:
-            uncertain.append((snapshot, damage, "loading"))
-            damage = None
-        if damage is None and current.snapshot_error:
-            damage = Damage(
-                ZIP_ENTRIES,
-                UNPARSABLE,
-                "cannot be opened as a RocksDB snapshot",
-                reported_at=f"{store.path}/{snapshot.name}",
-            )
-        elif damage is None and current.missing_ssts:
-            damage = Damage(
-                ZIP_ENTRIES,
-                MISSING_FILE,
-                f"refers to SST files missing from SSTs/ (e.g. {current.missing_ssts[0]})",
-                reported_at=f"{store.path}/SSTs/{current.missing_ssts[0]}",
-            )
+        damage = _snapshot_damage(probe, store, current, uncertain)
         if damage is None:
             break
         bad.append((snapshot, damage))
-        if not repair:
+        if why_not:
             break
         older = dataclasses.replace(
             store, snapshots={v: fs for v, fs in store.snapshots.items() if v < snapshot.version}
@@ -826,49 +861,86 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
                 f"{MAX_CHANGE_FILE_REPLAY} versions back (autoSnapshotRepair.maxChangeFileReplay)"
             )
             break
-    failed_replay: list[tuple[StateFile, Damage]] = []
-    fallback = bool(bad) and not why_not
-    if not bad or fallback:
-        for f in current.replay:
-            rel = f"{store.path}/{f.name}"
-            seen.add(rel)
-            damage = probe.check(store, f)
-            if damage is not None and damage.maybe:
-                uncertain.append((f, damage, "replaying"))
-            elif damage is not None:
-                failed_replay.append((f, damage))
-                break  # Spark stops at the first file it cannot read
-        if fallback and current.missing_versions:
-            kind = store.changelog_kind
-            why_not = (
-                f"falling back to {_start(current)} needs {kind} "
-                f"{', '.join(str(v) for v in current.missing_versions[:3])}"
-                f"{'…' if len(current.missing_versions) > 3 else ''}, which "
-                f"{'is' if len(current.missing_versions) == 1 else 'are'} missing"
-            )
-        elif fallback and failed_replay:
-            why_not = f"falling back to {_start(current)} needs {failed_replay[0][0].name}, which is damaged too"
-    ok = not why_not and (not bad or fallback)
-    if len(bad) > 1 and why_not:
-        why_not = (
-            f"{', '.join(b.name for b, _ in bad[1:])} {'is' if len(bad) == 2 else 'are'} damaged too, and {why_not}"
+    return current, bad, why_not
+
+
+def _snapshot_damage(
+    probe: _Probe, store: StoreFiles, restore: StoreRestore, uncertain: list[tuple[StateFile, Damage, str]]
+) -> Damage | None:
+    """Why loading ``restore.snapshot`` fails: its bytes, or what planning the restore found (it
+    does not open, SST files are missing). Damage that fails the load only by chance goes to
+    ``uncertain`` instead."""
+    snapshot = restore.snapshot
+    damage = probe.check(store, snapshot)
+    if damage is not None and damage.maybe:
+        uncertain.append((snapshot, damage, "loading"))
+        damage = None
+    if damage is not None:
+        return damage
+    if restore.snapshot_error:
+        return Damage(
+            ZIP_ENTRIES,
+            UNPARSABLE,
+            "cannot be opened as a RocksDB snapshot",
+            reported_at=f"{store.path}/{snapshot.name}",
         )
-    for i, (snapshot, damage) in enumerate(bad):
+    if restore.missing_ssts:
+        return Damage(
+            ZIP_ENTRIES,
+            MISSING_FILE,
+            f"refers to SST files missing from SSTs/ (e.g. {restore.missing_ssts[0]})",
+            reported_at=f"{store.path}/SSTs/{restore.missing_ssts[0]}",
+        )
+    return None
+
+
+def _replay(
+    probe: _Probe,
+    store: StoreFiles,
+    current: StoreRestore,
+    seen: set[str],
+    uncertain: list[tuple[StateFile, Damage, str]],
+) -> list[tuple[StateFile, Damage]]:
+    """The replay file the restart fails on, if any; damage that fails it only by chance goes to ``uncertain``."""
+    failed: list[tuple[StateFile, Damage]] = []
+    for f in current.replay:
+        seen.add(f"{store.path}/{f.name}")
+        damage = probe.check(store, f)
+        if damage is not None and damage.maybe:
+            uncertain.append((f, damage, "replaying"))
+        elif damage is not None:
+            failed.append((f, damage))
+            break  # Spark stops at the first file it cannot read
+    return failed
+
+
+def _fallback_blocker(store: StoreFiles, current: StoreRestore, failed_replay: list[tuple[StateFile, Damage]]) -> str:
+    """Why falling back to ``current`` does not work either ("": it works)."""
+    if current.missing_versions:
+        return (
+            f"falling back to {_start(current)} needs {store.changelog_kind} "
+            f"{', '.join(str(v) for v in current.missing_versions[:3])}"
+            f"{'…' if len(current.missing_versions) > 3 else ''}, which "
+            f"{'is' if len(current.missing_versions) == 1 else 'are'} missing"
+        )
+    if failed_replay:
+        return f"falling back to {_start(current)} needs {failed_replay[0][0].name}, which is damaged too"
+    return ""
+
+
+def _bad_snapshot_problems(store: StoreFiles, r: StoreRestore, load: _LoadOutcome, release: str) -> list[StateProblem]:
+    """The snapshots the load fails on: warnings where the release steps around them, errors where it cannot."""
+    out: list[StateProblem] = []
+    for i, (snapshot, damage) in enumerate(load.bad):
         rel = f"{store.path}/{snapshot.name}"
-        where["path"] = rel
         spark = f" ({damage.spark})" if damage.spark else ""
         if damage.reported_at:  # health has an error finding for it: replace it when the release repairs
-            if i == 0 and ok:
-                message = (
-                    f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
-                    f"rebuilds version {r.target_version} from {_start(current)} and "
-                    f"{plural(current.replay_files, store.changelog_kind + ' file')}"
-                )
+            if i == 0 and load.ok:
                 out.append(
                     StateProblem(
                         WARNING,
                         damage.code,
-                        message,
+                        _repaired(rel, damage, release, store, r, load.current),
                         damage.reported_at,
                         r.operator_id,
                         r.partition,
@@ -879,24 +951,39 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
         if i > 0:  # read only while the release falls back from the snapshot the restart picks
             message = (
                 f"{rel} {damage.detail}; a restart reads it only when Spark {release} falls back to it from "
-                f"{bad[0][0].name}, and fails on it too"
+                f"{load.bad[0][0].name}, and fails on it too"
             )
-            out.append(StateProblem(WARNING, damage.code, message, **where))
-        elif ok:
-            message = (
-                f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
-                f"rebuilds version {r.target_version} from {_start(current)} and "
-                f"{plural(current.replay_files, store.changelog_kind + ' file')}{spark}"
+            out.append(StateProblem(WARNING, damage.code, message, rel, r.operator_id, r.partition))
+        elif load.ok:
+            message = _repaired(rel, damage, release, store, r, load.current) + spark
+            out.append(
+                StateProblem(
+                    WARNING, damage.code, message, rel, r.operator_id, r.partition, replaces=_health_errors(store, r)
+                )
             )
-            out.append(StateProblem(WARNING, damage.code, message, **where, replaces=_health_errors(store, r)))
         else:
             message = f"{rel} {damage.detail}: a restart by Spark {release} fails loading it{spark}"
-            if why_not:
-                message += f", and cannot step around it: {why_not}"
-            out.append(StateProblem(ERROR, damage.code, message, **where))
+            if load.why_not:
+                message += f", and cannot step around it: {load.why_not}"
+            out.append(StateProblem(ERROR, damage.code, message, rel, r.operator_id, r.partition))
+    return out
+
+
+def _repaired(rel: str, damage: Damage, release: str, store: StoreFiles, r: StoreRestore, current: StoreRestore) -> str:
+    """What a release with autoSnapshotRepair does about the bad snapshot ``rel``."""
+    return (
+        f"{rel} {damage.detail}. Spark {release} skips it (autoSnapshotRepair, on by default) and "
+        f"rebuilds version {r.target_version} from {_start(current)} and "
+        f"{plural(current.replay_files, store.changelog_kind + ' file')}"
+    )
+
+
+def _uncertain_problems(
+    store: StoreFiles, r: StoreRestore, uncertain: list[tuple[StateFile, Damage, str]], release: str
+) -> list[StateProblem]:
+    out: list[StateProblem] = []
     for f, damage, reading in uncertain:
         rel = f"{store.path}/{f.name}"
-        where["path"] = rel
         # An error, not a warning: the exit code promises a restart that works, and this one works
         # only by chance (the matrix saw it fail three times in four on some files, work on others).
         out.append(
@@ -905,22 +992,32 @@ def _restart(probe: _Probe, store: StoreFiles, r: StoreRestore, lineage_ids, see
                 damage.code,
                 f"{rel} {damage.detail}: a restart by Spark {release} may fail "
                 f"{reading} it, or read it by chance ({damage.spark})",
-                **where,
+                rel,
+                r.operator_id,
+                r.partition,
                 maybe=True,
             )
         )
+    return out
+
+
+def _failed_replay_problems(
+    store: StoreFiles, r: StoreRestore, failed_replay: list[tuple[StateFile, Damage]], release: str
+) -> list[StateProblem]:
+    out: list[StateProblem] = []
     for f, damage in failed_replay:
         if damage.reported_at:
             continue
         rel = f"{store.path}/{f.name}"
-        where["path"] = rel
         spark = f" ({damage.spark})" if damage.spark else ""
         out.append(
             StateProblem(
                 ERROR,
                 damage.code,
                 f"{rel} {damage.detail}: a restart by Spark {release} fails replaying it{spark}",
-                **where,
+                rel,
+                r.operator_id,
+                r.partition,
             )
         )
     return out

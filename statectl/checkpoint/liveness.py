@@ -49,7 +49,8 @@ class LiveSign:
             "seen": self.what,
             "at": self.at,
             "seconds_ago": round((now or time.time()) - self.at, 1),
-            "window_s": round(self.window_s, 1),
+            "window_seconds": round(self.window_s, 1),
+            "window_s": round(self.window_s, 1),  # the old name, kept for one release (removed in 0.7)
         }
 
 
@@ -159,7 +160,8 @@ def heartbeat_sign(checkpoint: Path, now: float) -> LiveSign | None:
     beat = read_heartbeat(checkpoint)
     if beat is None:
         return None
-    window = HEARTBEATS_MISSED * float(beat.get("interval_s") or 10.0)
+    # a heartbeat an older statectl wrote says interval_s
+    window = HEARTBEATS_MISSED * float(beat.get("interval_seconds") or beat.get("interval_s") or 10.0)
     if now - beat["at"] > window:
         return None
     pid = beat.get("pid")

@@ -257,8 +257,9 @@ def _release_record(checkpoint: Path) -> Path:
 
 def record_release(checkpoint: Path) -> None:
     """Note when statectl last released the checkpoint's lock after writing batches (a run that
-    ended, a repartitioning): a batch written before then was statectl's own, not a query it cannot see (liveness.py). Kept
-    in the cache, keyed by the checkpoint's path, so nothing stays beside the checkpoint."""
+    ended, a repartitioning): a batch written before then was statectl's own, not a query it
+    cannot see (liveness.py). Kept in the cache, keyed by the checkpoint's path, so nothing stays
+    beside the checkpoint."""
     record = _release_record(checkpoint)
     with contextlib.suppress(OSError):
         record.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +299,8 @@ def write_heartbeat(checkpoint: Path, query_id: str, interval_s: float) -> None:
                     "pid": os.getpid(),
                     "host": socket.gethostname(),
                     "at": time.time(),
-                    "interval_s": interval_s,
+                    "interval_seconds": interval_s,
+                    "interval_s": interval_s,  # the old name, for an older statectl reading it; removed in 0.7
                 }
             )
         )

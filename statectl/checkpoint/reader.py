@@ -1,8 +1,9 @@
 """Read a Structured Streaming checkpoint directory into a ``CheckpointLayout``, without Spark.
 
-One pass over the tree (``os.scandir``, or one listing of an object store); file sizes come from the directory entries, checksum
-sidecars are recognised by name alone (never stat'ed), and only the small metadata files (query
-metadata, offsets/commits logs, operator metadata, schemas) are opened. Nothing is ever written.
+One pass over the tree (``os.scandir``, or one listing of an object store); file sizes come from
+the directory entries, checksum sidecars are recognised by name alone (never stat'ed), and only the
+small metadata files (query metadata, offsets/commits logs, operator metadata, schemas) are opened.
+Nothing is ever written.
 """
 
 from __future__ import annotations
@@ -386,56 +387,82 @@ def _read_store_dir(
             continue
         parsed = parse_state_file_name(name)
         if parsed is not None:
-            version, unique_id, ext = parsed
-            layout.total_files += 1
-            size = e.stat().st_size
-            layout.total_bytes += size
-            f = StateFile(version, name, size, unique_id, f".{name}.crc" in names, f"{name}.crc" in names)
-            target = store.snapshots if ext in _SNAPSHOT_EXTENSIONS else store.changelogs
-            target.setdefault(version, []).append(f)
-            if size == 0:
-                store.empty_files.append(name)
-            if store.provider is None:
-                store.provider = STATE_EXTENSIONS[ext]
+            _add_state_file(layout, store, e, parsed, names)
             has_state = True
-            continue
-        if name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
+        elif name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
             layout.total_files += 1  # v2 JSON checksum sidecar; health verifies it
-            continue
-        if e.is_dir():
-            if name == "SSTs":
-                _read_ssts(layout, store, e.path)
-                store.provider = store.provider or ROCKSDB
-            elif name == "_metadata":
-                with scandir(e.path) as it:
-                    meta = {m.name: m for m in it}
-                layout.total_files += len(meta)
-                if "schema" in meta:
-                    store.schema_file = "_metadata/schema"
-                    layout.total_bytes += meta["schema"].stat().st_size
-                    layout.crc_sidecars[f"{rel}/_metadata/schema"] = ".schema.crc" in meta
-                    _read_store_schema(layout, store, meta["schema"].path, f"{rel}/_metadata/schema")
-            elif name == "archive":
-                n, size = _count_tree(e.path)
-                layout.total_files += n
-                layout.total_bytes += size
-                store.other_bytes += size
-            elif top:
-                _read_store_dir(layout, part, e.path, f"{rel}/{name}", name, top=False)
-            else:
-                store.other_files.append(name + "/")
-            continue
-        layout.total_files += 1
-        if name.startswith("temp-") or _is_temp(name):
-            store.temp_files.append(name)
+        elif e.is_dir():
+            _read_store_subdir(layout, part, store, e, rel, top)
         else:
-            store.other_files.append(name)
-        size = e.stat().st_size
-        store.other_bytes += size
-        layout.total_bytes += size
+            _add_other_file(layout, store, e)
     has_content = has_state or store.ssts or store.schema_file or store.temp_files or store.other_files
     if not top or has_content or not part.stores:
         part.stores[store_name] = store
+
+
+def _add_state_file(
+    layout: CheckpointLayout, store: StoreFiles, e: os.DirEntry, parsed: tuple[int, str | None, str], names: set[str]
+) -> None:
+    """A snapshot, changelog or delta file; the first one tells the store's provider."""
+    version, unique_id, ext = parsed
+    name = e.name
+    layout.total_files += 1
+    size = e.stat().st_size
+    layout.total_bytes += size
+    f = StateFile(version, name, size, unique_id, f".{name}.crc" in names, f"{name}.crc" in names)
+    target = store.snapshots if ext in _SNAPSHOT_EXTENSIONS else store.changelogs
+    target.setdefault(version, []).append(f)
+    if size == 0:
+        store.empty_files.append(name)
+    if store.provider is None:
+        store.provider = STATE_EXTENSIONS[ext]
+
+
+def _read_store_subdir(
+    layout: CheckpointLayout, part: PartitionFiles, store: StoreFiles, e: os.DirEntry, rel: str, top: bool
+) -> None:
+    """A folder inside a store directory: RocksDB's SSTs/, the store's _metadata/, an archive, or
+    (at the partition level) a further store."""
+    name = e.name
+    if name == "SSTs":
+        _read_ssts(layout, store, e.path)
+        store.provider = store.provider or ROCKSDB
+    elif name == "_metadata":
+        _read_store_metadata_dir(layout, store, e.path, rel)
+    elif name == "archive":
+        n, size = _count_tree(e.path)
+        layout.total_files += n
+        layout.total_bytes += size
+        store.other_bytes += size
+    elif top:
+        _read_store_dir(layout, part, e.path, f"{rel}/{name}", name, top=False)
+    else:
+        store.other_files.append(name + "/")
+
+
+def _read_store_metadata_dir(layout: CheckpointLayout, store: StoreFiles, path: str, rel: str) -> None:
+    """A store's ``_metadata/`` folder, where Spark keeps the state's key/value schema."""
+    with scandir(path) as it:
+        meta = {m.name: m for m in it}
+    layout.total_files += len(meta)
+    if "schema" in meta:
+        store.schema_file = "_metadata/schema"
+        layout.total_bytes += meta["schema"].stat().st_size
+        layout.crc_sidecars[f"{rel}/_metadata/schema"] = ".schema.crc" in meta
+        _read_store_schema(layout, store, meta["schema"].path, f"{rel}/_metadata/schema")
+
+
+def _add_other_file(layout: CheckpointLayout, store: StoreFiles, e: os.DirEntry) -> None:
+    """A file that is not state: a leftover temporary file, or something Spark did not write."""
+    name = e.name
+    layout.total_files += 1
+    if name.startswith("temp-") or _is_temp(name):
+        store.temp_files.append(name)
+    else:
+        store.other_files.append(name)
+    size = e.stat().st_size
+    store.other_bytes += size
+    layout.total_bytes += size
 
 
 def _read_ssts(layout: CheckpointLayout, store: StoreFiles, path: str) -> None:

@@ -2,9 +2,10 @@
 
 `statectl check-restart` (statectl.run.check_restart) runs the new query for one batch against a
 scratch copy of the checkpoint: the batch after the last committed one, reading nothing new (its
-offsets are the last batch's end offsets), on the state as it stands. Spark's own checks run then, as on a real restart (operator metadata, state schema
-compatibility, the number of sources). This module is the pure part: what the outcome and the two
-layouts (before, and the copy after that batch) say, as findings a user can act on.
+offsets are the last batch's end offsets), on the state as it stands. Spark's own checks run then,
+as on a real restart (operator metadata, state schema compatibility, the number of sources). This
+module is the pure part: what the outcome and the two layouts (before, and the copy after that
+batch) say, as findings a user can act on.
 
 Three kinds of finding:
 - **refused**: Spark will not restart the query (the trial batch failed on the checkpoint);
@@ -155,35 +156,59 @@ def judge(
     findings: list[RestartFinding] = []
     if error:
         findings.append(refusal(error))
-    pinned = before.pinned_partitions
-    if wanted_partitions is not None and pinned is not None and str(wanted_partitions) != str(pinned):
-        findings.append(
-            RestartFinding(
-                DIFFERENT,
-                f"spark.sql.shuffle.partitions is {wanted_partitions} in the new config",
-                f"Spark keeps the checkpoint's {pinned} state partitions (the value of its first run) and ignores "
-                f"the new setting; statectl repartition-state changes them",
-            )
-        )
+    findings += _shuffle_partitions_change(before, wanted_partitions)
     if error or after is None:
         return findings
+    findings += _operators_change(before, after, operators_now)
+    findings += _state_key_changes(before, plan_keys or {})
+    for _, op in sorted(after.operators.items()):
+        old = before.operators.get(op.operator_id)
+        if old is not None:
+            findings += _operator_changes(old, op)
+    return findings
+
+
+def _shuffle_partitions_change(before: CheckpointLayout, wanted_partitions: str | None) -> list[RestartFinding]:
+    pinned = before.pinned_partitions
+    if wanted_partitions is None or pinned is None or str(wanted_partitions) == str(pinned):
+        return []
+    return [
+        RestartFinding(
+            DIFFERENT,
+            f"spark.sql.shuffle.partitions is {wanted_partitions} in the new config",
+            f"Spark keeps the checkpoint's {pinned} state partitions (the value of its first run) and ignores "
+            f"the new setting; statectl repartition-state changes them",
+        )
+    ]
+
+
+def _operators_change(
+    before: CheckpointLayout, after: CheckpointLayout, operators_now: int | None
+) -> list[RestartFinding]:
+    """Fewer stateful operators than the checkpoint holds, or other ones."""
     old_ops, new_ops = _operators(before), _operators(after)
     if operators_now is not None and operators_now < len(before.operators):
-        findings.append(
+        return [
             RestartFinding(
                 DIFFERENT,
                 f"the new query has {operators_now} stateful operator(s), the checkpoint {len(before.operators)}",
                 "Spark restarts it and the state of the operators it no longer has is left unread (and never cleaned "
                 "up)",
             )
-        )
-    elif [o[1] for o in old_ops] != [o[1] for o in new_ops] and all(o[1] for o in new_ops):
-        findings.append(
+        ]
+    if [o[1] for o in old_ops] != [o[1] for o in new_ops] and all(o[1] for o in new_ops):
+        return [
             RestartFinding(
                 ACCEPTED, "the stateful operators changed", f"{[o[1] for o in old_ops]} -> {[o[1] for o in new_ops]}"
             )
-        )
-    for op_id, keys in sorted((plan_keys or {}).items()):
+        ]
+    return []
+
+
+def _state_key_changes(before: CheckpointLayout, plan_keys: dict[int, list[str]]) -> list[RestartFinding]:
+    """Aggregations and deduplications whose plan keys the state by other columns than the checkpoint's."""
+    findings: list[RestartFinding] = []
+    for op_id, keys in sorted(plan_keys.items()):
         old = before.operators.get(op_id)
         schemas = _store_schemas(old) if old is not None else {}
         old_keys = [k.split()[0] for k in schemas.get("default", ((), ()))[0]]
@@ -197,55 +222,62 @@ def judge(
                     "columns now, so it means something else (start a new checkpoint, or keep the key)",
                 )
             )
-    by_id = before.operators
-    for _, op in sorted(after.operators.items()):
-        old = by_id.get(op.operator_id)
-        if old is None:
-            continue
-        if len(op.schema_files) > len(old.schema_files):
+    return findings
+
+
+def _operator_changes(old: OperatorLayout, op: OperatorLayout) -> list[RestartFinding]:
+    """How operator ``op`` after the trial batch differs from ``old``, the same operator before it."""
+    findings: list[RestartFinding] = []
+    if len(op.schema_files) > len(old.schema_files):
+        findings.append(
+            RestartFinding(
+                DIFFERENT,
+                f"operator {op.operator_id} ({op.name}): the state schema evolved",
+                "Spark accepts it and writes a new schema version; rows written before keep their old shape "
+                "until they are next updated",
+            )
+        )
+    return findings + _state_variable_changes(old, op)
+
+
+def _state_variable_changes(old: OperatorLayout, op: OperatorLayout) -> list[RestartFinding]:
+    """transformWithState variables dropped, added, or with their TTL turned on or off."""
+    findings: list[RestartFinding] = []
+    old_vars = {v.name: v for v in old.state_variables if not v.internal}
+    new_vars = {v.name: v for v in op.state_variables if not v.internal}
+    for name in sorted(set(old_vars) - set(new_vars)):
+        findings.append(
+            RestartFinding(
+                DIFFERENT,
+                f"operator {op.operator_id}: state variable {name!r} is no longer used",
+                "Spark accepts it; its state stays in the checkpoint, unread",
+            )
+        )
+    for name in sorted(set(new_vars) - set(old_vars)):
+        findings.append(
+            RestartFinding(
+                DIFFERENT if old_vars else ACCEPTED,
+                f"operator {op.operator_id}: new state variable {name!r}",
+                "it starts empty for every key"
+                + (": state kept under another name is not carried over" if set(old_vars) - set(new_vars) else ""),
+            )
+        )
+    for name in sorted(set(old_vars) & set(new_vars)):
+        if old_vars[name].ttl != new_vars[name].ttl:
             findings.append(
                 RestartFinding(
                     DIFFERENT,
-                    f"operator {op.operator_id} ({op.name}): the state schema evolved",
-                    "Spark accepts it and writes a new schema version; rows written before keep their old shape "
-                    "until they are next updated",
+                    f"operator {op.operator_id}: TTL of {name!r} turned {'on' if new_vars[name].ttl else 'off'}",
+                    "Spark accepts it; the rows written before keep the expiry (or none) they were written with",
                 )
             )
-        old_vars = {v.name: v for v in old.state_variables if not v.internal}
-        new_vars = {v.name: v for v in op.state_variables if not v.internal}
-        for name in sorted(set(old_vars) - set(new_vars)):
+        elif new_vars[name].ttl:
             findings.append(
                 RestartFinding(
-                    DIFFERENT,
-                    f"operator {op.operator_id}: state variable {name!r} is no longer used",
-                    "Spark accepts it; its state stays in the checkpoint, unread",
+                    ACCEPTED,
+                    f"operator {op.operator_id}: {name!r} has a TTL",
+                    "a changed TTL duration applies to rows as they are next written; rows written before keep "
+                    "the expiry they were written with",
                 )
             )
-        for name in sorted(set(new_vars) - set(old_vars)):
-            findings.append(
-                RestartFinding(
-                    DIFFERENT if old_vars else ACCEPTED,
-                    f"operator {op.operator_id}: new state variable {name!r}",
-                    "it starts empty for every key"
-                    + (": state kept under another name is not carried over" if set(old_vars) - set(new_vars) else ""),
-                )
-            )
-        for name in sorted(set(old_vars) & set(new_vars)):
-            if old_vars[name].ttl != new_vars[name].ttl:
-                findings.append(
-                    RestartFinding(
-                        DIFFERENT,
-                        f"operator {op.operator_id}: TTL of {name!r} turned {'on' if new_vars[name].ttl else 'off'}",
-                        "Spark accepts it; the rows written before keep the expiry (or none) they were written with",
-                    )
-                )
-            elif new_vars[name].ttl:
-                findings.append(
-                    RestartFinding(
-                        ACCEPTED,
-                        f"operator {op.operator_id}: {name!r} has a TTL",
-                        "a changed TTL duration applies to rows as they are next written; rows written before keep "
-                        "the expiry they were written with",
-                    )
-                )
     return findings

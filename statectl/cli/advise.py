@@ -25,7 +25,8 @@ def advise(
         str | None,
         typer.Argument(
             metavar="CHECKPOINT|JOB",
-            help="A checkpoint directory (or s3a:// location), or a job as `statectl run` takes it (its checkpoint where run keeps it).",
+            help="A checkpoint directory (or s3a:// location), or a job as `statectl run` takes it (its checkpoint "
+            "where run keeps it).",
             show_default=False,
         ),
     ] = None,
@@ -49,7 +50,8 @@ def advise(
         typer.Option(
             "--events-file",
             metavar="FILE",
-            help="A run's events file to take rows per batch from (default: the job's, then every file in .statectl/events/ whose query id matches).",
+            help="A run's events file to take rows per batch from (default: the job's, then every file in "
+            ".statectl/events/ whose query id matches).",
         ),
     ] = None,
     stuck_batches: Annotated[
@@ -73,14 +75,17 @@ def advise(
             "--sample-partitions",
             min=1,
             metavar="N",
-            help="Read the state files of at most N partitions per operator, spread over them (state is hash-partitioned: their rows scaled up estimate the whole).",
+            help="Read the state files of at most N partitions per operator, spread over them (state is "
+            "hash-partitioned: their rows scaled up estimate the whole).",
         ),
     ] = 8,
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
     watch: WatchOpt = None,
 ) -> None:
-    """Warn before the state runs out: per stateful operator, how its rows grow over the batches the checkpoint still holds (bounded, linear, accelerating), why when they grow without bound, when they reach a limit at the current rate, and whether the checkpoint's upkeep keeps pace.
+    """Warn before the state runs out: per stateful operator, how its rows grow over the batches the
+    checkpoint still holds (bounded, linear, accelerating), why when they grow without bound, when
+    they reach a limit at the current rate, and whether the checkpoint's upkeep keeps pace.
 
     Reads what is already there and never writes: the state files of each version (changelogs
     and deltas replayed key by key, the key counts of RocksDB snapshots), the offsets log (each

@@ -31,7 +31,8 @@ def check_restart(
             "--config",
             "-c",
             metavar="PATH",
-            help="The new job config (and through its job:, the new code). Repeat it to check several candidate versions in one go (one Spark start); each is checked against its own checkpoint.",
+            help="The new job config (and through its job:, the new code). Repeat it to check several candidate "
+            "versions in one go (one Spark start); each is checked against its own checkpoint.",
         ),
     ] = None,
     set_: SetOpt = None,
@@ -54,7 +55,8 @@ def check_restart(
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Before a deploy: will the new code restart on this checkpoint? Asked of Spark itself, without writing to the checkpoint.
+    """Before a deploy: will the new code restart on this checkpoint? Asked of Spark itself, without
+    writing to the checkpoint.
 
     The new query (its config and code) runs one batch against a scratch copy beside the checkpoint
     (hard links; removed after): the batch after the last committed one, reading nothing new, on
@@ -78,7 +80,7 @@ def check_restart(
 
       statectl check-restart leaderboard --set leaderboard.layout=sharded
     """
-    from statectl.errors import UsageError
+    from statectl.errors import ExitCode, UsageError
     from statectl.render.check_restart import verdict, verdicts
     from statectl.run.check_restart import CheckRestartRequest
     from statectl.run.check_restart import check_restart as run_check
@@ -109,7 +111,7 @@ def check_restart(
     else:
         verdicts([(str(c), r) for c, r in zip(candidates, results)], json)
     if any(r.refused for r in results):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILURE)
 
 
 def _one_process_can_check(resolved) -> None:

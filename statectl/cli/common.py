@@ -22,7 +22,7 @@ from statectl.cli.completion import (
     complete_example,
     complete_job,
 )
-from statectl.errors import StatectlError
+from statectl.errors import ExitCode, StatectlError
 
 if TYPE_CHECKING:
     from statectl.config.sections import JobConfig
@@ -90,8 +90,8 @@ RemoteOpt = Annotated[
         "--remote",
         metavar="sc://HOST:PORT",
         help="Run on this Spark Connect engine instead of a Spark driver in statectl's process ('none': in "
-        "this process). Default: $SPARK_REMOTE, the project context's spark_remote, the config's spark.remote, else the project's engine "
-        "when it is up (statectl engine up), else in this process.",
+        "this process). Default: $SPARK_REMOTE, the project context's spark_remote, the config's spark.remote, "
+        "else the project's engine when it is up (statectl engine up), else in this process.",
     ),
 ]
 StorageConfigOpt = Annotated[
@@ -101,8 +101,8 @@ StorageConfigOpt = Annotated[
         metavar="FILE",
         help="Object-store settings for s3a:// checkpoints: a properties file of Hadoop's fs.s3a.* keys "
         "(endpoint, path.style.access, access.key, secret.key, endpoint.region...). Default: "
-        "$STATECTL_STORAGE_CONFIG, over the project context's storage, over the job config's spark.hadoop.fs.s3a.*, then AWS's standard "
-        "environment. See docs/object-storage.md.",
+        "$STATECTL_STORAGE_CONFIG, over the project context's storage, over the job config's "
+        "spark.hadoop.fs.s3a.*, then AWS's standard environment. See docs/object-storage.md.",
     ),
 ]
 
@@ -487,4 +487,4 @@ class StatectlGroup(TyperGroup):
             from statectl.render import err
 
             err().print("interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(ExitCode.INTERRUPTED) from None

@@ -33,7 +33,8 @@ def consume(
     bootstrap_servers: BootstrapOpt = None,
     client_config: ClientConfigOpt = None,
 ) -> None:
-    """Print the records of TOPIC as JSON lines on stdout: {"topic", "partition", "offset", "timestamp", "key", "value", "headers"}.
+    """Print the records of TOPIC as JSON lines on stdout: {"topic", "partition", "offset",
+    "timestamp", "key", "value", "headers"}.
 
     The key is text; the value is the JSON document it holds, or its text when it is not JSON
     (null for a tombstone); the timestamp is in milliseconds since the epoch; the headers are

@@ -136,7 +136,7 @@ def replay(
 
       statectl dlq replay leaderboard-dlq --reason unknown_player
 
-      statectl dlq replay leaderboard-dlq --reason malformed_json --to score-events-fixed --from-offset 120 --to-offset 180
+      statectl dlq replay leaderboard-dlq -r malformed_json --to score-events-fixed --from-offset 120 --to-offset 180
     """
     from statectl.cli.progress import count_progress
     from statectl.dlq.replay import ReplayRequest

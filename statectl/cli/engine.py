@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from statectl.cli.common import JsonOpt
+from statectl.errors import ExitCode
 
 app = typer.Typer(
     help="Start, stop and check a local Spark engine (Spark Connect) that runs attach to in a second.",
@@ -50,7 +51,8 @@ def up(
             "--session-timeout",
             metavar="SECONDS",
             min=5,
-            help="A client session nobody used for this long is closed and its queries stopped: how long a query of a killed client (SIGKILL) runs on.",
+            help="A client session nobody used for this long is closed and its queries stopped: how long a query of a "
+            "killed client (SIGKILL) runs on.",
         ),
     ] = 60.0,
     object_store: Annotated[
@@ -115,4 +117,4 @@ def status(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
     result = engine_status(_dir(data_dir))
     engine_report(result, json, "status")
     if not result.running:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILURE)

@@ -19,9 +19,10 @@ def summarize(
 ) -> None:
     """Summarize run events: restores, batches and rates, catching up, failures.
 
-    Per run, as one file may hold several restarts: how long each operator's restore took and
-    what it replayed (the plan next to what the log and Spark report), batches and rows/s, how
-    far behind the input was, and how the run ended. Lines that are not valid events (e.g. a run cut off mid-line) are skipped and counted.
+    Per run, as one file may hold several restarts: how long each operator's restore took and what
+    it replayed (the plan next to what the log and Spark report), batches and rows/s, how far behind
+    the input was, and how the run ended. Lines that are not valid events (e.g. a run cut off
+    mid-line) are skipped and counted.
 
     Example:
 

@@ -41,7 +41,9 @@ def inspect_state(
         str,
         typer.Option(
             "--verify",
-            help="Integrity to check (sidecar checksums, else the files' own: zip CRCs, LZ4 checksums, records): restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state file and SST), none.",
+            help="Integrity to check (sidecar checksums, else the files' own: zip CRCs, LZ4 checksums, records): "
+            "restore (logs, metadata, the snapshot and changelog files a restart reads; not SSTs), all (every state "
+            "file and SST), none.",
         ),
     ] = "restore",
     rows: Annotated[
@@ -92,7 +94,9 @@ def inspect_state(
             metavar="X.Y",
             envvar="STATECTL_SPARK_VERSION",
             show_envvar=False,
-            help="The Spark release that will restart the checkpoint (3.5, 4.0, 4.1, 4.2, 4.3): the exit code is for a restart by it. Default: $STATECTL_SPARK_VERSION, else the release the checkpoint shows it was written by, else the installed PySpark's.",
+            help="The Spark release that will restart the checkpoint (3.5, 4.0, 4.1, 4.2, 4.3): the exit code is for a "
+            "restart by it. Default: $STATECTL_SPARK_VERSION, else the release the checkpoint shows it was written "
+            "by, else the installed PySpark's.",
         ),
     ] = None,
     storage_config: StorageConfigOpt = None,

@@ -128,7 +128,8 @@ def spark_conf(
         typer.Option(
             "--format",
             metavar="conf|submit|python",
-            help="conf: spark-defaults.conf lines (spark-submit --properties-file FILE); submit: --conf arguments; python: SparkSession.builder calls.",
+            help="conf: spark-defaults.conf lines (spark-submit --properties-file FILE); submit: --conf arguments; "
+            "python: SparkSession.builder calls.",
         ),
     ] = "conf",
     master: Annotated[
@@ -141,7 +142,8 @@ def spark_conf(
         bool,
         typer.Option(
             "--object-store",
-            help="The job's checkpoint is on S3 (s3a://): add S3A's jars, the rename-free checkpoint file manager and the fs.s3a.* settings in force (--storage-config), credentials left out.",
+            help="The job's checkpoint is on S3 (s3a://): add S3A's jars, the rename-free checkpoint file manager and "
+            "the fs.s3a.* settings in force (--storage-config), credentials left out.",
         ),
     ] = False,
     storage_config: StorageConfigOpt = None,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from statectl.cli.common import JsonOpt
+from statectl.errors import ExitCode
 
 app = typer.Typer(
     help="Start, stop and check a local Kafka broker, or a cluster of three (KRaft, official jars, loopback only).",
@@ -38,7 +39,8 @@ def up(
             min=1,
             max=65535,
             show_default="9092",
-            help="Port of the client listener on 127.0.0.1 (PLAINTEXT, or SASL_SSL with --secure); a cluster's nodes take PORT, PORT+1 and PORT+2.",
+            help="Port of the client listener on 127.0.0.1 (PLAINTEXT, or SASL_SSL with --secure); a cluster's nodes "
+            "take PORT, PORT+1 and PORT+2.",
         ),
     ] = None,
     data_dir: DataDirOpt = None,
@@ -48,7 +50,8 @@ def up(
             "--brokers",
             metavar="N",
             show_default="what the data dir holds, else 1",
-            help="1: a single broker; 3: a cluster of three nodes (one controller quorum), whose new topics get replication factor 3 and min.insync.replicas=2.",
+            help="1: a single broker; 3: a cluster of three nodes (one controller quorum), whose new topics get "
+            "replication factor 3 and min.insync.replicas=2.",
         ),
     ] = None,
     node: Annotated[
@@ -61,7 +64,8 @@ def up(
         bool,
         typer.Option(
             "--secure",
-            help="A secured broker: SASL_SSL (SCRAM-SHA-512) with a throwaway CA, an authorizer, users admin and statectl; writes client.properties to connect with.",
+            help="A secured broker: SASL_SSL (SCRAM-SHA-512) with a throwaway CA, an authorizer, users admin and "
+            "statectl; writes client.properties to connect with.",
         ),
     ] = False,
     json: JsonOpt = False,
@@ -109,7 +113,8 @@ def down(
             "-p",
             min=1,
             max=65535,
-            help="Stop the broker statectl started on this port, whatever its data dir (a cluster: the cluster one of whose nodes listens there).",
+            help="Stop the broker statectl started on this port, whatever its data dir (a cluster: the cluster one of "
+            "whose nodes listens there).",
         ),
     ] = None,
     data_dir: DataDirOpt = None,
@@ -140,4 +145,4 @@ def status(data_dir: DataDirOpt = None, json: JsonOpt = False) -> None:
     st = broker_status(_dir(data_dir))
     broker_report(st, json, "status")
     if not st.running:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILURE)

@@ -32,7 +32,8 @@ def lag(
         typer.Option(
             "--checkpoint-dir",
             parser=LOCATION,
-            help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as statectl run). Alone, without JOB: any checkpoint, its Kafka topics read from its offset log.",
+            help="The checkpoint the job runs with (default: the config's, else ./.statectl/checkpoints/JOB, as "
+            "statectl run). Alone, without JOB: any checkpoint, its Kafka topics read from its offset log.",
         ),
     ] = None,
     bootstrap_servers: BootstrapOpt = None,
@@ -41,7 +42,11 @@ def lag(
     json: JsonOpt = False,
     watch: WatchOpt = None,
 ) -> None:
-    """Show how far a job is behind its Kafka input: per topic-partition, the offset its last committed batch read up to (CURRENT-OFFSET, from the checkpoint), the log-end offset (from Kafka) and the LAG between them, how far behind that is in time (LAG-SECONDS: the age of the next unread record), with a total per topic and its TREND over the last batches (falling, steady, growing, stalled, caught up).
+    """Show how far a job is behind its Kafka input: per topic-partition, the offset its last
+    committed batch read up to (CURRENT-OFFSET, from the checkpoint), the log-end offset (from
+    Kafka) and the LAG between them, how far behind that is in time (LAG-SECONDS: the age of the
+    next unread record), with a total per topic and its TREND over the last batches (falling,
+    steady, growing, stalled, caught up).
 
     Works while the job runs and while it is stopped: the checkpoint is read without the run
     lock and nothing is written. Kafka is asked for end offsets, the offsets at the last batches'

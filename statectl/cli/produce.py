@@ -14,7 +14,8 @@ def produce_test_data(
     dataset: Annotated[
         str | None,
         typer.Argument(
-            help="leaderboard | synthetic-leaderboard | patient-events | sales-events | sales-events-sample | pulse-events | keyed-events | synthetic-patient-events | synthetic-sales-events. Omit with --file."
+            help="leaderboard | synthetic-leaderboard | patient-events | sales-events | sales-events-sample | "
+            "pulse-events | keyed-events | synthetic-patient-events | synthetic-sales-events. Omit with --file."
         ),
     ] = None,
     file: Annotated[
@@ -72,7 +73,7 @@ def produce_test_data(
       statectl produce-test-data --file data/players.json --topic players --parse-key --key-separator '|'
     """
     from statectl.cli.progress import record_progress
-    from statectl.errors import DeliveryFailed, UsageError
+    from statectl.errors import DeliveryFailed, ExitCode, UsageError
     from statectl.produce.datasets import DatasetOptions, dataset_batches, file_batch
     from statectl.produce.send import produce_batches
     from statectl.render.kafka import produce_report
@@ -105,4 +106,4 @@ def produce_test_data(
             raise
     produce_report(report, json)
     if report.interrupted:
-        raise typer.Exit(130)
+        raise typer.Exit(ExitCode.INTERRUPTED)

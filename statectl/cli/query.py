@@ -61,7 +61,8 @@ def serve_leaderboard(
             metavar="T",
             envvar="STATECTL_SERVE_TOKEN",
             show_envvar=False,
-            help="The token every request must carry (Authorization: Bearer T, or ?token=T). Default: $STATECTL_SERVE_TOKEN; off loopback without one, a fresh token is printed in the URL.",
+            help="The token every request must carry (Authorization: Bearer T, or ?token=T). Default: "
+            "$STATECTL_SERVE_TOKEN; off loopback without one, a fresh token is printed in the URL.",
         ),
     ] = None,
     config: ConfigOpt = None,

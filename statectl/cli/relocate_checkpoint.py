@@ -28,7 +28,8 @@ def relocate_checkpoint(
             "--backup-dir",
             metavar="DIR",
             parser=LOCATION,
-            help="Where the files it rewrites are copied first (default: beside the checkpoint, CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.",
+            help="Where the files it rewrites are copied first (default: beside the checkpoint, "
+            "CHECKPOINT.relocate-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.",
         ),
     ] = None,
     dry_run: Annotated[
@@ -38,7 +39,8 @@ def relocate_checkpoint(
         bool,
         typer.Option(
             "--force",
-            help="Rewrite it even when a query statectl did not start may be running on it (a batch logged or committed within the last few batch intervals).",
+            help="Rewrite it even when a query statectl did not start may be running on it (a batch logged or "
+            "committed within the last few batch intervals).",
         ),
     ] = False,
     resume: Annotated[
@@ -56,7 +58,8 @@ def relocate_checkpoint(
             "--undo",
             metavar="BACKUP",
             parser=LOCATION,
-            help="Put an s3a:// checkpoint back as it was before the relocation whose BACKUP this is (also one cut short).",
+            help="Put an s3a:// checkpoint back as it was before the relocation whose BACKUP this is "
+            "(also one cut short).",
         ),
     ] = None,
     storage_config: StorageConfigOpt = None,

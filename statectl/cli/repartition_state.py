@@ -42,7 +42,8 @@ def repartition_state(
         typer.Option(
             "--checkpoint-dir",
             parser=LOCATION,
-            help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: any checkpoint.",
+            help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB). Alone, without JOB: "
+            "any checkpoint.",
         ),
     ] = None,
     backup_dir: Annotated[
@@ -51,7 +52,8 @@ def repartition_state(
             "--backup-dir",
             metavar="DIR",
             parser=LOCATION,
-            help="Where the copy of the checkpoint goes before anything changes (default: beside it, CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.",
+            help="Where the copy of the checkpoint goes before anything changes (default: beside it, "
+            "CHECKPOINT.backup-<UTC time>). Must not exist or be empty, and must lie outside the checkpoint.",
         ),
     ] = None,
     dry_run: Annotated[
@@ -61,7 +63,8 @@ def repartition_state(
         bool,
         typer.Option(
             "--force",
-            help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch logged or committed within the last few batch intervals).",
+            help="Repartition even when a query statectl did not start may be running on the checkpoint (a batch "
+            "logged or committed within the last few batch intervals).",
         ),
     ] = False,
     master: Annotated[

@@ -27,7 +27,8 @@ def reset(
     job: Annotated[
         str | None,
         typer.Argument(
-            help=f"{JOB_HELP}, or your own job's reference (leave out with --undo, or with --checkpoint-dir for any checkpoint).",
+            help=f"{JOB_HELP}, or your own job's reference (leave out with --undo, or with --checkpoint-dir for any "
+            "checkpoint).",
             show_default=False,
         ),
     ] = None,
@@ -42,7 +43,8 @@ def reset(
         bool,
         typer.Option(
             "--to-latest",
-            help="Start over from the end of the input topics: only records produced from now on are read (the state is discarded).",
+            help="Start over from the end of the input topics: only records produced from now on are read (the state "
+            "is discarded).",
         ),
     ] = False,
     to_datetime: Annotated[
@@ -50,7 +52,8 @@ def reset(
         typer.Option(
             "--to-datetime",
             metavar="ISO8601",
-            help="Start over from the first record at or after this time, e.g. 2024-11-24T09:30:00Z (no offset: local time; the state is discarded).",
+            help="Start over from the first record at or after this time, e.g. 2024-11-24T09:30:00Z (no offset: local "
+            "time; the state is discarded).",
         ),
     ] = None,
     to_batch: Annotated[
@@ -59,21 +62,25 @@ def reset(
             "--to-batch",
             metavar="N",
             min=0,
-            help="Roll back to committed batch N: later batches' offsets, commits and state versions are moved out, and the next run re-runs them.",
+            help="Roll back to committed batch N: later batches' offsets, commits and state versions are moved out, "
+            "and the next run re-runs them.",
         ),
     ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
             "--dry-run",
-            help="Show which files would be moved out and written, and what the job would read next (with --undo: what would be put back); change nothing.",
+            help="Show which files would be moved out and written, and what the job would read next (with --undo: what "
+            "would be put back); change nothing.",
         ),
     ] = False,
     force: Annotated[
         bool,
         typer.Option(
             "--force",
-            help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it), or on which a query statectl did not start may be running (a batch logged or committed within the last few batch intervals).",
+            help="Reset a checkpoint whose last batch is logged but not committed (a run stopped in it), or on which a "
+            "query statectl did not start may be running (a batch logged or committed within the last few batch "
+            "intervals).",
         ),
     ] = False,
     undo: Annotated[
@@ -91,7 +98,8 @@ def reset(
             "--resume",
             metavar="BACKUP",
             parser=LOCATION,
-            help="Finish a reset of an s3a:// checkpoint that was cut short (killed, network lost), from the journal in its BACKUP; --undo BACKUP puts it back instead.",
+            help="Finish a reset of an s3a:// checkpoint that was cut short (killed, network lost), from the journal "
+            "in its BACKUP; --undo BACKUP puts it back instead.",
         ),
     ] = None,
     backup_dir: Annotated[
@@ -100,7 +108,8 @@ def reset(
             "--backup-dir",
             metavar="DIR",
             parser=LOCATION,
-            help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not exist or be empty, and must lie outside the checkpoint.",
+            help="Where the moved files go (default: <checkpoint>.reset-<UTC time> beside the checkpoint). Must not "
+            "exist or be empty, and must lie outside the checkpoint.",
         ),
     ] = None,
     checkpoint_dir: Annotated[
@@ -108,7 +117,8 @@ def reset(
         typer.Option(
             "--checkpoint-dir",
             parser=LOCATION,
-            help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run. Alone, without JOB: any checkpoint, its Kafka sources read from its offset log.",
+            help="The job's checkpoint (default: the config's, else ./.statectl/checkpoints/JOB), as for statectl run. "
+            "Alone, without JOB: any checkpoint, its Kafka sources read from its offset log.",
         ),
     ] = None,
     config: ConfigOpt = None,
@@ -118,7 +128,8 @@ def reset(
     storage_config: StorageConfigOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Start a job over from the earliest or latest offsets or a point in time, or roll its checkpoint back to a committed batch.
+    """Start a job over from the earliest or latest offsets or a point in time, or roll its
+    checkpoint back to a committed batch.
 
     Starting over (--to-earliest, --to-latest, --to-datetime) moves the whole checkpoint to a
     backup and writes where each input topic starts; the state is discarded and the tables

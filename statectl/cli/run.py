@@ -36,7 +36,8 @@ def run(
         typer.Option(
             "--checkpoint-dir",
             parser=LOCATION,
-            help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the project context's checkpoint_root/JOB, else the config's, else ./.statectl/checkpoints/JOB; docs/project.md).",
+            help="Checkpoint location, a path or s3a://BUCKET/PATH (default: the project context's "
+            "checkpoint_root/JOB, else the config's, else ./.statectl/checkpoints/JOB; docs/project.md).",
         ),
     ] = None,
     master: Annotated[
@@ -52,7 +53,8 @@ def run(
             "--events-file",
             "--events",
             metavar="PATH",
-            help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes there). Schema: docs/events.md.",
+            help="Append the run's events as JSON lines to PATH; '-' writes them to stdout (and nothing else goes "
+            "there). Schema: docs/events.md.",
         ),
     ] = None,
     metrics_port: Annotated[
@@ -69,7 +71,8 @@ def run(
             metavar="T",
             envvar="STATECTL_METRICS_TOKEN",
             show_envvar=False,
-            help="The token the metrics server asks for (Authorization: Bearer T); required when --metrics-host is not loopback. Default: $STATECTL_METRICS_TOKEN.",
+            help="The token the metrics server asks for (Authorization: Bearer T); required when --metrics-host is not "
+            "loopback. Default: $STATECTL_METRICS_TOKEN.",
         ),
     ] = None,
     storage_config: StorageConfigOpt = None,

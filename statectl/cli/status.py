@@ -23,7 +23,8 @@ def status(
         list[str] | None,
         typer.Argument(
             metavar="CONFIG|DIR",
-            help="Job configs to show besides the shipped jobs that have a checkpoint here; a directory (or s3a:// folder): every checkpoint under it (any job's, no YAML).",
+            help="Job configs to show besides the shipped jobs that have a checkpoint here; a directory (or s3a:// "
+            "folder): every checkpoint under it (any job's, no YAML).",
             show_default=False,
         ),
     ] = None,
@@ -33,19 +34,20 @@ def status(
     json: JsonOpt = False,
     watch: WatchOpt = None,
 ) -> None:
-    """Show every job of the project at a glance: running or not (and its pid), the last committed batch and when, the Kafka lag (records, seconds and its trend), the state size, the last error and the checkpoint's health.
+    """Show every job of the project at a glance: running or not (and its pid), the last committed
+    batch and when, the Kafka lag (records, seconds and its trend), the state size, the last error
+    and the checkpoint's health.
 
-    The jobs are the project file's jobs (statectl.yaml, in its context), the shipped job
-    configs whose checkpoints exist where `statectl run JOB` keeps them, each CONFIG given, and
-    every checkpoint under each DIR given (a job statectl did not launch: its topics come from
-    its offset log). A job with no statectl run
-    but a batch logged or committed within its last few batch intervals shows as running
-    ("active N s ago"). A DIR that holds no checkpoint, or cannot be read, is an error. Cheap enough for a monitoring probe: the run lock is
-    looked at without being taken, each checkpoint's logs are listed and only the last
-    committed batch is read (the quick health checks; statectl inspect-state runs them all),
-    and Kafka is asked once per cluster for end offsets. Exit 1 when a job is unhealthy or
-    its Kafka does not answer (the others are still shown), 0 otherwise; with --watch, 0 at
-    Ctrl-C.
+    The jobs are the project file's jobs (statectl.yaml, in its context), the shipped job configs
+    whose checkpoints exist where `statectl run JOB` keeps them, each CONFIG given, and every
+    checkpoint under each DIR given (a job statectl did not launch: its topics come from its offset
+    log). A job with no statectl run but a batch logged or committed within its last few batch
+    intervals shows as running ("active N s ago"). A DIR that holds no checkpoint, or cannot be
+    read, is an error. Cheap enough for a monitoring probe: the run lock is looked at without being
+    taken, each checkpoint's logs are listed and only the last committed batch is read (the quick
+    health checks; statectl inspect-state runs them all), and Kafka is asked once per cluster for
+    end offsets. Exit 1 when a job is unhealthy or its Kafka does not answer (the others are still
+    shown), 0 otherwise; with --watch, 0 at Ctrl-C.
 
     Examples:
 

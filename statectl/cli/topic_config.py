@@ -50,7 +50,8 @@ def topic_config(
         bool,
         typer.Option(
             "--print-file",
-            help="Print the topics file of the topics the jobs declare (every job with its shipped configs; needs no broker). `> configs/topics.yaml` regenerates the shipped file.",
+            help="Print the topics file of the topics the jobs declare (every job with its shipped configs; needs no "
+            "broker). `> configs/topics.yaml` regenerates the shipped file.",
         ),
     ] = False,
     bootstrap_servers: BootstrapOpt = None,

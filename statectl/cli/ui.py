@@ -23,7 +23,8 @@ def ui(
             metavar="T",
             envvar="STATECTL_UI_TOKEN",
             show_envvar=False,
-            help="The token every request must carry. Default: $STATECTL_UI_TOKEN; off loopback without one, a fresh token is printed in the URL.",
+            help="The token every request must carry. Default: $STATECTL_UI_TOKEN; off loopback without one, a fresh "
+            "token is printed in the URL.",
         ),
     ] = None,
     client_config: ClientConfigOpt = None,

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand
 
-from statectl.errors import StatectlError
+from statectl.errors import ExitCode, StatectlError
 
 T = TypeVar("T")
 
@@ -141,9 +141,7 @@ def look_or_watch(
     result = poll()
     show(result, as_json)
     if failed(result):
-        import typer
-
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILURE)
 
 
 def title_of(argv: list[str] | None = None) -> str:

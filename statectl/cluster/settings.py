@@ -100,6 +100,8 @@ def resolve_value(prop: Property, env: Mapping[str, str], base_dir: Path | None)
             return path.read_text().rstrip("\r\n")
         except OSError as exc:
             raise ConfigError([f"{prop.origin}: {prop.key}: cannot read {path}: {exc.strerror or exc}"]) from None
+        except UnicodeDecodeError:
+            raise ConfigError([f"{prop.origin}: {prop.key}: {path} is not UTF-8 text"]) from None
 
     def substitute(match: re.Match) -> str:
         if match.group(1):
@@ -235,6 +237,9 @@ def _read_text(t: _Translation, key: str) -> str | None:
     except OSError as exc:
         t.problem(key, f"cannot read {path}: {exc.strerror or exc}")
         return None
+    except UnicodeDecodeError:  # a DER or other binary file where PEM text belongs
+        t.problem(key, f"{path} is not PEM text (a binary file, DER perhaps: convert it to PEM with openssl)")
+        return None
     return text
 
 
@@ -310,6 +315,32 @@ def _sasl(t: _Translation, protocol: str) -> tuple[str | None, str | None]:
     return mechanism, username
 
 
+def _java_store(t: _Translation, store: str, keys: tuple[str, ...], declared: str) -> str:
+    """Hand the ``ssl.<store>.*`` settings among ``keys`` to Java clients, the type as ``declared``
+    (upper case); returns the store's location, ``~`` expanded."""
+    location_key, type_key = f"ssl.{store}.location", f"ssl.{store}.type"
+    location = os.path.expanduser(t.get(location_key))
+    for key in keys:
+        if t.has(key):
+            t.java[key] = location if key == location_key else t.get(key)
+    if t.has(type_key):
+        t.java[type_key] = declared  # Java clients know "PEM", not "pem"
+    return location
+
+
+def _java_pem_store(t: _Translation, store: str, location: str, declared: str, password_refused: str) -> None:
+    """Java clients read a store as ``ssl.<store>.type`` says (JKS unless set), and refuse a store
+    password for a PEM one: a PEM file at ``location`` needs the type PEM and no password.
+    ``declared`` is the type as a problem quotes it."""
+    type_key, password_key = f"ssl.{store}.type", f"ssl.{store}.password"
+    if not t.has(type_key):
+        t.java[type_key] = "PEM"
+    elif declared.upper() != "PEM":
+        t.problem(type_key, f"is {declared} but {location} is a PEM file")
+    if t.has(password_key):
+        t.problem(password_key, password_refused)
+
+
 def _truststore(t: _Translation) -> None:
     if t.conflict("ssl.truststore.location", "ssl.ca.location") or t.conflict(
         "ssl.truststore.certificates", "ssl.ca.pem"
@@ -328,51 +359,52 @@ def _truststore(t: _Translation) -> None:
             if t.has(key):
                 t.problem(key, "is set but no trust store is (ssl.truststore.location)")
     if t.has("ssl.truststore.location"):
-        location = os.path.expanduser(t.get("ssl.truststore.location"))
-        declared = (t.get("ssl.truststore.type") or "JKS").upper()
-        for key in ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"):
-            if t.has(key):
-                t.java[key] = location if key == "ssl.truststore.location" else t.get(key)
-        if t.has("ssl.truststore.type"):
-            t.java["ssl.truststore.type"] = declared  # Java clients know "PEM", not "pem"
-        actual = store_format(Path(location))
-        if actual is None:
-            t.problem("ssl.truststore.location", f"cannot read a JKS, PKCS12 or PEM trust store at {location}")
-        elif actual == "PEM":
-            t.rd["ssl.ca.location"] = location
-            # Java clients read the file as ssl.truststore.type says (JKS unless set), and refuse a
-            # password for a PEM store.
-            if not t.has("ssl.truststore.type"):
-                t.java["ssl.truststore.type"] = "PEM"
-            elif declared != "PEM":
-                t.problem("ssl.truststore.type", f"is {declared} but {location} is a PEM file")
-            if t.has("ssl.truststore.password"):
-                t.problem("ssl.truststore.password", "a PEM trust store has no password (Java clients refuse one)")
-        elif declared == "PEM":
-            t.problem("ssl.truststore.type", f"is PEM but {location} is a {actual} store")
-        elif t.pem_from_store is None:
-            t.problem(
-                "ssl.truststore.location",
-                f"a {actual} trust store needs the JDK's keytool to be read by "
-                "statectl's clients; give a PEM file (ssl.truststore.type=PEM) instead",
-            )
-        else:
-            try:
-                t.rd["ssl.ca.location"] = str(
-                    t.pem_from_store(Path(location), actual, t.get("ssl.truststore.password"))
-                )
-            except ConfigError as exc:
-                t.problem("ssl.truststore.location", str(exc))
+        _truststore_file(t)
     elif t.has("ssl.ca.location"):
         location = os.path.expanduser(t.get("ssl.ca.location"))
         t.rd["ssl.ca.location"] = location
         t.java["ssl.truststore.type"], t.java["ssl.truststore.location"] = "PEM", location
-    if t.has("ssl.truststore.certificates"):
+    if inline_key:
         t.java["ssl.truststore.type"] = "PEM"
-        t.java["ssl.truststore.certificates"] = t.rd["ssl.ca.pem"] = t.get("ssl.truststore.certificates")
-    elif t.has("ssl.ca.pem"):
-        t.java["ssl.truststore.type"] = "PEM"
-        t.java["ssl.truststore.certificates"] = t.rd["ssl.ca.pem"] = t.get("ssl.ca.pem")
+        t.java["ssl.truststore.certificates"] = t.rd["ssl.ca.pem"] = t.get(inline_key)
+
+
+def _truststore_file(t: _Translation) -> None:
+    """A trust store given by its Java name: as it is for Java clients, as a PEM file for librdkafka."""
+    declared = (t.get("ssl.truststore.type") or "JKS").upper()
+    location = _java_store(
+        t, "truststore", ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"), declared
+    )
+    actual = store_format(Path(location))
+    if actual is None:
+        t.problem("ssl.truststore.location", f"cannot read a JKS, PKCS12 or PEM trust store at {location}")
+    elif actual == "PEM":
+        t.rd["ssl.ca.location"] = location
+        _java_pem_store(
+            t, "truststore", location, declared, "a PEM trust store has no password (Java clients refuse one)"
+        )
+    elif declared == "PEM":
+        t.problem("ssl.truststore.type", f"is PEM but {location} is a {actual} store")
+    elif t.pem_from_store is None:
+        t.problem(
+            "ssl.truststore.location",
+            f"a {actual} trust store needs the JDK's keytool to be read by "
+            "statectl's clients; give a PEM file (ssl.truststore.type=PEM) instead",
+        )
+    else:
+        try:
+            t.rd["ssl.ca.location"] = str(t.pem_from_store(Path(location), actual, t.get("ssl.truststore.password")))
+        except ConfigError as exc:
+            t.problem("ssl.truststore.location", str(exc))
+
+
+#: (file, inline PEM) settings for the same part of a client certificate.
+_KEYSTORE_FILE_OR_INLINE = (
+    ("ssl.keystore.location", "ssl.keystore.key"),
+    ("ssl.keystore.location", "ssl.keystore.certificate.chain"),
+    ("ssl.certificate.location", "ssl.certificate.pem"),
+    ("ssl.key.location", "ssl.key.pem"),
+)
 
 
 def _keystore(t: _Translation) -> None:
@@ -388,12 +420,7 @@ def _keystore(t: _Translation) -> None:
         )
         return
     # A file and inline PEM for the same thing: Java clients refuse it, and one of them would be dropped.
-    for file_key, inline_key in (
-        ("ssl.keystore.location", "ssl.keystore.key"),
-        ("ssl.keystore.location", "ssl.keystore.certificate.chain"),
-        ("ssl.certificate.location", "ssl.certificate.pem"),
-        ("ssl.key.location", "ssl.key.pem"),
-    ):
+    for file_key, inline_key in _KEYSTORE_FILE_OR_INLINE:
         if t.has(file_key) and t.has(inline_key):
             t.problem(inline_key, f"set either {file_key} (a file) or {inline_key} (inline), not both")
             return
@@ -401,77 +428,89 @@ def _keystore(t: _Translation) -> None:
     if key_password:
         redact.register(key_password)
     if t.has("ssl.keystore.location"):
-        location = os.path.expanduser(t.get("ssl.keystore.location"))
-        for key in ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password"):
-            if t.has(key):
-                t.java[key] = location if key == "ssl.keystore.location" else t.get(key)
-        if t.has("ssl.keystore.type"):
-            t.java["ssl.keystore.type"] = t.get("ssl.keystore.type").upper()  # Java clients know "PEM", not "pem"
-        actual = store_format(Path(location))
-        if actual is None:
-            t.problem("ssl.keystore.location", f"cannot read a PKCS12 or PEM key store at {location}")
-        elif actual == "PKCS12":
-            if (t.get("ssl.keystore.type") or "").upper() == "PEM":
-                t.problem("ssl.keystore.type", f"is PEM but {location} is a PKCS12 store")
-            t.rd["ssl.keystore.location"] = location
-            if t.has("ssl.keystore.password"):
-                t.rd["ssl.keystore.password"] = t.get("ssl.keystore.password")
-        elif actual == "PEM":
-            t.rd["ssl.certificate.location"] = t.rd["ssl.key.location"] = location
-            if key_password:
-                t.rd["ssl.key.password"] = key_password
-            # As for the trust store: Java clients need the type, and refuse a store password for PEM.
-            if not t.has("ssl.keystore.type"):
-                t.java["ssl.keystore.type"] = "PEM"
-            elif t.get("ssl.keystore.type").upper() != "PEM":
-                t.problem("ssl.keystore.type", f"is {t.get('ssl.keystore.type')} but {location} is a PEM file")
-            if t.has("ssl.keystore.password"):
-                t.problem(
-                    "ssl.keystore.password",
-                    "a PEM key store has no store password (Java clients refuse one); "
-                    "an encrypted key's password is ssl.key.password",
-                )
-        else:
-            t.problem(
-                "ssl.keystore.location",
-                f"{location} is a JKS key store, which statectl's librdkafka clients "
-                f"cannot read; convert it once with `keytool -importkeystore -srckeystore {location} "
-                f"-destkeystore {location}.p12 -deststoretype PKCS12` and point ssl.keystore.location at the .p12",
-            )
-    elif t.has("ssl.keystore.key") or t.has("ssl.keystore.certificate.chain"):
-        if not (t.has("ssl.keystore.key") and t.has("ssl.keystore.certificate.chain")):
-            t.problem(java_keys[0], "needs both ssl.keystore.key and ssl.keystore.certificate.chain")
-            return
-        t.java["ssl.keystore.type"] = "PEM"
-        t.java["ssl.keystore.key"] = t.rd["ssl.key.pem"] = t.get("ssl.keystore.key")
-        t.java["ssl.keystore.certificate.chain"] = t.rd["ssl.certificate.pem"] = t.get("ssl.keystore.certificate.chain")
-        if key_password:
-            t.java["ssl.key.password"] = t.rd["ssl.key.password"] = key_password
+        _keystore_file(t, key_password)
+    elif java_keys:
+        _keystore_inline(t, java_keys[0], key_password)
     elif rd_keys:
-        cert_key = "ssl.certificate.location" if t.has("ssl.certificate.location") else "ssl.certificate.pem"
-        key_key = "ssl.key.location" if t.has("ssl.key.location") else "ssl.key.pem"
-        if not (t.has(cert_key) and t.has(key_key)):
-            t.problem(
-                rd_keys[0],
-                "a client certificate needs both the certificate (ssl.certificate.location) "
-                "and its key (ssl.key.location)",
-            )
-            return
-        cert = t.get(cert_key) if cert_key.endswith(".pem") else _read_text(t, cert_key)
-        key = t.get(key_key) if key_key.endswith(".pem") else _read_text(t, key_key)
-        if cert is None or key is None:
-            return
-        redact.register(key)
-        for k in (cert_key, key_key):
-            t.rd[k] = os.path.expanduser(t.get(k)) if k.endswith(".location") else t.get(k)
-        # Java clients take a PEM key and chain inline: the same files, read once here.
-        t.java["ssl.keystore.type"] = "PEM"
-        t.java["ssl.keystore.certificate.chain"], t.java["ssl.keystore.key"] = cert, key
-        if key_password:
-            t.java["ssl.key.password"] = t.rd["ssl.key.password"] = key_password
+        _keystore_librdkafka(t, rd_keys[0], key_password)
     elif t.has("ssl.key.password") or t.has("ssl.keystore.password") or t.has("ssl.keystore.type"):
         key = next(k for k in ("ssl.keystore.password", "ssl.key.password", "ssl.keystore.type") if t.has(k))
         t.problem(key, "is set but no client certificate is (ssl.keystore.location)")
+
+
+def _keystore_file(t: _Translation, key_password: str | None) -> None:
+    """A key store file given by its Java name: librdkafka reads a PKCS12 or PEM one, not JKS."""
+    declared = (t.get("ssl.keystore.type") or "").upper()
+    location = _java_store(
+        t,
+        "keystore",
+        ("ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password"),
+        declared,
+    )
+    actual = store_format(Path(location))
+    if actual is None:
+        t.problem("ssl.keystore.location", f"cannot read a PKCS12 or PEM key store at {location}")
+    elif actual == "PKCS12":
+        if declared == "PEM":
+            t.problem("ssl.keystore.type", f"is PEM but {location} is a PKCS12 store")
+        t.rd["ssl.keystore.location"] = location
+        if t.has("ssl.keystore.password"):
+            t.rd["ssl.keystore.password"] = t.get("ssl.keystore.password")
+    elif actual == "PEM":
+        t.rd["ssl.certificate.location"] = t.rd["ssl.key.location"] = location
+        if key_password:
+            t.rd["ssl.key.password"] = key_password
+        _java_pem_store(
+            t,
+            "keystore",
+            location,
+            t.get("ssl.keystore.type") or "",  # as written: the message quotes it
+            "a PEM key store has no store password (Java clients refuse one); "
+            "an encrypted key's password is ssl.key.password",
+        )
+    else:
+        t.problem(
+            "ssl.keystore.location",
+            f"{location} is a JKS key store, which statectl's librdkafka clients "
+            f"cannot read; convert it once with `keytool -importkeystore -srckeystore {location} "
+            f"-destkeystore {location}.p12 -deststoretype PKCS12` and point ssl.keystore.location at the .p12",
+        )
+
+
+def _keystore_inline(t: _Translation, first_key: str, key_password: str | None) -> None:
+    """A PEM key and certificate chain given inline by their Java names."""
+    if not (t.has("ssl.keystore.key") and t.has("ssl.keystore.certificate.chain")):
+        t.problem(first_key, "needs both ssl.keystore.key and ssl.keystore.certificate.chain")
+        return
+    t.java["ssl.keystore.type"] = "PEM"
+    t.java["ssl.keystore.key"] = t.rd["ssl.key.pem"] = t.get("ssl.keystore.key")
+    t.java["ssl.keystore.certificate.chain"] = t.rd["ssl.certificate.pem"] = t.get("ssl.keystore.certificate.chain")
+    if key_password:
+        t.java["ssl.key.password"] = t.rd["ssl.key.password"] = key_password
+
+
+def _keystore_librdkafka(t: _Translation, first_key: str, key_password: str | None) -> None:
+    """A certificate and key given by librdkafka's names, each a file or inline PEM."""
+    cert_key = "ssl.certificate.location" if t.has("ssl.certificate.location") else "ssl.certificate.pem"
+    key_key = "ssl.key.location" if t.has("ssl.key.location") else "ssl.key.pem"
+    if not (t.has(cert_key) and t.has(key_key)):
+        t.problem(
+            first_key,
+            "a client certificate needs both the certificate (ssl.certificate.location) and its key (ssl.key.location)",
+        )
+        return
+    cert = t.get(cert_key) if cert_key.endswith(".pem") else _read_text(t, cert_key)
+    key = t.get(key_key) if key_key.endswith(".pem") else _read_text(t, key_key)
+    if cert is None or key is None:
+        return
+    redact.register(key)
+    for k in (cert_key, key_key):
+        t.rd[k] = os.path.expanduser(t.get(k)) if k.endswith(".location") else t.get(k)
+    # Java clients take a PEM key and chain inline: the same files, read once here.
+    t.java["ssl.keystore.type"] = "PEM"
+    t.java["ssl.keystore.certificate.chain"], t.java["ssl.keystore.key"] = cert, key
+    if key_password:
+        t.java["ssl.key.password"] = t.rd["ssl.key.password"] = key_password
 
 
 def _endpoint_identification(t: _Translation) -> None:

@@ -9,6 +9,7 @@ otherwise surface seconds into a run as a JVM stack trace; here it is one line a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from statectl.text import closest
 
@@ -84,56 +85,9 @@ def parse_interval(text: str) -> int:
     ``"interval 500 milliseconds"``, ``"1.5 seconds"``) -> milliseconds, as Spark reads it:
     case-insensitive, an optional ``interval`` prefix, one or more number-unit pairs with a space
     between number and unit, a fraction only on seconds. IntervalError says what is wrong."""
-    words = str(text).lower().split()
-    if words and words[0] == "interval":
-        words = words[1:]
-    elif words and words[0].startswith("interval"):
-        raise _bad_syntax(text, f"unknown prefix {words[0]!r} (only 'interval' may come first)")
-    if not words:
-        raise IntervalError("must not be empty; expected a number and a unit, like '10 seconds'")
     months = days = micros = 0
-    i = 0
-    while i < len(words):
-        word = words[i]
-        negative = False
-        if word in ("+", "-"):
-            negative, i = word == "-", i + 1
-            if i == len(words):
-                raise _bad_syntax(text, f"a number is missing after {word!r}")
-            word = words[i]
-        elif word[0] in "+-":
-            negative, word = word[0] == "-", word[1:]
-        number = _NUMBER.fullmatch(word)
-        if number is None:
-            glued = _GLUED.fullmatch(word)
-            if glued:
-                letters = glued.group(1)
-                unit_word = letters if _unit(letters) else _guess_unit(letters)
-                spelled = f" (write '{word[: -len(letters)]} {unit_word}')" if unit_word else ""
-                raise _bad_syntax(text, f"{word!r} needs a space between the number and its unit{spelled}")
-            if _unit(word) or _guess_unit(word):
-                raise _bad_syntax(text, f"a number is missing before {word!r}")
-            raise _bad_syntax(text, f"{word!r} is not a number")
-        whole = number.group(1) or "0"
-        fraction = number.group(2) if number.group(2) is not None else number.group(3)
-        i += 1
-        if i == len(words):
-            raise _bad_syntax(text, f"{word!r} has no unit")
-        unit_word = words[i]
-        unit = _unit(unit_word)
-        if unit is None:
-            guess = _guess_unit(unit_word)
-            hint = f" (did you mean {guess!r}?)" if guess else ""
-            raise _bad_syntax(text, f"unknown unit {unit_word!r}{hint}")
-        if fraction is not None and unit != "second":
-            raise IntervalError(
-                f"only seconds may have a fraction, found {text!r}; "
-                "say it in a smaller unit, e.g. '90 seconds' rather than '1.5 minutes'"
-            )
-        if fraction and len(fraction) > _FRACTION_DIGITS:
-            raise IntervalError(f"at most {_FRACTION_DIGITS} digits after the point, found {text!r}")
-        sign = -1 if negative else 1
-        value = sign * int(whole)
+    for sign, whole, fraction, unit in _number_unit_pairs(text, _interval_words(text)):
+        value = sign * whole
         if unit in _CALENDAR:
             months += value * (12 if unit == "year" else 1)
         elif unit in _DAYS:
@@ -144,7 +98,6 @@ def parse_interval(text: str) -> int:
                 micros += sign * (int(fraction.ljust(_FRACTION_DIGITS, "0")) // 1000)
         if not (INT_MIN <= months <= INT_MAX and INT_MIN <= days <= INT_MAX and LONG_MIN <= micros <= LONG_MAX):
             raise IntervalError(f"{text!r} is too long for Spark to hold")
-        i += 1
     if months:
         raise IntervalError(
             f"months and years are not allowed in a trigger interval (their length varies), "
@@ -156,6 +109,84 @@ def parse_interval(text: str) -> int:
     if total < 0:
         raise IntervalError(f"must not be negative, found {text!r}")
     return total // 1000
+
+
+def _interval_words(text: str) -> list[str]:
+    """The words of ``text`` after the optional ``interval`` prefix; never empty."""
+    words = str(text).lower().split()
+    if words and words[0] == "interval":
+        words = words[1:]
+    elif words and words[0].startswith("interval"):
+        raise _bad_syntax(text, f"unknown prefix {words[0]!r} (only 'interval' may come first)")
+    if not words:
+        raise IntervalError("must not be empty; expected a number and a unit, like '10 seconds'")
+    return words
+
+
+def _number_unit_pairs(text: str, words: list[str]) -> Iterator[tuple[int, int, str | None, str]]:
+    """(sign, whole part, digits after the point or None, unit) of each number-unit pair in ``words``.
+
+    A generator on purpose: the caller checks each pair's sum before the next pair is read, so the
+    first thing wrong in ``text`` is the one reported.
+    """
+    i = 0
+    while i < len(words):
+        negative, word, i = _signed_word(text, words, i)
+        number = _NUMBER.fullmatch(word)
+        if number is None:
+            raise _not_a_number(text, word)
+        whole = number.group(1) or "0"
+        fraction = number.group(2) if number.group(2) is not None else number.group(3)
+        i += 1
+        if i == len(words):
+            raise _bad_syntax(text, f"{word!r} has no unit")
+        unit = _parse_unit(text, words[i])
+        if fraction is not None and unit != "second":
+            raise IntervalError(
+                f"only seconds may have a fraction, found {text!r}; "
+                "say it in a smaller unit, e.g. '90 seconds' rather than '1.5 minutes'"
+            )
+        if fraction and len(fraction) > _FRACTION_DIGITS:
+            raise IntervalError(f"at most {_FRACTION_DIGITS} digits after the point, found {text!r}")
+        yield (-1 if negative else 1), int(whole), fraction, unit
+        i += 1
+
+
+def _signed_word(text: str, words: list[str], i: int) -> tuple[bool, str, int]:
+    """Whether the number at ``words[i]`` is negative, the number without its sign, and its index:
+    the sign is its own word (``- 5 seconds``) or glued to the number (``-5 seconds``)."""
+    word = words[i]
+    if word in ("+", "-"):
+        i += 1
+        if i == len(words):
+            raise _bad_syntax(text, f"a number is missing after {word!r}")
+        return word == "-", words[i], i
+    if word[0] in "+-":
+        return word[0] == "-", word[1:], i
+    return False, word, i
+
+
+def _not_a_number(text: str, word: str) -> IntervalError:
+    """Why ``word``, where a number belongs, is not one: a unit glued to it, a unit alone, or neither."""
+    glued = _GLUED.fullmatch(word)
+    if glued:
+        letters = glued.group(1)
+        unit_word = letters if _unit(letters) else _guess_unit(letters)
+        spelled = f" (write '{word[: -len(letters)]} {unit_word}')" if unit_word else ""
+        return _bad_syntax(text, f"{word!r} needs a space between the number and its unit{spelled}")
+    if _unit(word) or _guess_unit(word):
+        return _bad_syntax(text, f"a number is missing before {word!r}")
+    return _bad_syntax(text, f"{word!r} is not a number")
+
+
+def _parse_unit(text: str, word: str) -> str:
+    """The unit ``word`` names (``seconds`` -> ``second``); IntervalError, with a guess, for any other word."""
+    unit = _unit(word)
+    if unit is None:
+        guess = _guess_unit(word)
+        hint = f" (did you mean {guess!r}?)" if guess else ""
+        raise _bad_syntax(text, f"unknown unit {word!r}{hint}")
+    return unit
 
 
 def interval_problem(text: str) -> str | None:

@@ -4,9 +4,9 @@ summed up by reason, and the record a replay sends. Pure functions, tested witho
 from __future__ import annotations
 
 import base64
-import binascii
-import json
 from dataclasses import dataclass, field
+
+from statectl.formats.dead_letters import DeadLetter, NotALetter, parse_letter
 
 #: Headers a replayed record carries besides its own: which letter it came from (``topic``,
 #: ``partition``, ``offset`` of the letter) and the original record's place and timestamp. A job
@@ -15,89 +15,6 @@ REPLAY_HEADER_PREFIX = "statectl.replay."
 
 #: What a summary keeps of each reason: this many letters, the first ones.
 DEFAULT_SAMPLES = 3
-
-
-class NotALetter(ValueError):
-    """A record of a dead-letter topic that is not a statectl dead letter (the message says why)."""
-
-
-@dataclass(frozen=True)
-class DeadLetter:
-    """One dead letter: why, and the original record it keeps."""
-
-    reason: str
-    detail: str | None
-    source_topic: str | None
-    source_partition: int | None
-    source_offset: int | None
-    source_timestamp: int | None
-    key: bytes | None
-    value: bytes | None
-    value_truncated: bool
-    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
-
-
-def _decode(text, encoding, what: str) -> bytes | None:
-    if text is None:
-        return None
-    if not isinstance(text, str):
-        raise NotALetter(f"{what} is not a string")
-    if encoding in ("utf8", None):
-        return text.encode("utf-8")
-    if encoding == "base64":
-        try:
-            return base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise NotALetter(f"{what} is not valid base64") from exc
-    raise NotALetter(f"{what} has an unknown encoding {encoding!r}")
-
-
-def _int_or_none(letter: dict, name: str) -> int | None:
-    value = letter.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise NotALetter(f"{name} is not an integer")
-    return value
-
-
-def parse_letter(data: bytes | None) -> DeadLetter:
-    """A dead letter from its record value; ``NotALetter`` for anything else (not JSON, no
-    reason, a field of the wrong type). Letters written before the original record was kept
-    (no ``valueEncoding``) read as UTF-8 text."""
-    if data is None:
-        raise NotALetter("the record has no value")
-    try:
-        letter = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise NotALetter("the value is not JSON") from exc
-    if not isinstance(letter, dict):
-        raise NotALetter("the value is not a JSON object")
-    reason = letter.get("reason")
-    if not isinstance(reason, str) or not reason:
-        raise NotALetter("it has no reason")
-    headers = []
-    raw_headers = letter.get("headers") or []
-    if not isinstance(raw_headers, list):
-        raise NotALetter("headers is not a list")
-    for h in raw_headers:
-        if not isinstance(h, dict) or not isinstance(h.get("key"), str):
-            raise NotALetter("a header has no name")
-        headers.append((h["key"], _decode(h.get("value"), h.get("valueEncoding"), f"header {h['key']!r}")))
-    detail = letter.get("detail")
-    topic = letter.get("sourceTopic")
-    return DeadLetter(
-        reason=reason,
-        detail=detail if isinstance(detail, str) else None,
-        source_topic=topic if isinstance(topic, str) and topic else None,
-        source_partition=_int_or_none(letter, "sourcePartition"),
-        source_offset=_int_or_none(letter, "sourceOffset"),
-        source_timestamp=_int_or_none(letter, "sourceTimestamp"),
-        key=_decode(letter.get("sourceKey"), letter.get("sourceKeyEncoding"), "sourceKey"),
-        value=_decode(letter.get("value"), letter.get("valueEncoding"), "value"),
-        value_truncated=letter.get("valueTruncated") is True,
-        headers=headers,
-    )
 
 
 def replay_headers(letter: DeadLetter, dlq_topic: str, partition: int, offset: int) -> list[tuple[str, bytes]]:

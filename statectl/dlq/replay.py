@@ -151,7 +151,6 @@ def replay(
     counts only. ``progress(read, to_read)`` is called as records are read."""
     from statectl.adapters.kafka.admin import existing_topics, topic_admin
     from statectl.adapters.kafka.consume import TopicReader
-    from statectl.adapters.kafka.produce import fast_producer, produce_one
     from statectl.adapters.kafka.transactions import Fenced, GroupTransactions
 
     _check(request)
@@ -164,23 +163,6 @@ def replay(
     if request.topic not in topics:
         raise OperationalError(f"topic {request.topic!r} does not exist")
     ranges = _ranges(request, list(range(topics[request.topic]))) if request.ranged else None
-
-    def target_of(letter) -> str | None:
-        target = request.to or letter.source_topic
-        if target is None or target == request.topic:  # a letter about the dead-letter topic itself
-            return None
-        if target not in topics:
-            raise OperationalError(
-                f"topic {target!r}, where letters of {request.topic!r} go back to, does not "
-                "exist; create it or choose another with --to"
-            )
-        return target
-
-    failures: list[str] = []
-
-    def delivered(err, msg) -> None:
-        if err is not None:
-            failures.append(f"{msg.topic()}: {err.str()}")
 
     # The transactional producer starts before the group's offsets are read: its start fences an
     # earlier replay of the group (killed, or still running) and aborts what that left open, so the
@@ -199,68 +181,17 @@ def replay(
         ) as reader:
             report.replayed_before = reader.start.before_start if group else 0
             to_read = reader.start.to_end
-            producer = fast_producer(request.cluster) if not request.dry_run and writer is None else None
-            positions: dict[int, int] = {}
-            since_commit = 0
-
-            def send(topic: str, key, value, headers) -> None:
-                if writer is not None:
-                    writer.produce(topic, key, value, headers)
-                elif producer is not None:
-                    produce_one(producer, topic, key, value, headers, delivered)
-
-            def commit() -> None:
-                nonlocal since_commit
-                if writer is not None:
-                    writer.commit(request.topic, positions, reader.group_metadata())
-                elif producer is not None:
-                    producer.flush()
-                    if failures:
-                        raise DeliveryFailed(
-                            f"{len(failures)} replayed records were not delivered ({failures[0]}); run the replay again"
-                        )
-                since_commit = 0
-
+            sender = _Sender(request, reader, writer, every)
             for record in reader.records(follow=False, stop=stop.is_set):
                 report.read += 1
-                positions[record.partition] = record.offset + 1
+                sender.positions[record.partition] = record.offset + 1
                 if progress is not None:
                     progress(report.read, to_read)
-                try:
-                    letter = parse_letter(record.value)
-                except NotALetter:
-                    report.not_letters += 1
-                    continue
-                report.reasons_seen[letter.reason] = report.reasons_seen.get(letter.reason, 0) + 1
-                if letter.reason != request.reason:
-                    continue
-                report.matched += 1
-                if letter.value_truncated:
-                    report.truncated += 1
-                    continue
-                target = target_of(letter)
-                if target is None:
-                    report.no_topic += 1
-                    continue
-                if not request.dry_run:
-                    send(
-                        target,
-                        letter.key,
-                        letter.value,
-                        replay_headers(letter, request.topic, record.partition, record.offset),
-                    )
-                    since_commit += 1
-                report.sent[target] = report.sent.get(target, 0) + 1
-                if since_commit >= every or (writer is not None and writer.open_for() >= COMMIT_SECONDS):
-                    commit()
+                _replay_record(request, topics, report, sender, record)
             report.stopped = stop.is_set()
             if writer is not None:
-                # Every record fetched has been handled: the group may also move past the markers
-                # (and aborted records) after the last record, so that a next replay starts at the end.
-                for p, at in reader.positions().items():
-                    if at > max(positions.get(p, 0), reader.starts[p]):
-                        positions[p] = at
-            commit()
+                sender.pass_markers()
+            sender.commit()
     except Fenced:
         raise OperationalError(
             f"another replay of group {group} took over (it started with the same transactional "
@@ -271,3 +202,98 @@ def replay(
         if writer is not None:
             writer.close()
     return report
+
+
+class _Sender:
+    """Where replayed records go — the group's transactions, the idempotent producer of an offset
+    range, or nowhere in a dry run — and how far the read has got, committed with them."""
+
+    def __init__(self, request: ReplayRequest, reader, writer, every: int):
+        from statectl.adapters.kafka.produce import fast_producer
+
+        self.topic = request.topic
+        self.reader = reader
+        self.writer = writer
+        self.every = every
+        self.producer = fast_producer(request.cluster) if not request.dry_run and writer is None else None
+        self.positions: dict[int, int] = {}  # partition -> the offset after the last record read
+        self.since_commit = 0
+        self.failures: list[str] = []
+
+    def send(self, topic: str, key, value, headers) -> None:
+        if self.writer is not None:
+            self.writer.produce(topic, key, value, headers)
+        elif self.producer is not None:
+            from statectl.adapters.kafka.produce import produce_one
+
+            produce_one(self.producer, topic, key, value, headers, self._delivered)
+        self.since_commit += 1
+
+    def _delivered(self, err, msg) -> None:
+        if err is not None:
+            self.failures.append(f"{msg.topic()}: {err.str()}")
+
+    def commit_due(self) -> bool:
+        """Whether the open transaction holds enough letters, or has been open long enough."""
+        return self.since_commit >= self.every or (self.writer is not None and self.writer.open_for() >= COMMIT_SECONDS)
+
+    def commit(self) -> None:
+        if self.writer is not None:
+            self.writer.commit(self.topic, self.positions, self.reader.group_metadata())
+        elif self.producer is not None:
+            self.producer.flush()
+            if self.failures:
+                raise DeliveryFailed(
+                    f"{len(self.failures)} replayed records were not delivered ({self.failures[0]}); "
+                    "run the replay again"
+                )
+        self.since_commit = 0
+
+    def pass_markers(self) -> None:
+        # Every record fetched has been handled: the group may also move past the markers
+        # (and aborted records) after the last record, so that a next replay starts at the end.
+        for p, at in self.reader.positions().items():
+            if at > max(self.positions.get(p, 0), self.reader.starts[p]):
+                self.positions[p] = at
+
+
+def _replay_record(
+    request: ReplayRequest, topics: dict[str, int], report: ReplayReport, sender: _Sender, record
+) -> None:
+    """Count one record of the dead-letter topic, and send its letter's original record if it is one to replay."""
+    try:
+        letter = parse_letter(record.value)
+    except NotALetter:
+        report.not_letters += 1
+        return
+    report.reasons_seen[letter.reason] = report.reasons_seen.get(letter.reason, 0) + 1
+    if letter.reason != request.reason:
+        return
+    report.matched += 1
+    if letter.value_truncated:
+        report.truncated += 1
+        return
+    target = _target_of(request, topics, letter)
+    if target is None:
+        report.no_topic += 1
+        return
+    if not request.dry_run:
+        sender.send(
+            target, letter.key, letter.value, replay_headers(letter, request.topic, record.partition, record.offset)
+        )
+    report.sent[target] = report.sent.get(target, 0) + 1
+    if sender.commit_due():
+        sender.commit()
+
+
+def _target_of(request: ReplayRequest, topics: dict[str, int], letter) -> str | None:
+    """The topic a letter's original record goes back to; None when it has none to go to."""
+    target = request.to or letter.source_topic
+    if target is None or target == request.topic:  # a letter about the dead-letter topic itself
+        return None
+    if target not in topics:
+        raise OperationalError(
+            f"topic {target!r}, where letters of {request.topic!r} go back to, does not "
+            "exist; create it or choose another with --to"
+        )
+    return target

@@ -1,13 +1,15 @@
-"""Who may read statectl's HTTP endpoints (the dashboard, ``serve``, a run's metrics): a server
-bound to loopback answers this machine; one bound to any other address answers only requests that
-carry its token (``Authorization: Bearer T``, a ``?token=T`` query or the dashboard's cookie).
+"""Who may read statectl's HTTP endpoints (the dashboard, ``serve``, a run's metrics) and where
+they listen: a server bound to loopback answers this machine; one bound to any other address
+answers only requests that carry its token (``Authorization: Bearer T``, a ``?token=T`` query or
+the dashboard's cookie). Each binds an IPv4 or an IPv6 address alike (``--host ::1``).
 
-Pure and small, so the three servers, which live in layers that may not import each other, share
-one rule.
+Small and below the command packages, so the three servers, which live in layers that may not
+import each other, share one rule.
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import re
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
-from statectl.errors import UsageError
+from statectl.errors import OperationalError, StatectlError, UsageError
 
 #: The cookie the dashboard keeps its token in once a ``?token=`` URL was opened.
 COOKIE = "statectl_token"
@@ -42,6 +44,54 @@ def is_loopback(host: str) -> bool:
         return False
     addresses = {info[4][0] for info in infos}
     return bool(addresses) and all(ipaddress.ip_address(a.split("%", 1)[0]).is_loopback for a in addresses)
+
+
+def bind_host(host: str) -> str:
+    """The address a server binds for ``--host``: an IPv6 literal without the brackets a URL
+    wraps it in (``[::1]`` binds ``::1``)."""
+    return host.strip().strip("[]")
+
+
+def address_family(host: str) -> socket.AddressFamily:
+    """The family of the socket a server bound to ``host`` listens on: IPv6 for an IPv6 literal or
+    a name that resolves to IPv6 addresses only, IPv4 otherwise (``""``, every address, included:
+    what http.server does by default). A name that does not resolve gets IPv4, whose bind then
+    fails with the resolver's own message (see listen_error)."""
+    text = bind_host(host)
+    if not text:
+        return socket.AF_INET
+    try:
+        return socket.AF_INET6 if ipaddress.ip_address(text.split("%", 1)[0]).version == 6 else socket.AF_INET
+    except ValueError:
+        pass
+    try:
+        families = {info[0] for info in socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)}
+    except OSError:
+        return socket.AF_INET
+    return socket.AF_INET if socket.AF_INET in families or not families else socket.AF_INET6
+
+
+def server_class(base: type, host: str) -> type:
+    """``base`` (an http.server or wsgiref server class) listening on ``host``'s family, its
+    request threads daemons: Ctrl-C never waits on a client."""
+    return type(base.__name__, (base,), {"address_family": address_family(host), "daemon_threads": True})
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL names it: an IPv6 address in brackets."""
+    text = bind_host(host)
+    return f"[{text}]" if ":" in text else text
+
+
+def listen_error(exc: OSError, host: str, port: int, *, port_flag: str, host_flag: str) -> StatectlError:
+    """The one line a server that cannot listen on ``host:port`` ends with: a port in use or
+    refused is the user's to change (OperationalError naming ``port_flag``); a host that is not an
+    address of this machine, or does not resolve, is a wrong flag (UsageError naming ``host_flag``)."""
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return UsageError(f"{host_flag} {host}: not an address of this machine")
+    if exc.errno == errno.EADDRINUSE:
+        return OperationalError(f"port {port} on {host} is in use; choose another {port_flag}")
+    return OperationalError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another {port_flag}")
 
 
 def new_token() -> str:

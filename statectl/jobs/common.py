@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
@@ -11,6 +9,7 @@ from pyspark.sql import functions as F
 
 from statectl.adapters.spark import tws as spark_tws
 from statectl.cluster import Cluster, as_cluster
+from statectl.formats.dead_letters import DEAD_LETTER_FIELDS, HEADER_FIELDS, TRUNCATED_BYTES
 
 # Every job module imports this one, and the Python workers import the job module to unpickle
 # its processors, so this swaps in the vectorised transformWithStateInPandas input loader there
@@ -66,30 +65,6 @@ def kafka_source(
     return reader.load()
 
 
-#: The fields of every dead letter of every job, in this order; a field with nothing to say is
-#: null, never left out (docs/dead-letters.md). A letter keeps the original record: its key,
-#: value and headers as they were (text when UTF-8, else base64), so it can be replayed.
-DEAD_LETTER_FIELDS = (
-    "reason",
-    "detail",
-    "sourceTopic",
-    "sourcePartition",
-    "sourceOffset",
-    "sourceTimestamp",
-    "sourceKey",
-    "sourceKeyEncoding",
-    "value",
-    "valueEncoding",
-    "valueTruncated",
-    "headers",
-)
-#: A value larger than the job's ``max_record_bytes`` (reason ``oversized``) and than this is kept
-#: in its letter up to this many bytes (``valueTruncated``): a letter must fit in a Kafka record;
-#: the whole value stays in the source topic, at the letter's ``sourcePartition`` and
-#: ``sourceOffset``.
-TRUNCATED_BYTES = 1024
-
-
 def _as_text(data: Column) -> tuple[Column, Column]:
     """Bytes as a letter carries them: ``(text, encoding)``, the text itself when the bytes are
     UTF-8 (``utf8``), else their base64 (``base64``); both null for null bytes."""
@@ -112,20 +87,21 @@ def _source_record_fields(max_bytes: int, key: str, value: str) -> list[Column]:
 
     def header(h: Column) -> Column:
         text, encoding = _as_text(h["value"])
-        return F.struct(h["key"].alias("key"), text.alias("value"), encoding.alias("valueEncoding"))
+        return F.struct(*(c.alias(n) for c, n in zip((h["key"], text, encoding), HEADER_FIELDS, strict=True)))
 
-    return [
-        F.col("topic").alias("sourceTopic"),
-        F.col("partition").alias("sourcePartition"),
-        F.col("offset").alias("sourceOffset"),
-        F.unix_millis("timestamp").alias("sourceTimestamp"),
-        key_text.alias("sourceKey"),
-        key_encoding.alias("sourceKeyEncoding"),
-        value_text.alias("value"),
-        value_encoding.alias("valueEncoding"),
-        F.coalesce(~whole, F.lit(False)).alias("valueTruncated"),
-        F.coalesce(F.transform(F.col("headers"), header), F.array()).alias("headers"),
-    ]
+    columns = (
+        F.col("topic"),
+        F.col("partition"),
+        F.col("offset"),
+        F.unix_millis("timestamp"),
+        key_text,
+        key_encoding,
+        value_text,
+        value_encoding,
+        F.coalesce(~whole, F.lit(False)),
+        F.coalesce(F.transform(F.col("headers"), header), F.array()),
+    )
+    return [column.alias(name) for column, name in zip(columns, DEAD_LETTER_FIELDS[2:], strict=True)]
 
 
 def dlq_value(reason: Column, detail: Column, max_bytes: int, key: str = "key", value: str = "value") -> Column:
@@ -133,71 +109,19 @@ def dlq_value(reason: Column, detail: Column, max_bytes: int, key: str = "key", 
     and the original record. Spark writes JSON compactly; null fields are kept, which Spark's
     ``to_json`` leaves out by default."""
     return F.to_json(
-        F.struct(reason.alias("reason"), detail.alias("detail"), *_source_record_fields(max_bytes, key, value)),
+        F.struct(
+            reason.alias(DEAD_LETTER_FIELDS[0]),
+            detail.alias(DEAD_LETTER_FIELDS[1]),
+            *_source_record_fields(max_bytes, key, value),
+        ),
         {"ignoreNullFields": "false"},
     )
 
 
 def source_record(max_bytes: int, key: str = "key", value: str = "value") -> Column:
     """The original record as a letter holds it (the fields after ``detail``), as JSON: for a row
-    that may become a dead letter later, in Python (``dead_letter_from_record``)."""
+    that may become a dead letter later, in Python (statectl.formats.dead_letters.dead_letter_from_record)."""
     return F.to_json(F.struct(*_source_record_fields(max_bytes, key, value)), {"ignoreNullFields": "false"})
-
-
-def dead_letter_from_record(reason: str, detail: str | None, record: str) -> str:
-    """A dead letter from ``source_record``'s JSON: the same text ``dlq_value`` gives."""
-    head = json.dumps({"reason": reason, "detail": detail}, separators=(",", ":"), ensure_ascii=False)
-    return head[:-1] + "," + record[1:]
-
-
-def bytes_as_text(data: bytes | None) -> tuple[str | None, str | None]:
-    """``_as_text`` in Python: ``(text, "utf8")``, ``(base64, "base64")`` or ``(None, None)``."""
-    if data is None:
-        return None, None
-    try:
-        return data.decode("utf-8"), "utf8"
-    except UnicodeDecodeError:
-        return base64.b64encode(data).decode("ascii"), "base64"
-
-
-def dead_letter_json(
-    reason: str,
-    detail: str | None,
-    topic: str | None,
-    partition: int | None,
-    offset: int | None,
-    timestamp: int | None,
-    key: bytes | None,
-    value: bytes | None,
-    headers=(),
-    max_bytes: int | None = None,
-) -> str:
-    """A dead letter built in Python, in the form ``dlq_value`` gives Spark's: every field of
-    ``DEAD_LETTER_FIELDS`` (None is null), compact, non-ASCII characters as they are. ``key``,
-    ``value`` and each header's value are the original bytes; ``headers`` is ``[(name, bytes or
-    None)]``; a value over ``max_bytes`` and ``TRUNCATED_BYTES`` is cut to ``TRUNCATED_BYTES``."""
-    truncated = value is not None and max_bytes is not None and len(value) > max(max_bytes, TRUNCATED_BYTES)
-    key_text, key_encoding = bytes_as_text(key)
-    value_text, value_encoding = bytes_as_text(value[:TRUNCATED_BYTES] if truncated else value)
-    header_list = []
-    for name, data in headers:
-        text, encoding = bytes_as_text(data)
-        header_list.append({"key": name, "value": text, "valueEncoding": encoding})
-    fields = (
-        reason,
-        detail,
-        topic,
-        partition,
-        offset,
-        timestamp,
-        key_text,
-        key_encoding,
-        value_text,
-        value_encoding,
-        truncated,
-        header_list,
-    )
-    return json.dumps(dict(zip(DEAD_LETTER_FIELDS, fields)), separators=(",", ":"), ensure_ascii=False)
 
 
 INT_PATTERN = r"^[0-9]{1,18}$"

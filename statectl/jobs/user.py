@@ -184,7 +184,8 @@ class UserJob(_SingleJob):
             hint = f"; it defines {', '.join(found)}" if found else ""
             raise UsageError(
                 f"job: {where} has no function {self.location.function!r}{hint} "
-                f"(name it after ':', e.g. {self.location.describe().rsplit(':', 1)[0]}:{found[0] if found else 'build'})"
+                f"(name it after ':', e.g. {self.location.describe().rsplit(':', 1)[0]}:"
+                f"{found[0] if found else 'build'})"
             )
         if not callable(function):
             raise UsageError(f"job: {where}: {self.location.function} is a {type(function).__name__}, not a function")

@@ -509,7 +509,8 @@ def apply_repartition(
             files, size = backup_checkpoint(checkpoint, backup)
         backup_seconds = time.monotonic() - started
         step(
-            f"backed up {plural(files, 'file')} ({human_bytes(size)}) in {backup_seconds:.1f} s; repartitioning with Spark "
+            f"backed up {plural(files, 'file')} ({human_bytes(size)}) in {backup_seconds:.1f} s; "
+            "repartitioning with Spark "
             f"({plan.current} → {plan.partitions} partitions at batch {plan.repartition_batch})"
         )
         before = _listing(checkpoint)

@@ -230,7 +230,7 @@ def _send(producer, batch: TopicBatch, rate: float | None, progress: ProgressFn 
                     # The local queue is full: let librdkafka drain some, then retry once it has room.
                     while True:
                         if stop.is_set():
-                            raise KeyboardInterrupt(sent)
+                            raise KeyboardInterrupt(sent) from None
                         poll(0.05)
                         try:
                             produce(topic, value, key)

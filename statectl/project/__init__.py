@@ -17,7 +17,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from statectl.errors import UsageError
 from statectl.project.context import Context

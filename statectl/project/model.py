@@ -189,7 +189,8 @@ def _validate(raw: RawConfig) -> ProjectSection:
     from statectl.text import did_you_mean
 
     problems = [
-        f"{raw.where(str(k))}: {k}: unknown key{did_you_mean(str(k), _TOP_KEYS, ' (known keys: ' + ', '.join(_TOP_KEYS) + ')')}"
+        f"{raw.where(str(k))}: {k}: unknown key"
+        f"{did_you_mean(str(k), _TOP_KEYS, ' (known keys: ' + ', '.join(_TOP_KEYS) + ')')}"
         for k in raw.data
         if k not in _TOP_KEYS
     ]

@@ -13,7 +13,7 @@ from http.server import ThreadingHTTPServer
 
 from statectl.cluster import Cluster
 from statectl.endpoints import access
-from statectl.errors import OperationalError
+from statectl.errors import StatectlError
 from statectl.query.views import LiveView
 
 ROUTE = re.compile(r"^/leaderboard(?:/(?P<arg>[^/]+))?/?$")
@@ -123,11 +123,21 @@ def make_server(
     if topic in existing_topics(admin):
         live.ready.wait(timeout=30)  # serve the current view from the first request on
     try:
-        httpd = ThreadingHTTPServer((host, port), make_handler(live, log, token))
-    except OSError as exc:
+        httpd = bind(live, host, port, log, token)
+    except StatectlError:
         live.stop()
-        raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
+        raise
     return httpd, live
+
+
+def bind(live, host: str, port: int, log: Callable[[str], None] | None, token: str | None) -> ThreadingHTTPServer:
+    """The API over ``live`` bound (not yet serving) on ``host:port``, IPv4 or IPv6."""
+    try:
+        return access.server_class(ThreadingHTTPServer, host)(
+            (access.bind_host(host), port), make_handler(live, log, token)
+        )
+    except OSError as exc:
+        raise access.listen_error(exc, host, port, port_flag="--port", host_flag="--host") from None
 
 
 def serve(
@@ -147,7 +157,7 @@ def serve(
     token, generated = access.token_for(host, token, "--token")
     httpd, live = make_server(bootstrap, topic, host, port, log, token)
     if announce:
-        url = f"http://{_url_host(host)}:{httpd.server_address[1]}/leaderboard"
+        url = f"http://{access.url_host(host)}:{httpd.server_address[1]}/leaderboard"
         announce(f"{url}?token={token}" if generated else url)
     if token:
         register(token)
@@ -158,7 +168,3 @@ def serve(
     finally:
         httpd.server_close()
         live.stop()
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host

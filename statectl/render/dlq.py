@@ -39,9 +39,11 @@ def show_report(summary, as_json: bool) -> None:
     out().print(table)
     for r in data["reasons"]:
         for s in r["samples"]:
+            key = s["key"] if s["key"] is not None else "null"
+            value = s["value"] if s["value"] is not None else "null"
             out().print(
                 f"  {r['reason']} @ {s['partition']}:{s['offset']}  from {s['source'] or '-'}  "
-                f"key {s['key'] if s['key'] is not None else 'null'}  value {s['value'] if s['value'] is not None else 'null'}",
+                f"key {key}  value {value}",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,

@@ -17,8 +17,9 @@ def engine_report(status, as_json: bool, action: str, waited: float | None = Non
         if status.already_running:
             err().print(f"The engine is already running (pid {status.pid}).")
         else:
+            took = waited if waited is not None else status.ready_seconds
             err().print(
-                f"Spark {status.spark_version} engine is up in {waited if waited is not None else status.ready_seconds:.1f} s (pid {status.pid}); "
+                f"Spark {status.spark_version} engine is up in {took:.1f} s (pid {status.pid}); "
                 f"log: {display_path(status.log_file)}",
                 soft_wrap=True,
             )
@@ -31,7 +32,7 @@ def engine_report(status, as_json: bool, action: str, waited: float | None = Non
     elif status.running:
         out().print(
             f"running  {status.remote}  pid {status.pid}  RSS {human_bytes(status.rss_bytes or 0)}  "
-            f"up {status.uptime_s:.0f} s  session time-out {status.session_timeout_s:g} s  "
+            f"up {status.uptime_seconds:.0f} s  session time-out {status.session_timeout_seconds:g} s  "
             f"log {display_path(status.log_file)}",
             soft_wrap=True,
         )

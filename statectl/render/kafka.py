@@ -30,7 +30,8 @@ def broker_report(status, as_json: bool, action: str, waited: float | None = Non
             err().print(f"Kafka {status.kafka_version}{kind} is already running (pid {status.pid}).")
         else:
             err().print(
-                f"Kafka {status.kafka_version}{kind} is up in {took:.1f} s (pid {status.pid}); log: {display_path(status.log_file)}"
+                f"Kafka {status.kafka_version}{kind} is up in {took:.1f} s (pid {status.pid}); "
+                f"log: {display_path(status.log_file)}"
             )
         out().print(status.bootstrap_servers)
         if status.secure and status.client_config:
@@ -57,7 +58,8 @@ def broker_report(status, as_json: bool, action: str, waited: float | None = Non
         if status.running:
             config = f"  client config {display_path(status.client_config)}" if status.client_config else ""
             out().print(
-                f"running  {status.bootstrap_servers}{kind}  pid {status.pid}  data {display_path(status.data_dir)}  log {display_path(status.log_file)}{config}",
+                f"running  {status.bootstrap_servers}{kind}  pid {status.pid}  data {display_path(status.data_dir)}  "
+                f"log {display_path(status.log_file)}{config}",
                 soft_wrap=True,
             )
         else:
@@ -96,8 +98,9 @@ def _cluster_report(status, action: str, took: float | None = None) -> None:
                 if every
                 else ", ".join(display_path(n.log_file) for n in changed)
             )
+            verb = "are" if len(changed) > 1 and not every else "is"
             err().print(
-                f"Kafka {status.kafka_version} {what} {'are' if len(changed) > 1 and not every else 'is'} up in {took or 0:.1f} s ({_pids(changed)}); "
+                f"Kafka {status.kafka_version} {what} {verb} up in {took or 0:.1f} s ({_pids(changed)}); "
                 f"log{'s' if len(changed) > 1 else ''}: {logs}",
                 soft_wrap=True,
             )

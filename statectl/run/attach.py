@@ -146,10 +146,13 @@ class Observer:
 
     def _checkpoint_of(self, query_id: str) -> str | None:
         """The query's resolved checkpoint location, as a local path (None where it is not one)."""
+        from statectl.adapters.spark.query import checkpoint_root
+
         try:
-            query = self.spark.streams.get(query_id)
-            root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
-        except Exception:  # another Spark, Spark Connect: no restore plan, no heartbeat
+            root = checkpoint_root(self.spark.streams.get(query_id))
+        except Exception:  # no such query any more
+            return None
+        if root is None:  # another Spark, Spark Connect: no restore plan, no heartbeat
             return None
         from urllib.parse import unquote, urlparse
 

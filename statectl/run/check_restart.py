@@ -108,16 +108,6 @@ def _log_trial_batch(copy: Path, last: int) -> int:
     return trial
 
 
-def _output_mode(writer) -> str:
-    """The output mode the user's writer was given (default append), read from the JVM object."""
-    try:
-        field = writer._jwrite.getClass().getDeclaredField("outputMode")
-        field.setAccessible(True)
-        return str(field.get(writer._jwrite).toString()).lower() or "append"
-    except Exception:
-        return "append"
-
-
 def check_restart(request: CheckRestartRequest) -> RestartVerdict:
     """Run the new query's first batch against a scratch copy of the checkpoint and judge it."""
     from statectl.adapters.kafka.connect import require_broker
@@ -185,6 +175,8 @@ def check_restart(request: CheckRestartRequest) -> RestartVerdict:
 def _one_batch(query, timeout_s: float) -> tuple[str | None, int | None, str]:
     """Wait for the query's first batch (the trial one); (its failure, its stateful operators, its
     physical plan as text)."""
+    from statectl.adapters.spark.query import executed_plan
+
     deadline = time.monotonic() + timeout_s
     plan = ""
     try:
@@ -196,8 +188,7 @@ def _one_batch(query, timeout_s: float) -> tuple[str | None, int | None, str]:
             time.sleep(0.1)
         exc = query.exception()
         progress = query.recentProgress
-        with contextlib.suppress(Exception):  # another Spark's internals: no plan, fewer findings
-            plan = str(query._jsq.streamingQuery().lastExecution().executedPlan().toString())
+        plan = executed_plan(query)  # "" on another Spark's internals: fewer findings
     finally:
         with contextlib.suppress(Exception):
             query.stop()
@@ -216,9 +207,10 @@ def _new_query(request: CheckRestartRequest, spark, checkpoint: Path):
     """The new code's streaming DataFrame and output mode (its sink is replaced by a no-op one)."""
     config = request.config
     if isinstance(request.job, UserJob):
+        from statectl.adapters.spark.query import writer_frame, writer_output_mode
         from statectl.run.runner import build_user_writer
 
         writer = build_user_writer(request.job, spark, config, request.cluster, checkpoint, available_now=False)
-        return writer._df, _output_mode(writer)
+        return writer_frame(writer), writer_output_mode(writer)
     plan = request.job.topology().build(spark, config, request.cluster)
     return plan.output, "append"

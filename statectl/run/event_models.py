@@ -410,9 +410,6 @@ def event_type(model: type[EventFields]) -> str:
     return get_args(model.model_fields["type"].annotation)[0]
 
 
-EVENT_TYPES: tuple[str, ...] = tuple(event_type(m) for m in EVENT_MODELS)
-
-
 @lru_cache(maxsize=1)
 def event_adapter() -> TypeAdapter:
     """Validates any event, picking its model by ``type``."""

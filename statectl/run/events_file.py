@@ -38,7 +38,8 @@ def validate_event(event: Any) -> list[str]:
         return [f"$: expected an object, found {_shown(event)}"]
     from pydantic import ValidationError
 
-    from statectl.run.event_models import EVENT_TYPES, event_adapter
+    from statectl.formats.events import EVENT_TYPES
+    from statectl.run.event_models import event_adapter
 
     if not isinstance(event.get("type"), str) or event["type"] not in EVENT_TYPES:
         return [f"$.type: expected one of {', '.join(EVENT_TYPES)}, found {_shown(event.get('type'))}"]

@@ -21,19 +21,6 @@ from statectl.text import first_error_line
 
 EventSink = Callable[[dict], None]
 
-EVENT_TYPES = (
-    "query_started",
-    "restore_started",
-    "restore_progress",
-    "restore_finished",
-    "batch_progress",
-    "catching_up",
-    "dead_letters_jump",
-    "kafka_connection",
-    "idle",
-    "stopping",
-    "terminated",
-)
 
 #: Why a run stops when nothing failed: a signal, the embedding code's stop event, or
 #: ``stop_after_seconds``.

@@ -6,10 +6,8 @@ Metric names follow Prometheus conventions: ``_total`` counters, base units (sec
 
 from __future__ import annotations
 
-import errno
-import socket
-
-from statectl.errors import OperationalError, UsageError
+from statectl.endpoints import access
+from statectl.errors import UsageError
 from statectl.observe.lag_trend import TRENDS
 from statectl.run.lifecycle import State
 from statectl.run.state_growth import StateGrowth
@@ -123,11 +121,7 @@ class RunMetrics:
         try:
             self._server, self._thread = _start_metrics_server(host, port, self.registry)
         except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise OperationalError(f"port {port} on {host} is in use; choose another --metrics-port") from None
-            if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-                raise UsageError(f"--metrics-host {host}: not an address of this machine") from None
-            raise OperationalError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
+            raise access.listen_error(exc, host, port, port_flag="--metrics-port", host_flag="--metrics-host") from None
         return self
 
     @property
@@ -135,7 +129,7 @@ class RunMetrics:
         if self._server is None:
             return None
         host, port = self._server.server_address[:2]
-        return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
+        return f"http://{access.url_host(host)}:{port}/metrics"
 
     def close(self) -> None:
         if self._server is not None:
@@ -144,47 +138,54 @@ class RunMetrics:
             self._server = None
 
     def __call__(self, event: dict) -> None:
-        job = self.job
-        kind = event["type"]
         if event.get("state") in _STATES:
-            self.state.labels(job).state(event["state"])
+            self.state.labels(self.job).state(event["state"])
+        kind = event["type"]
         if kind == "query_started":
-            self.starts.labels(job).inc()
+            self.starts.labels(self.job).inc()
             if event.get("restore_planned"):
-                self.restarts.labels(job).inc()
+                self.restarts.labels(self.job).inc()
         elif kind == "batch_progress":
-            self.batches.labels(job).inc()
-            self.input_rows.labels(job).inc(event["input_rows"])
-            self.input_rate.labels(job).set(event["input_rows_per_second"])
-            self.processed_rate.labels(job).set(event["processed_rows_per_second"])
-            self.batch_duration.labels(job).observe(event["batch_duration_ms"] / 1000)
-            for op in event["state_operators"]:
-                self.state_rows.labels(job, str(op["operator_id"])).set(op["rows_total"])
-                self.state_memory.labels(job, str(op["operator_id"])).set(op["memory_bytes"])
-            self._growth(event)
-            for oid, grew in self._growth.growth().items():
-                self.state_growth_rate.labels(job, str(oid)).set(grew.per_hour if grew.growing and grew.per_hour else 0)
-                self.state_unbounded.labels(job, str(oid)).set(1 if grew.growing else 0)
-            for source in event["sources"]:
-                if source["records_behind"] is not None:
-                    self.records_behind.labels(job, source["description"] or "?").set(source["records_behind"])
-                for topic, lag in (source.get("lag_by_topic") or {}).items():
-                    if lag["lag_seconds"] is not None:
-                        self.lag_seconds.labels(job, topic).set(lag["lag_seconds"])
-                    for state in TRENDS:
-                        self.lag_trend.labels(job, topic, state).set(1 if state == lag["lag_trend"] else 0)
-            for metrics in event["observed"].values():
-                for name, value in metrics.items():
-                    if name.startswith("dropped_") and value:
-                        self.dead_letters.labels(job, name[len("dropped_") :]).inc(value)
+            self._batch(event)
         elif kind == "restore_finished":
             op = str(event["operator_id"])
-            self.restores.labels(job, op).inc()
-            self.restore_duration.labels(job, op).set((event["duration_ms"] or 0) / 1000)
+            self.restores.labels(self.job, op).inc()
+            self.restore_duration.labels(self.job, op).set((event["duration_ms"] or 0) / 1000)
             if event["replay_files"] is not None:
-                self.restore_files.labels(job, op).set(event["replay_files"])
+                self.restore_files.labels(self.job, op).set(event["replay_files"])
         elif kind == "terminated" and event.get("error"):
-            self.failures.labels(job).inc()
+            self.failures.labels(self.job).inc()
+
+    def _batch(self, event: dict) -> None:
+        job = self.job
+        self.batches.labels(job).inc()
+        self.input_rows.labels(job).inc(event["input_rows"])
+        self.input_rate.labels(job).set(event["input_rows_per_second"])
+        self.processed_rate.labels(job).set(event["processed_rows_per_second"])
+        self.batch_duration.labels(job).observe(event["batch_duration_ms"] / 1000)
+        for op in event["state_operators"]:
+            self.state_rows.labels(job, str(op["operator_id"])).set(op["rows_total"])
+            self.state_memory.labels(job, str(op["operator_id"])).set(op["memory_bytes"])
+        self._growth(event)
+        for oid, grew in self._growth.growth().items():
+            self.state_growth_rate.labels(job, str(oid)).set(grew.per_hour if grew.growing and grew.per_hour else 0)
+            self.state_unbounded.labels(job, str(oid)).set(1 if grew.growing else 0)
+        for source in event["sources"]:
+            self._source_lag(source)
+        for metrics in event["observed"].values():
+            for name, value in metrics.items():
+                if name.startswith("dropped_") and value:
+                    self.dead_letters.labels(job, name[len("dropped_") :]).inc(value)
+
+    def _source_lag(self, source: dict) -> None:
+        job = self.job
+        if source["records_behind"] is not None:
+            self.records_behind.labels(job, source["description"] or "?").set(source["records_behind"])
+        for topic, lag in (source.get("lag_by_topic") or {}).items():
+            if lag["lag_seconds"] is not None:
+                self.lag_seconds.labels(job, topic).set(lag["lag_seconds"])
+            for state in TRENDS:
+                self.lag_trend.labels(job, topic, state).set(1 if state == lag["lag_trend"] else 0)
 
 
 def _start_metrics_server(host: str, port: int, registry, token: str | None = None):
@@ -200,9 +201,7 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
     from prometheus_client import make_wsgi_app
     from prometheus_client.exposition import ThreadingWSGIServer
 
-    from statectl.endpoints.access import refusal, token_for
-
-    token, _ = token_for(
+    token, _ = access.token_for(
         host, token or os.environ.get("STATECTL_METRICS_TOKEN") or None, "--metrics-token", generate=False
     )
     metrics_app = make_wsgi_app(registry)
@@ -213,7 +212,7 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
             "Cookie": "",
             "Host": environ.get("HTTP_HOST", ""),
         }
-        refused = refusal(
+        refused = access.refusal(
             token,
             headers,
             "?" + environ.get("QUERY_STRING", ""),
@@ -230,14 +229,13 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
         )
         return [body]
 
-    class Server(ThreadingWSGIServer):
-        address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-
     class QuietHandler(WSGIRequestHandler):
         def log_message(self, format, *args):  # no access log on stderr
             pass
 
-    server = make_server(host, port, app, Server, handler_class=QuietHandler)
+    server = make_server(
+        access.bind_host(host), port, app, access.server_class(ThreadingWSGIServer, host), handler_class=QuietHandler
+    )
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="statectl-metrics"
     )

@@ -124,64 +124,82 @@ class RunMonitor:
                 self._follow_restore()
 
     def _handle(self, raw: tuple) -> None:
-        kind = raw[0]
-        if kind == "started":
-            _, when, self.query_id, self.run_id, name = raw
-            self._emit(
-                ev.query_started(
-                    self.query_id,
-                    self.run_id,
-                    name,
-                    when,
-                    restore_planned=bool(self.plan),
-                    notes=self.notes,
-                    **self.context,
-                )
+        handler = self._HANDLERS.get(raw[0])
+        if handler is not None:
+            handler(self, raw)
+
+    def _on_started(self, raw: tuple) -> None:
+        _, when, self.query_id, self.run_id, name = raw
+        self._emit(
+            ev.query_started(
+                self.query_id,
+                self.run_id,
+                name,
+                when,
+                restore_planned=bool(self.plan),
+                notes=self.notes,
+                **self.context,
             )
-            if self.plan:
-                self.tracker = RestoreTracker(
-                    self.plan, self.query_id, self.run_id, log_available=self.log_tail is not None
-                )
-        elif kind == "progress":
-            _, when, text = raw
-            progress = json.loads(text)
-            if self.tracker is not None and not self.tracker.done:
-                self._follow_restore(final=True)
-                for e in self.tracker.finish(progress, when):
-                    self._emit(e)
-            batch = ev.batch_progress(progress, self.query_id, self.run_id, when)
-            if self.input_lag is not None:
-                try:
-                    self.input_lag.fill(batch, progress)
-                except Exception as exc:  # the batch's event goes out without them
-                    self._note(f"statectl could not work out the lag in seconds: {exc}")
-            self._emit(batch)
-            for follow_up in (self.catch_up.after(batch), self.dead_letters.after(batch)):
-                if follow_up is not None:
-                    self._emit(follow_up)
-        elif kind == "idle":
-            _, when, query_id, run_id = raw
-            self._emit(ev.idle(query_id, run_id, when))
-        elif kind == "kafka":
-            _, when, change, down_seconds, timeout = raw
-            self._emit(ev.kafka_connection(self.query_id, self.run_id, change == "back", down_seconds, timeout, when))
-        elif kind == "stopping":
-            _, when, batch_id, reason = raw
-            self._emit(ev.stopping(self.query_id, self.run_id, batch_id, reason, when))
-        elif kind == "terminated":
-            if self.terminated.is_set():
-                return
-            _, when, query_id, run_id, exception, error_class, *source = raw
-            self.tracker = None  # a restore cut short by the end stays unfinished: nothing more to follow
-            error = ev.error_summary(exception)
-            if error is None and self.failing is not None:  # statectl stopped the query for a reason of its own
-                error, source = self.failing, ["statectl"]
-            self._emit(
-                ev.terminated(
-                    query_id, run_id, error, when, error_class=error_class, source=source[0] if source else "spark"
-                )
+        )
+        if self.plan:
+            self.tracker = RestoreTracker(
+                self.plan, self.query_id, self.run_id, log_available=self.log_tail is not None
             )
-            self.terminated.set()
+
+    def _on_progress(self, raw: tuple) -> None:
+        _, when, text = raw
+        progress = json.loads(text)
+        if self.tracker is not None and not self.tracker.done:
+            self._follow_restore(final=True)
+            for e in self.tracker.finish(progress, when):
+                self._emit(e)
+        batch = ev.batch_progress(progress, self.query_id, self.run_id, when)
+        if self.input_lag is not None:
+            try:
+                self.input_lag.fill(batch, progress)
+            except Exception as exc:  # the batch's event goes out without them
+                self._note(f"statectl could not work out the lag in seconds: {exc}")
+        self._emit(batch)
+        for follow_up in (self.catch_up.after(batch), self.dead_letters.after(batch)):
+            if follow_up is not None:
+                self._emit(follow_up)
+
+    def _on_idle(self, raw: tuple) -> None:
+        _, when, query_id, run_id = raw
+        self._emit(ev.idle(query_id, run_id, when))
+
+    def _on_kafka(self, raw: tuple) -> None:
+        _, when, change, down_seconds, timeout = raw
+        self._emit(ev.kafka_connection(self.query_id, self.run_id, change == "back", down_seconds, timeout, when))
+
+    def _on_stopping(self, raw: tuple) -> None:
+        _, when, batch_id, reason = raw
+        self._emit(ev.stopping(self.query_id, self.run_id, batch_id, reason, when))
+
+    def _on_terminated(self, raw: tuple) -> None:
+        if self.terminated.is_set():
+            return
+        _, when, query_id, run_id, exception, error_class, *source = raw
+        self.tracker = None  # a restore cut short by the end stays unfinished: nothing more to follow
+        error = ev.error_summary(exception)
+        if error is None and self.failing is not None:  # statectl stopped the query for a reason of its own
+            error, source = self.failing, ["statectl"]
+        self._emit(
+            ev.terminated(
+                query_id, run_id, error, when, error_class=error_class, source=source[0] if source else "spark"
+            )
+        )
+        self.terminated.set()
+
+    #: raw event kind (the tuple's first item) -> the method that turns it into events.
+    _HANDLERS: dict[str, Callable[[RunMonitor, tuple], None]] = {
+        "started": _on_started,
+        "progress": _on_progress,
+        "idle": _on_idle,
+        "kafka": _on_kafka,
+        "stopping": _on_stopping,
+        "terminated": _on_terminated,
+    }
 
     def _follow_restore(self, final: bool = False) -> None:
         tracker = self.tracker

@@ -75,7 +75,7 @@ def parse_load_line(line: str) -> LoadLine | None:
     if not m:
         return None
     msg = m["msg"].strip()
-    for kind, pattern in _MESSAGES:
+    for kind, pattern in _MESSAGES:  # noqa: B007 - kind is read after the loop: the kind of the line that matched
         hit = pattern.match(msg)
         if hit:
             break

@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Union
 
 from statectl.storage.entries import ObjectEntry
 from statectl.storage.location import is_remote, local_path_of
 from statectl.storage.objects import ObjectPath
 
-AnyPath = Union[Path, ObjectPath]
+AnyPath = Path | ObjectPath
 
 
 def checkpoint_path(text: str | os.PathLike | ObjectPath) -> AnyPath:

@@ -184,7 +184,7 @@ class S3Store:
             args = dict(Bucket=self.bucket, **kwargs)
             if token:
                 args["ContinuationToken"] = token
-            page = self._call(operation, key, lambda: self.client.list_objects_v2(**args))
+            page = self._call(operation, key, lambda args=args: self.client.list_objects_v2(**args))
             yield page
             if not page.get("IsTruncated"):
                 return
@@ -344,7 +344,7 @@ class S3Store:
             response = self._call(
                 "DeleteObjects",
                 batch[0],
-                lambda: self.client.delete_objects(
+                lambda batch=batch: self.client.delete_objects(
                     Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True}
                 ),
             )

@@ -173,7 +173,7 @@ def endpoint_url(raw: str, ssl: bool, origin: str) -> str:
         text = ("https://" if ssl else "http://") + text
     parts = urlsplit(text)
     try:
-        parts.port
+        _ = parts.port  # urlsplit checks the port only when it is asked for it
     except ValueError:
         raise ConfigError([f"fs.s3a.endpoint: {raw!r} has a port that is not a number"], origin) from None
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
@@ -197,51 +197,14 @@ def s3_settings(config: StorageConfig, bucket: str, env: Mapping[str, str] | Non
         path_style = _boolean(props, "path.style.access", False, origin)
     except ConfigError as exc:
         problems += exc.problems
-
-    endpoint, endpoint_from = None, "AWS's default"
-    if props.get("endpoint", "").strip():
-        try:
-            endpoint = endpoint_url(props["endpoint"], ssl, origin)
-            endpoint_from = f"fs.s3a.endpoint in {origin}"
-        except ConfigError as exc:
-            problems += exc.problems
-    else:
-        for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
-            if env.get(var, "").strip():
-                try:
-                    endpoint = endpoint_url(env[var], True, f"${var}")
-                    endpoint_from = f"${var}"
-                except ConfigError:
-                    problems.append(f"${var}: {env[var]!r} is not an http(s)://host[:port] URL")
-                break
-    region = (
-        props.get("endpoint.region")
-        or props.get("region")
-        or env.get("AWS_REGION")
-        or env.get("AWS_DEFAULT_REGION")
-        or None
-    )
-    if region is not None:
-        region = region.strip() or None
+    endpoint, endpoint_from, endpoint_problems = _endpoint(props, env, ssl, origin)
+    problems += endpoint_problems
+    region = _region(props, env)
 
     providers = [p.strip() for p in props.get("aws.credentials.provider", "").split(",") if p.strip()]
-    unknown = [p for p in providers if p not in _SIMPLE | _TEMPORARY | _ANONYMOUS | _CHAIN]
-    if unknown:
-        problems.append(
-            f"fs.s3a.aws.credentials.provider: {', '.join(unknown)} is not a provider statectl "
-            f"knows (Simple, Temporary, Anonymous, or one of AWS's default chain)"
-        )
     access, secret, token = (props.get(k, "").strip() or None for k in SECRET_SETTINGS)
     anonymous = bool(providers) and all(p in _ANONYMOUS for p in providers)
-    if (access is None) != (secret is None) and not anonymous:
-        given, missing = (
-            ("fs.s3a.access.key", "fs.s3a.secret.key") if access else ("fs.s3a.secret.key", "fs.s3a.access.key")
-        )
-        problems.append(f"{given} is set without {missing}; set both, or neither to use the AWS environment")
-    if providers and set(providers) <= _TEMPORARY and token is None:
-        problems.append(
-            "fs.s3a.aws.credentials.provider is TemporaryAWSCredentialsProvider but fs.s3a.session.token is not set"
-        )
+    problems += _credential_problems(providers, access, secret, token, anonymous)
     if problems:
         raise ConfigError(problems, origin)
 
@@ -260,23 +223,82 @@ def s3_settings(config: StorageConfig, bucket: str, env: Mapping[str, str] | Non
             endpoint_from,
         )
     profile = env.get("AWS_PROFILE") or None
-    if anonymous:
-        source = f"no credentials (AnonymousAWSCredentialsProvider in {origin})"
-    elif env.get("AWS_ACCESS_KEY_ID"):
-        source = "$AWS_ACCESS_KEY_ID"
-    elif profile:
-        source = f"AWS profile {profile!r}"
-    else:
-        source = "the AWS default chain (no keys set)"
     return S3Settings(
         endpoint,
         region,
         path_style,
         anonymous=anonymous,
         profile=profile,
-        credentials_from=source,
+        credentials_from=_chain_credentials_source(anonymous, profile, env, origin),
         endpoint_from=endpoint_from,
     )
+
+
+def _endpoint(
+    props: Mapping[str, str], env: Mapping[str, str], ssl: bool, origin: str
+) -> tuple[str | None, str, list[str]]:
+    """The endpoint URL (None: AWS's default), where it comes from, and what is wrong with it:
+    fs.s3a.endpoint, else the AWS SDKs' endpoint variables."""
+    if props.get("endpoint", "").strip():
+        try:
+            return endpoint_url(props["endpoint"], ssl, origin), f"fs.s3a.endpoint in {origin}", []
+        except ConfigError as exc:
+            return None, "AWS's default", list(exc.problems)
+    for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        if env.get(var, "").strip():
+            try:
+                return endpoint_url(env[var], True, f"${var}"), f"${var}", []
+            except ConfigError:
+                return None, "AWS's default", [f"${var}: {env[var]!r} is not an http(s)://host[:port] URL"]
+    return None, "AWS's default", []
+
+
+def _region(props: Mapping[str, str], env: Mapping[str, str]) -> str | None:
+    region = (
+        props.get("endpoint.region")
+        or props.get("region")
+        or env.get("AWS_REGION")
+        or env.get("AWS_DEFAULT_REGION")
+        or None
+    )
+    if region is not None:
+        region = region.strip() or None
+    return region
+
+
+def _credential_problems(
+    providers: list[str], access: str | None, secret: str | None, token: str | None, anonymous: bool
+) -> list[str]:
+    """What is wrong with the credentials settings: an unknown provider, half a key pair, a
+    temporary provider without its session token."""
+    problems = []
+    unknown = [p for p in providers if p not in _SIMPLE | _TEMPORARY | _ANONYMOUS | _CHAIN]
+    if unknown:
+        problems.append(
+            f"fs.s3a.aws.credentials.provider: {', '.join(unknown)} is not a provider statectl "
+            f"knows (Simple, Temporary, Anonymous, or one of AWS's default chain)"
+        )
+    if (access is None) != (secret is None) and not anonymous:
+        given, missing = (
+            ("fs.s3a.access.key", "fs.s3a.secret.key") if access else ("fs.s3a.secret.key", "fs.s3a.access.key")
+        )
+        problems.append(f"{given} is set without {missing}; set both, or neither to use the AWS environment")
+    if providers and set(providers) <= _TEMPORARY and token is None:
+        problems.append(
+            "fs.s3a.aws.credentials.provider is TemporaryAWSCredentialsProvider but fs.s3a.session.token is not set"
+        )
+    return problems
+
+
+def _chain_credentials_source(anonymous: bool, profile: str | None, env: Mapping[str, str], origin: str) -> str:
+    """Where the credentials come from when fs.s3a.* holds no keys, in words."""
+    if anonymous:
+        return f"no credentials (AnonymousAWSCredentialsProvider in {origin})"
+    if env.get("AWS_ACCESS_KEY_ID"):
+        return "$AWS_ACCESS_KEY_ID"
+    if profile:
+        return f"AWS profile {profile!r}"
+    return "the AWS default chain (no keys set)"
 
 
 def spark_hadoop_conf(config: StorageConfig, env: Mapping[str, str] | None = None) -> dict[str, str]:

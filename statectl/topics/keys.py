@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -184,32 +185,43 @@ def value_problem(key: str, value: str) -> str | None:
         return None
     if value == "":
         return "empty value (to return it to its default, remove the override instead)"
-    if known.kind in ("int", "long"):
-        if not INTEGER.fullmatch(value):
-            return f"expected an integer, found {value!r}"
-        n = int(value)
-        if known.minimum is not None and n < known.minimum:
-            lowest = int(known.minimum)
-            detail = "; ".join(filter(None, (human_unit(key, str(lowest)), known.why_minimum)))
-            return f"must be at least {lowest}{f' ({detail})' if detail else ''}, found {value}"
-        if known.maximum is not None and n > known.maximum:
-            limit = "int" if known.kind == "int" else "long"
-            return f"must be at most {int(known.maximum)} (the {limit} range), found {value}"
-        return None
-    if known.kind == "double":
-        try:
-            x = float(value)
-        except ValueError:
-            return f"expected a number, found {value!r}"
-        if not math.isfinite(x):
-            return f"expected a finite number, found {value!r}"
-        if (known.minimum is not None and x < known.minimum) or (known.maximum is not None and x > known.maximum):
-            return f"must be between {known.minimum:g} and {known.maximum:g}, found {value}"
-        return None
-    if known.kind == "boolean":
-        if value.lower() not in ("true", "false"):
-            return f"expected true or false, found {value!r}"
-        return None
+    return _PROBLEM_BY_KIND[known.kind](key, known, value)
+
+
+def _integer_problem(key: str, known: KnownConfig, value: str) -> str | None:
+    if not INTEGER.fullmatch(value):
+        return f"expected an integer, found {value!r}"
+    n = int(value)
+    if known.minimum is not None and n < known.minimum:
+        lowest = int(known.minimum)
+        detail = "; ".join(filter(None, (human_unit(key, str(lowest)), known.why_minimum)))
+        return f"must be at least {lowest}{f' ({detail})' if detail else ''}, found {value}"
+    if known.maximum is not None and n > known.maximum:
+        limit = "int" if known.kind == "int" else "long"
+        return f"must be at most {int(known.maximum)} (the {limit} range), found {value}"
+    return None
+
+
+def _double_problem(key: str, known: KnownConfig, value: str) -> str | None:
+    try:
+        x = float(value)
+    except ValueError:
+        return f"expected a number, found {value!r}"
+    if not math.isfinite(x):
+        return f"expected a finite number, found {value!r}"
+    if (known.minimum is not None and x < known.minimum) or (known.maximum is not None and x > known.maximum):
+        return f"must be between {known.minimum:g} and {known.maximum:g}, found {value}"
+    return None
+
+
+def _boolean_problem(key: str, known: KnownConfig, value: str) -> str | None:
+    if value.lower() not in ("true", "false"):
+        return f"expected true or false, found {value!r}"
+    return None
+
+
+def _choices_problem(key: str, known: KnownConfig, value: str) -> str | None:
+    """One of ``known.choices`` or, for a list, a comma-separated set of them."""
     items = [v.strip() for v in value.split(",")] if known.kind == "list" else [value]
     for item in items:
         if item not in known.choices:
@@ -219,6 +231,16 @@ def value_problem(key: str, value: str) -> str | None:
     if len(set(items)) != len(items):
         return f"names {', '.join(sorted({i for i in items if items.count(i) > 1}))} twice"
     return None
+
+
+_PROBLEM_BY_KIND: dict[Kind, Callable[[str, KnownConfig, str], str | None]] = {
+    "int": _integer_problem,
+    "long": _integer_problem,
+    "double": _double_problem,
+    "boolean": _boolean_problem,
+    "choice": _choices_problem,
+    "list": _choices_problem,
+}
 
 
 def unknown_key_problem(key: str, known_names: set[str] | None) -> str | None:

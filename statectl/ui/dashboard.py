@@ -35,8 +35,12 @@ REDISCOVER_SECONDS = 10.0
 ROUTES = {
     "/api/jobs": "every job: state, last batch, lag (records, seconds), rates, restore in progress",
     "/api/jobs/NAME": "one job, with its runs and their restores, and statectl advise's verdict on its state",
-    "/api/jobs/NAME/series?from=N": "the job's chart points (one per batch) from index N on; 'next' is where to ask from next",
-    "/api/jobs/NAME/checkpoint": "the job's checkpoint as statectl inspect-state --json reports it (layout, restore plan, findings)",
+    "/api/jobs/NAME/series?from=N": (
+        "the job's chart points (one per batch) from index N on; 'next' is where to ask from next"
+    ),
+    "/api/jobs/NAME/checkpoint": (
+        "the job's checkpoint as statectl inspect-state --json reports it (layout, restore plan, findings)"
+    ),
 }
 
 

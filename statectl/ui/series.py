@@ -22,22 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: The event types a run writes (docs/events.md); anything else in the file is skipped.
-EVENT_TYPES = frozenset(
-    {
-        "query_started",
-        "restore_started",
-        "restore_progress",
-        "restore_finished",
-        "batch_progress",
-        "catching_up",
-        "dead_letters_jump",
-        "kafka_connection",
-        "idle",
-        "stopping",
-        "terminated",
-    }
-)
+from statectl.formats.events import EVENT_TYPES
 
 #: The points one answer of /series carries at most (the newest); a page asks again from there.
 MAX_POINTS = 5000

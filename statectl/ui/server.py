@@ -20,7 +20,6 @@ from importlib import resources
 from urllib.parse import urlsplit
 
 from statectl.endpoints import access
-from statectl.errors import OperationalError
 from statectl.redact import register, scrub
 from statectl.ui.dashboard import Dashboard
 
@@ -53,102 +52,110 @@ def static_files() -> dict[str, bytes]:
     }
 
 
+class DashboardHandler(access.LoggedAnswers):
+    """The dashboard's answers; make_handler binds it to a dashboard and its token."""
+
+    dashboard: Dashboard
+    token: str | None = None
+    assets: dict[str, bytes] = {}
+    server_version = "statectl"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self._route()
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._route()
+
+    def _not_allowed(self) -> None:
+        self._json(
+            405,
+            {"error": f"{self.command} is not allowed: the dashboard is read-only ({ALLOWED})"},
+            {"Allow": ALLOWED},
+        )
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
+
+    def _route(self) -> None:
+        path = urlsplit(self.path).path
+        refused = access.refusal(
+            self.token,
+            self.headers,
+            self.path,
+            server="the dashboard",
+            realm="statectl ui",
+            send_token="open the URL statectl ui printed (…/?token=T), or send 'Authorization: Bearer T'",
+        )
+        if refused is not None:
+            self._refused(refused, path)
+        elif path == "/" and self.token is not None and "token=" in (urlsplit(self.path).query or ""):
+            # The token from the printed URL goes into a cookie and out of the address bar.
+            cookie = f"{access.COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+            self._send(303, b"", "text/plain", {"Location": "/", "Set-Cookie": cookie})
+        else:
+            self._page(path)
+
+    def _page(self, path: str) -> None:
+        if path in ("/", "/index.html"):
+            self._asset("index.html")
+        elif path.startswith("/static/"):
+            name = path[len("/static/") :]
+            if name in self.assets and name != "index.html":
+                self._asset(name)
+            else:
+                self._json(404, {"error": "no such file"})
+        elif path == "/api" or path.startswith("/api/"):
+            try:
+                code, body = self.dashboard.answer(self.path)
+            except Exception as exc:  # one bad job must not take the page down
+                code, body = 500, {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+            self._json(code, body)
+        elif path == "/favicon.ico":
+            self._send(204, b"", "image/x-icon")
+        else:
+            self._json(404, {"error": f"no page {path}; the dashboard is / and its API /api"})
+
+    def _refused(self, refused: access.Refusal, path: str) -> None:
+        if path.startswith("/api"):
+            self._json(refused.status, {"error": refused.message}, refused.headers)
+        else:
+            self._send(refused.status, (refused.message + "\n").encode(), "text/plain; charset=utf-8", refused.headers)
+
+    def _asset(self, name: str) -> None:
+        kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        if kind.startswith("text/") or kind in ("application/javascript", "text/javascript"):
+            kind += "; charset=utf-8"
+        self._send(200, self.assets[name], kind, {"Cache-Control": "no-cache"})
+
+    def _json(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
+        data = scrub(json.dumps(body, default=str, allow_nan=False)).encode()
+        self._send(status, data, "application/json", {"Cache-Control": "no-store", **(headers or {})})
+
+    def send_error(self, code, message=None, explain=None) -> None:
+        # http.server's own refusals (a malformed request, an unknown method): JSON too.
+        self.close_connection = True
+        self._send(
+            code,
+            json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode(),
+            "application/json",
+            {"Connection": "close"},
+        )
+
+    def _send(self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
+        self.send_answer(status, data, {"Content-Type": kind, **SECURITY_HEADERS, **(headers or {})})
+
+
 def make_handler(dashboard: Dashboard, token: str | None, log: Callable[[str], None] | None = None):
-    assets = static_files()
-
-    class Handler(access.LoggedAnswers):
-        server_version = "statectl"
-        log_line = staticmethod(log) if log else None
-        timeout = REQUEST_TIMEOUT_SECONDS  # a client that connects and sends nothing lets go of its thread
-
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            self._route()
-
-        def do_HEAD(self) -> None:  # noqa: N802
-            self._route()
-
-        def _not_allowed(self) -> None:
-            self._json(
-                405,
-                {"error": f"{self.command} is not allowed: the dashboard is read-only ({ALLOWED})"},
-                {"Allow": ALLOWED},
-            )
-
-        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
-
-        def _route(self) -> None:
-            path = urlsplit(self.path).path
-            refused = access.refusal(
-                token,
-                self.headers,
-                self.path,
-                server="the dashboard",
-                realm="statectl ui",
-                send_token="open the URL statectl ui printed (…/?token=T), or send 'Authorization: Bearer T'",
-            )
-            if refused is not None:
-                self._refused(refused, path)
-                return
-            if path == "/" and token is not None and "token=" in (urlsplit(self.path).query or ""):
-                # The token from the printed URL goes into a cookie and out of the address bar.
-                self._send(
-                    303,
-                    b"",
-                    "text/plain",
-                    {"Location": "/", "Set-Cookie": f"{access.COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"},
-                )
-                return
-            if path in ("/", "/index.html"):
-                self._asset("index.html")
-            elif path.startswith("/static/"):
-                name = path[len("/static/") :]
-                if name in assets and name != "index.html":
-                    self._asset(name)
-                else:
-                    self._json(404, {"error": "no such file"})
-            elif path == "/api" or path.startswith("/api/"):
-                try:
-                    code, body = dashboard.answer(self.path)
-                except Exception as exc:  # one bad job must not take the page down
-                    code, body = 500, {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
-                self._json(code, body)
-            elif path == "/favicon.ico":
-                self._send(204, b"", "image/x-icon")
-            else:
-                self._json(404, {"error": f"no page {path}; the dashboard is / and its API /api"})
-
-        def _refused(self, refused: access.Refusal, path: str) -> None:
-            if path.startswith("/api"):
-                self._json(refused.status, {"error": refused.message}, refused.headers)
-            else:
-                self._send(
-                    refused.status, (refused.message + "\n").encode(), "text/plain; charset=utf-8", refused.headers
-                )
-
-        def _asset(self, name: str) -> None:
-            kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
-            if kind.startswith("text/") or kind in ("application/javascript", "text/javascript"):
-                kind += "; charset=utf-8"
-            self._send(200, assets[name], kind, {"Cache-Control": "no-cache"})
-
-        def _json(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
-            data = scrub(json.dumps(body, default=str, allow_nan=False)).encode()
-            self._send(status, data, "application/json", {"Cache-Control": "no-store", **(headers or {})})
-
-        def send_error(self, code, message=None, explain=None) -> None:
-            # http.server's own refusals (a malformed request, an unknown method): JSON too.
-            self.close_connection = True
-            self._send(
-                code,
-                json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode(),
-                "application/json",
-                {"Connection": "close"},
-            )
-
-        def _send(self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
-            self.send_answer(status, data, {"Content-Type": kind, **SECURITY_HEADERS, **(headers or {})})
-
-    return Handler
+    """The request handler class of a dashboard server: DashboardHandler bound to ``dashboard``,
+    the ``token`` every request must carry (None: loopback only) and ``log``."""
+    attributes = {
+        "dashboard": dashboard,
+        "token": token,
+        "assets": static_files(),
+        "timeout": REQUEST_TIMEOUT_SECONDS,  # a client that connects and sends nothing lets go of its thread
+    }
+    if log:
+        attributes["log_line"] = staticmethod(log)
+    return type("Handler", (DashboardHandler,), attributes)
 
 
 @dataclass
@@ -172,21 +179,14 @@ def make_server(
     dashboard: Dashboard, host: str, port: int, token: str | None = None, log: Callable[[str], None] | None = None
 ) -> UiServer:
     """Bind the dashboard on ``host:port``; off loopback ``token`` (else a fresh one) is required."""
-    import socket
-
     token, generated = access.token_for(host, token, "--token")
-
-    class Server(ThreadingHTTPServer):  # its threads are daemons: Ctrl-C never waits on a client
-        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-
     try:
-        httpd = Server((host, port), make_handler(dashboard, token, log))
+        httpd = access.server_class(ThreadingHTTPServer, host)(
+            (access.bind_host(host), port), make_handler(dashboard, token, log)
+        )
     except OSError as exc:
-        raise OperationalError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port"
-        ) from None
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{httpd.server_address[1]}/"
+        raise access.listen_error(exc, host, port, port_flag="--port", host_flag="--host") from None
+    url = f"http://{access.url_host(host)}:{httpd.server_address[1]}/"
     if generated:
         url += f"?token={token}"
     return UiServer(httpd, url, token, generated)

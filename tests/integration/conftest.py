@@ -64,11 +64,11 @@ def pytest_terminal_summary(terminalreporter):
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
-    """A local S3 server (statectl.adapters.local.s3_server: moto in server mode, IAM
+    """A local S3 server (tests/s3_server.py: moto in server mode, IAM
     authentication on) for the whole session; stopped at its end. Yields its LocalS3:
     ``endpoint``, ``properties`` (the fs.s3a.* settings that reach it), ``client()`` (boto3),
     ``requests_since(mark)`` (its request log). Make your own bucket (the ``s3`` fixture does)."""
-    from statectl.adapters.local.s3_server import start_local_s3
+    from tests.s3_server import start_local_s3
 
     server = start_local_s3(tmp_path_factory.mktemp("s3-server"))
     try:

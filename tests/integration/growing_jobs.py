@@ -288,7 +288,7 @@ def main() -> None:
             failed = True
             report[kind]["error"] = str(query.exception())[:500]
     if not failed:
-        spark.streams  # starts the state store coordinator, which loading a RocksDB snapshot reports to
+        _ = spark.streams  # starts the state store coordinator, which loading a RocksDB snapshot reports to
         for kind in kinds:
             report[kind]["state_rows"] = state_rows(spark, os.path.join(work, "checkpoints", kind), kind)
     spark.stop()

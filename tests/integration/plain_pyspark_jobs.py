@@ -118,7 +118,7 @@ def main() -> None:
             )
             continue
         stop = {"now": False}
-        signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+        signal.signal(signal.SIGTERM, lambda *_, stop=stop: stop.update(now=True))
         query = writer.trigger(processingTime="1 second").start()
         deadline = time.time() + continuous
         seen = -1

@@ -37,7 +37,7 @@ def spark(tmp_path_factory):
     from statectl.adapters.spark.session import spark_session
 
     session = spark_session(master="local[2]", conf={"spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS)})
-    session.streams.active  # registers the StateStoreCoordinator the state readers need
+    _ = session.streams.active  # registers the StateStoreCoordinator the state readers need
     return session
 
 

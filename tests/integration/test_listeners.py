@@ -173,7 +173,9 @@ def test_a_poisoned_config_fails_the_query_and_terminated_says_why(cli, bootstra
     with_spark_conf(
         lb,
         {
-            "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+            "spark.sql.streaming.stateStore.providerClass": (
+                "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+            )
         },
     )
     lb.produce("score_events", [(None, score(1, 1, 10), 3)])

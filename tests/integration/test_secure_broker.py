@@ -276,7 +276,8 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.acl.AclBindingFilter;
 
 public class ControllerProbe {
-    // args: controller address, then cases "name:PROTOCOL[:user:password]"; prints "name OK <n acls>" or "name FAILED <exception>"
+    // args: controller address, then cases "name:PROTOCOL[:user:password]";
+    // prints "name OK <n acls>" or "name FAILED <exception>"
     public static void main(String[] args) {
         for (int i = 1; i < args.length; i++) {
             String[] c = args[i].split(":", 4);
@@ -285,7 +286,8 @@ public class ControllerProbe {
             p.put("security.protocol", c[1]);
             if (c.length == 4) {
                 p.put("sasl.mechanism", "PLAIN");
-                p.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"" + c[2] + "\" password=\"" + c[3] + "\";");
+                p.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required"
+                    + " username=\"" + c[2] + "\" password=\"" + c[3] + "\";");
             }
             p.put("request.timeout.ms", "3000");
             p.put("default.api.timeout.ms", "4000");

@@ -7,6 +7,7 @@ and no sign of it, before)."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import urllib.request
 
@@ -59,3 +60,43 @@ def test_serve_marks_the_view_stale_while_the_broker_is_down(tmp_path):
             httpd.server_close()
             live.stop()
         broker_down(data_dir)
+
+
+def test_serve_binds_an_ipv6_loopback_address(bootstrap, tmp_path):
+    """`statectl serve --host ::1` (it failed before: "Address family for hostname not supported",
+    the server bound IPv4 only) answers on [::1], says so, and stops cleanly on Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "statectl", "serve", "leaderboard", "--host", "::1", "--port", str(port)]
+        + ["--bootstrap-servers", bootstrap],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://[::1]:{port}/leaderboard/count", timeout=5) as answer:
+                    status, count = answer.status, json.loads(answer.read())
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "serve did not answer on [::1] within 60 s"
+                time.sleep(0.3)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert status == 200 and isinstance(count, int), (status, count)
+    assert f"serving the leaderboard on http://[::1]:{port}/leaderboard" in err, err
+    assert '::1 "GET /leaderboard/count HTTP/1.1" 200' in err, err
+    assert proc.returncode == 0, (proc.returncode, err)

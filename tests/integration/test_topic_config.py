@@ -235,7 +235,8 @@ def test_file_apply_creates_alters_reports_unmanaged_and_is_idempotent(
     f.write_text(
         "topics:\n"
         f"  {existing}:\n    partitions: 1\n    configs:\n      cleanup.policy: compact\n      segment.ms: 600000\n"
-        f"  {missing}:\n    partitions: 3\n    preset: aggressive-compaction\n    configs:\n      cleanup.policy: compact\n"
+        f"  {missing}:\n    partitions: 3\n    preset: aggressive-compaction\n"
+        "    configs:\n      cleanup.policy: compact\n"
     )
     dry = _run(cli, "--file", str(f), "--dry-run", "-b", bootstrap)
     assert dry.exit_code == 0, dry.output

@@ -94,7 +94,8 @@ def test_a_real_runs_lag_moves_on_the_page(cli, bootstrap, tmp_path):
             out, err = run.communicate(timeout=60)
             assert run.returncode == 0, err[-3000:]
             page.wait_for_function(
-                "n => JSON.parse(document.querySelector('path.series[data-key=records_behind]').dataset.points).length === n",
+                "n => JSON.parse(document.querySelector('path.series[data-key=records_behind]')"
+                ".dataset.points).length === n",
                 arg=len(_file_series(events, "records_behind")),
                 timeout=10000,
             )

@@ -112,7 +112,8 @@ def test_the_light_install_has_no_pyspark_and_no_top_level_jobs(installed, empty
     assert done.returncode == 1 and "No module named 'pyspark'" in done.stderr, done.stderr
     code = (
         "import importlib.metadata as m, json, sysconfig; "
-        "print(json.dumps([sysconfig.get_path('purelib'), sorted(d.metadata['Name'].lower() for d in m.distributions())]))"
+        "print(json.dumps([sysconfig.get_path('purelib'), "
+        "sorted(d.metadata['Name'].lower() for d in m.distributions())]))"
     )
     done = installed.run(empty, "python", "-c", code)
     assert done.returncode == 0, done.stderr

@@ -337,8 +337,6 @@ def tail_topic(
     when it answers again, checked every ``probe_seconds``: a consumer whose broker is gone
     just receives nothing, as one with nothing new to read does.
     """
-    from confluent_kafka import OFFSET_BEGINNING
-
     # Assigned partitions, no consumer group: a user who may only READ the topic (no group ACL)
     # can serve it, and nothing is committed.
     consumer = Consumer(
@@ -352,16 +350,9 @@ def tail_topic(
             },
         )
     )
-
-    def partitions_now() -> list[int]:
-        tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)
-        if tmd is not None and unreadable_topic(bootstrap, topic, tmd.error):
-            raise unreadable_topic(bootstrap, topic, tmd.error)
-        return sorted(tmd.partitions) if tmd is not None and tmd.error is None else []
-
     try:
-        partitions = partitions_now()
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        partitions = _topic_partitions(consumer, bootstrap, topic)
+        _assign_from_beginning(consumer, topic, partitions)
         pending_eof: set[int] = set(partitions)
         if not partitions and on_caught_up:
             on_caught_up()  # nothing to catch up with: the topic does not exist yet
@@ -371,29 +362,14 @@ def tail_topic(
         while not stop.is_set():
             if time.monotonic() >= next_probe:
                 if on_reachable is not None:
-                    answers = _metadata_answers(consumer, topic, probe_seconds)
-                    if answers != reachable:
-                        reachable = answers
-                        on_reachable(answers)
+                    reachable = _tell_reachability(consumer, topic, probe_seconds, reachable, on_reachable)
                 if not partitions and reachable:
                     # The topic did not exist when the view started (the job creates it).
-                    try:
-                        partitions = partitions_now()
-                    except KafkaException:
-                        partitions = []
-                    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+                    partitions = _partitions_once_created(consumer, bootstrap, topic)
                 next_probe = time.monotonic() + probe_seconds
-            msgs = consumer.consume(num_messages=5_000, timeout=poll_seconds)
-            batch = []
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending_eof.discard(msg.partition())
-                    elif unreadable_topic(bootstrap, topic, err):
-                        raise unreadable_topic(bootstrap, topic, err)
-                    continue
-                batch.append((msg.key(), msg.value()))
+            batch = _tail_batch(
+                consumer.consume(num_messages=5_000, timeout=poll_seconds), bootstrap, topic, pending_eof
+            )
             if batch:
                 yield batch
             # Caught up only once the caller has taken the batch that reached the end.
@@ -402,6 +378,56 @@ def tail_topic(
                 on_caught_up = None
     finally:
         consumer.close()
+
+
+def _topic_partitions(consumer: Consumer, bootstrap: Target, topic: str) -> list[int]:
+    """``topic``'s partitions, none while it does not exist; raises if the user may not read it."""
+    tmd = consumer.list_topics(topic, timeout=REACH_TIMEOUT).topics.get(topic)
+    if tmd is not None and unreadable_topic(bootstrap, topic, tmd.error):
+        raise unreadable_topic(bootstrap, topic, tmd.error)
+    return sorted(tmd.partitions) if tmd is not None and tmd.error is None else []
+
+
+def _assign_from_beginning(consumer: Consumer, topic: str, partitions: list[int]) -> None:
+    from confluent_kafka import OFFSET_BEGINNING
+
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+
+
+def _partitions_once_created(consumer: Consumer, bootstrap: Target, topic: str) -> list[int]:
+    """Look for ``topic`` again and read whatever partitions it has now from their beginning."""
+    try:
+        partitions = _topic_partitions(consumer, bootstrap, topic)
+    except KafkaException:
+        partitions = []
+    _assign_from_beginning(consumer, topic, partitions)
+    return partitions
+
+
+def _tell_reachability(
+    consumer: Consumer, topic: str, timeout: float, reachable: bool, on_reachable: Callable[[bool], None]
+) -> bool:
+    """Whether the broker answers now; ``on_reachable`` hears of it when that changed."""
+    answers = _metadata_answers(consumer, topic, timeout)
+    if answers != reachable:
+        on_reachable(answers)
+    return answers
+
+
+def _tail_batch(msgs: list, bootstrap: Target, topic: str, pending_eof: set[int]) -> list[tuple]:
+    """The (key, value) of the records among ``msgs``; a partition that reached its end leaves
+    ``pending_eof``."""
+    batch = []
+    for msg in msgs:
+        err = msg.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                pending_eof.discard(msg.partition())
+            elif unreadable_topic(bootstrap, topic, err):
+                raise unreadable_topic(bootstrap, topic, err)
+            continue
+        batch.append((msg.key(), msg.value()))
+    return batch
 
 
 def _metadata_answers(consumer: Consumer, topic: str, timeout: float) -> bool:

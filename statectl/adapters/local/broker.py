@@ -545,8 +545,42 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool, step: St
     java = _java()
     classpath = _classpath(step)
     data_dir.mkdir(parents=True, exist_ok=True)
-    props = data_dir / "server.properties"
     state = _read_state(data_dir) or {}
+    controller_port, formatted = _single_controller_port(data_dir, port, state)
+    bootstrap = f"{HOST}:{port}"
+    secrets, secure_files = _write_single_config(data_dir, port, controller_port, secure, formatted, java, step)
+    # A fresh format has no ACLs; the state says whether they were made on this storage.
+    acls_done = bool(formatted and state.get("acls"))
+    if not formatted:
+        step(f"formatting the KRaft storage in {display_path(data_dir / 'logs')}")
+        _format_storage(data_dir, java, classpath, broker_secure.scram_format_args(secrets) if secure else None)
+
+    log_file = data_dir / "broker.log"
+    started = time.monotonic()
+    proc = _spawn(java, classpath, data_dir)
+    new_state = _single_state(proc.pid, port, controller_port, secure, secure_files, acls_done)
+    _state_file(data_dir).write_text(json.dumps(new_state))
+    # A secured listener answers only a client that logs in over TLS: the probe is admin.
+    target = broker_secure.admin_cluster(bootstrap, secure_files) if secure_files is not None else bootstrap
+
+    step(f"starting the broker (pid {proc.pid})")
+    _wait_for_start(
+        [proc],
+        _single_ready(proc, port, target, bootstrap, log_file, step),
+        started,
+        timeout,
+        f"the Kafka broker did not become ready within {timeout:.0f} s; see {log_file}",
+    )
+    if secure_files is not None and not acls_done:
+        _create_acls(data_dir, new_state, proc, target, started + timeout, step)
+    status = broker_status(data_dir)
+    status.ready_seconds = round(time.monotonic() - started, 2)
+    return status
+
+
+def _single_controller_port(data_dir: Path, port: int, state: dict) -> tuple[int, bool]:
+    """The controller port of a single broker and whether its storage is (still) formatted: the
+    recorded port while it is free, else a new one on storage wiped for a new format."""
     formatted = (data_dir / "logs" / "meta.properties").exists()
     controller_port = int(state.get("controller_port") or 0)
     if not formatted or not controller_port or port_in_use(controller_port):
@@ -557,75 +591,102 @@ def _single_up(data_dir: Path, port: int, timeout: float, secure: bool, step: St
         controller_port = free_port()
         while controller_port == port:
             controller_port = free_port()
-    bootstrap = f"{HOST}:{port}"
-    secure_files = None
-    if secure:
-        step("preparing the secured listener (SCRAM users, TLS certificates)")
-        secrets = broker_secure.load_or_create_secrets(data_dir)
-        secure_files = broker_secure.ensure_tls(data_dir, secrets, java)
-        broker_secure.write_client_configs(data_dir, bootstrap, secrets, secure_files)
-        broker_secure.write_private(
-            props,
-            _server_properties(
-                data_dir,
-                port,
-                controller_port,
-                broker_secure.server_properties(HOST, port, controller_port, secrets, secure_files),
-            ),
-        )
-    else:
+    return controller_port, formatted
+
+
+def _write_single_config(
+    data_dir: Path, port: int, controller_port: int, secure: bool, formatted: bool, java: str, step: Step
+) -> tuple[broker_secure.Secrets | None, broker_secure.SecureFiles | None]:
+    """Write a single broker's ``server.properties`` (for a secured one also its users, TLS files and
+    client configs); the secured broker's secrets and files, or (None, None)."""
+    props = data_dir / "server.properties"
+    if not secure:
         if not formatted:
             broker_secure.forget(data_dir)  # left by a secured start that never got to format
         props.write_text(_server_properties(data_dir, port, controller_port))
-    # A fresh format has no ACLs; the state says whether they were made on this storage.
-    acls_done = bool(formatted and state.get("acls"))
-    if not formatted:
-        step(f"formatting the KRaft storage in {display_path(data_dir / 'logs')}")
-        _format_storage(data_dir, java, classpath, broker_secure.scram_format_args(secrets) if secure else None)
+        return None, None
+    step("preparing the secured listener (SCRAM users, TLS certificates)")
+    secrets = broker_secure.load_or_create_secrets(data_dir)
+    secure_files = broker_secure.ensure_tls(data_dir, secrets, java)
+    broker_secure.write_client_configs(data_dir, f"{HOST}:{port}", secrets, secure_files)
+    broker_secure.write_private(
+        props,
+        _server_properties(
+            data_dir,
+            port,
+            controller_port,
+            broker_secure.server_properties(HOST, port, controller_port, secrets, secure_files),
+        ),
+    )
+    return secrets, secure_files
 
-    log_file = data_dir / "broker.log"
-    started = time.monotonic()
-    proc = _spawn(java, classpath, data_dir)
-    new_state = {"pid": proc.pid, "port": port, "controller_port": controller_port, "secure": secure}
+
+def _single_state(
+    pid: int,
+    port: int,
+    controller_port: int,
+    secure: bool,
+    secure_files: broker_secure.SecureFiles | None,
+    acls_done: bool,
+) -> dict:
+    """What ``broker.json`` records of a single broker: its process and ports, and for a secured one
+    its client configs and whether its ACLs exist."""
+    state = {"pid": pid, "port": port, "controller_port": controller_port, "secure": secure}
     if secure_files is not None:
-        new_state.update(
+        state.update(
             client_config=str(secure_files.client_config),
             admin_config=str(secure_files.admin_config),
             ca_file=str(secure_files.ca_file),
             acls=acls_done,
         )
-    _state_file(data_dir).write_text(json.dumps(new_state))
-    # A secured listener answers only a client that logs in over TLS: the probe is admin.
-    target = broker_secure.admin_cluster(bootstrap, secure_files) if secure_files is not None else bootstrap
+    return state
 
-    step(f"starting the broker (pid {proc.pid})")
+
+def _single_ready(
+    proc: subprocess.Popen, port: int, target, bootstrap: str, log_file: Path, step: Step
+) -> Callable[[], bool]:
+    """Whether the starting broker answers ``target``; raises once its process has exited."""
 
     def ready() -> bool:
         if proc.poll() is not None:
-            raise OperationalError(
-                f"the Kafka broker exited during start-up (code {proc.returncode}): "
-                f"{_log_tail(log_file)} — full log: {log_file}"
-            )
+            raise _exited_during_start("the Kafka broker", proc, log_file)
         if not port_in_use(port):
             return False
         step(f"waiting for the broker (pid {proc.pid}) to answer on {bootstrap}")
         return _answers(target)
 
+    return ready
+
+
+def _create_acls(data_dir: Path, state: dict, proc: subprocess.Popen, target, deadline: float, step: Step) -> None:
+    """Create the ACLs of user statectl on a secured broker whose storage has none yet, and record
+    that it has them; the broker is stopped if they cannot be made."""
+    step("creating the ACLs of user statectl")
+    try:
+        broker_secure.create_statectl_acls(target, max(10.0, deadline - time.monotonic()))
+    except OperationalError:
+        _terminate(proc.pid, 10)
+        raise
+    state["acls"] = True
+    _state_file(data_dir).write_text(json.dumps(state))
+
+
+def _wait_for_start(
+    procs: list[subprocess.Popen], ready: Callable[[], bool], started: float, timeout: float, late: str
+) -> None:
+    """Wait until ``ready()``, at most ``timeout`` s from ``started``; if it never is, the processes
+    that were started are stopped and OperationalError(``late``) is raised."""
     if wait_until(ready, started + timeout - time.monotonic(), interval=0.2):
-        if secure_files is not None and not acls_done:
-            step("creating the ACLs of user statectl")
-            try:
-                broker_secure.create_statectl_acls(target, max(10.0, started + timeout - time.monotonic()))
-            except OperationalError:
-                _terminate(proc.pid, 10)
-                raise
-            new_state["acls"] = True
-            _state_file(data_dir).write_text(json.dumps(new_state))
-        status = broker_status(data_dir)
-        status.ready_seconds = round(time.monotonic() - started, 2)
-        return status
-    _terminate(proc.pid, 10)
-    raise OperationalError(f"the Kafka broker did not become ready within {timeout:.0f} s; see {log_file}")
+        return
+    for proc in procs:
+        _terminate(proc.pid, 10)
+    raise OperationalError(late)
+
+
+def _exited_during_start(what: str, proc: subprocess.Popen, log: Path) -> OperationalError:
+    return OperationalError(
+        f"{what} exited during start-up (code {proc.returncode}): {_log_tail(log)} — full log: {log}"
+    )
 
 
 def _answers(target) -> bool:
@@ -760,45 +821,11 @@ def _cluster_up(
     recorded = {int(n["node_id"]): n for n in state.get("nodes", [])}
     homes = {i: _node_dir(data_dir, i) for i in range(1, CLUSTER_SIZE + 1)}
     formatted = {i for i, home in homes.items() if (home / "logs" / "meta.properties").exists()}
-    if node is not None and not running:
-        raise UsageError(
-            f"no node of the cluster in {data_dir} is running, and one node alone has no controller "
-            f"quorum: start the whole cluster with statectl kafka up --data-dir {data_dir}"
-        )
-    if formatted and set(to_start) - formatted:
-        missing = ", ".join(str(i) for i in sorted(set(to_start) - formatted))
-        raise OperationalError(
-            f"the storage of node {missing} of the cluster in {data_dir} is missing (deleted?); "
-            f"stop the cluster and delete {data_dir} to start over"
-        )
+    _check_nodes_can_start(data_dir, node, running, formatted, to_start)
     if running:
-        # The others run: the nodes come back on the ports the cluster knows them by.
-        clients = {i: int(recorded[i]["port"]) for i in recorded}
-        controllers = {i: int(recorded[i]["controller_port"]) for i in recorded}
-        for i in to_start:
-            if port_in_use(clients[i]):
-                raise _port_taken(clients[i], f" (node {i}'s client port)")
-            if port_in_use(controllers[i]):
-                raise OperationalError(
-                    f"the controller port {controllers[i]} of node {i} is in use by another process; stop the "
-                    f"cluster (statectl kafka down --data-dir {data_dir}) and start it again to move it"
-                )
+        clients, controllers = _rejoin_ports(data_dir, recorded, to_start)
     else:
-        clients = cluster_ports(port or DEFAULT_PORT)
-        if max(clients.values()) > 65535:
-            raise UsageError(
-                f"a cluster needs {CLUSTER_SIZE} consecutive client ports from --port; "
-                f"{port} leaves too few below 65536"
-            )
-        span = f"{clients[1]}-{clients[CLUSTER_SIZE]}"
-        for i, client_port in clients.items():
-            if port_in_use(client_port):
-                raise _port_taken(
-                    client_port, f" (node {i}'s client port; a cluster on --port {clients[1]} takes {span})"
-                )
-        controllers = _controller_ports(
-            {i: int(n["controller_port"]) for i, n in recorded.items()}, set(clients.values())
-        )
+        clients, controllers = _new_cluster_ports(port, recorded)
     java = _java()
     classpath = _classpath(step)
     for i in to_start:
@@ -812,25 +839,107 @@ def _cluster_up(
 
     started = time.monotonic()
     procs = {i: _spawn(java, classpath, homes[i], heap=("128m", "512m")) for i in to_start}
+    _write_cluster_state(data_dir, current, procs, clients, controllers)
+    step(
+        f"starting {_nodes_text(to_start)} "
+        f"({'pid' if len(procs) == 1 else 'pids'} {', '.join(str(p.pid) for p in procs.values())})"
+    )
+    _wait_for_start(
+        list(procs.values()),
+        _cluster_ready(procs, homes, clients, step),
+        started,
+        timeout,
+        f"the Kafka cluster did not become ready within {timeout:.0f} s (nodes {', '.join(map(str, to_start))}); "
+        f"see {', '.join(str(homes[i] / 'broker.log') for i in to_start)}",
+    )
+    status = _cluster_status(data_dir, _read_state(data_dir))
+    status.ready_seconds = round(time.monotonic() - started, 2)
+    status.changed_nodes = to_start
+    return status
+
+
+def _check_nodes_can_start(
+    data_dir: Path, node: int | None, running: set[int], formatted: set[int], to_start: list[int]
+) -> None:
+    """Refuse a lone node without a quorum to join, and a node whose storage is gone while the
+    others' is there."""
+    if node is not None and not running:
+        raise UsageError(
+            f"no node of the cluster in {data_dir} is running, and one node alone has no controller "
+            f"quorum: start the whole cluster with statectl kafka up --data-dir {data_dir}"
+        )
+    if formatted and set(to_start) - formatted:
+        missing = ", ".join(str(i) for i in sorted(set(to_start) - formatted))
+        raise OperationalError(
+            f"the storage of node {missing} of the cluster in {data_dir} is missing (deleted?); "
+            f"stop the cluster and delete {data_dir} to start over"
+        )
+
+
+def _rejoin_ports(
+    data_dir: Path, recorded: dict[int, dict], to_start: list[int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """(client, controller) ports of nodes that join nodes which run: the ports the cluster knows
+    them by, which must still be free."""
+    clients = {i: int(recorded[i]["port"]) for i in recorded}
+    controllers = {i: int(recorded[i]["controller_port"]) for i in recorded}
+    for i in to_start:
+        if port_in_use(clients[i]):
+            raise _port_taken(clients[i], f" (node {i}'s client port)")
+        if port_in_use(controllers[i]):
+            raise OperationalError(
+                f"the controller port {controllers[i]} of node {i} is in use by another process; stop the "
+                f"cluster (statectl kafka down --data-dir {data_dir}) and start it again to move it"
+            )
+    return clients, controllers
+
+
+def _new_cluster_ports(port: int | None, recorded: dict[int, dict]) -> tuple[dict[int, int], dict[int, int]]:
+    """(client, controller) ports of a cluster none of whose nodes runs: consecutive client ports
+    from ``port``, all free, and the recorded controller ports while they are free."""
+    clients = cluster_ports(port or DEFAULT_PORT)
+    if max(clients.values()) > 65535:
+        raise UsageError(
+            f"a cluster needs {CLUSTER_SIZE} consecutive client ports from --port; {port} leaves too few below 65536"
+        )
+    span = f"{clients[1]}-{clients[CLUSTER_SIZE]}"
+    for i, client_port in clients.items():
+        if port_in_use(client_port):
+            raise _port_taken(client_port, f" (node {i}'s client port; a cluster on --port {clients[1]} takes {span})")
+    controllers = _controller_ports({i: int(n["controller_port"]) for i, n in recorded.items()}, set(clients.values()))
+    return clients, controllers
+
+
+def _write_cluster_state(
+    data_dir: Path,
+    current: BrokerStatus,
+    procs: dict[int, subprocess.Popen],
+    clients: dict[int, int],
+    controllers: dict[int, int],
+) -> None:
+    """Record every node's pid (the new process's, the running one's, or none) and ports."""
     nodes = []
     for i in range(1, CLUSTER_SIZE + 1):
         pid = procs[i].pid if i in procs else current.node(i).pid if current.node(i) else None
         nodes.append({"node_id": i, "pid": pid, "port": clients[i], "controller_port": controllers[i]})
     _state_file(data_dir).write_text(json.dumps({"brokers": CLUSTER_SIZE, "secure": False, "nodes": nodes}))
-    bootstrap = ",".join(f"{HOST}:{clients[i]}" for i in sorted(clients))
+
+
+def _cluster_ready(
+    procs: dict[int, subprocess.Popen], homes: dict[int, Path], clients: dict[int, int], step: Step
+) -> Callable[[], bool]:
+    """Whether every starting node (``procs``) listens and is in the cluster's metadata; once one
+    has exited, all of them are stopped and it raises."""
+    to_start = list(procs)
     which = _nodes_text(to_start)
-    step(f"starting {which} ({'pid' if len(procs) == 1 else 'pids'} {', '.join(str(p.pid) for p in procs.values())})")
+    bootstrap = ",".join(f"{HOST}:{clients[i]}" for i in sorted(clients))
 
     def ready() -> bool:
         for i, proc in procs.items():
             if proc.poll() is not None:
                 for other in procs.values():
                     _terminate(other.pid, 10)
-                log = homes[i] / "broker.log"
-                raise OperationalError(
-                    f"node {i} of the Kafka cluster exited during start-up (code {proc.returncode}): "
-                    f"{_log_tail(log)} — full log: {log}"
-                )
+                raise _exited_during_start(f"node {i} of the Kafka cluster", proc, homes[i] / "broker.log")
         listening = [i for i in to_start if port_in_use(clients[i])]
         if len(listening) < len(to_start):
             step(
@@ -844,17 +953,7 @@ def _cluster_up(
         )
         return set(to_start) <= live
 
-    if wait_until(ready, started + timeout - time.monotonic(), interval=0.2):
-        status = _cluster_status(data_dir, _read_state(data_dir))
-        status.ready_seconds = round(time.monotonic() - started, 2)
-        status.changed_nodes = to_start
-        return status
-    for proc in procs.values():
-        _terminate(proc.pid, 10)
-    raise OperationalError(
-        f"the Kafka cluster did not become ready within {timeout:.0f} s (nodes {', '.join(map(str, to_start))}); "
-        f"see {', '.join(str(homes[i] / 'broker.log') for i in to_start)}"
-    )
+    return ready
 
 
 def _nodes_text(ids: list[int]) -> str:

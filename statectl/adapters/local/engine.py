@@ -38,14 +38,18 @@ class EngineStatus:
     control_port: int | None = None
     log_file: str | None = None
     spark_version: str | None = None
-    session_timeout_s: float | None = None
+    session_timeout_seconds: float | None = None
     ready_seconds: float | None = None  # up: how long the start took
     already_running: bool = False
     rss_bytes: int | None = None  # the engine's processes (Python and the driver JVM)
-    uptime_s: float | None = None
+    uptime_seconds: float | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        doc = asdict(self)
+        # the old names, kept for one release (removed in 0.7)
+        doc["session_timeout_s"] = self.session_timeout_seconds
+        doc["uptime_s"] = self.uptime_seconds
+        return doc
 
     @property
     def control_url(self) -> str | None:
@@ -103,10 +107,11 @@ def engine_status(data_dir: Path) -> EngineStatus:
         control_port=int(state["control_port"]),
         log_file=str(data_dir / "engine.log"),
         spark_version=state.get("spark_version"),
-        session_timeout_s=state.get("session_timeout_s"),
+        # an engine an older statectl started wrote session_timeout_s
+        session_timeout_seconds=state.get("session_timeout_seconds", state.get("session_timeout_s")),
         ready_seconds=state.get("ready_seconds"),
         rss_bytes=rss_bytes(pid) + rss_bytes(java_pid),
-        uptime_s=round(time.time() - float(state.get("started_at", time.time())), 1),
+        uptime_seconds=round(time.time() - float(state.get("started_at", time.time())), 1),
     )
 
 

@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+from statectl.errors import ExitCode
+
 HOST = "127.0.0.1"
 
 
@@ -98,10 +100,12 @@ class Engine:
     def health(self) -> dict:
         from statectl.adapters.local.engine import rss_bytes
 
+        uptime = round(time.time() - self.started, 1)
         return {
             "pid": os.getpid(),
             "java_pid": self.java_pid,
-            "uptime_s": round(time.time() - self.started, 1),
+            "uptime_seconds": uptime,
+            "uptime_s": uptime,  # the old name, kept for one release (removed in 0.7)
             "rss_bytes": rss_bytes(os.getpid()) + rss_bytes(self.java_pid),
             "spark_version": self.spark.version,
         }
@@ -180,12 +184,14 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
     from statectl.adapters.spark.session import spark_session
 
     started = time.monotonic()
+    # How often the engine looks for sessions past their time-out: a third of it, 1 to 10 s.
+    maintenance_s = max(1.0, min(10.0, session_timeout_s / 3))
     conf = {
         "spark.connect.grpc.binding.address": HOST,
         "spark.connect.grpc.binding.port": str(port),
         "spark.connect.grpc.port.maxRetries": "0",
         "spark.connect.session.manager.defaultSessionTimeout": f"{int(session_timeout_s * 1000)}ms",
-        "spark.connect.session.manager.maintenanceInterval": f"{int(max(1.0, min(10.0, session_timeout_s / 3)) * 1000)}ms",
+        "spark.connect.session.manager.maintenanceInterval": f"{int(maintenance_s * 1000)}ms",
         # Each client's session has its own state stores; a second job must not wait for the first's.
         "spark.scheduler.mode": "FAIR",
     }
@@ -211,7 +217,8 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
         "started_at": time.time(),
         "ready_seconds": round(time.monotonic() - started, 2),
         "spark_version": spark.version,
-        "session_timeout_s": session_timeout_s,
+        "session_timeout_seconds": session_timeout_s,
+        "session_timeout_s": session_timeout_s,  # the old name, kept for one release (removed in 0.7)
         "object_store": object_store,
         "master": master,
     }
@@ -224,7 +231,7 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
             # The driver JVM died (killed, out of memory): an engine without it serves nothing, so
             # it goes too, and `engine status` says stopped instead of running.
             print("the driver JVM no longer answers: the engine stops", file=sys.stderr, flush=True)
-            os._exit(1)
+            os._exit(ExitCode.FAILURE)
     control.shutdown()
     try:
         jvm.org.apache.spark.sql.connect.service.SparkConnectService.stop(
@@ -249,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--master", default="local[*]")
     args = ap.parse_args(argv)
     serve(args.port, args.state_file, args.session_timeout, args.object_store, args.master)
-    sys.exit(0)
+    sys.exit(ExitCode.OK)
 
 
 if __name__ == "__main__":

@@ -212,6 +212,26 @@ def _execution(query):
         return None
 
 
+def executed_plan(query) -> str:
+    """The physical plan of the query's last batch as text; ``""`` where it cannot be read (Spark
+    Connect, another Spark's internals): callers then judge with fewer findings."""
+    execution = _execution(query)
+    try:
+        return str(execution.lastExecution().executedPlan().toString()) if execution is not None else ""
+    except Exception:
+        return ""
+
+
+def checkpoint_root(query) -> str | None:
+    """The query's resolved checkpoint location (a URI); None where it cannot be read (Spark
+    Connect, another Spark)."""
+    execution = _execution(query)
+    try:
+        return str(execution.resolvedCheckpointRoot()) if execution is not None else None
+    except Exception:
+        return None
+
+
 def _terminated_state():
     """The JVM's ``TERMINATED`` execution state: in ``streaming.runtime`` from Spark 4.1, in
     ``streaming`` before."""
@@ -285,3 +305,22 @@ def writer_options(writer) -> tuple[str | None, dict[str, str]]:
         return str(source_field.get(jwrite)), {str(k): str(v) for k, v in as_java.items()}
     except Exception:  # a Spark whose writer is built otherwise: unknown, not an error
         return None, {}
+
+
+def writer_output_mode(writer) -> str:
+    """The output mode a classic DataStreamWriter was given (default append), read from the JVM
+    object's private field as writer_options reads its options; append where it cannot be read."""
+    jwrite = getattr(writer, "_jwrite", None)
+    if jwrite is None:
+        return "append"
+    try:
+        field = jwrite.getClass().getDeclaredField("outputMode")
+        field.setAccessible(True)
+        return str(field.get(jwrite).toString()).lower() or "append"
+    except Exception:
+        return "append"
+
+
+def writer_frame(writer):
+    """The streaming DataFrame a DataStreamWriter writes (PySpark keeps it as ``_df``)."""
+    return writer._df

@@ -62,7 +62,7 @@ def read_state_rows(request: StateSourceRead, master: str = "local[*]", remote: 
 def _read(spark, request: StateSourceRead) -> StateSourceRows:
     # The statestore reader talks to the StateStoreCoordinator, which Spark registers together
     # with the streaming query manager; a session that never touched streaming lacks it.
-    spark.streams.active
+    _ = spark.streams.active
     path = os.path.abspath(request.path)
     result = StateSourceRows()
     try:

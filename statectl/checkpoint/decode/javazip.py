@@ -62,30 +62,7 @@ def read_entries(data: bytes) -> list[ZipEntry]:
         if flag & 8 and method != DEFLATED:
             raise ZipDamage(MALFORMED, "only DEFLATED entries can have EXT descriptor", name)
         if method == DEFLATED:
-            inflater = zlib.decompressobj(-15)
-            try:
-                content = inflater.decompress(memoryview(data)[start:])
-            except zlib.error as exc:
-                raise ZipDamage(MALFORMED, f"does not inflate ({exc})", name) from None
-            if not inflater.eof:
-                raise ZipDamage(TRUNCATED, "Unexpected end of ZLIB input stream", name)
-            used = size - start - len(inflater.unused_data)
-            end = start + used
-            if flag & 8:
-                if end + 16 > size:
-                    raise ZipDamage(TRUNCATED, "the archive ends inside its data descriptor", name)
-                if data[end : end + 4] == DATA_DESCRIPTOR:
-                    crc, csize, usize = struct.unpack_from("<III", data, end + 4)
-                    end += 16
-                else:
-                    crc, csize, usize = struct.unpack_from("<III", data, end)
-                    end += 12
-            if usize != len(content):
-                raise ZipDamage(MALFORMED, f"invalid entry size (expected {usize} but got {len(content)} bytes)", name)
-            if csize != used:
-                raise ZipDamage(
-                    MALFORMED, f"invalid entry compressed size (expected {csize} but got {used} bytes)", name
-                )
+            content, end, crc = _inflated(data, start, flag, crc, csize, usize, name)
         elif method == STORED:
             end = start + usize
             if end > size:
@@ -100,6 +77,47 @@ def read_entries(data: bytes) -> list[ZipEntry]:
             out.append(ZipEntry(name.rsplit("/", 1)[-1], bytes(content)))
         pos = end
     return out
+
+
+def _inflated(
+    data: bytes, start: int, flag: int, crc: int, csize: int, usize: int, name: str
+) -> tuple[bytes, int, int]:
+    """A DEFLATED entry's bytes, where the entry ends and the CRC32 they must match.
+
+    With flag bit 3 the local header's CRC and sizes are placeholders: ZipOutputStream only knows
+    them after the data, so the data descriptor's values are the ones ZipInputStream checks.
+    """
+    size = len(data)
+    inflater = zlib.decompressobj(-15)
+    try:
+        content = inflater.decompress(memoryview(data)[start:])
+    except zlib.error as exc:
+        raise ZipDamage(MALFORMED, f"does not inflate ({exc})", name) from None
+    if not inflater.eof:
+        raise ZipDamage(TRUNCATED, "Unexpected end of ZLIB input stream", name)
+    used = size - start - len(inflater.unused_data)
+    end = start + used
+    if flag & 8:
+        crc, csize, usize, end = _data_descriptor(data, end, name)
+    if usize != len(content):
+        raise ZipDamage(MALFORMED, f"invalid entry size (expected {usize} but got {len(content)} bytes)", name)
+    if csize != used:
+        raise ZipDamage(MALFORMED, f"invalid entry compressed size (expected {csize} but got {used} bytes)", name)
+    return content, end, crc
+
+
+def _data_descriptor(data: bytes, at: int, name: str) -> tuple[int, int, int, int]:
+    """The CRC32, compressed and uncompressed sizes in the data descriptor at ``at``, and where it ends.
+
+    Its signature is optional (ZipInputStream accepts a descriptor without one), so it is 16 or 12 bytes.
+    """
+    if at + 16 > len(data):
+        raise ZipDamage(TRUNCATED, "the archive ends inside its data descriptor", name)
+    if data[at : at + 4] == DATA_DESCRIPTOR:
+        crc, csize, usize = struct.unpack_from("<III", data, at + 4)
+        return crc, csize, usize, at + 16
+    crc, csize, usize = struct.unpack_from("<III", data, at)
+    return crc, csize, usize, at + 12
 
 
 def read_member(data: bytes, name: str) -> bytes | None:

@@ -317,21 +317,7 @@ class BlockStream:
         body = data[body_at : body_at + compressed]
         if len(body) < compressed:
             raise StreamCorrupt(at, f"stream ends inside a block ({len(body):,} of {compressed:,} bytes)")
-        if method == METHOD_LZ4:
-            try:
-                block = decompress(body, original, self.fast)
-            except MatchBeforeStart as exc:
-                if not self.fill_before_start:
-                    raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}", before_start=True) from None
-                try:
-                    block, filled = decompress_block_filled(body, original)
-                except ValueError as exc:
-                    raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}") from None
-                self.filled[self.blocks] = (at, filled)
-            except ValueError as exc:
-                raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}") from None
-        else:
-            block = body
+        block = self._decompress(at, body_at, body, original) if method == METHOD_LZ4 else body
         if self.verify_checksums and block_checksum(block) != check:
             raise StreamCorrupt(at, "block checksum (XXH32) does not match its contents")
         if not self.verify_checksums:
@@ -339,6 +325,23 @@ class BlockStream:
         self.offset = body_at + compressed
         self.blocks += 1
         return block
+
+    def _decompress(self, at: int, body_at: int, body: bytes, original: int) -> bytes:
+        """The original bytes of the LZ4 block whose header is at ``at`` and body at ``body_at``;
+        a match before the block's start is filled with zeros only when ``fill_before_start``."""
+        try:
+            return decompress(body, original, self.fast)
+        except MatchBeforeStart as exc:
+            if not self.fill_before_start:
+                raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}", before_start=True) from None
+            try:
+                block, filled = decompress_block_filled(body, original)
+            except ValueError as exc:
+                raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}") from None
+            self.filled[self.blocks] = (at, filled)
+            return block
+        except ValueError as exc:
+            raise StreamCorrupt(body_at, f"LZ4 block does not decompress: {exc}") from None
 
 
 def compress_raw(data: bytes, block_size: int = 1 << 16) -> bytes:

@@ -89,7 +89,8 @@ class WindowSpec:
                     "retention",
                     (
                         f"{human_ms(self.retention_ms)} does not cover size + grace "
-                        f"({human_ms(self.size_ms)} + {human_ms(self.grace_ms)} = {human_ms(self.size_ms + self.grace_ms)}); "
+                        f"({human_ms(self.size_ms)} + {human_ms(self.grace_ms)} = "
+                        f"{human_ms(self.size_ms + self.grace_ms)}); "
                         "a window would leave state before it closes"
                     ),
                 )

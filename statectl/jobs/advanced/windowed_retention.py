@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
+from statectl.formats.dead_letters import dead_letter_from_record
 from statectl.jobs.advanced.common import (
     DEAD_LETTERS,
     RECORD_REASONS,
@@ -48,7 +49,7 @@ from statectl.jobs.advanced.common import (
 )
 from statectl.jobs.advanced.config import WindowedRetentionConfig
 from statectl.jobs.advanced.rules import WindowSpec, iso_ms, sweep_windows, window_key
-from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, dead_letter_from_record, kafka_source
+from statectl.jobs.common import OUTPUT_SCHEMA, JobPlan, kafka_source
 from statectl.text import human_ms
 
 REASONS = RECORD_REASONS + ["malformed_json", "missing_field", "invalid_timestamp", "late"]

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from statectl.jobs.common import NON_FINITE, dead_letter_json
+from statectl.formats.dead_letters import dead_letter_json
+from statectl.jobs.common import NON_FINITE
 from statectl.jobs.leaderboard.kinds import (
     KIND_BAD_SCORE,
     KIND_DEAD_LETTER,
@@ -321,7 +322,8 @@ def join_scores(pdf: pd.DataFrame, stored_names, stored_games, top_n: int | None
     player_finals, game_finals)``: the scores with a known player and game (``SCORE_COLUMNS``,
     ``name`` and ``game_name``); the scores whose player was unknown at the time; those whose
     player was known but game was not (both ``SCORE_COLUMNS``, ``key``: a score's ``text``, its
-    record's key and headers, and ``raw``: its value); and each table's updates ``[(id, name or None)]`` (None: deleted).
+    record's key and headers, and ``raw``: its value); and each table's updates
+    ``[(id, name or None)]`` (None: deleted).
 
     With ``top_n``, ``joined`` holds only the joined scores that can rank (at least their game's
     ``top_n``-th best distinct score, see ``_rows_at_least_the_cut``): the ranking needs no

@@ -1,5 +1,5 @@
-"""A local S3-compatible server (moto in server mode) on 127.0.0.1, for the tests, the
-benchmarks and trying statectl's object-storage support without an AWS account.
+"""A local S3-compatible server (moto in server mode) on 127.0.0.1, for the tests and the
+benchmarks (they import it from here: it is test set-up, not part of statectl).
 
 Path-style. Credentials are checked as S3 checks them: the server starts with IAM
 authentication on, makes one user with one access key, and refuses any other key or a wrong
