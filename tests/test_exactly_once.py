@@ -41,6 +41,9 @@ from statectl.run.exactly_once import TransactionalBatches, query_identity, run_
         (KafkaError(KafkaError.INVALID_PRODUCER_EPOCH, "old epoch", txn_requires_abort=True), FENCED),
         (KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "moved", txn_requires_abort=True), ABORT),
         (KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True), RETRY),
+        # committed() on a fresh broker (seen: "Failed to get committed offsets: Broker: Not coordinator").
+        (KafkaError(KafkaError.NOT_COORDINATOR, "Failed to get committed offsets: Broker: Not coordinator"), RETRY),
+        (KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, "loading"), RETRY),
         (KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "denied", fatal=True), FATAL),
     ],
 )

@@ -107,6 +107,15 @@ def hold_seconds(batch_id: int, setting: str | None) -> float:
 FENCED, ABORT, RETRY, FATAL = "fenced", "abort", "retry", "fatal"
 
 _FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+#: The group coordinator moving or still loading (a fresh broker, a broker restarted): librdkafka
+#: does not mark these retriable when a consumer's committed() meets them, yet the answer comes
+#: once the coordinator has loaded; asked again until the call's time-out.
+_COORDINATOR_CODES = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._WAIT_COORD,
+}
 
 
 def failure_kind(error: KafkaError) -> str:
@@ -116,7 +125,7 @@ def failure_kind(error: KafkaError) -> str:
         return FENCED
     if error.txn_requires_abort():
         return ABORT
-    if error.retriable():
+    if error.retriable() or error.code() in _COORDINATOR_CODES:
         return RETRY
     return FATAL
 
