@@ -283,6 +283,12 @@ class BatchProgress(EventFields):
         description="Spark's breakdown of it (`addBatch`, `queryPlanning`, `walCommit`, `commitOffsets`, "
         "`latestOffset`, `getBatch`, `triggerExecution`)."
     )
+    started_at_ms: Count | None = Field(
+        default=None,
+        description="When the batch started (Spark's trigger time), in ms since the epoch: with "
+        "`duration_ms.triggerExecution`, where it ended and how long the run waited for the next one "
+        "(absent from events written before 0.6).",
+    )
     state_rows_total: Count = Field(description="State rows, summed over the stateful operators.")
     state_rows_updated: Count = Field(description="State rows updated, summed.")
     state_rows_removed: Count = Field(description="State rows removed, summed.")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from statectl.run.batch_time import BatchTimes
 from statectl.run.state_growth import StateGrowth
 from statectl.text import first_error_line
 
@@ -164,6 +165,19 @@ def error_summary(exception_text: str | None) -> str | None:
     return first_error_line(exception_text)
 
 
+def epoch_ms(timestamp: Any) -> int | None:
+    """Spark's progress ``timestamp`` (ISO 8601 in UTC, ``2026-11-29T15:00:00.123Z``) as ms since
+    the epoch; None when absent or not such a time."""
+    from datetime import datetime
+
+    if not isinstance(timestamp, str):
+        return None
+    try:
+        return round(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
 def _num(value: Any, default: float = 0.0) -> float:
     try:
         out = float(value)
@@ -251,6 +265,7 @@ def batch_progress(
             progress.get("batchDuration") or (progress.get("durationMs") or {}).get("triggerExecution", 0)
         ),
         duration_ms={k: int(v) for k, v in (progress.get("durationMs") or {}).items()},
+        started_at_ms=epoch_ms(progress.get("timestamp")),
         state_rows_total=sum(o["rows_total"] for o in operators),
         state_rows_updated=sum(o["rows_updated"] for o in operators),
         state_rows_removed=sum(o["rows_removed"] for o in operators),
@@ -364,9 +379,12 @@ class RunTotals:
     terminated: bool = False
     #: each operator's rows per batch, judged as `statectl advise` judges a checkpoint
     state_growth: StateGrowth = field(default_factory=StateGrowth)
+    #: where the batches' time went: Spark's parts of each and the gaps between them
+    batch_times: BatchTimes = field(default_factory=BatchTimes)
 
     def add(self, event: dict) -> None:
         self.state_growth(event)
+        self.batch_times.add(event)
         if event.get("type") == "terminated":
             self.terminated = True
         if event.get("type") != "batch_progress":

@@ -88,6 +88,9 @@ class RunSummary:
     spark_start_seconds: float = 0.0  # the part of start_seconds from the Spark session to the started query
     between_batches_seconds: float = 0.0  # the query ran but no batch did (waiting for a trigger, planning)
     stop_seconds: float = 0.0  # from the query's end to the summary: listener, session and lock let go
+    #: where the batches' time went (statectl.run.batch_time): Spark's parts of a batch and the gap
+    #: between batches, p50/p99/max in ms, and the slowest batches with their parts
+    batch_time: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -557,6 +560,7 @@ def _summary_of(
         processing_seconds=processing_seconds,
         engine=run.engine.remote,
         delivery=None if isinstance(run.job, UserJob) else run.config.sink.delivery,
+        batch_time=totals.batch_times.breakdown(),
         **run_timing(
             run.command_started,
             session.started,
