@@ -127,7 +127,7 @@ import sys, time
 from pyspark.sql import SparkSession, functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-remote, bootstrap, scores, out_topic, checkpoint, mode = sys.argv[1:7]
+remote, bootstrap, scores, out_topic, checkpoint, mode, progress_file = sys.argv[1:8]
 
 
 class LastPerGame(StatefulProcessor):
@@ -146,6 +146,9 @@ spark = SparkSession.builder.remote(remote).create()
 spark.conf.set("spark.sql.streaming.stateStore.providerClass",
                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
 spark.conf.set("spark.sql.shuffle.partitions", "2")
+# Every batch's progress kept (Spark keeps 100 by default), written out at the end: the batch-time
+# breakdown of the floor, as a statectl run's events give it.
+spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000000")
 src = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", scores)
        .option("startingOffsets", "earliest").load())
 if mode == "realtime":
@@ -175,6 +178,9 @@ stop = threading.Event()
 signal.signal(signal.SIGINT, lambda *_: stop.set())
 while not stop.wait(0.5) and query.isActive:
     pass
+import json
+with open(progress_file, "w") as fh:
+    json.dump([json.loads(p.json) if hasattr(p, "json") else p for p in query.recentProgress], fh)
 query.stop()
 spark.stop()
 """
@@ -203,6 +209,8 @@ class Result:
     load: tuple[float, float, float]
     note: str = ""
     wait: list[float] = field(default_factory=list)
+    #: where the batches' time went (statectl.run.batch_time); None for the twin (no micro-batches)
+    batch_time: dict | None = None
 
 
 class ReadTimes:
@@ -427,6 +435,7 @@ def start_system(
             high_scores,
             str(work / "checkpoint"),
             system.removeprefix("floor-"),
+            str(work / "progress.json"),
         ]
         return subprocess.Popen(
             cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work, start_new_session=True
@@ -442,6 +451,8 @@ def start_system(
             bootstrap,
             "--remote",
             remote if system == "statectl-engine" else "none",
+            "--events-file",
+            str(work / "events.jsonl"),
         ]
         overrides = [*(LOW_LATENCY if system in LOW_LATENCY_SYSTEMS else []), *STATECTL_VARIANTS.get(system, [])]
         for override in overrides:
@@ -511,6 +522,7 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
         stop_system(proc)
         read_note = read_times.finish()
     load = os.getloadavg()
+    batch_time = batch_time_of(work)
     output, event, unseen, count, wait, untimed = latencies(
         bootstrap, high_scores, events, int(measure_from * 1000), int((measure_from + args.duration) * 1000), read_times
     )
@@ -546,7 +558,28 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
         (max(load0[0], load[0]), load[1], load[2]),
         "; ".join(n for n in (note, read_note) if n),
         wait,
+        batch_time,
     )
+
+
+def batch_time_of(work: Path) -> dict | None:
+    """The run's batch-time breakdown: from statectl's events file, or the floor's progress (Spark's
+    own, made into the same events); None for a system with neither (the twin)."""
+    from statectl.run.batch_time import BatchTimes
+    from statectl.run.lifecycle import batch_progress
+
+    times = BatchTimes()
+    events, progress = work / "events.jsonl", work / "progress.json"
+    if events.exists():
+        for line in events.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                times.add(json.loads(line))
+    elif progress.exists():
+        for p in json.loads(progress.read_text() or "[]"):
+            times.add(batch_progress(p))
+    else:
+        return None
+    return times.breakdown()
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -589,6 +622,49 @@ def report(results: list[Result]) -> None:
         "delivery; load: 1-min load average, the higher of before and after)"
     )
     guarantee_costs(results)
+    batch_times(results)
+
+
+#: The parts of a batch the table shows, with their column heads.
+BATCH_COLUMNS = (
+    ("triggerExecution", "batch"),
+    ("latestOffset", "latestOff"),
+    ("queryPlanning", "planning"),
+    ("walCommit", "walCommit"),
+    ("addBatch", "addBatch"),
+    ("commitOffsets", "commitOff"),
+)
+
+
+def batch_times(results: list[Result]) -> None:
+    """Where each micro-batch system's batches spent their time: each part's p50/p99, the gap from
+    one batch's end to the next one's start, and the slowest batch's parts."""
+    rows = [r for r in results if r.batch_time]
+    if not rows:
+        return
+    print()
+    print("where a batch's time goes (ms, p50/p99; gap: from a batch's end to the next one's start):")
+    heads = "".join(f"{head:>15}" for _, head in BATCH_COLUMNS)
+    print(f"{'rate/s':>7}  {'system':<18}{'batches':>8}{heads}{'gap':>15}  slowest batch")
+    for r in rows:
+        bt = r.batch_time
+        cells = "".join(f"{_p50_p99(bt['parts_ms'].get(part)):>15}" for part, _ in BATCH_COLUMNS)
+        slowest = bt["slowest"][0] if bt["slowest"] else None
+        worst = (
+            f"#{slowest['batch_id']} {slowest['ms']:,}: "
+            + ", ".join(f"{k} {v:,}" for k, v in slowest["parts_ms"].items() if k != "triggerExecution" and v)
+            if slowest
+            else "-"
+        )
+        print(
+            f"{r.rate:>7,}  {r.system:<18}{bt['batches']:>8,}{cells}{_p50_p99(bt['between_batches_ms']):>15}  {worst}"
+        )
+
+
+def _p50_p99(spread: dict | None) -> str:
+    if not spread or spread["p50"] is None:
+        return "-"
+    return f"{spread['p50']:,.0f}/{spread['p99']:,.0f}"
 
 
 def guarantee_costs(results: list[Result]) -> None:
