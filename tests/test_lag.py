@@ -636,3 +636,60 @@ def test_offsets_text_matches_a_real_spark_offsets_file():
     assert [line[:2] for line in ours] == [line[:2] for line in real]
     assert set(json.loads(ours[1])) == set(json.loads(real[1]))
     assert [list(json.loads(line)) for line in ours[2:]] == [list(json.loads(line)) for line in real[2:]]
+
+
+# ------------------------------------------------------------------------------------------
+# the quick look and the full health check: one rule for the logs
+
+
+LOG_CODES = ("not-a-checkpoint", "missing-file", "uncommitted-batch", "version-gap", "orphaned-file")
+
+
+@pytest.mark.parametrize(
+    "remove, add",
+    [
+        ([], []),
+        (["offsets/3"], ["offsets/4"]),  # the last commit (3) without its offsets, offsets/4 there
+        (["commits/3"], []),
+        (["commits/1", "commits/2", "commits/3"], []),
+        (["offsets/1"], []),
+        (["metadata"], []),
+        ([], ["offsets/.4.tmp"]),
+        ([], ["offsets/4", "offsets/5"]),
+    ],
+    ids=[
+        "whole",
+        "commit-without-offsets",
+        "last-uncommitted",
+        "logs-disagree",
+        "offsets-gap",
+        "no-metadata",
+        "leftover",
+        "two-in-flight",
+    ],
+)
+def test_the_quick_look_and_the_health_check_judge_the_logs_alike(tmp_path, remove, add):
+    """They were two copies of the log checks and had drifted: the last commit N without offsets/N
+    while offsets/N+1 exists was an error in the quick look (status, lag) and only a gap warning in
+    inspect-state's health check (a restart reads offsets/N: it cannot start). Bad inputs: each
+    damage above."""
+    from statectl.checkpoint.health import check_health
+    from statectl.checkpoint.reader import read_layout
+    from statectl.checkpoint.restore import restore_plan
+
+    checkpoint = build_kafka_checkpoint(tmp_path / "ckpt", 4)
+    for rel in remove:
+        (checkpoint / rel).unlink()
+        (checkpoint / rel).with_name(f".{Path(rel).name}.crc").unlink(missing_ok=True)
+    for rel in add:
+        (checkpoint / rel).write_text((checkpoint / "offsets" / "0").read_text())
+
+    def logs(findings) -> list[tuple[str, str, str | None, str]]:
+        return sorted((f.severity, f.code, f.path, f.message) for f in findings if f.code in LOG_CODES)
+
+    quick = logs(read_progress(checkpoint).findings)
+    layout = read_layout(checkpoint)
+    full = logs(check_health(layout, restore_plan(layout)))
+    assert quick == full
+    if remove == ["offsets/3"]:
+        assert ("error", "missing-file", "commits/3") in [q[:3] for q in quick]

@@ -13,7 +13,7 @@ played out as the Spark release the verdict is for loads it: ``integrity`` and `
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -269,19 +269,53 @@ def _reader_problems(layout: CheckpointLayout) -> list[Finding]:
 
 
 def _logs(layout: CheckpointLayout) -> list[Finding]:
-    out: list[Finding] = []
+    out = log_findings(
+        sorted(layout.offsets_files),
+        sorted(layout.commits_files),
+        layout.temp_files,
+        offsets_present=layout.offsets_present,
+        commits_present=layout.commits_present,
+        has_metadata=layout.has_metadata,
+        state_present=layout.state_present,
+        ids_of=_ids_from_path,
+    )
     if not layout.offsets_present and not layout.commits_present:
+        return out
+    for rel in layout.other_entries:
         out.append(
+            Finding(INFO, UNKNOWN_FILE, f"{rel} is not part of Spark's checkpoint layout", rel, *_ids_from_path(rel))
+        )
+    return out
+
+
+def log_findings(
+    offsets: Sequence[int],
+    commits: Sequence[int],
+    temp_files: Iterable[str],
+    *,
+    offsets_present: bool,
+    commits_present: bool,
+    has_metadata: bool,
+    state_present: bool = False,
+    ids_of: Callable[[str], tuple[int | None, int | None]] = lambda rel: (None, None),
+) -> list[Finding]:
+    """The findings the offsets and commits logs give from their batch numbers alone (sorted),
+    their leftovers of interrupted writes and whether metadata is there: one rule for
+    ``check_health`` (a whole layout) and ``inspect-state``'s quick look (a listing, e.g. on an
+    object store). ``ids_of`` names a leftover's operator and partition where it is in one."""
+    if not offsets_present and not commits_present:
+        ignored = " and ignore the state/ it finds" if state_present else ""
+        return [
             Finding(
                 ERROR,
                 NOT_A_CHECKPOINT,
-                "no offsets/ and no commits/: Spark would start this as a new query from the "
-                "sources' starting offsets" + (" and ignore the state/ it finds" if layout.state_present else ""),
+                f"no offsets/ and no commits/: Spark would start this as a new query from the sources' starting "
+                f"offsets{ignored}",
                 None,
             )
-        )
-        return out
-    if not layout.has_metadata:
+        ]
+    out: list[Finding] = []
+    if not has_metadata:
         out.append(
             Finding(
                 WARNING,
@@ -290,7 +324,7 @@ def _logs(layout: CheckpointLayout) -> list[Finding]:
                 "metadata",
             )
         )
-    if not layout.offsets_present:
+    if not offsets_present:
         out.append(
             Finding(
                 ERROR,
@@ -299,12 +333,43 @@ def _logs(layout: CheckpointLayout) -> list[Finding]:
                 "offsets",
             )
         )
-    if not layout.commits_present and layout.offsets_files:
+    if not commits_present and offsets:
         out.append(
             Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted", "commits")
         )
-    last_offset, last_commit = layout.last_offset_batch, layout.last_committed_batch
-    pending = layout.pending_batch
+    out += _batch_findings(offsets, commits)
+    for rel, files in (("offsets", offsets), ("commits", commits)):
+        if files:
+            missing = sorted(set(range(files[0], files[-1] + 1)) - set(files))
+            if missing:
+                out.append(
+                    Finding(
+                        WARNING,
+                        VERSION_GAP,
+                        f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {_fmt(missing)} "
+                        f"between {files[0]} and {files[-1]}",
+                        f"{rel}/{missing[0]}",
+                    )
+                )
+    for rel in temp_files:
+        out.append(
+            Finding(
+                WARNING,
+                ORPHANED_FILE,
+                f"{rel} is a temporary file left by an interrupted write; safe to delete while the query is stopped",
+                rel,
+                *ids_of(rel),
+            )
+        )
+    return out
+
+
+def _batch_findings(offsets: Sequence[int], commits: Sequence[int]) -> list[Finding]:
+    """A batch in flight or cut short, logs that disagree, and a commit whose offsets are gone."""
+    out = []
+    last_offset = offsets[-1] if offsets else None
+    last_commit = commits[-1] if commits else None
+    pending = None if last_offset is None or (last_commit is not None and last_commit >= last_offset) else last_offset
     if pending is not None and (last_commit is None or pending == last_commit + 1):
         out.append(
             Finding(
@@ -325,7 +390,9 @@ def _logs(layout: CheckpointLayout) -> list[Finding]:
                 f"offsets/{last_offset}",
             )
         )
-    if last_commit is not None and (last_offset is None or last_commit > last_offset):
+    # A restart reads the last commit's offsets (it continues from them): without that file it
+    # cannot start, whatever later offsets there are.
+    if last_commit is not None and last_commit not in set(offsets):
         out.append(
             Finding(
                 ERROR,
@@ -334,33 +401,6 @@ def _logs(layout: CheckpointLayout) -> list[Finding]:
                 f"where batch {last_commit + 1} starts",
                 f"commits/{last_commit}",
             )
-        )
-    for rel, files in (("offsets", layout.offsets_files), ("commits", layout.commits_files)):
-        if files:
-            missing = sorted(set(range(min(files), max(files) + 1)) - set(files))
-            if missing:
-                out.append(
-                    Finding(
-                        WARNING,
-                        VERSION_GAP,
-                        f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {_fmt(missing)} "
-                        f"between {min(files)} and {max(files)}",
-                        f"{rel}/{missing[0]}",
-                    )
-                )
-    for rel in layout.temp_files:
-        out.append(
-            Finding(
-                WARNING,
-                ORPHANED_FILE,
-                f"{rel} is a temporary file left by an interrupted write; safe to delete while the query is stopped",
-                rel,
-                *_ids_from_path(rel),
-            )
-        )
-    for rel in layout.other_entries:
-        out.append(
-            Finding(INFO, UNKNOWN_FILE, f"{rel} is not part of Spark's checkpoint layout", rel, *_ids_from_path(rel))
         )
     return out
 

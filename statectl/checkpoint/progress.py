@@ -20,19 +20,15 @@ from statectl.checkpoint.decode.formats import parse_offset_entry, source_kind
 from statectl.checkpoint.health import (
     CRC_MISMATCH,
     ERROR,
-    MISSING_FILE,
-    NOT_A_CHECKPOINT,
-    ORPHANED_FILE,
     SEVERITIES,
     TRUNCATED,
-    UNCOMMITTED_BATCH,
     UNPARSABLE,
     UNREADABLE,
-    VERSION_GAP,
     WARNING,
     Finding,
+    log_findings,
 )
-from statectl.checkpoint.layout import OffsetEntry, format_ranges
+from statectl.checkpoint.layout import OffsetEntry
 from statectl.errors import OperationalError, UsageError
 from statectl.storage.files import as_path, is_object_path, join, scandir
 from statectl.storage.objects import ObjectPath
@@ -198,93 +194,16 @@ def _names(directory: Path | ObjectPath) -> list[str]:
 def quick_findings(
     batches: LogBatches, offsets_present: bool, commits_present: bool, has_metadata: bool
 ) -> list[Finding]:
-    """The health findings the log listings alone tell (the first half of ``health.check_health``'s
-    log checks, with the same codes, severities and wording)."""
-    out: list[Finding] = []
-    if not offsets_present and not commits_present:
-        return [
-            Finding(
-                ERROR,
-                NOT_A_CHECKPOINT,
-                "no offsets/ and no commits/: Spark would start this as a new query from the sources' starting offsets",
-            )
-        ]
-    if not has_metadata:
-        out.append(
-            Finding(
-                WARNING,
-                MISSING_FILE,
-                "metadata is missing: a restart gives the query a new id (offsets and state still apply)",
-                "metadata",
-            )
-        )
-    if not offsets_present:
-        out.append(
-            Finding(
-                ERROR,
-                MISSING_FILE,
-                "offsets/ is missing: Spark cannot tell which offsets the committed batches read",
-                "offsets",
-            )
-        )
-    if not commits_present and batches.offsets:
-        out.append(
-            Finding(ERROR, MISSING_FILE, "commits/ is missing: every logged batch counts as uncommitted", "commits")
-        )
-    last_offset, last_commit, pending = batches.last_offset, batches.last_committed, batches.pending
-    if pending is not None and (last_commit is None or pending == last_commit + 1):
-        out.append(
-            Finding(
-                WARNING,
-                UNCOMMITTED_BATCH,
-                f"batch {pending} is in offsets/ but has no commit: a restart re-runs batch {pending} "
-                f"from its logged offsets (its sink output may be written again)",
-                f"offsets/{pending}",
-            )
-        )
-    elif pending is not None:
-        out.append(
-            Finding(
-                ERROR,
-                UNCOMMITTED_BATCH,
-                f"offsets/ runs to batch {last_offset} but the last commit is batch {last_commit}: "
-                f"Spark only ever has one batch in flight, so the logs are inconsistent",
-                f"offsets/{last_offset}",
-            )
-        )
-    if last_commit is not None and last_commit not in set(batches.offsets):
-        out.append(
-            Finding(
-                ERROR,
-                MISSING_FILE,
-                f"commits/{last_commit} exists without offsets/{last_commit}: a restart cannot tell "
-                f"where batch {last_commit + 1} starts",
-                f"commits/{last_commit}",
-            )
-        )
-    for rel, files in (("offsets", batches.offsets), ("commits", batches.commits)):
-        if files:
-            missing = sorted(set(range(files[0], files[-1] + 1)) - set(files))
-            if missing:
-                out.append(
-                    Finding(
-                        WARNING,
-                        VERSION_GAP,
-                        f"{rel}/ lacks batch{'es' if len(missing) > 1 else ''} {format_ranges(missing)} "
-                        f"between {files[0]} and {files[-1]}",
-                        f"{rel}/{missing[0]}",
-                    )
-                )
-    for rel in batches.temp_files:
-        out.append(
-            Finding(
-                WARNING,
-                ORPHANED_FILE,
-                f"{rel} is a temporary file left by an interrupted write; safe to delete while the query is stopped",
-                rel,
-            )
-        )
-    return out
+    """The health findings the log listings alone tell: ``health.log_findings``, the rule
+    ``check_health`` applies to a whole layout, on the listing's batch numbers."""
+    return log_findings(
+        batches.offsets,
+        batches.commits,
+        batches.temp_files,
+        offsets_present=offsets_present,
+        commits_present=commits_present,
+        has_metadata=has_metadata,
+    )
 
 
 def _read_last_commit(progress: CheckpointProgress) -> None:
