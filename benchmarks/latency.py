@@ -643,9 +643,12 @@ def batch_times(results: list[Result]) -> None:
     if not rows:
         return
     print()
-    print("where a batch's time goes (ms, p50/p99; gap: from a batch's end to the next one's start):")
+    print(
+        "where a batch's time goes (ms, p50/p99 over the batches after the first, which starts the query; "
+        "gap: from a batch's end to the next one's start):"
+    )
     heads = "".join(f"{head:>15}" for _, head in BATCH_COLUMNS)
-    print(f"{'rate/s':>7}  {'system':<18}{'batches':>8}{heads}{'gap':>15}  slowest batch")
+    print(f"{'rate/s':>7}  {'system':<18}{'batches':>8}{'first':>8}{heads}{'gap':>15}  slowest batch after the first")
     for r in rows:
         bt = r.batch_time
         cells = "".join(f"{_p50_p99(bt['parts_ms'].get(part)):>15}" for part, _ in BATCH_COLUMNS)
@@ -656,8 +659,10 @@ def batch_times(results: list[Result]) -> None:
             if slowest
             else "-"
         )
+        first = f"{bt['first']['ms']:,}" if bt.get("first") else "-"
         print(
-            f"{r.rate:>7,}  {r.system:<18}{bt['batches']:>8,}{cells}{_p50_p99(bt['between_batches_ms']):>15}  {worst}"
+            f"{r.rate:>7,}  {r.system:<18}{bt['batches']:>8,}{first:>8}{cells}{_p50_p99(bt['between_batches_ms']):>15}"
+            f"  {worst}"
         )
 
 

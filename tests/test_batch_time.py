@@ -63,7 +63,12 @@ def test_the_parts_the_gaps_and_the_slowest_batches():
     assert got["parts_ms"]["triggerExecution"] == {"p50": 120, "p99": 3050, "max": 3050}
     assert got["parts_ms"]["walCommit"] == {"p50": None, "p99": None, "max": None}  # never reported
     assert got["between_batches_ms"] == {"p50": 50, "p99": 400, "max": 400}
-    assert [s["batch_id"] for s in got["slowest"]] == [2, 1, 0]
+    assert [s["batch_id"] for s in got["slowest"]] == [2, 1]  # the first batch is apart
+    assert got["first"] == {
+        "batch_id": 0,
+        "ms": 100,
+        "parts_ms": {"latestOffset": 5, "addBatch": 80, "triggerExecution": 100},
+    }
     assert got["slowest"][0]["parts_ms"]["addBatch"] == 3000
     assert list(got["parts_ms"])[: len(PARTS)] == list(PARTS)
     json.dumps(got, allow_nan=False)  # the summary's JSON takes it as it is
@@ -79,13 +84,24 @@ def test_events_without_a_start_time_still_give_the_parts_but_no_gaps():
 
 def test_a_part_spark_adds_later_is_kept_under_its_own_name():
     times = BatchTimes()
-    times.add(_event(0, None, triggerExecution=10, newPart=4))
+    times.add(_event(0, None, triggerExecution=10, newPart=9))
+    times.add(_event(1, None, triggerExecution=10, newPart=4))
     assert times.breakdown()["parts_ms"]["newPart"] == {"p50": 4, "p99": 4, "max": 4}
+
+
+def test_the_first_batch_is_apart_from_the_figures_of_the_rest():
+    """It plans the query and warms the workers: in a short run it would be every p99."""
+    times = BatchTimes()
+    times.add(_event(0, "2026-11-29T15:00:00.000Z", queryPlanning=3000, triggerExecution=21000))
+    times.add(_event(1, "2026-11-29T15:00:21.010Z", queryPlanning=100, triggerExecution=1200))
+    got = times.breakdown()
+    assert got["first"]["ms"] == 21000 and got["parts_ms"]["queryPlanning"]["max"] == 100
+    assert got["between_batches_ms"]["max"] == 10  # the gap after the first batch counts
 
 
 def test_no_batch_gives_empty_figures_not_an_error():
     got = BatchTimes().breakdown()
-    assert got["batches"] == 0 and got["slowest"] == []
+    assert got["batches"] == 0 and got["slowest"] == [] and got["first"] is None
     assert got["between_batches_ms"] == {"p50": None, "p99": None, "max": None}
 
 

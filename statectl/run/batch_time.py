@@ -1,6 +1,7 @@
 """Where a run's micro-batches spend their time: Spark's own parts of each batch (``durationMs``:
 latestOffset, getBatch, queryPlanning, walCommit, addBatch, commitOffsets, triggerExecution) and
-the gap from one batch's end to the next one's start, summed up as medians and 99th percentiles.
+the gap from one batch's end to the next one's start, summed up as medians and 99th percentiles
+over the batches after the first (which starts the query: it is reported apart).
 
 Pure: it reads ``batch_progress`` events (statectl/run/lifecycle.py), so a run's summary, the
 latency benchmark and a test on recorded events get the same figures.
@@ -36,6 +37,9 @@ class BatchTimes:
     gaps_ms: list[int] = field(default_factory=list)
     #: The batches whose whole (triggerExecution) took longest: (ms, batch id, its parts).
     slowest: list[tuple[int, int, dict[str, int]]] = field(default_factory=list)
+    #: The run's first batch, apart: it plans the query, loads the state and warms the workers, so
+    #: it would be the p99 of any short run (ms, batch id, its parts).
+    first: tuple[int, int, dict[str, int]] | None = None
     batches: int = 0
     _last_end_ms: int | None = None
     _keep_slowest: int = 5
@@ -45,10 +49,15 @@ class BatchTimes:
             return
         durations = {k: int(v) for k, v in (event.get("duration_ms") or {}).items()}
         self.batches += 1
-        for name, ms in durations.items():
-            (self.parts_ms if name in PARTS else self.other_parts_ms).setdefault(name, []).append(ms)
         whole = durations.get("triggerExecution")
         started = event.get("started_at_ms")
+        if self.first is None:
+            self.first = (whole or 0, int(event.get("batch_id", -1)), durations)
+            if started is not None and whole is not None:
+                self._last_end_ms = int(started) + whole
+            return
+        for name, ms in durations.items():
+            (self.parts_ms if name in PARTS else self.other_parts_ms).setdefault(name, []).append(ms)
         if started is not None and whole is not None:
             if self._last_end_ms is not None:
                 self.gaps_ms.append(max(0, int(started) - self._last_end_ms))
@@ -59,11 +68,14 @@ class BatchTimes:
             del self.slowest[self._keep_slowest :]
 
     def breakdown(self) -> dict:
-        """The JSON a run's summary carries: per part and for the gaps, p50, p99 and max in ms
-        (None where no batch reported it), the number of batches, and the slowest batches with
-        their parts (where a stall shows which part it was in)."""
+        """The JSON a run's summary carries: the number of batches; the first batch with its parts;
+        over the batches after it, per part and for the gaps, p50, p99 and max in ms (None where
+        no batch reported it), and the slowest batches with their parts (where a stall shows
+        which part it was in)."""
+        first = self.first
         return {
             "batches": self.batches,
+            "first": None if first is None else {"batch_id": first[1], "ms": first[0], "parts_ms": first[2]},
             "parts_ms": {name: _spread(values) for name, values in {**self.parts_ms, **self.other_parts_ms}.items()},
             "between_batches_ms": _spread(self.gaps_ms),
             "slowest": [{"batch_id": b, "ms": ms, "parts_ms": parts} for ms, b, parts in self.slowest],
