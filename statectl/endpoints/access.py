@@ -71,10 +71,15 @@ def address_family(host: str) -> socket.AddressFamily:
     return socket.AF_INET if socket.AF_INET in families or not families else socket.AF_INET6
 
 
-def server_class(base: type, host: str) -> type:
-    """``base`` (an http.server or wsgiref server class) listening on ``host``'s family, its
-    request threads daemons: Ctrl-C never waits on a client."""
-    return type(base.__name__, (base,), {"address_family": address_family(host), "daemon_threads": True})
+def listen(base: type, host: str, port: int, handler: type, *, port_flag: str = "--port", host_flag: str = "--host"):
+    """A ``base`` server (an http.server or wsgiref server class) bound (not yet serving) on
+    ``host:port`` with ``handler``: on ``host``'s family, IPv4 or IPv6, its request threads daemons
+    (Ctrl-C never waits on a client); the one line of ``listen_error`` when it cannot listen."""
+    server_class = type(base.__name__, (base,), {"address_family": address_family(host), "daemon_threads": True})
+    try:
+        return server_class((bind_host(host), port), handler)
+    except OSError as exc:
+        raise listen_error(exc, host, port, port_flag=port_flag, host_flag=host_flag) from None
 
 
 def url_host(host: str) -> str:

@@ -132,12 +132,7 @@ def make_server(
 
 def bind(live, host: str, port: int, log: Callable[[str], None] | None, token: str | None) -> ThreadingHTTPServer:
     """The API over ``live`` bound (not yet serving) on ``host:port``, IPv4 or IPv6."""
-    try:
-        return access.server_class(ThreadingHTTPServer, host)(
-            (access.bind_host(host), port), make_handler(live, log, token)
-        )
-    except OSError as exc:
-        raise access.listen_error(exc, host, port, port_flag="--port", host_flag="--host") from None
+    return access.listen(ThreadingHTTPServer, host, port, make_handler(live, log, token))
 
 
 def serve(

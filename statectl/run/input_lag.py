@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Protocol
 
 from statectl.observe import lag_trend
 from statectl.observe.lag_trend import LagSample
+from statectl.run.lifecycle import epoch_ms
 from statectl.run.lifecycle import source_offsets as _offsets
 
 #: The read of the next records may hold the events back this long at most, per batch.
@@ -30,14 +30,9 @@ class RecordReader(Protocol):
 
 
 def _trigger_ms(progress: dict, batch: dict) -> int:
-    """The batch's trigger time (Spark's ``timestamp``), else the event's time."""
-    stamp = progress.get("timestamp")
-    if isinstance(stamp, str):
-        try:
-            return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
-        except ValueError:
-            pass
-    return int(batch.get("time", time.time()) * 1000)
+    """The batch's trigger time (Spark's ``timestamp``, as the event carries it), else the event's time."""
+    at = epoch_ms(progress.get("timestamp"))
+    return at if at is not None else int(batch.get("time", time.time()) * 1000)
 
 
 def partitions_behind(source: dict) -> dict[str, dict[int, tuple[int, int]]]:

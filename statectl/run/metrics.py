@@ -118,10 +118,7 @@ class RunMetrics:
     def serve(self, port: int, host: str = "127.0.0.1") -> RunMetrics:
         if not 0 <= port < 65536:
             raise UsageError(f"--metrics-port {port}: expected a port number (0: any free port)")
-        try:
-            self._server, self._thread = _start_metrics_server(host, port, self.registry)
-        except OSError as exc:
-            raise access.listen_error(exc, host, port, port_flag="--metrics-port", host_flag="--metrics-host") from None
+        self._server, self._thread = _start_metrics_server(host, port, self.registry)
         return self
 
     @property
@@ -196,7 +193,7 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
     import os
     import threading
     from http import HTTPStatus
-    from wsgiref.simple_server import WSGIRequestHandler, make_server
+    from wsgiref.simple_server import WSGIRequestHandler
 
     from prometheus_client import make_wsgi_app
     from prometheus_client.exposition import ThreadingWSGIServer
@@ -233,9 +230,10 @@ def _start_metrics_server(host: str, port: int, registry, token: str | None = No
         def log_message(self, format, *args):  # no access log on stderr
             pass
 
-    server = make_server(
-        access.bind_host(host), port, app, access.server_class(ThreadingWSGIServer, host), handler_class=QuietHandler
+    server = access.listen(
+        ThreadingWSGIServer, host, port, QuietHandler, port_flag="--metrics-port", host_flag="--metrics-host"
     )
+    server.set_app(app)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="statectl-metrics"
     )

@@ -180,12 +180,7 @@ def make_server(
 ) -> UiServer:
     """Bind the dashboard on ``host:port``; off loopback ``token`` (else a fresh one) is required."""
     token, generated = access.token_for(host, token, "--token")
-    try:
-        httpd = access.server_class(ThreadingHTTPServer, host)(
-            (access.bind_host(host), port), make_handler(dashboard, token, log)
-        )
-    except OSError as exc:
-        raise access.listen_error(exc, host, port, port_flag="--port", host_flag="--host") from None
+    httpd = access.listen(ThreadingHTTPServer, host, port, make_handler(dashboard, token, log))
     url = f"http://{access.url_host(host)}:{httpd.server_address[1]}/"
     if generated:
         url += f"?token={token}"

@@ -23,21 +23,8 @@ import pytest
 from statectl.adapters.kafka.consume import read_topic
 from tests.integration.test_advanced_state import Example
 from tests.integration.test_leaderboard import T0, Leaderboard, player, score
+from tests.test_dead_letters import FIELDS  # the documented fields, in order (docs/dead-letters.md)
 
-FIELDS = [
-    "reason",
-    "detail",
-    "sourceTopic",
-    "sourcePartition",
-    "sourceOffset",
-    "sourceTimestamp",
-    "sourceKey",
-    "sourceKeyEncoding",
-    "value",
-    "valueEncoding",
-    "valueTruncated",
-    "headers",
-]
 BIG = json.dumps({"pad": "x" * 300})
 
 
