@@ -39,6 +39,7 @@ window: the measured ones are followed by more, as in a stream that keeps flowin
                       exactly once (sink.delivery=exactly-once: a Kafka transaction per batch)
   statectl-alo        the same at least once (sink.delivery=at-least-once: Spark's Kafka sink)
   statectl-engine     the same as statectl on the engine (`--remote`)
+  statectl-engine-alo the same at least once on the engine
   statectl-default    in its own process with the shipped config (trigger 1 second, exactly once)
   twin-book           the Kafka Streams twin, the book's settings (record cache off), at least once
   twin-book-eos       the same with processing.guarantee=exactly_once_v2 (commits every 100 ms)
@@ -51,6 +52,9 @@ window: the measured ones are followed by more, as in a stream that keeps flowin
   floor-tws           the same through one transformWithStateInPandas operator keyed by game
                       that emits each game's last event per batch (no state kept): the least a
                       Python stateful operator pays
+  floor-tws-collect   floor-tws written by a Python foreachBatch function that collects the batch and
+                      produces it (statectl's exactly-once writer without the transaction): what
+                      the callback and the collect cost
   floor-realtime      floor-stateless in Spark's real-time mode (trigger realTime, 4.1+: stateless
                       queries only; its tasks run for the whole checkpoint interval, so the
                       score topic gets as many partitions as the engine has cores), behind the
@@ -65,6 +69,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -83,6 +88,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import local_engine, throwaway_broker  # noqa: E402
 from benchmarks.peer import (
+    AT_LEAST_ONCE,
     GUARANTEE_PAIRS,
     REPO,
     STATECTL_VARIANTS,
@@ -108,6 +114,7 @@ SYSTEMS = (
     "statectl",
     "statectl-alo",
     "statectl-engine",
+    "statectl-engine-alo",
     "statectl-default",
     "twin-book",
     "twin-book-eos",
@@ -117,10 +124,15 @@ SYSTEMS = (
     "twin-defaults-2t",
     "floor-stateless",
     "floor-tws",
+    "floor-tws-collect",
     "floor-realtime",
 )
 #: the statectl systems that run the low-latency profile
-LOW_LATENCY_SYSTEMS = ("statectl", "statectl-alo", "statectl-engine")
+LOW_LATENCY_SYSTEMS = ("statectl", "statectl-alo", "statectl-engine", "statectl-engine-alo")
+#: the statectl systems that run on the engine
+ENGINE_SYSTEMS = ("statectl-engine", "statectl-engine-alo")
+#: each statectl system's own overrides (peer.py's, and the engine's at-least-once)
+VARIANTS = {**STATECTL_VARIANTS, "statectl-engine-alo": [AT_LEAST_ONCE]}
 
 _FLOOR = r"""
 import sys, time
@@ -161,13 +173,30 @@ if mode == "realtime":
 else:
     events = (src.select(F.from_json(F.col("value").cast("string"), "score double, product_id int").alias("e"))
               .select("e.*"))
-if mode == "tws":
+if mode in ("tws", "tws-collect"):
     events = events.groupBy("product_id").transformWithStateInPandas(LastPerGame(), "score double, product_id int",
                                                                      "append", "None")
 out = events.select(F.col("product_id").cast("string").alias("key"),
                     F.to_json(F.array(F.struct("score"))).alias("value"))
-writer = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", out_topic)
-          .option("checkpointLocation", checkpoint))
+if mode == "tws-collect":
+    # The batch collected by a Python foreachBatch function and produced from there (as
+    # statectl's exactly-once writer does, without its transaction): what the callback costs.
+    class Collected:
+        producer = None
+
+        def __call__(self, batch, batch_id):
+            from confluent_kafka import Producer
+
+            if self.producer is None:
+                self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+            for key, value in batch.collect():
+                self.producer.produce(out_topic, value, key)
+            self.producer.flush(30)
+
+    writer = out.writeStream.foreachBatch(Collected()).option("checkpointLocation", checkpoint)
+else:
+    writer = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", out_topic)
+              .option("checkpointLocation", checkpoint))
 if mode == "realtime":
     writer = writer.outputMode("update").trigger(realTime="5 minutes")
 else:
@@ -265,6 +294,17 @@ class ReadTimes:
             self._started.set()
             c.close()
 
+    def first_read(self, timeout: float) -> float | None:
+        """When the first record was read (epoch seconds), waiting up to ``timeout`` for one; None
+        when none came."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            times = [t[0] for t in list(self._times.values()) if len(t)]
+            if times:
+                return min(times) / 1000
+            time.sleep(0.1)
+        return None
+
     def finish(self, timeout: float = 120.0) -> str:
         """Read on to the topic's readable end, then stop. A note when that took too long."""
         reader = committed_reader(self.bootstrap)
@@ -288,19 +328,28 @@ class ReadTimes:
         return self._times[partition][i] if i < len(offsets) and offsets[i] == offset else None
 
 
+class Window:
+    """The measured window, in epoch seconds: open from ``start`` for ``duration``; unknown (never
+    reached) until ``open`` is called, which the run does once the system writes its first output."""
+
+    def __init__(self):
+        self.start = self.end = float("inf")
+
+    def open(self, start: float, duration: float) -> None:
+        self.start, self.end = start, start + duration
+
+
 def pace(
     bootstrap: str,
     topic: str,
     rate: int,
-    seconds: float,
+    window: Window,
+    tail: float,
     events: Events,
-    measure_from: float,
     stop: threading.Event,
-    measure_until: float = float("inf"),
 ) -> int:
-    """Produce ``rate`` score events per second for ``seconds``; the events created in
-    [``measure_from``, ``measure_until``) (epoch seconds) are recorded in ``events``. Returns how
-    many were sent."""
+    """Produce ``rate`` score events per second until ``tail`` seconds after ``window`` ends; the
+    events created in the window are recorded in ``events``. Returns how many were sent."""
     import random
 
     from confluent_kafka import Producer
@@ -319,14 +368,14 @@ def pace(
     sent = n = last_ms = 0
     while not stop.is_set():
         elapsed = time.monotonic() - started
-        if elapsed >= seconds:
+        now = time.time()
+        if now >= window.end + tail:
             break
         due = int(rate * elapsed) - sent
-        now = time.time()
         created_ms = max(int(now * 1000), last_ms)
         if created_ms != last_ms:
             n, last_ms = 0, created_ms
-        record = measure_from <= now < measure_until
+        record = window.start <= now < window.end
         for _ in range(due):
             player, game = rnd.randrange(1, PLAYERS + 1), rnd.randrange(1, PRODUCTS + 1)
             # Strictly growing scores: n counts the events of this millisecond (under 1,000 at any
@@ -412,6 +461,7 @@ def game_of_key(key: bytes) -> int:
 def start_system(
     system: str, work: Path, bootstrap: str, scores: str, high_scores: str, dlq: str, args, remote: str | None
 ) -> tuple[subprocess.Popen, str]:
+    system, _, variant = system.partition("+")  # statectl-engine+NAME: with --variant NAME's settings
     yaml_path = work / "leaderboard.yaml"
     run_yaml(args.config, yaml_path, work / "checkpoint", bootstrap, high_scores, dlq)
     import yaml
@@ -450,11 +500,16 @@ def start_system(
             "-b",
             bootstrap,
             "--remote",
-            remote if system == "statectl-engine" else "none",
+            remote if system in ENGINE_SYSTEMS else "none",
             "--events-file",
             str(work / "events.jsonl"),
         ]
-        overrides = [*(LOW_LATENCY if system in LOW_LATENCY_SYSTEMS else []), *STATECTL_VARIANTS.get(system, [])]
+        overrides = [
+            *(LOW_LATENCY if system in LOW_LATENCY_SYSTEMS else []),
+            *VARIANTS.get(system, []),
+            *args.set,
+            *args.variants.get(variant, []),
+        ]
         for override in overrides:
             cmd += ["--set", override]
         return subprocess.Popen(
@@ -485,7 +540,7 @@ def stop_system(proc: subprocess.Popen, timeout: float = 120) -> None:
 
 
 def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) -> Result:
-    tag = f"{system}-{rate}-{uuid.uuid4().hex[:6]}"
+    tag = f"{system.replace('+', '.')}-{rate}-{uuid.uuid4().hex[:6]}"  # a topic name has no +
     work = Path(tempfile.mkdtemp(prefix=f"statectl-bench-latency-{tag}-"))
     scores, high_scores, dlq = f"scores-{tag}", f"high-scores-{tag}", f"dlq-{tag}"
     partitions = (os.cpu_count() or 2) if system == "floor-realtime" else 4
@@ -502,29 +557,29 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
     proc, app_id = start_system(system, work, bootstrap, scores, high_scores, dlq, args, remote)
     events = Events()
     stop = threading.Event()
-    measure_from = time.time() + args.warmup
+    window = Window()
+
+    def open_window() -> None:
+        # The warm-up counts from the system's first output, not its start: a query's start (a
+        # JVM, Python workers, the first batch) is not what a steady stream's latency is about,
+        # and a system measured first on a fresh engine would pay the engine's warming too.
+        first = read_times.first_read(timeout=args.start_timeout)
+        window.open((first if first is not None else time.time()) + args.warmup, args.duration)
+
+    threading.Thread(target=open_window, daemon=True).start()
     try:
         # The load goes on for --tail seconds after the measured window: an event is measured in a
         # stream that keeps flowing (a system may hold the last records of an input that stops).
-        sent = pace(
-            bootstrap,
-            scores,
-            rate,
-            args.warmup + args.duration + args.tail,
-            events,
-            measure_from,
-            stop,
-            measure_from + args.duration,
-        )
+        sent = pace(bootstrap, scores, rate, window, args.tail, events, stop)
         time.sleep(args.drain)  # what was produced last gets its chance to show
         note = "" if proc.poll() is None else f"exited early with {proc.returncode}"
     finally:
         stop_system(proc)
         read_note = read_times.finish()
     load = os.getloadavg()
-    batch_time = batch_time_of(work)
+    batch_time = batch_time_of(work, window)
     output, event, unseen, count, wait, untimed = latencies(
-        bootstrap, high_scores, events, int(measure_from * 1000), int((measure_from + args.duration) * 1000), read_times
+        bootstrap, high_scores, events, int(window.start * 1000), int(window.end * 1000), read_times
     )
     if proc.returncode not in (0, 130, 143, -2, -15) and not note:
         note = f"exit {proc.returncode}"
@@ -562,13 +617,15 @@ def run_one(system: str, rate: int, args, bootstrap: str, remote: str | None) ->
     )
 
 
-def batch_time_of(work: Path) -> dict | None:
-    """The run's batch-time breakdown: from statectl's events file, or the floor's progress (Spark's
-    own, made into the same events); None for a system with neither (the twin)."""
+def batch_time_of(work: Path, window: Window) -> dict | None:
+    """The batch-time breakdown of the run's measured window (its first batch apart): from
+    statectl's events file, or the floor's progress (Spark's own, made into the same events);
+    None for a system with neither (the twin)."""
     from statectl.run.batch_time import BatchTimes
     from statectl.run.lifecycle import batch_progress
 
-    times = BatchTimes()
+    opened = window.start != float("inf")
+    times = BatchTimes(window_ms=(int(window.start * 1000), int(window.end * 1000)) if opened else None)
     events, progress = work / "events.jsonl", work / "progress.json"
     if events.exists():
         for line in events.read_text().splitlines():
@@ -583,10 +640,10 @@ def batch_time_of(work: Path) -> dict | None:
 
 
 def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    """The nearest-rank quantile, the one statectl's own batch times use."""
+    from statectl.run.batch_time import percentile
+
+    return percentile(values, q)
 
 
 def fmt_ms(v: float | None) -> str:
@@ -636,6 +693,39 @@ BATCH_COLUMNS = (
 )
 
 
+def medians(results: list[Result]) -> None:
+    """Per system and rate over its repeated runs: the median of each run's p99s, with their range,
+    and the median batch p50/p99 (a loaded 2-core machine is noisy: one run's p99 is a sample)."""
+    import statistics
+
+    def spread(values: list[float | None]) -> str:
+        values = [v for v in values if v is not None]
+        if not values:
+            return "-"
+        return f"{fmt_ms(statistics.median(values))} ({fmt_ms(min(values))}-{fmt_ms(max(values))})"
+
+    def batch_part(r: Result, q: str) -> float | None:
+        part = (r.batch_time or {}).get("parts_ms", {}).get("triggerExecution")
+        return part[q] if part else None
+
+    print()
+    print("medians over the repeated runs (the range in brackets):")
+    print(
+        f"{'rate/s':>7}  {'system':<20}{'runs':>5}  {'output p99':<26}{'event p99':<26}{'batch p50':<22}"
+        f"{'batch p99':<24}load"
+    )
+    groups: dict[tuple[int, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.rate, r.system), []).append(r)
+    for (rate, system), runs in groups.items():
+        print(
+            f"{rate:>7,}  {system:<20}{len(runs):>5}  {spread([pct(r.output, 0.99) for r in runs]):<26}"
+            f"{spread([pct(r.event, 0.99) for r in runs]):<26}{spread([batch_part(r, 'p50') for r in runs]):<22}"
+            f"{spread([batch_part(r, 'p99') for r in runs]):<24}"
+            f"{min(r.load[0] for r in runs):.2f}-{max(r.load[0] for r in runs):.2f}"
+        )
+
+
 def batch_times(results: list[Result]) -> None:
     """Where each micro-batch system's batches spent their time: each part's p50/p99, the gap from
     one batch's end to the next one's start, and the slowest batch's parts."""
@@ -644,11 +734,16 @@ def batch_times(results: list[Result]) -> None:
         return
     print()
     print(
-        "where a batch's time goes (ms, p50/p99 over the batches after the first, which starts the query; "
-        "gap: from a batch's end to the next one's start):"
+        "where a batch's time goes (ms, p50/p99 over the batches that started in the measured window; first: the "
+        "run's first batch, which starts the query; batches: all of the run's; "
+        "gap: from a batch's end to the next one's start; stateCommit: inside addBatch, the state stores' commits, "
+        "summed over partitions):"
     )
     heads = "".join(f"{head:>15}" for _, head in BATCH_COLUMNS)
-    print(f"{'rate/s':>7}  {'system':<18}{'batches':>8}{'first':>8}{heads}{'gap':>15}  slowest batch after the first")
+    print(
+        f"{'rate/s':>7}  {'system':<18}{'batches':>8}{'first':>8}{heads}{'gap':>15}{'stateCommit':>15}"
+        "  slowest batch in the window"
+    )
     for r in rows:
         bt = r.batch_time
         cells = "".join(f"{_p50_p99(bt['parts_ms'].get(part)):>15}" for part, _ in BATCH_COLUMNS)
@@ -662,7 +757,7 @@ def batch_times(results: list[Result]) -> None:
         first = f"{bt['first']['ms']:,}" if bt.get("first") else "-"
         print(
             f"{r.rate:>7,}  {r.system:<18}{bt['batches']:>8,}{first:>8}{cells}{_p50_p99(bt['between_batches_ms']):>15}"
-            f"  {worst}"
+            f"{_p50_p99(bt.get('state_commit_ms')):>15}  {worst}"
         )
 
 
@@ -704,7 +799,18 @@ def main() -> None:
         help=f"comma-separated: {','.join(SYSTEMS)}",
     )
     ap.add_argument("--duration", type=float, default=120, help="measured seconds per run (default 120)")
-    ap.add_argument("--warmup", type=float, default=30, help="seconds produced before measuring (default 30)")
+    ap.add_argument(
+        "--warmup",
+        type=float,
+        default=30,
+        help="seconds produced after the system's first output before measuring (default 30)",
+    )
+    ap.add_argument(
+        "--start-timeout",
+        type=float,
+        default=300,
+        help="seconds to wait for a system's first output; the warm-up counts from then if none came (default 300)",
+    )
     ap.add_argument(
         "--tail", type=float, default=10, help="seconds produced after the measured window, not measured (default 10)"
     )
@@ -712,16 +818,51 @@ def main() -> None:
     ap.add_argument("--config", type=Path, default=REPO / "configs" / "leaderboard.yaml")
     ap.add_argument("--jar", type=Path, default=TWIN_JAR)
     ap.add_argument("--remote", help="the engine statectl-engine runs on (default: one this script starts)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override for every statectl system, as statectl run --set takes it (repeatable), "
+        "e.g. spark.conf.spark.sql.shuffle.partitions=1",
+    )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE",
+        help="a named setting for a statectl system run as SYSTEM+NAME beside SYSTEM, e.g. --variant "
+        "p1:spark.conf.spark.sql.shuffle.partitions=1 --systems statectl-engine,statectl-engine+p1 (repeatable; "
+        "one name may take several)",
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per system and rate, the systems taking turns (default 1); more than one adds the medians",
+    )
     args = ap.parse_args()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    if unknown := [s for s in systems if s not in SYSTEMS]:
+    args.variants = {}
+    for spec in args.variant:
+        name, sep, override = spec.partition(":")
+        if not sep or "=" not in override or not name:
+            ap.error(f"--variant {spec!r}: expected NAME:KEY=VALUE")
+        args.variants.setdefault(name, []).append(override)
+    if unknown := [s for s in systems if s.partition("+")[0] not in SYSTEMS]:
         ap.error(f"unknown system(s) {unknown}; known: {', '.join(SYSTEMS)}")
+    for s in systems:
+        base, _, name = s.partition("+")
+        if name and (name not in args.variants or not base.startswith("statectl")):
+            ap.error(f"{s}: a variant is a statectl system with a --variant {name}:KEY=VALUE")
     if any(s.startswith("twin") for s in systems) and not args.jar.exists():
         sys.exit(f"{args.jar} is missing: build it with scripts/setup.sh --bench")
     rates = [int(r) for r in args.rates.split(",") if r.strip()]
     print(f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores", flush=True)
+    if args.set:
+        print(f"statectl systems run with --set {' --set '.join(args.set)}", flush=True)
     results = []
-    on_engine = any(s == "statectl-engine" or s.startswith("floor") for s in systems)
+    on_engine = any(s.partition("+")[0] in ENGINE_SYSTEMS or s.startswith("floor") for s in systems)
     with throwaway_broker() as bootstrap, local_engine(args.remote, on_engine) as engine:
         from confluent_kafka import Producer
 
@@ -742,20 +883,21 @@ def main() -> None:
             f"transactions ready in {start_transactions(bootstrap):.1f} s (the broker's transaction log, not counted)",
             flush=True,
         )
-        for rate in rates:
-            for system in systems:
-                r = run_one(system, rate, args, bootstrap, engine.remote if engine else None)
-                results.append(r)
-                print(
-                    f"{rate:,}/s {system}: output p99 {with_unit(pct(r.output, 0.99))}, event p99 "
-                    f"{with_unit(pct(r.event, 0.99))}, wait p99 {with_unit(pct(r.wait, 0.99))}, {r.unseen:,} unseen, "
-                    f"{r.achieved_rate:,.0f} events/s "
-                    f"measured, load {r.load[0]:.2f}{', ' + r.note if r.note else ''}",
-                    flush=True,
-                )
+        for rate, _round, system in itertools.product(rates, range(args.repeat), systems):
+            r = run_one(system, rate, args, bootstrap, engine.remote if engine else None)
+            results.append(r)
+            print(
+                f"{rate:,}/s {system}: output p99 {with_unit(pct(r.output, 0.99))}, event p99 "
+                f"{with_unit(pct(r.event, 0.99))}, wait p99 {with_unit(pct(r.wait, 0.99))}, {r.unseen:,} unseen, "
+                f"{r.achieved_rate:,.0f} events/s "
+                f"measured, load {r.load[0]:.2f}{', ' + r.note if r.note else ''}",
+                flush=True,
+            )
         if engine is not None:
             print(f"engine: RSS after the runs {engine.rss_after() / 2**20:,.0f} MiB", flush=True)
     report(results)
+    if args.repeat > 1:
+        medians(results)
 
 
 if __name__ == "__main__":

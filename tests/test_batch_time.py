@@ -99,6 +99,41 @@ def test_the_first_batch_is_apart_from_the_figures_of_the_rest():
     assert got["between_batches_ms"]["max"] == 10  # the gap after the first batch counts
 
 
+def test_the_state_stores_commit_time_is_summed_over_the_operators():
+    """Inside addBatch: every operator's commitTimeMs of a batch together; a stateless query's
+    batches (no operator) give none, not zeros."""
+
+    def stateful(batch_id: int, *commits: int) -> dict:
+        progress = _progress(batch_id, None, addBatch=500, triggerExecution=600)
+        progress["stateOperators"] = [{"operatorName": "op", "commitTimeMs": c} for c in commits]
+        return lifecycle.batch_progress(progress, when=1.0)
+
+    times = BatchTimes()
+    for batch_id, commits in enumerate([(900, 900), (40, 30), (10, 20), (100, 200)]):
+        times.add(stateful(batch_id, *commits))
+    assert times.breakdown()["state_commit_ms"] == {"p50": 70, "p99": 300, "max": 300}  # the first is apart
+    stateless = BatchTimes()
+    for batch_id in range(3):
+        stateless.add(_event(batch_id, None, addBatch=5, triggerExecution=9))
+    assert stateless.breakdown()["state_commit_ms"] == {"p50": None, "p99": None, "max": None}
+
+
+def test_a_window_counts_only_the_batches_that_started_in_it():
+    """A benchmark measures a window of a run: the batches before it (the catch-up after the
+    start) and after it are counted but not in the figures; the gap into the window counts."""
+    times = BatchTimes(window_ms=(1_000, 2_000))
+    times.add(lifecycle.batch_progress(_progress(0, None, triggerExecution=20_000), when=1.0))
+    for batch_id, start, ms in [(1, 500, 400), (2, 950, 30), (3, 1_000, 100), (4, 1_150, 200), (5, 2_000, 9_000)]:
+        progress = _progress(batch_id, None, triggerExecution=ms)
+        event = lifecycle.batch_progress(progress, when=1.0)
+        event["started_at_ms"] = start
+        times.add(event)
+    got = times.breakdown()
+    assert got["batches"] == 6 and got["first"]["ms"] == 20_000
+    assert got["parts_ms"]["triggerExecution"] == {"p50": 100, "p99": 200, "max": 200}
+    assert got["between_batches_ms"] == {"p50": 20, "p99": 50, "max": 50}  # 980 -> 1,000 and 1,100 -> 1,150
+
+
 def test_no_batch_gives_empty_figures_not_an_error():
     got = BatchTimes().breakdown()
     assert got["batches"] == 0 and got["slowest"] == [] and got["first"] is None

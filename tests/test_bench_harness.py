@@ -101,3 +101,36 @@ def test_statectl_command_parses_with_statectl_cli():
     ctx = run.make_context("run", cmd[2:])
     assert ctx.params["remote"] == "sc://localhost:15002"
     assert peer.is_statectl("statectl-engine")
+
+
+def test_latency_window_is_closed_until_the_system_writes():
+    """The latency benchmark records no event before its window opens (the warm-up counts from the
+    system's first output), then exactly the window's."""
+    from benchmarks.latency import Window
+
+    window = Window()
+    assert not (window.start <= 1_000 < window.end)
+    window.open(100.0, 60.0)
+    assert (window.start, window.end) == (100.0, 160.0)
+    assert window.start <= 100.0 < window.end
+    assert not (window.start <= 160.0 < window.end)
+
+
+def test_latency_medians_take_each_runs_p99(capsys):
+    """Repeated runs give the median of their p99s (nearest rank, as statectl's batch times) and
+    the range, per system and rate; a system's runs are never mixed with another's."""
+    from benchmarks.latency import Result, medians, pct
+
+    def run(system: str, worst: float) -> Result:
+        # 99 records of 10 ms and one of `worst`: the nearest-rank p99 is 10, the max `worst`;
+        # 98 of 10 and two of `worst` make the p99 `worst`.
+        output = [10.0] * 98 + [worst, worst]
+        return Result(system, 1000, 0, 1000.0, output, output, 0, 100, (3.0, 3.0, 3.0))
+
+    assert pct([10.0] * 99 + [500.0], 0.99) == 10.0
+    results = [run("a", 100.0), run("a", 300.0), run("a", 200.0), run("b", 700.0)]
+    medians(results)
+    lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()}
+    assert "200 (100-300)" in lines["a"], lines["a"]
+    assert "700 (700-700)" in lines["b"], lines["b"]
+    assert lines["a"].split()[2] == "3"

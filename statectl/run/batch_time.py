@@ -35,12 +35,18 @@ class BatchTimes:
     other_parts_ms: dict[str, list[int]] = field(default_factory=dict)
     #: From a batch's end (its start plus triggerExecution) to the next batch's start.
     gaps_ms: list[int] = field(default_factory=list)
+    #: Inside addBatch: the state stores' commits (each operator's commitTimeMs, which Spark sums
+    #: over its partitions: task time, so it can exceed the wall time when partitions run at once).
+    state_commit_ms: list[int] = field(default_factory=list)
     #: The batches whose whole (triggerExecution) took longest: (ms, batch id, its parts).
     slowest: list[tuple[int, int, dict[str, int]]] = field(default_factory=list)
     #: The run's first batch, apart: it plans the query, loads the state and warms the workers, so
     #: it would be the p99 of any short run (ms, batch id, its parts).
     first: tuple[int, int, dict[str, int]] | None = None
     batches: int = 0
+    #: (from, until) in epoch ms: only the batches that started in it count in the figures (a
+    #: benchmark's measured window); the others count in ``batches`` and give the first batch.
+    window_ms: tuple[int, int] | None = None
     _last_end_ms: int | None = None
     _keep_slowest: int = 5
 
@@ -56,8 +62,18 @@ class BatchTimes:
             if started is not None and whole is not None:
                 self._last_end_ms = int(started) + whole
             return
+        if self.window_ms is not None and (
+            started is None or not self.window_ms[0] <= int(started) < self.window_ms[1]
+        ):
+            self._last_end_ms = None  # a gap counts only between two batches of the window
+            if started is not None and whole is not None and int(started) < self.window_ms[1]:
+                self._last_end_ms = int(started) + whole
+            return
         for name, ms in durations.items():
             (self.parts_ms if name in PARTS else self.other_parts_ms).setdefault(name, []).append(ms)
+        operators = event.get("state_operators") or []
+        if operators:
+            self.state_commit_ms.append(sum(int(o.get("commit_ms") or 0) for o in operators))
         if started is not None and whole is not None:
             if self._last_end_ms is not None:
                 self.gaps_ms.append(max(0, int(started) - self._last_end_ms))
@@ -69,15 +85,16 @@ class BatchTimes:
 
     def breakdown(self) -> dict:
         """The JSON a run's summary carries: the number of batches; the first batch with its parts;
-        over the batches after it, per part and for the gaps, p50, p99 and max in ms (None where
-        no batch reported it), and the slowest batches with their parts (where a stall shows
-        which part it was in)."""
+        over the batches after it, per part, for the gaps and for the state stores' commits, p50,
+        p99 and max in ms (None where no batch reported it), and the slowest batches with their
+        parts (where a stall shows which part it was in)."""
         first = self.first
         return {
             "batches": self.batches,
             "first": None if first is None else {"batch_id": first[1], "ms": first[0], "parts_ms": first[2]},
             "parts_ms": {name: _spread(values) for name, values in {**self.parts_ms, **self.other_parts_ms}.items()},
             "between_batches_ms": _spread(self.gaps_ms),
+            "state_commit_ms": _spread(self.state_commit_ms),
             "slowest": [{"batch_id": b, "ms": ms, "parts_ms": parts} for ms, b, parts in self.slowest],
         }
 
