@@ -139,7 +139,7 @@ import sys, time
 from pyspark.sql import SparkSession, functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-remote, bootstrap, scores, out_topic, checkpoint, mode, progress_file = sys.argv[1:8]
+remote, bootstrap, scores, out_topic, checkpoint, mode, progress_file, partitions = sys.argv[1:9]
 
 
 class LastPerGame(StatefulProcessor):
@@ -157,7 +157,7 @@ class LastPerGame(StatefulProcessor):
 spark = SparkSession.builder.remote(remote).create()
 spark.conf.set("spark.sql.streaming.stateStore.providerClass",
                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-spark.conf.set("spark.sql.shuffle.partitions", "2")
+spark.conf.set("spark.sql.shuffle.partitions", partitions)
 # Every batch's progress kept (Spark keeps 100 by default), written out at the end: the batch-time
 # breakdown of the floor, as a statectl run's events give it.
 spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000000")
@@ -486,6 +486,7 @@ def start_system(
             str(work / "checkpoint"),
             system.removeprefix("floor-"),
             str(work / "progress.json"),
+            str(args.floor_partitions),
         ]
         return subprocess.Popen(
             cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=work, start_new_session=True
@@ -825,6 +826,12 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a config override for every statectl system, as statectl run --set takes it (repeatable), "
         "e.g. spark.conf.spark.sql.shuffle.partitions=1",
+    )
+    ap.add_argument(
+        "--floor-partitions",
+        type=int,
+        default=2,
+        help="the floors' shuffle partitions (default 2: statectl's own default on two cores)",
     )
     ap.add_argument(
         "--variant",
