@@ -3,15 +3,20 @@
     .venv/bin/python benchmarks/latency.py                               # 1k, 10k, 50k events/s
     .venv/bin/python benchmarks/latency.py --rates 10000 --duration 120 --systems statectl-engine,twin-book
     .venv/bin/python benchmarks/latency.py --rates 10000 --systems statectl,statectl-alo,twin-book,twin-book-eos
+    .venv/bin/python benchmarks/latency.py --rates 1000 --repeat 3 \
+        --variant p1:spark.conf.spark.sql.shuffle.partitions=1 --systems statectl-engine,statectl-engine+p1
 
 Starts its own broker (and, for statectl-engine, its own engine unless --remote names one),
 produces the players and products tables once, makes the broker's transaction log (one empty
 transaction, so that no exactly-once run pays for creating it), then for each rate and system in
 turn: a fresh score-events topic and a fresh LogAppendTime output topic; the system started in
-continuous mode; score events produced at the fixed rate for --warmup seconds (not measured:
-start-up and its backlog), then --duration seconds (measured); the system stopped; its output
-read back. Output is read read_committed, as a downstream consumer reads a transactional writer:
-a record counts from the moment it can be read, not from when it landed in the log.
+continuous mode; score events produced at the fixed rate from then on: until the system's first
+output and --warmup seconds after it (not measured: its start, its first batch and the backlog
+that batch left), then --duration seconds (measured); the system stopped; its output read back.
+--repeat runs each system several times, the systems taking turns, and adds the medians of the
+runs' p99s; --variant runs a statectl system with a setting beside the same system without it.
+Output is read read_committed, as a downstream consumer reads a transactional writer: a record
+counts from the moment it can be read, not from when it landed in the log.
 
 Each event's creation time travels in the record: its score is ``created_ms * 1000 + n`` (n
 counts the events of that millisecond), so scores only grow and every event goes to the top of
@@ -106,6 +111,7 @@ from benchmarks.peer import (
     twin_command,
     twin_properties,
     unread,
+    variants,
 )
 
 LOW_LATENCY = ["trigger.processing_time=0 seconds"]
@@ -850,18 +856,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    args.variants = {}
-    for spec in args.variant:
-        name, sep, override = spec.partition(":")
-        if not sep or "=" not in override or not name:
-            ap.error(f"--variant {spec!r}: expected NAME:KEY=VALUE")
-        args.variants.setdefault(name, []).append(override)
-    if unknown := [s for s in systems if s.partition("+")[0] not in SYSTEMS]:
-        ap.error(f"unknown system(s) {unknown}; known: {', '.join(SYSTEMS)}")
-    for s in systems:
-        base, _, name = s.partition("+")
-        if name and (name not in args.variants or not base.startswith("statectl")):
-            ap.error(f"{s}: a variant is a statectl system with a --variant {name}:KEY=VALUE")
+    args.variants = variants(ap, args.variant, systems, SYSTEMS)
     if any(s.startswith("twin") for s in systems) and not args.jar.exists():
         sys.exit(f"{args.jar} is missing: build it with scripts/setup.sh --bench")
     rates = [int(r) for r in args.rates.split(",") if r.strip()]

@@ -121,6 +121,25 @@ def is_statectl(system: str) -> bool:
     return system.startswith("statectl")
 
 
+def variants(ap: argparse.ArgumentParser, specs: list[str], systems: list[str], known) -> dict[str, list[str]]:
+    """``--variant NAME:KEY=VALUE`` flags as {NAME: [KEY=VALUE, ...]}, the systems checked against
+    ``known``: a system is a known one, or a statectl one with ``+NAME`` of a given variant (run
+    with its overrides beside the same system without them). A mistake is a usage error."""
+    found: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, override = spec.partition(":")
+        if not sep or "=" not in override or not name:
+            ap.error(f"--variant {spec!r}: expected NAME:KEY=VALUE")
+        found.setdefault(name, []).append(override)
+    if unknown := [s for s in systems if s.partition("+")[0] not in known]:
+        ap.error(f"unknown system(s) {unknown}; known: {', '.join(known)}")
+    for system in systems:
+        base, _, name = system.partition("+")
+        if name and (name not in found or not is_statectl(base)):
+            ap.error(f"{system}: a variant is a statectl system with a --variant {name}:KEY=VALUE")
+    return found
+
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -636,13 +655,15 @@ def twin_command(
 def run_one(
     system: str, rnd: int, args, base_config_path: Path, work: Path, bootstrap: str, broker_pid: int, events: int
 ) -> Result:
-    tag = f"{system}-{rnd}-{uuid.uuid4().hex[:6]}"
+    named = system
+    system, _, variant = system.partition("+")  # statectl-engine+NAME: with --variant NAME's settings
+    tag = f"{system}{'.' + variant if variant else ''}-{rnd}-{uuid.uuid4().hex[:6]}"  # a topic name has no +
     run_dir = work / tag
     run_dir.mkdir()
     high_scores, dlq = f"high-scores-{tag}", f"leaderboard-dlq-{tag}"
     yaml_path = run_dir / "leaderboard.yaml"
     run_yaml(base_config_path, yaml_path, run_dir / "checkpoint", bootstrap, high_scores, dlq)
-    overrides = [*args.set, *STATECTL_VARIANTS.get(system, [])]
+    overrides = [*args.set, *STATECTL_VARIANTS.get(system, []), *getattr(args, "variants", {}).get(variant, [])]
     config = load_config(yaml_path, overrides)
     from statectl.jobs.leaderboard.topics import declared_topics
 
@@ -709,7 +730,7 @@ def run_one(
         print(f"{system}: exit {rc}; the end of its stderr:\n  " + "\n  ".join(tail), file=sys.stderr)
     view, first_ts, count = output_view(bootstrap, high_scores)
     first = (first_ts / 1000 - started) if first_ts is not None else None
-    result = Result(system, rnd, wall, first, cpu, broker_cpu, peak, count, ok, note, view, twin, summary)
+    result = Result(named, rnd, wall, first, cpu, broker_cpu, peak, count, ok, note, view, twin, summary)
     # Keep the broker small for the next run: this run's topics and state go.
     delete_topics(bootstrap, [high_scores, dlq, *topics_with_prefix(bootstrap, app_id + "-")])
     if not args.keep:
@@ -782,10 +803,10 @@ def _print_speed(
         f"{'CPU s/M ev':>12}{'peak RSS':>13}{'out recs':>12}  ok"
     )
     print(head)
-    for s in SYSTEMS:
-        r = rows.get(s)
-        if r is None:
-            continue
+    # The known systems in their order, then the variants (SYSTEM+NAME) as they came.
+    order = [s for s in SYSTEMS if s in rows] + [s for s in rows if s not in SYSTEMS]
+    for s in order:
+        r = rows[s]
         per_m = (r.cpu + r.broker_cpu) / events * 1e6 if events >= 10_000 else None
         print(
             f"{s:<18}{r.wall:>8.1f}{events / r.wall:>11,.0f}{_fmt(r.first_output, '>11.1f'):>11}{r.cpu:>8.1f}"
@@ -795,8 +816,12 @@ def _print_speed(
     if rounds > 1:
         print(
             "every round (wall s): "
-            + "; ".join(f"{s} " + ", ".join(f"{r.wall:.1f}" for r in by_system[s]) for s in SYSTEMS if s in by_system)
+            + "; ".join(f"{s} " + ", ".join(f"{r.wall:.1f}" for r in by_system[s]) for s in order)
         )
+    for s in order:
+        base = s.partition("+")[0]
+        if s != base and base in rows:
+            print(f"{s} / {base}: wall {rows[s].wall / rows[base].wall:.2f} (median runs)")
     print("(CPU s/M ev: the tree's CPU seconds plus the broker's, per million score events)")
 
 
@@ -976,6 +1001,14 @@ def main() -> None:
         help="statectl config override (statectl and statectl-alo set sink.delivery themselves)",
     )
     ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE",
+        help="a named statectl override for a system run as SYSTEM+NAME beside SYSTEM, e.g. --variant "
+        "p1:spark.conf.spark.sql.shuffle.partitions=1 --systems statectl,statectl+p1 (repeatable)",
+    )
+    ap.add_argument(
         "--twin-set",
         action="append",
         default=[],
@@ -1004,8 +1037,7 @@ def main() -> None:
         sys.stdout.write(twin_properties(load_config(args.twin_properties, args.set)))
         return
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    if unknown := [s for s in systems if s not in SYSTEMS]:
-        ap.error(f"unknown system(s) {unknown}; known: {', '.join(SYSTEMS)}")
+    args.variants = variants(ap, args.variant, systems, SYSTEMS)
     if any(not is_statectl(s) for s in systems) and not args.jar.exists():
         sys.exit(
             f"{args.jar} is missing: build it with scripts/setup.sh --bench "
@@ -1017,7 +1049,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="statectl-bench-peer-"))
     results: list[Result] = []
     try:
-        with throwaway_broker() as bootstrap, local_engine(args.remote, "statectl-engine" in systems) as engine:
+        on_engine = any(s.partition("+")[0] == "statectl-engine" for s in systems)
+        with throwaway_broker() as bootstrap, local_engine(args.remote, on_engine) as engine:
             if engine is not None:
                 args.remote = engine.remote
                 if engine.status is not None:
@@ -1033,7 +1066,7 @@ def main() -> None:
                 f"not counted)",
                 flush=True,
             )
-            if "statectl-engine" in systems:
+            if on_engine:
                 # A warm engine is the point of one: a first run of the job (not counted) loads its
                 # classes, compiles its hot code and starts its Python workers.
                 warm = run_one("statectl-engine", -1, args, args.config.resolve(), work, bootstrap, broker.pid, events)

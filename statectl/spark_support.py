@@ -73,6 +73,11 @@ GATES: dict[str, Gate] = {
         "on 4.0 the engine's tasks cannot fetch the job code a run sends, and its client "
         "has no transformWithStateInPandas",
     ),
+    "engine-warm-up": Gate(
+        "the engine's warm-up",
+        (4, 1),
+        "it runs a transformWithStateInPandas query through Spark Connect, whose client has it from 4.1",
+    ),
 }
 
 
@@ -102,10 +107,19 @@ def require_pyspark(command: str) -> InstalledSpark:
 
 def require(feature: str, installed: InstalledSpark | None = None) -> None:
     """Refuse ``GATES[feature]`` in one line (exit 2) when the installed Spark is older."""
+    why = too_old(feature, installed)
+    if why is not None:
+        raise UsageError(why)
+
+
+def too_old(feature: str, installed: InstalledSpark | None = None) -> str | None:
+    """``GATES[feature]``'s one line when the installed Spark is older, else None: for a feature
+    left out rather than refused."""
     gate = GATES[feature]
     installed = installed or installed_spark()
     if installed is not None and installed.release < gate.since:
-        raise UsageError(gate.message(installed.version))
+        return gate.message(installed.version)
+    return None
 
 
 def text(release: Release) -> str:

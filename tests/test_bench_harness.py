@@ -134,3 +134,54 @@ def test_latency_medians_take_each_runs_p99(capsys):
     assert "200 (100-300)" in lines["a"], lines["a"]
     assert "700 (700-700)" in lines["b"], lines["b"]
     assert lines["a"].split()[2] == "3"
+
+
+@pytest.mark.parametrize(
+    "specs, systems, error",
+    [
+        (["p1:spark.conf.spark.sql.shuffle.partitions=1"], ["statectl", "statectl+p1"], None),
+        (["p1:a=1", "p1:b=2"], ["statectl-engine+p1"], None),
+        (["p1"], ["statectl"], "expected NAME:KEY=VALUE"),
+        (["p1:novalue"], ["statectl"], "expected NAME:KEY=VALUE"),
+        ([":a=1"], ["statectl"], "expected NAME:KEY=VALUE"),
+        (["p1:a=1"], ["statectl+p2"], "a variant is a statectl system with a --variant p2:KEY=VALUE"),
+        (["p1:a=1"], ["twin-book+p1"], "a variant is a statectl system"),
+        (["p1:a=1"], ["nosuch+p1"], "unknown system"),
+    ],
+)
+def test_benchmark_variants_name_a_statectl_setting(specs, systems, error, capsys):
+    """--variant NAME:KEY=VALUE runs SYSTEM+NAME with the setting beside SYSTEM without it (peer.py and
+    latency.py); a malformed one, or a variant of a system that is not statectl's, is a usage error."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="bench")
+    if error is None:
+        got = peer.variants(ap, specs, systems, peer.SYSTEMS)
+        assert got == {"p1": [spec.partition(":")[2] for spec in specs]}
+        return
+    with pytest.raises(SystemExit) as exited:
+        peer.variants(ap, specs, systems, peer.SYSTEMS)
+    assert exited.value.code == 2 and error in capsys.readouterr().err
+
+
+def test_peer_report_shows_a_variant_beside_its_system(capsys):
+    """A SYSTEM+NAME run gets its own row, its rounds, and its wall time against SYSTEM's."""
+
+    def run(system: str, rnd: int, wall: float) -> peer.Result:
+        return peer.Result(system, rnd, wall, wall - 0.5, 20.0, 2.0, 2**30, 100, True)
+
+    results = [run("statectl-engine", 0, 20.0), run("statectl-engine+p1", 0, 15.0)]
+    results += [run("statectl-engine", 1, 22.0), run("statectl-engine+p1", 1, 16.0)]
+    by_system: dict[str, list] = {}
+    for r in results:
+        by_system.setdefault(r.system, []).append(r)
+    rows = {s: sorted(rs, key=lambda r: r.wall)[len(rs) // 2] for s, rs in by_system.items()}
+    peer._print_speed(rows, by_system, 1_000_000, (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines() if line.startswith("statectl")] == [
+        "statectl-engine",
+        "statectl-engine+p1",
+        "statectl-engine+p1",
+    ]
+    assert "statectl-engine 20.0, 22.0; statectl-engine+p1 15.0, 16.0" in out
+    assert "statectl-engine+p1 / statectl-engine: wall 0.73 (median runs)" in out

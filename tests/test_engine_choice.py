@@ -5,6 +5,8 @@ Bad inputs tried: an http:// URL, a URL without a host, a port out of range, --r
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from statectl.adapters.spark.remote import parse_remote, runtime_settings
@@ -118,3 +120,62 @@ def test_a_job_folder_is_sent_without_caches_and_hidden_folders(tmp_path):
 
     remote.ship_python(Session(), [str(tmp_path)], "job-code")
     assert sent == {"names": ["job.py", "pkg/mod.py"], "pyfile": True}
+
+
+@pytest.mark.parametrize(
+    "warm_up, shown",
+    [
+        ({"state": "running", "seconds": None}, "warming up  "),
+        ({"state": "done", "seconds": 12.5}, "warm in 12.5 s  "),
+        ({"state": "failed", "seconds": 3.0}, "warm-up failed in 3 s (see the log)  "),
+        ({"state": "off", "seconds": None}, ""),
+        (None, ""),  # an engine an older statectl started
+        ({"state": "done", "seconds": "soon"}, "warm  "),  # a state file written by hand
+    ],
+)
+def test_engine_status_says_how_the_warm_up_went(warm_up, shown):
+    from statectl.render.engine import warm_up_text
+
+    assert warm_up_text(warm_up) == shown
+
+
+def test_engine_up_says_the_engine_warms_in_the_background(capsys):
+    from statectl.adapters.local.engine import EngineStatus
+    from statectl.render.engine import engine_report
+
+    status = EngineStatus(
+        running=True,
+        data_dir="/tmp/e",
+        remote="sc://127.0.0.1:15002",
+        pid=7,
+        spark_version="4.2.0",
+        log_file="/tmp/e/engine.log",
+        ready_seconds=6.1,
+        warm_up={"state": "running", "seconds": None},
+    )
+    engine_report(status, False, "up", waited=6.4)
+    got = capsys.readouterr()
+    assert got.out.strip() == "sc://127.0.0.1:15002"
+    assert "engine is up in 6.4 s (pid 7); warming up in the background;" in got.err
+    engine_report(status, True, "up")
+    assert json.loads(capsys.readouterr().out)["warm_up"] == {"state": "running", "seconds": None}
+
+
+def test_the_warm_up_is_left_out_before_4_1_in_one_line(capsys):
+    """Spark 4.0's Connect client has no transformWithStateInPandas: `engine up` starts the engine
+    without its warm-up and says why; 4.1 and later warm."""
+    from statectl.adapters.local.engine import EngineStatus
+    from statectl.render.engine import engine_report
+    from statectl.spark_support import InstalledSpark, too_old
+
+    assert too_old("engine-warm-up", InstalledSpark("4.1.4")) is None
+    assert too_old("engine-warm-up", InstalledSpark("4.2.0")) is None
+    why = too_old("engine-warm-up", InstalledSpark("4.0.5"))
+    assert why == (
+        "the engine's warm-up needs Spark 4.1 or later (it runs a transformWithStateInPandas query through "
+        "Spark Connect, whose client has it from 4.1); installed: 4.0.5"
+    )
+    status = EngineStatus(running=True, data_dir="/tmp/e", remote="sc://127.0.0.1:15002", pid=7)
+    engine_report(status, True, "up", note=why)
+    got = capsys.readouterr()
+    assert got.err.strip() == f"note: no warm-up: {why}" and json.loads(got.out)["remote"] == "sc://127.0.0.1:15002"

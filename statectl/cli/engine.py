@@ -61,6 +61,14 @@ def up(
             "--object-store", help="Also put the S3A connector on the engine's classpath (s3a:// checkpoints)."
         ),
     ] = False,
+    warm_up: Annotated[
+        bool,
+        typer.Option(
+            "--warm-up/--no-warm-up",
+            help="Once it answers, run a tiny stateful query in the background (Python workers, RocksDB, a "
+            "foreachBatch writer) so that the first job does not pay for the engine's first use.",
+        ),
+    ] = True,
     json: JsonOpt = False,
 ) -> None:
     """Start the engine in the background and wait until it answers; prints its sc:// address.
@@ -77,6 +85,11 @@ def up(
     run stopped with Ctrl-C stops between batches as it does in its own process. Running `up`
     on a running engine says so and changes nothing.
 
+    Once up, the engine warms itself in the background for about as long as its start took (a
+    stateful query of a few rows): a job's first batch then starts Python workers and RocksDB
+    that are already there. `statectl engine status` says when it is done; a job started
+    meanwhile just runs.
+
     Examples:
 
       statectl engine up
@@ -88,13 +101,20 @@ def up(
     from statectl.adapters.local.engine import engine_up
     from statectl.cli.progress import command_started, waiting_steps
     from statectl.render.engine import engine_report
+    from statectl.spark_support import too_old
 
     started = command_started()
+    cold_because = too_old("engine-warm-up") if warm_up else None
     with waiting_steps() as step:
         status = engine_up(
-            _dir(data_dir), port, session_timeout_s=session_timeout, object_store=object_store, on_step=step
+            _dir(data_dir),
+            port,
+            session_timeout_s=session_timeout,
+            object_store=object_store,
+            on_step=step,
+            warm_up=warm_up and cold_because is None,
         )
-    engine_report(status, json, "up", waited=time.monotonic() - started)
+    engine_report(status, json, "up", waited=time.monotonic() - started, note=cold_because)
 
 
 @app.command()

@@ -329,9 +329,10 @@ def test_engine_up_status_down_from_the_command_line(engine, tmp_path):
     assert taken.returncode == 2 and f"port {engine.port} is in use" in taken.stderr
 
     data_dir, port = tmp_path / "engine", free_port()
-    up = run_statectl("engine", "up", "--data-dir", str(data_dir), "--port", str(port), "--json")
+    up = run_statectl("engine", "up", "--data-dir", str(data_dir), "--port", str(port), "--json", "--no-warm-up")
     assert up.returncode == 0, up.stderr
     started = json.loads(up.stdout)
+    assert started["warm_up"] == {"state": "off", "seconds": None}
     assert started["remote"] == f"sc://127.0.0.1:{port}" and started["running"] and started["rss_bytes"] > 0
     # The wait named its steps on stderr (one line each off a terminal): the engine's process, then its JVM.
     steps = up.stderr.splitlines()
@@ -348,7 +349,7 @@ def test_engine_up_status_down_from_the_command_line(engine, tmp_path):
     assert not Path(f"/proc/{started['java_pid']}").exists(), "the engine's JVM outlived it"
 
     # An engine whose driver JVM dies (killed, out of memory) goes too: status says stopped.
-    up = run_statectl("engine", "up", "--data-dir", str(data_dir), "--port", str(port), "--json")
+    up = run_statectl("engine", "up", "--data-dir", str(data_dir), "--port", str(port), "--json", "--no-warm-up")
     assert up.returncode == 0, up.stderr
     os.kill(json.loads(up.stdout)["java_pid"], signal.SIGKILL)
     deadline = time.monotonic() + 30
@@ -358,6 +359,29 @@ def test_engine_up_status_down_from_the_command_line(engine, tmp_path):
             break
         time.sleep(1)
     assert after.returncode == 1 and json.loads(after.stdout)["running"] is False
+
+
+def test_the_engine_warms_itself_once_up_and_leaves_nothing_behind(engine):
+    """`engine up` warms the engine in the background (a stateful query of a few rows through its
+    own Spark Connect endpoint); the state file, the control channel's health and `engine status`
+    say when it is done, and its files are gone."""
+    from statectl.adapters.local.engine import engine_status
+
+    data_dir = Path(engine.data_dir)
+    assert engine.warm_up is not None and engine.warm_up["state"] in ("running", "done"), engine.warm_up
+    deadline = time.monotonic() + 240
+    status = engine_status(data_dir)
+    while status.warm_up["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(1)
+        status = engine_status(data_dir)
+    assert status.warm_up["state"] == "done", (status.warm_up, (data_dir / "engine.out").read_text()[-2000:])
+    assert status.warm_up["seconds"] > 0
+    assert not (data_dir / "warm-up").exists()
+    with urllib.request.urlopen(f"{status.control_url}/health", timeout=10) as answer:
+        assert json.loads(answer.read())["warm_up"] == status.warm_up
+    assert "statectl engine warm-up done in" in (data_dir / "engine.out").read_text()
+    shown = run_statectl("engine", "status", "--data-dir", str(data_dir))
+    assert shown.returncode == 0 and f"warm in {status.warm_up['seconds']:g} s" in shown.stdout, shown.stdout
 
 
 def test_inspect_rows_and_repartition_on_the_engine(engine, bootstrap, tmp_path):

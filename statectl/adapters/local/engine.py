@@ -43,6 +43,10 @@ class EngineStatus:
     already_running: bool = False
     rss_bytes: int | None = None  # the engine's processes (Python and the driver JVM)
     uptime_seconds: float | None = None
+    #: ``{"state": "running" | "done" | "failed" | "off", "seconds": float | None}``: the query the
+    #: engine runs once up so that the first job does not pay for its first use; None from an
+    #: engine an older statectl started
+    warm_up: dict | None = None
 
     def to_dict(self) -> dict:
         doc = asdict(self)
@@ -112,6 +116,7 @@ def engine_status(data_dir: Path) -> EngineStatus:
         ready_seconds=state.get("ready_seconds"),
         rss_bytes=rss_bytes(pid) + rss_bytes(java_pid),
         uptime_seconds=round(time.time() - float(state.get("started_at", time.time())), 1),
+        warm_up=state.get("warm_up"),
     )
 
 
@@ -148,10 +153,13 @@ def engine_up(
     session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
     object_store: bool = False,
     on_step: Step | None = None,
+    warm_up: bool = True,
 ) -> EngineStatus:
     """Start the engine of ``data_dir`` in the background and wait until Spark Connect answers.
     An engine already running there is left as it is (``already_running``). ``on_step`` is told
-    what the wait is for as it changes (the engine's Python, its driver JVM, Spark Connect)."""
+    what the wait is for as it changes (the engine's Python, its driver JVM, Spark Connect).
+    ``warm_up``: once it answers, the engine runs a tiny stateful query in the background
+    (statectl/adapters/spark/engine_warm_up.py)."""
     from statectl.spark_support import require, require_pyspark
 
     # The engine is this Python's PySpark: one line now, not a dead child later.
@@ -194,6 +202,8 @@ def engine_up(
     ]
     if object_store:
         cmd.append("--object-store")
+    if warm_up:
+        cmd.append("--warm-up")
     started = time.monotonic()
     offsets = {name: _size(data_dir / name) for name in ("engine.out", "engine.log")}
     with open(data_dir / "engine.out", "ab") as out:

@@ -11,7 +11,12 @@ over HTTP on 127.0.0.1 (the port is in the state file, which only this user can 
 - ``POST /stop``  ``{"query_id", "run_id"}``: the running batch finishes and commits and no other
   starts (the same ``StopBetweenBatches`` as a per-process run); answers the batch it waits for;
 - ``GET /stages?run_id=``: the tasks of the run's current stages (restore progress);
-- ``GET /health``: pid, uptime, RSS, Spark version.
+- ``GET /health``: pid, uptime, RSS, Spark version, the warm-up's state.
+
+Once it answers, the engine warms itself (``--warm-up``): a tiny stateful query through its own
+Spark Connect endpoint (statectl/adapters/spark/engine_warm_up.py), in a process of its own, so
+that the first job a user runs does not pay for the engine's first use. The state file says how
+the warm-up went (``warm_up``: ``running``, ``done`` or ``failed``, and its seconds).
 
 Queries of a client that went away end with its Connect session: the session manager closes a
 session nobody used for ``spark.connect.session.manager.defaultSessionTimeout`` and stops its
@@ -35,6 +40,9 @@ from urllib.parse import parse_qs, urlparse
 from statectl.errors import ExitCode
 
 HOST = "127.0.0.1"
+#: The warm-up's limit: far above what it takes on a loaded two-core machine; a warm-up that hangs
+#: must not leave the engine "warming up" for good.
+WARM_UP_TIMEOUT_S = 300.0
 
 
 class Engine:
@@ -46,6 +54,7 @@ class Engine:
         self.started = time.time()
         self.stops: dict[str, dict] = {}
         self._lock = threading.Lock()
+        self.warm_up: dict = {"state": "off", "seconds": None}
 
     def _query(self, query_id: str, run_id: str):
         """The classic PySpark query behind a Connect client's query id and run id (None if gone)."""
@@ -108,6 +117,7 @@ class Engine:
             "uptime_s": uptime,  # the old name, kept for one release (removed in 0.7)
             "rss_bytes": rss_bytes(os.getpid()) + rss_bytes(self.java_pid),
             "spark_version": self.spark.version,
+            "warm_up": dict(self.warm_up),
         }
 
 
@@ -180,7 +190,61 @@ def _driver_answers(jvm) -> bool:
         return False
 
 
-def serve(port: int, state_file: Path, session_timeout_s: float, object_store: bool, master: str) -> None:
+class WarmUp:
+    """The warm-up (its own process, its lines in the engine's log) and its outcome, written into
+    the state file as the file was first written: whole, then renamed over the old one. Stopped
+    with the engine, so that no client of a gone engine lingers."""
+
+    def __init__(self, port: int, state_file: Path, state: dict, stopping: threading.Event):
+        self.port, self.state_file, self.state, self.stopping = port, state_file, state, stopping
+        self._proc = None
+
+    def __call__(self) -> None:
+        import subprocess
+
+        started = time.monotonic()
+        env = dict(os.environ)
+        env.pop("SPARK_REMOTE", None)
+        self._proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "statectl.adapters.spark.engine_warm_up",
+                f"sc://{HOST}:{self.port}",
+                str(self.state_file.parent / "warm-up"),
+            ],
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        if self.stopping.is_set():  # the engine began to stop while this one started
+            self.stop()
+        try:
+            ok = self._proc.wait(WARM_UP_TIMEOUT_S) == 0
+        except subprocess.TimeoutExpired:  # the engine serves on, only colder
+            self._proc.kill()
+            self._proc.wait()
+            print(f"statectl engine warm-up took over {WARM_UP_TIMEOUT_S:g} s: stopped", file=sys.stderr, flush=True)
+            ok = False
+        # In place: the engine's /health answers from the same dict.
+        self.state["warm_up"].update(state="done" if ok else "failed", seconds=round(time.monotonic() - started, 1))
+        if not self.stopping.is_set():  # an engine going down keeps its state file as the stop leaves it
+            _write_state(self.state_file, self.state)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+
+
+def _write_state(state_file: Path, state: dict) -> None:
+    tmp = state_file.with_name(f".{state_file.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(state))
+    os.chmod(tmp, 0o600)
+    tmp.replace(state_file)
+
+
+def serve(
+    port: int, state_file: Path, session_timeout_s: float, object_store: bool, master: str, warm_up: bool = False
+) -> None:
     from statectl.adapters.spark.session import spark_session
 
     started = time.monotonic()
@@ -221,11 +285,13 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
         "session_timeout_s": session_timeout_s,  # the old name, kept for one release (removed in 0.7)
         "object_store": object_store,
         "master": master,
+        "warm_up": {"state": "running" if warm_up else "off", "seconds": None},
     }
-    tmp = state_file.with_name(f".{state_file.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(state))
-    os.chmod(tmp, 0o600)
-    tmp.replace(state_file)  # written last: the engine answers once this file names its pid
+    _write_state(state_file, state)  # written last: the engine answers once this file names its pid
+    engine.warm_up = state["warm_up"]
+    warming = WarmUp(port, state_file, state, stopping)
+    if warm_up:
+        threading.Thread(target=warming, name="engine-warm-up", daemon=True).start()
     while not stopping.wait(5.0):
         if not _driver_answers(jvm):
             # The driver JVM died (killed, out of memory): an engine without it serves nothing, so
@@ -233,6 +299,7 @@ def serve(port: int, state_file: Path, session_timeout_s: float, object_store: b
             print("the driver JVM no longer answers: the engine stops", file=sys.stderr, flush=True)
             os._exit(ExitCode.FAILURE)
     control.shutdown()
+    warming.stop()
     try:
         jvm.org.apache.spark.sql.connect.service.SparkConnectService.stop(
             jvm.scala.Option.apply(None), jvm.scala.Option.apply(None)
@@ -254,8 +321,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--session-timeout", type=float, default=60.0)
     ap.add_argument("--object-store", action="store_true")
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--warm-up", action="store_true", help="run the warm-up query once the engine answers")
     args = ap.parse_args(argv)
-    serve(args.port, args.state_file, args.session_timeout, args.object_store, args.master)
+    serve(args.port, args.state_file, args.session_timeout, args.object_store, args.master, args.warm_up)
     sys.exit(ExitCode.OK)
 
 
