@@ -5,10 +5,41 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+#: The statectl of this interpreter's environment (the benchmarks run it as a user does).
+STATECTL = str(Path(sys.executable).parent / "statectl")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def produce_seed_data(bootstrap: str) -> None:
+    """The chapter-4 seed data (players, products, score events) produced to ``bootstrap``."""
+    subprocess.run(
+        [STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+    )
+
+
+def leaderboard_available_now(bootstrap: str, checkpoint: Path, *more: str) -> list[str]:
+    """The command line of `statectl run leaderboard --available-now` on ``checkpoint``, then ``more``."""
+    return [
+        STATECTL,
+        "run",
+        "leaderboard",
+        "--bootstrap-servers",
+        bootstrap,
+        "--checkpoint-dir",
+        str(checkpoint),
+        "--available-now",
+        *more,
+    ]
 
 
 @contextlib.contextmanager

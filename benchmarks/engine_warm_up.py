@@ -29,10 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import throwaway_broker  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    REPO,
+    leaderboard_available_now,
+    produce_seed_data,
+    throwaway_broker,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-STATECTL = str(Path(sys.executable).parent / "statectl")
 PARTS = ("latestOffset", "queryPlanning", "addBatch")
 
 
@@ -48,20 +51,7 @@ def seed_run(bootstrap: str, remote: str, work: Path, name: str) -> tuple[float,
     events = work / f"{name}.jsonl"
     started = time.monotonic()
     done = subprocess.run(
-        [
-            STATECTL,
-            "run",
-            "leaderboard",
-            "--bootstrap-servers",
-            bootstrap,
-            "--checkpoint-dir",
-            str(work / name),
-            "--available-now",
-            "--events-file",
-            str(events),
-            "--remote",
-            remote,
-        ],
+        leaderboard_available_now(bootstrap, work / name, "--events-file", str(events), "--remote", remote),
         capture_output=True,
         text=True,
         env={**os.environ, "STATECTL_HOME": str(work / "home")},
@@ -104,12 +94,7 @@ def main() -> None:
     kinds = ("cold", "warm")
     results: dict[str, list[dict]] = {k: [] for k in kinds}
     with throwaway_broker() as bootstrap:
-        subprocess.run(
-            [STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap],
-            check=True,
-            capture_output=True,
-            cwd=REPO,
-        )
+        produce_seed_data(bootstrap)
         load_before = os.getloadavg()
         for _round in range(args.rounds):
             for kind in kinds:

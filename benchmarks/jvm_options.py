@@ -33,11 +33,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import process_tree, throwaway_broker  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    REPO,
+    STATECTL,
+    leaderboard_available_now,
+    process_tree,
+    produce_seed_data,
+    throwaway_broker,
+)
 from statectl.paths import ONE_SHOT_JVM_OPTIONS  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-STATECTL = str(Path(sys.executable).parent / "statectl")
 TEST_OPTIONS = " ".join(ONE_SHOT_JVM_OPTIONS)  # what tests/conftest.py gives SPARK_SUBMIT_OPTS
 OPTION_SETS = {"java defaults": "", "tests' options": TEST_OPTIONS}
 TICK = os.sysconf("SC_CLK_TCK")
@@ -99,12 +104,7 @@ def main() -> None:
     figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with throwaway_broker() as bootstrap, tempfile.TemporaryDirectory(prefix="statectl-jvm-options-") as tmp:
         work = Path(tmp)
-        subprocess.run(
-            [STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap],
-            check=True,
-            capture_output=True,
-            cwd=REPO,
-        )
+        produce_seed_data(bootstrap)
         _produce_scores(bootstrap, "big-score-events", args.events)
         load_before = os.getloadavg()
         for round_ in range(args.rounds):
@@ -115,19 +115,7 @@ def main() -> None:
                     checkpoint = work / f"{run}-{round_}-{len(figures.get((run, name), []))}-{name.split()[0]}"
                     figures.setdefault((run, name), []).append(
                         cpu_and_wall(
-                            [
-                                STATECTL,
-                                "run",
-                                "leaderboard",
-                                "--bootstrap-servers",
-                                bootstrap,
-                                "--checkpoint-dir",
-                                str(checkpoint),
-                                "--available-now",
-                                "--remote",
-                                "none",
-                                *more,
-                            ],
+                            leaderboard_available_now(bootstrap, checkpoint, "--remote", "none", *more),
                             env,
                         )
                     )

@@ -41,10 +41,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import local_engine, throwaway_broker  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-STATECTL = str(Path(sys.executable).parent / "statectl")
+from benchmarks._common import (  # noqa: E402
+    REPO,
+    STATECTL,
+    leaderboard_available_now,
+    local_engine,
+    produce_seed_data,
+    throwaway_broker,
+)
 
 _FLOOR = r"""
 import sys
@@ -88,20 +92,7 @@ def run_once(kind: str, bootstrap: str, work: Path, round_: int, remote: str | N
         where = ["--remote", remote] if kind == "statectl-engine" else ["--remote", "none"]
         delivery = ["--set", "sink.delivery=at-least-once"] if kind == "statectl-alo" else []
         seconds, _ = timed(
-            [
-                STATECTL,
-                "run",
-                "leaderboard",
-                "--bootstrap-servers",
-                bootstrap,
-                "--checkpoint-dir",
-                str(checkpoint),
-                "--available-now",
-                "--events-file",
-                str(events),
-                *where,
-                *delivery,
-            ],
+            leaderboard_available_now(bootstrap, checkpoint, "--events-file", str(events), *where, *delivery),
             env,
         )
         return seconds, phases(events, wall_start, seconds)
@@ -154,12 +145,7 @@ def main() -> None:
         local_engine(args.remote, not args.no_engine) as engine,
     ):
         work = Path(tmp)
-        subprocess.run(
-            [STATECTL, "produce-test-data", "leaderboard", "--bootstrap-servers", bootstrap],
-            check=True,
-            capture_output=True,
-            cwd=REPO,
-        )
+        produce_seed_data(bootstrap)
         load_before = os.getloadavg()
         for round_ in range(args.rounds + 1):  # round 0 warms the page cache and is discarded
             for kind in kinds:

@@ -22,10 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import du_bytes, mib, throwaway_broker  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-STATECTL = str(Path(sys.executable).parent / "statectl")
+from benchmarks._common import (  # noqa: E402
+    REPO,
+    STATECTL,
+    du_bytes,
+    leaderboard_available_now,
+    mib,
+    throwaway_broker,
+)
 
 
 def produce(bootstrap: str, prefix: str, events: int, players: int, products: int) -> None:
@@ -50,21 +54,15 @@ def run(bootstrap: str, prefix: str, layout: str, partitions: int, checkpoint: P
     }
     sets = [x for k, v in topics.items() for x in ("--set", f"topics.{k}={prefix}-{v}")]
     proc = subprocess.run(
-        [
-            STATECTL,
-            "run",
-            "leaderboard",
-            "--bootstrap-servers",
+        leaderboard_available_now(
             bootstrap,
-            "--checkpoint-dir",
-            str(checkpoint),
-            "--available-now",
+            checkpoint,
             "--set",
             f"leaderboard.layout={layout}",
             "--set",
             f"spark.conf.spark.sql.shuffle.partitions={partitions}",
             *sets,
-        ],
+        ),
         capture_output=True,
         text=True,
         cwd=REPO,
