@@ -179,3 +179,28 @@ def test_the_warm_up_is_left_out_before_4_1_in_one_line(capsys):
     engine_report(status, True, "up", note=why)
     got = capsys.readouterr()
     assert got.err.strip() == f"note: no warm-up: {why}" and json.loads(got.out)["remote"] == "sc://127.0.0.1:15002"
+
+
+@pytest.mark.parametrize(
+    "written, read",
+    [
+        ({"state": "done", "seconds": 3.0}, {"state": "done", "seconds": 3.0}),
+        ("done", None),  # a state file edited by hand
+        (None, None),
+    ],
+)
+def test_engine_status_reads_the_warm_up_from_the_state_file(tmp_path, monkeypatch, written, read):
+    import os
+    import time
+
+    from statectl.adapters.local import engine as local_engine
+    from statectl.render.engine import warm_up_text
+
+    monkeypatch.setattr(local_engine, "_pid_is_engine", lambda pid, state_file=None: True)
+    state = {"pid": os.getpid(), "port": 15002, "control_port": 15003, "started_at": time.time()}
+    if written is not None:
+        state["warm_up"] = written
+    local_engine._state_file(tmp_path).write_text(json.dumps(state))
+    status = local_engine.engine_status(tmp_path)
+    assert status.running and status.warm_up == read
+    assert warm_up_text(status.warm_up) == ("warm in 3 s  " if read else "")

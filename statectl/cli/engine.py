@@ -85,9 +85,9 @@ def up(
     run stopped with Ctrl-C stops between batches as it does in its own process. Running `up`
     on a running engine says so and changes nothing.
 
-    Once up, the engine warms itself in the background for about as long as its start took (a
-    stateful query of a few rows): a job's first batch then starts Python workers and RocksDB
-    that are already there. `statectl engine status` says when it is done; a job started
+    Once up, the engine warms itself once, in the background (a stateful query of a few rows): a
+    job's first batch then finds its Python workers, RocksDB and Spark's compiled code already
+    there. `statectl engine status` says when it is done; a job started
     meanwhile just runs.
 
     Examples:

@@ -116,7 +116,8 @@ def engine_status(data_dir: Path) -> EngineStatus:
         ready_seconds=state.get("ready_seconds"),
         rss_bytes=rss_bytes(pid) + rss_bytes(java_pid),
         uptime_seconds=round(time.time() - float(state.get("started_at", time.time())), 1),
-        warm_up=state.get("warm_up"),
+        # a state file edited by hand may hold anything there: only the engine's own shape counts
+        warm_up=state.get("warm_up") if isinstance(state.get("warm_up"), dict) else None,
     )
 
 
