@@ -663,7 +663,7 @@ def run_one(
     high_scores, dlq = f"high-scores-{tag}", f"leaderboard-dlq-{tag}"
     yaml_path = run_dir / "leaderboard.yaml"
     run_yaml(base_config_path, yaml_path, run_dir / "checkpoint", bootstrap, high_scores, dlq)
-    overrides = [*args.set, *STATECTL_VARIANTS.get(system, []), *getattr(args, "variants", {}).get(variant, [])]
+    overrides = [*args.set, *STATECTL_VARIANTS.get(system, []), *args.variants.get(variant, [])]
     config = load_config(yaml_path, overrides)
     from statectl.jobs.leaderboard.topics import declared_topics
 

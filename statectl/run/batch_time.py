@@ -65,9 +65,10 @@ class BatchTimes:
         if self.window_ms is not None and (
             started is None or not self.window_ms[0] <= int(started) < self.window_ms[1]
         ):
-            self._last_end_ms = None  # a gap counts only between two batches of the window
-            if started is not None and whole is not None and int(started) < self.window_ms[1]:
-                self._last_end_ms = int(started) + whole
+            # A gap counts only between two batches of the window: the last batch before it ends
+            # where the window's first gap starts; after the window no gap starts.
+            before = started is not None and whole is not None and int(started) < self.window_ms[1]
+            self._last_end_ms = int(started) + whole if before else None
             return
         for name, ms in durations.items():
             (self.parts_ms if name in PARTS else self.other_parts_ms).setdefault(name, []).append(ms)

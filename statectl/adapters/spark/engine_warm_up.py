@@ -32,6 +32,8 @@ def warm_up(remote: str, work: Path) -> float:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
+    from statectl.adapters.spark.session import ROCKSDB_PROVIDER
+
     class LastValue(StatefulProcessor):
         def init(self, handle) -> None:
             self.last = handle.getValueState("last", "v long")
@@ -47,10 +49,7 @@ def warm_up(remote: str, work: Path) -> float:
     started = time.monotonic()
     spark = SparkSession.builder.remote(remote).create()
     try:
-        spark.conf.set(
-            "spark.sql.streaming.stateStore.providerClass",
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        )
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
         source = work / "input"
         spark.range(ROWS).selectExpr("id % 16 AS k", "id AS v").write.mode("overwrite").json(str(source))
         rows = spark.readStream.schema("k LONG, v LONG").json(str(source))
